@@ -1,0 +1,88 @@
+# shortd - build, run, test.
+#   make            release build: build/shortd
+#   make run        build, then serve on 127.0.0.1:8080 with data/shortd.db
+#   make test       install what is missing, then unit + end-to-end tests
+#                   under AddressSanitizer and UndefinedBehaviorSanitizer
+#   make SAN=thread ... a ThreadSanitizer build into build/tsan
+
+CC      ?= cc
+PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb
+LLHTTP  := /usr/share/llhttp
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
+BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -I/usr/share/include/llhttp
+LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+
+SAN     ?=
+ifeq ($(SAN),)
+  OUT   := build
+  OPT   := -O2
+else ifeq ($(SAN),thread)
+  OUT   := build/tsan
+  OPT   := -O1 -fsanitize=thread -fno-omit-frame-pointer
+else
+  OUT   := build/asan
+  OPT   := -O1 -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+
+SRC      := $(wildcard src/*.c)
+OBJ      := $(SRC:src/%.c=$(OUT)/obj/%.o)
+LIBOBJ   := $(filter-out $(OUT)/obj/main.o,$(OBJ))
+LLOBJ    := $(OUT)/obj/llhttp_api.o $(OUT)/obj/llhttp_http.o $(OUT)/obj/llhttp_llhttp.o
+UNITSRC  := $(wildcard tests/unit/*.c)
+UNITOBJ  := $(UNITSRC:tests/unit/%.c=$(OUT)/unit/%.o)
+
+.PHONY: all run test unit e2e setup clean asan bench format
+all: $(OUT)/shortd
+
+$(OUT)/shortd: $(OBJ) $(LLOBJ)
+	$(CC) $(OPT) -o $@ $^ $(LIBS)
+
+$(OUT)/obj/%.o: src/%.c $(wildcard src/*.h) | $(OUT)/obj
+	$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -c -o $@ $<
+
+# llhttp's C sources come from Debian's node-llhttp; they are generated code
+# and are built with the warnings they need relaxed, never copied into the repo.
+$(OUT)/obj/llhttp_%.o: $(LLHTTP)/%.c | $(OUT)/obj
+	$(CC) $(BASE) $(OPT) -w -c -o $@ $<
+
+$(OUT)/unit/%.o: tests/unit/%.c $(wildcard src/*.h tests/unit/*.h) | $(OUT)/unit
+	$(CC) $(BASE) $(WARN) $(OPT) -Itests/unit -c -o $@ $<
+
+$(OUT)/unit_tests: $(UNITOBJ) $(LIBOBJ) $(LLOBJ)
+	$(CC) $(OPT) -o $@ $^ $(LIBS)
+
+$(OUT)/obj $(OUT)/unit:
+	mkdir -p $@
+
+setup:
+	@scripts/setup.sh
+
+run: setup
+	@$(MAKE) --no-print-directory all
+	@mkdir -p data
+	build/shortd serve --listen 127.0.0.1:8080 --db data/shortd.db
+
+# The test build: every test runs against the sanitizer binary.
+test: setup
+	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/shortd build/asan/unit_tests
+	@$(MAKE) --no-print-directory all
+	@scripts/test.sh
+
+unit: setup
+	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/unit_tests
+	build/asan/unit_tests
+
+e2e: setup
+	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/shortd
+	SHORTD_BIN=build/asan/shortd node --test tests/e2e/
+
+asan:
+	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/shortd
+
+format:
+	clang-format -i src/*.c src/*.h tests/unit/*.c
+
+clean:
+	rm -rf build
+
+-include $(OBJ:.o=.d)

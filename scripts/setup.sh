@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# setup.sh - installs, from Debian's packages, what building and testing shortd
+# needs. Idempotent and quick when everything is there: it asks dpkg first and
+# calls apt-get only for what is missing.
+set -euo pipefail
+
+pkgs=(
+    build-essential pkg-config
+    libuv1-dev node-llhttp libsqlite3-dev libsodium-dev libjansson-dev liburcu-dev
+    sqlite3 curl nodejs
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# node may come from outside Debian (a newer build on PATH): that is enough.
+if command -v node >/dev/null 2>&1; then
+    missing=("${missing[@]/nodejs/}")
+fi
+want=()
+for p in "${missing[@]}"; do [ -n "$p" ] && want+=("$p"); done
+[ ${#want[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${want[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+if ! $sudo apt-get install -y -q "${want[@]}" >/tmp/shortd-setup.log 2>&1; then
+    $sudo apt-get update -q >>/tmp/shortd-setup.log 2>&1
+    $sudo apt-get install -y -q "${want[@]}" >>/tmp/shortd-setup.log 2>&1 ||
+        { cat /tmp/shortd-setup.log; echo "setup: apt-get install failed" >&2; exit 1; }
+fi

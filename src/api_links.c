@@ -1,0 +1,424 @@
+/* api_links.c - /api/links: create, list, read, delete, disable, enable.
+ * Reads run on the event-loop thread against its own store connection;
+ * writes go through the group commit (apijob.h) and are durable before they
+ * are answered. */
+#include <ctype.h>
+#include <llhttp.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apijob.h"
+#include "app.h"
+#include "cache.h"
+#include "err.h"
+#include "handlers.h"
+#include "links.h"
+#include "log.h"
+#include "timeutil.h"
+#include "banned.h"
+
+#define LIST_DEFAULT 50
+#define LIST_MAX 1000
+#define IDEM_KEY_MAX 255
+
+/* The link object of the API. */
+static json_t *link_json(const struct app *app, const struct link *l, int64_t now)
+{
+    char created[RFC3339_MAX], expires[RFC3339_MAX] = "";
+    rfc3339_format(l->created_at, created);
+    if (l->expires_at)
+        rfc3339_format(l->expires_at, expires);
+    json_t *tags = l->tags ? json_loads(l->tags, 0, NULL) : NULL;
+    if (!tags)
+        tags = json_array();
+    int64_t days = link_days_remaining(l, now);
+    json_t *o = json_object();
+    json_object_set_new(o, "code", json_string(l->code));
+    struct buf su = BUF_INIT;
+    buf_adds(&su, app->cfg.base_url);
+    buf_addc(&su, '/');
+    buf_adds(&su, l->code);
+    json_object_set_new(o, "short_url", json_stringn(su.p, su.len));
+    buf_release(&su);
+    json_object_set_new(o, "url", l->url ? json_string(l->url) : json_null());
+    json_object_set_new(o, "created_at", json_string(created));
+    json_object_set_new(o, "expires_at", l->expires_at ? json_string(expires) : json_null());
+    json_object_set_new(o, "state", json_string(link_state_name(l, now)));
+    json_object_set_new(o, "days_remaining", days < 0 ? json_null() : json_integer(days));
+    json_object_set_new(o, "clicks", json_integer(l->clicks));
+    json_object_set_new(o, "title", l->title ? json_string(l->title) : json_null());
+    json_object_set_new(o, "note", l->note ? json_string(l->note) : json_null());
+    json_object_set_new(o, "tags", tags);
+    json_object_set_new(o, "permanent", json_boolean(l->permanent));
+    return o;
+}
+
+static bool owns(const struct request *r, const struct link *l)
+{
+    return r->key.admin || l->owner == r->key.id;
+}
+
+static bool code_param(const struct request *r, char code[CODE_MAX + 1])
+{
+    struct slice s = r->params[0];
+    if (!code_is_plausible(s.p, s.n))
+        return false;
+    memcpy(code, s.p, s.n);
+    code[s.n] = '\0';
+    return true;
+}
+
+static int not_found(struct request *r)
+{
+    return http_error(r, 404, "not_found", NULL, "no link with this code");
+}
+
+static int storage_error(struct request *r)
+{
+    http_add_header(r, "Retry-After", "1", 1);
+    return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+}
+
+/* ---- create ---- */
+
+struct create_job {
+    struct api_job base;
+    struct link_input in;
+    int64_t owner;
+    int64_t now;
+    char *idem;                 /* Idempotency-Key, NULL when none */
+    uint8_t fingerprint[32];    /* of path and body */
+    int64_t idem_since;
+    struct link link;
+    bool created;
+};
+
+static void create_release(struct api_job *j)
+{
+    struct create_job *c = (struct create_job *)j;
+    link_input_release(&c->in);
+    link_release(&c->link);
+    free(c->idem);
+    free(c);
+}
+
+static int create_run(struct wjob *wj, struct store *st)
+{
+    struct create_job *c = (struct create_job *)wj;
+    struct api_job *j = &c->base;
+    struct app *app = j->r->app;
+    if (c->idem) {
+        struct idem_rec rec;
+        int rc = st->ops->idem_get(st, c->owner, c->idem, c->idem_since, &rec);
+        if (rc == ERR_OK) {
+            bool same = sodium_memcmp(rec.fingerprint, c->fingerprint, 32) == 0;
+            if (!same) {
+                free(rec.body);
+                return api_job_error(j, 422, "idempotency_mismatch", NULL,
+                                     "this Idempotency-Key was used with a different request");
+            }
+            j->status = rec.status;
+            j->raw = rec.body;
+            j->replayed = true;
+            return ERR_OK;
+        }
+        if (rc != ERR_NOTFOUND)
+            return rc;
+    }
+    bool reused = false;
+    int rc = links_create(app->links, st, &c->in, c->owner, c->now, &c->link, &reused);
+    if (rc == ERR_OK) {
+        c->created = !reused;
+        j->status = reused ? 200 : 201;
+        j->answer = link_json(app, &c->link, c->now);
+    } else if (rc == ERR_EXISTS) {
+        api_job_error(j, 409, "alias_taken", "alias", "this alias is taken (or was used before)");
+    } else if (rc == ERR_FORBIDDEN) {
+        api_job_error(j, 400, "invalid_field", "url", "destination host is blocked");
+    } else {
+        return rc;
+    }
+    if (c->idem) {
+        struct idem_rec rec = {.status = j->status, .created_at = c->now};
+        memcpy(rec.fingerprint, c->fingerprint, 32);
+        rec.body = json_dumps(j->answer, JSON_COMPACT);
+        rc = st->ops->idem_put(st, c->owner, c->idem, &rec);
+        free(rec.body);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return ERR_OK;
+}
+
+static void create_after_commit(struct api_job *j)
+{
+    struct create_job *c = (struct create_job *)j;
+    if (c->created)
+        cache_put(j->r->app->cache, &c->link);
+}
+
+static int idem_key_ok(struct slice k)
+{
+    if (k.n < 1 || k.n > IDEM_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < k.n; i++)
+        if (k.p[i] < 0x21 || k.p[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+int handle_link_create(struct request *r)
+{
+    struct app *app = r->app;
+    struct create_job *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    c->now = now_ms();
+    const char *field = NULL;
+    char why[256];
+    if (links_parse(app->links, r->json, c->now, &c->in, &field, why, sizeof(why)) != ERR_OK) {
+        link_input_release(&c->in);
+        free(c);
+        return http_error(r, 400, "invalid_field", field, "%s %s", field ? field : "body", why);
+    }
+    struct slice idem = http_header(r, "idempotency-key");
+    if (idem.p) {
+        if (!idem_key_ok(idem)) {
+            link_input_release(&c->in);
+            free(c);
+            return http_error(r, 400, "invalid_header", "Idempotency-Key",
+                              "Idempotency-Key must be 1 to 255 visible ASCII characters");
+        }
+        c->idem = slice_dup(idem);
+        crypto_generichash_state h;
+        crypto_generichash_init(&h, NULL, 0, 32);
+        crypto_generichash_update(&h, (const unsigned char *)r->path.p, r->path.n);
+        crypto_generichash_update(&h, (const unsigned char *)"\n", 1);
+        crypto_generichash_update(&h, (const unsigned char *)r->body.p, r->body.n);
+        crypto_generichash_final(&h, c->fingerprint, 32);
+        c->idem_since = c->now - app->cfg.idempotency_ttl * 1000;
+    }
+    c->owner = r->key.id;
+    c->base.after_commit = create_after_commit;
+    c->base.release = create_release;
+    return api_job_submit(r, &c->base, create_run);
+}
+
+/* ---- list ---- */
+
+struct list_ctx {
+    const struct app *app;
+    json_t *arr;
+    int64_t now;
+    int want;
+    int seen;
+    int64_t last_created;
+    char last_code[CODE_MAX + 1];
+};
+
+static int list_cb(const struct link *l, void *arg)
+{
+    struct list_ctx *x = arg;
+    if (x->seen++ == x->want)
+        return 1;   /* one more than a page: there is a next page */
+    json_array_append_new(x->arr, link_json(x->app, l, x->now));
+    x->last_created = l->created_at;
+    snprintf(x->last_code, sizeof(x->last_code), "%s", l->code);
+    return 0;
+}
+
+static bool parse_int(struct slice s, int64_t lo, int64_t hi, int64_t *out)
+{
+    if (!s.n || s.n > 18)
+        return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        if (!isdigit((unsigned char)s.p[i]))
+            return false;
+        v = v * 10 + (s.p[i] - '0');
+    }
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* "active,expired,deleted,disabled" or "all" */
+static bool parse_states(struct slice s, struct link_query *q)
+{
+    q->states = 0;
+    q->want_live = q->want_expired = false;
+    const char *p = s.p, *end = s.p + s.n;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        struct slice w = {p, (size_t)((comma ? comma : end) - p)};
+        if (slice_eq(w, "active"))
+            q->want_live = true;
+        else if (slice_eq(w, "expired"))
+            q->want_expired = true;
+        else if (slice_eq(w, "deleted"))
+            q->states |= 1u << LINK_DELETED;
+        else if (slice_eq(w, "disabled"))
+            q->states |= 1u << LINK_DISABLED;
+        else if (slice_eq(w, "all")) {
+            q->want_live = q->want_expired = true;
+            q->states |= (1u << LINK_DELETED) | (1u << LINK_DISABLED);
+        } else
+            return false;
+        p = comma ? comma + 1 : end;
+    }
+    return q->states || q->want_live || q->want_expired;
+}
+
+int handle_link_list(struct request *r)
+{
+    struct app *app = r->app;
+    struct link_query q = {.owner = r->key.admin ? -1 : r->key.id,
+                           .want_live = true,
+                           .want_expired = true,
+                           .now = now_ms(),
+                           .limit = LIST_DEFAULT};
+    struct slice v;
+    int64_t limit = LIST_DEFAULT;
+    if (http_query_param(r, "limit", &v) && !parse_int(v, 1, LIST_MAX, &limit))
+        return http_error(r, 400, "invalid_field", "limit", "limit must be a whole number from 1 "
+                                                            "to 1000");
+    struct slice state = SLICE_LIT("active,expired");
+    if (http_query_param(r, "state", &v)) {
+        state = v;
+        if (!parse_states(v, &q))
+            return http_error(r, 400, "invalid_field", "state",
+                              "state must be a comma list of active, expired, deleted, "
+                              "disabled, or all");
+    }
+    char after_code[CODE_MAX + 1] = "";
+    if (http_query_param(r, "cursor", &v)) {
+        const char *dot = memchr(v.p, '.', v.n);
+        struct slice num = {v.p, dot ? (size_t)(dot - v.p) : 0};
+        struct slice code = {dot ? dot + 1 : NULL, dot ? v.n - num.n - 1 : 0};
+        if (!dot || !parse_int(num, 0, INT64_MAX / 2, &q.after_created) ||
+            !code_is_plausible(code.p, code.n))
+            return http_error(r, 400, "invalid_field", "cursor",
+                              "cursor must be a value from a Link header");
+        memcpy(after_code, code.p, code.n);
+        after_code[code.n] = '\0';
+        q.after_code = after_code;
+    }
+    q.limit = (int)limit + 1;
+    struct list_ctx x = {.app = app, .arr = json_array(), .now = q.now, .want = (int)limit};
+    if (app->store->ops->link_list(app->store, &q, list_cb, &x) != ERR_OK) {
+        json_decref(x.arr);
+        return storage_error(r);
+    }
+    if (x.seen > x.want) {
+        struct buf link = BUF_INIT;
+        buf_printf(&link, "</api/links?limit=%lld&state=%.*s&cursor=%lld.%s>; rel=\"next\"",
+                   (long long)limit, (int)state.n, state.p, (long long)x.last_created,
+                   x.last_code);
+        http_add_header(r, "Link", link.p, link.len);
+        buf_release(&link);
+    }
+    return http_json(r, 200, x.arr);
+}
+
+/* ---- read ---- */
+
+int handle_link_get(struct request *r)
+{
+    struct app *app = r->app;
+    char code[CODE_MAX + 1];
+    if (!code_param(r, code))
+        return not_found(r);
+    struct link l;
+    int rc = app->store->ops->link_get(app->store, code, &l);
+    if (rc == ERR_NOTFOUND)
+        return not_found(r);
+    if (rc != ERR_OK)
+        return storage_error(r);
+    if (!owns(r, &l)) {
+        link_release(&l);
+        return not_found(r);
+    }
+    json_t *o = link_json(app, &l, now_ms());
+    link_release(&l);
+    return http_json(r, 200, o);
+}
+
+/* ---- state changes: delete, disable, enable ---- */
+
+struct state_job {
+    struct api_job base;
+    char code[CODE_MAX + 1];
+    int state;
+    int64_t now;
+    int64_t owner;          /* -1: admin */
+    struct link link;
+    bool changed;
+};
+
+static void state_release(struct api_job *j)
+{
+    struct state_job *s = (struct state_job *)j;
+    link_release(&s->link);
+    free(s);
+}
+
+static int state_run(struct wjob *wj, struct store *st)
+{
+    struct state_job *s = (struct state_job *)wj;
+    struct api_job *j = &s->base;
+    struct app *app = j->r->app;
+    int rc = st->ops->link_get(st, s->code, &s->link);
+    if (rc == ERR_NOTFOUND || (rc == ERR_OK && s->owner >= 0 && s->link.owner != s->owner))
+        return api_job_error(j, 404, "not_found", NULL, "no link with this code");
+    if (rc != ERR_OK)
+        return rc;
+    if (s->link.state == LINK_DELETED && s->state != LINK_DELETED)
+        return api_job_error(j, 409, "deleted", NULL, "a deleted link cannot be changed");
+    if (s->link.state != s->state) {
+        rc = st->ops->link_set_state(st, s->code, s->state, s->now);
+        if (rc != ERR_OK)
+            return rc;
+        link_release(&s->link);
+        rc = st->ops->link_get(st, s->code, &s->link);
+        if (rc != ERR_OK)
+            return rc;
+        s->changed = true;
+    }
+    if (s->state == LINK_DELETED) {
+        j->status = 204;
+    } else {
+        j->status = 200;
+        j->answer = link_json(app, &s->link, s->now);
+    }
+    return ERR_OK;
+}
+
+static void state_after_commit(struct api_job *j)
+{
+    struct state_job *s = (struct state_job *)j;
+    if (s->changed)
+        cache_put(j->r->app->cache, &s->link);
+}
+
+static int change_state(struct request *r, int state)
+{
+    struct state_job *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    if (!code_param(r, s->code)) {
+        free(s);
+        return not_found(r);
+    }
+    s->state = state;
+    s->now = now_ms();
+    s->owner = r->key.admin ? -1 : r->key.id;
+    s->base.after_commit = state_after_commit;
+    s->base.release = state_release;
+    return api_job_submit(r, &s->base, state_run);
+}
+
+int handle_link_delete(struct request *r) { return change_state(r, LINK_DELETED); }
+int handle_link_disable(struct request *r) { return change_state(r, LINK_DISABLED); }
+int handle_link_enable(struct request *r) { return change_state(r, LINK_ACTIVE); }

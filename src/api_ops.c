@@ -1,0 +1,80 @@
+/* api_ops.c - what operators and load balancers ask: /healthz (the process
+ * answers), /readyz (the store answers), /metrics (Prometheus text), and the
+ * home page redirect. */
+#include <string.h>
+
+#include "app.h"
+#include "cache.h"
+#include "clicks.h"
+#include "err.h"
+#include "handlers.h"
+#include "metrics.h"
+#include "store.h"
+#include "banned.h"
+
+int handle_home(struct request *r)
+{
+    const char *home = r->app->cfg.home;
+    http_add_header(r, "Location", home, strlen(home));
+    http_add_header(r, "Cache-Control", "no-store", 8);
+    return 302;
+}
+
+static const char dashboard_page[] =
+    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+    "<title>shortd</title></head><body><h1>shortd</h1>"
+    "<p>The web dashboard is not part of this build yet. The JSON API is at "
+    "<code>/api/links</code>; see the README for a walk-through.</p></body></html>\n";
+
+int handle_dashboard(struct request *r)
+{
+    http_add_header(r, "Content-Security-Policy", "default-src 'none'", 18);
+    return http_body(r, 200, "text/html; charset=utf-8", dashboard_page,
+                     sizeof(dashboard_page) - 1);
+}
+
+int handle_healthz(struct request *r)
+{
+    return http_body(r, 200, "application/json", "{\"status\":\"ok\"}", 15);
+}
+
+int handle_readyz(struct request *r)
+{
+    struct store *st = r->app->store;
+    if (atomic_load(&r->app->stopping))
+        return http_body(r, 503, "application/json", "{\"status\":\"stopping\"}", 21);
+    if (st->ops->ping(st) != ERR_OK)
+        return http_body(r, 503, "application/json", "{\"status\":\"store unavailable\"}", 30);
+    return http_body(r, 200, "application/json", "{\"status\":\"ready\"}", 18);
+}
+
+int handle_metrics(struct request *r)
+{
+    struct app *app = r->app;
+    struct buf *b = &r->resp_body;
+    buf_reset(b);
+    metrics_render(app->metrics, b);
+    buf_adds(b, "# HELP shortd_cache_entries Codes in the redirect cache (links and misses).\n"
+                "# TYPE shortd_cache_entries gauge\nshortd_cache_entries ");
+    buf_add_u64(b, cache_entries(app->cache));
+    uint64_t hits = 0, misses = 0;
+    cache_counts(app->cache, &hits, &misses);
+    buf_adds(b, "\n# HELP shortd_cache_hits_total Redirects answered from the cache.\n"
+                "# TYPE shortd_cache_hits_total counter\nshortd_cache_hits_total ");
+    buf_add_u64(b, hits);
+    buf_adds(b, "\n# HELP shortd_cache_misses_total Redirects that read the store.\n"
+                "# TYPE shortd_cache_misses_total counter\nshortd_cache_misses_total ");
+    buf_add_u64(b, misses);
+    int64_t links = 0;
+    if (app->store->ops->link_count(app->store, &links) == ERR_OK) {
+        buf_adds(b, "\n# HELP shortd_links Links in the store, tombstones included.\n"
+                    "# TYPE shortd_links gauge\nshortd_links ");
+        buf_add_i64(b, links);
+    }
+    buf_adds(b, "\n# HELP shortd_clicks_pending Clicks counted but not yet in the store.\n"
+                "# TYPE shortd_clicks_pending gauge\nshortd_clicks_pending ");
+    buf_add_u64(b, clicks_pending(app->clicks));
+    buf_addc(b, '\n');
+    r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return 200;
+}

@@ -1,0 +1,32 @@
+/* app.h - the running service: every module's state in one place, handed to
+ * handlers through their request. Built by `shortd serve` (cli.c), read by
+ * everything else; after start-up only the modules' own state changes. */
+#ifndef SHORTD_APP_H
+#define SHORTD_APP_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct cache;
+struct clicks;
+struct links;
+struct metrics;
+struct server;
+struct store;
+struct writer;
+
+struct app {
+    struct config cfg;
+    struct store *store;
+    struct links *links;       /* link rules, codes, API keys */
+    struct writer *writer;     /* group commit */
+    struct cache *cache;       /* code -> destination for the redirect */
+    struct clicks *clicks;     /* click counters waiting to be flushed */
+    struct metrics *metrics;
+    struct server *server;
+    atomic_bool stopping;
+};
+
+#endif

@@ -1,0 +1,56 @@
+/* cache.h - short code -> what a redirect needs, shared by all event-loop
+ * threads. A lock-free resizable RCU hash table (liburcu's cds_lfht): readers
+ * take no lock and write no shared memory; writers publish immutable entries
+ * and free replaced ones after a grace period. Unknown codes are cached as
+ * misses for a short time. Threads that call cache_get must be registered. */
+#ifndef SHORTD_CACHE_H
+#define SHORTD_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct cache;
+
+/* What the redirect reads: valid only inside cache_read_lock/unlock. */
+struct cache_view {
+    bool miss;              /* a remembered unknown code */
+    const char *url;        /* NULL for a miss or a link without data (deleted, swept) */
+    uint32_t url_len;
+    int64_t expires_at;     /* 0: never */
+    uint8_t state;          /* enum link_state */
+    bool permanent;
+};
+
+struct cache *cache_new(size_t max_entries, int64_t miss_ttl_ms);
+void cache_free(struct cache *c);            /* NULL is fine; no readers left */
+
+/* Every thread that touches the cache */
+void cache_thread_register(void);
+void cache_thread_unregister(void);
+
+/* Reading: between lock and unlock, views stay valid. */
+void cache_read_lock(void);
+void cache_read_unlock(void);
+/* true when the code is cached (a link, or a remembered miss). */
+bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
+               struct cache_view *out);
+
+/* Writing (any registered thread). cache_put is for whoever changed the link
+ * (after its commit): it replaces whatever is there. cache_fill and
+ * cache_fill_miss are for a reader that has just read the store: they only
+ * add when nothing valid is cached, so a reader can never overwrite a newer
+ * change with what it read before that change. */
+void cache_put(struct cache *c, const struct link *l);
+void cache_fill(struct cache *c, const struct link *l, int64_t now_ms);
+void cache_fill_miss(struct cache *c, const char *code, size_t n, int64_t now_ms);
+void cache_remove(struct cache *c, const char *code, size_t n);
+void cache_clear(struct cache *c);
+
+/* Counters for /metrics: hits and misses of cache_get, every thread summed. */
+uint64_t cache_entries(const struct cache *c);
+void cache_counts(const struct cache *c, uint64_t *hits, uint64_t *misses);
+
+#endif

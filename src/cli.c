@@ -1,0 +1,593 @@
+/* cli.c - the subcommand table of `shortd` and the commands that work on a
+ * store directly (keys, links, backup). Commands that change links bump the
+ * store's change generation so a running server drops its cache within a
+ * second. Only this file and main.c may exit the process. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "err.h"
+#include "links.h"
+#include "log.h"
+#include "router.h"
+#include "serve.h"
+#include "store.h"
+#include "timeutil.h"
+#include "writer.h"
+#include "banned.h"
+
+#define VERSION "0.1.0"
+#define MAX_OPTS 64
+
+/* Parsed options of one command: --name VALUE, --name=VALUE, --flag. */
+struct opts {
+    const char *name[MAX_OPTS];
+    const char *value[MAX_OPTS];    /* NULL for a flag */
+    int n;
+    const char *pos[MAX_OPTS];      /* positional arguments */
+    int npos;
+};
+
+struct command {
+    const char *name;       /* "key create" */
+    int (*fn)(struct opts *o);
+    const char *flags;      /* options taking no value, space separated */
+    const char *options;    /* options taking a value */
+    int npos;               /* positional arguments wanted */
+    const char *usage;
+};
+
+static int cmd_serve(struct opts *o);
+static int cmd_key_create(struct opts *o);
+static int cmd_key_list(struct opts *o);
+static int cmd_key_revoke(struct opts *o);
+static int cmd_link_create(struct opts *o);
+static int cmd_link_list(struct opts *o);
+static int cmd_link_delete(struct opts *o);
+static int cmd_backup(struct opts *o);
+static int cmd_config_example(struct opts *o);
+static int cmd_version(struct opts *o);
+
+#define STORE_OPTS "db store"
+
+static const struct command commands[] = {
+    /* name            handler             flags     options                          npos */
+    {"serve", cmd_serve, "", "*", 0,
+     "shortd serve [--listen ADDR:PORT] [--db PATH | --store URL] [--base-url URL]\n"
+     "             [--config FILE] [--SETTING VALUE ...]\n"
+     "  Serves the API and the redirects until SIGTERM or SIGINT. On the first start of an\n"
+     "  empty database, creates an admin API key and prints it once."},
+    {"key create", cmd_key_create, "admin", STORE_OPTS " name", 0,
+     "shortd key create --db PATH --name NAME [--admin]\n"
+     "  Creates an API key and prints it once, as the last word of the output."},
+    {"key list", cmd_key_list, "", STORE_OPTS, 0,
+     "shortd key list --db PATH\n  Lists API keys (never the keys themselves)."},
+    {"key revoke", cmd_key_revoke, "", STORE_OPTS, 1,
+     "shortd key revoke --db PATH ID\n  Revokes an API key at once."},
+    {"link create", cmd_link_create, "permanent", STORE_OPTS " url alias ttl title owner base-url",
+     0,
+     "shortd link create --db PATH --url URL [--alias ALIAS] [--ttl SECONDS] [--title TEXT]\n"
+     "                   [--permanent] [--owner KEY_ID] [--base-url URL]\n"
+     "  Creates a link owned by KEY_ID (default: the first admin key); prints the code last."},
+    {"link list", cmd_link_list, "all", STORE_OPTS " limit", 0,
+     "shortd link list --db PATH [--limit N] [--all]\n"
+     "  Lists links, newest first (--all: deleted and disabled too)."},
+    {"link delete", cmd_link_delete, "", STORE_OPTS, 1,
+     "shortd link delete --db PATH CODE\n"
+     "  Deletes a link: its code answers 410 for ever and is never reused."},
+    {"backup", cmd_backup, "", STORE_OPTS " to", 0,
+     "shortd backup --db PATH --to FILE\n"
+     "  Copies the database with SQLite's online backup; safe while serving."},
+    {"config example", cmd_config_example, "", "", 0,
+     "shortd config example\n  Prints an example config file with every setting's default."},
+    {"version", cmd_version, "", "", 0, "shortd version\n  Prints the version."},
+};
+#define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
+
+static void usage_all(FILE *f)
+{
+    fputs("shortd - a URL shortener with honest click analytics\n\nCommands:\n", f);
+    for (int i = 0; i < NCOMMANDS; i++) {
+        const char *u = commands[i].usage;
+        fprintf(f, "  %.*s\n", (int)strcspn(u, "\n"), u);
+    }
+    fputs("\n`shortd COMMAND --help` explains one command.\n", f);
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("shortd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+static bool word_in(const char *list, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && strncmp(p, w, n) == 0)
+            return true;
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+    return false;
+}
+
+static const char *opt(const struct opts *o, const char *name)
+{
+    const char *v = NULL;
+    for (int i = 0; i < o->n; i++)
+        if (strcmp(o->name[i], name) == 0)
+            v = o->value[i] ? o->value[i] : "";
+    return v;
+}
+
+static int parse_opts(const struct command *c, int argc, char **argv, struct opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+            if (o->npos == MAX_OPTS)
+                return fail("too many arguments");
+            o->pos[o->npos++] = a;
+            continue;
+        }
+        if (o->n == MAX_OPTS)
+            return fail("too many options");
+        static char names[MAX_OPTS][64];
+        const char *eq = strchr(a + 2, '=');
+        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (len >= sizeof(names[0]))
+            return fail("unknown option '%s' for '%s'", a, c->name);
+        memcpy(names[o->n], a + 2, len);
+        names[o->n][len] = '\0';
+        const char *name = names[o->n];
+        bool takes_value = !strcmp(c->options, "*") ? config_is_setting(name)
+                                                    : word_in(c->options, name);
+        if (word_in(c->flags, name)) {
+            if (eq)
+                return fail("option '--%s' takes no value", name);
+            o->name[o->n] = name;
+            o->value[o->n++] = NULL;
+        } else if (takes_value) {
+            const char *v = eq ? eq + 1 : NULL;
+            if (!v) {
+                if (i + 1 >= argc)
+                    return fail("option '--%s' needs a value", name);
+                v = argv[++i];
+            }
+            o->name[o->n] = name;
+            o->value[o->n++] = v;
+        } else {
+            return fail("unknown option '--%s' for '%s' (see 'shortd %s --help')", name, c->name,
+                        c->name);
+        }
+    }
+    if (o->npos != c->npos)
+        return fail("'%s' takes %d argument%s, not %d (see 'shortd %s --help')", c->name, c->npos,
+                    c->npos == 1 ? "" : "s", o->npos, c->name);
+    return 0;
+}
+
+int cli_main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage_all(stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(NULL);
+    const struct command *c = NULL;
+    int used = 0;
+    for (int i = 0; i < NCOMMANDS && !c; i++) {
+        const char *name = commands[i].name;
+        const char *sp = strchr(name, ' ');
+        if (!sp && !strcmp(argv[1], name)) {
+            c = &commands[i];
+            used = 2;
+        } else if (sp && (size_t)(sp - name) == strlen(argv[1]) &&
+                   !strncmp(argv[1], name, (size_t)(sp - name)) && argc > 2 &&
+                   !strcmp(argv[2], sp + 1)) {
+            c = &commands[i];
+            used = 3;
+        }
+    }
+    if (!c) {
+        bool group = false;
+        for (int i = 0; i < NCOMMANDS; i++) {
+            size_t n = strcspn(commands[i].name, " ");
+            if (commands[i].name[n] && strlen(argv[1]) == n &&
+                !strncmp(commands[i].name, argv[1], n)) {
+                if (!group)
+                    fprintf(stderr, "shortd: '%s' needs a subcommand:\n", argv[1]);
+                group = true;
+                fprintf(stderr, "  %.*s\n", (int)strcspn(commands[i].usage, "\n"),
+                        commands[i].usage);
+            }
+        }
+        if (group)
+            return 2;
+        fprintf(stderr, "shortd: unknown command '%s'\n\n", argv[1]);
+        usage_all(stderr);
+        return 2;
+    }
+    for (int i = used; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("%s\n", c->usage);
+            if (c->fn == cmd_serve) {
+                printf("\nSettings (flag, or SHORTD_NAME in the environment, or name = value "
+                       "in --config FILE):\n");
+                config_print_help(stdout);
+            }
+            return 0;
+        }
+    }
+    struct opts o;
+    int rc = parse_opts(c, argc - used, argv + used, &o);
+    if (rc)
+        return rc;
+    return c->fn(&o);
+}
+
+/* ---- serve ---- */
+
+static int cmd_serve(struct opts *o)
+{
+    struct config cfg;
+    config_init(&cfg);
+    char err[512];
+    const char *file = opt(o, "config");
+    if (!file)
+        file = getenv("SHORTD_CONFIG");
+    int rc = ERR_OK;
+    if (file && *file)
+        rc = config_load_file(&cfg, file, err, sizeof(err));
+    if (rc == ERR_OK)
+        rc = config_load_env(&cfg, err, sizeof(err));
+    for (int i = 0; rc == ERR_OK && i < o->n; i++)
+        rc = config_set(&cfg, o->name[i], o->value[i] ? o->value[i] : "true", err, sizeof(err));
+    if (rc != ERR_OK) {
+        config_release(&cfg);
+        return fail("%s", err);
+    }
+    int level = log_level_parse(cfg.log_level);
+    if (level < 0) {
+        config_release(&cfg);
+        return fail("'log-level' must be debug, info, warn, error or off");
+    }
+    log_level = (enum log_level)level;
+    rc = serve_run(&cfg);
+    config_release(&cfg);
+    return rc == ERR_OK ? 0 : 1;
+}
+
+/* ---- store commands ---- */
+
+static int open_store(const struct opts *o, struct store **st)
+{
+    const char *url = opt(o, "store");
+    if (!url)
+        url = opt(o, "db");
+    if (!url)
+        url = getenv("SHORTD_STORE");
+    if (!url)
+        url = getenv("SHORTD_DB");
+    if (!url)
+        url = "data/shortd.db";
+    if (store_open(url, st) != ERR_OK) {
+        fail("cannot open store '%s'", url);
+        return 1;
+    }
+    return 0;
+}
+
+static int open_links(const struct opts *o, struct store **st, struct links **l)
+{
+    if (open_store(o, st))
+        return 1;
+    static const char *const no_hosts[] = {NULL};
+    if (links_new(*st, router_reserved(), no_hosts, l) != ERR_OK) {
+        (*st)->ops->close(*st);
+        fail("cannot read the store's secrets");
+        return 1;
+    }
+    return 0;
+}
+
+/* Tells a running server that links changed under it. */
+static void bump_generation(struct store *st)
+{
+    struct buf v = BUF_INIT;
+    int64_t g = 0;
+    if (st->ops->meta_get(st, "generation", &v) == ERR_OK && v.len == sizeof(g))
+        memcpy(&g, v.p, sizeof(g));
+    g++;
+    if (st->ops->begin(st) == ERR_OK) {
+        if (st->ops->meta_put(st, "generation", &g, sizeof(g)) == ERR_OK)
+            st->ops->commit(st);
+        else
+            st->ops->rollback(st);
+    }
+    buf_release(&v);
+}
+
+static int cmd_key_create(struct opts *o)
+{
+    const char *name = opt(o, "name");
+    if (!name || !*name)
+        return fail("'key create' needs --name NAME");
+    if (strlen(name) > 100)
+        return fail("--name must be at most 100 bytes");
+    struct store *st;
+    struct links *l;
+    if (open_links(o, &st, &l))
+        return 1;
+    char token[KEY_TOKEN_LEN + 1];
+    int64_t id = 0;
+    bool admin = opt(o, "admin") != NULL;
+    int rc = links_key_create(l, st, name, admin, token, &id);
+    if (rc == ERR_OK)
+        printf("created %s key %lld '%s' (shown once, keep it): %s\n", admin ? "admin" : "user",
+               (long long)id, name, token);
+    links_free(l);
+    st->ops->close(st);
+    return rc == ERR_OK ? 0 : fail("cannot create the key: %s", err_str(rc));
+}
+
+static int print_key(const struct apikey *k, void *arg)
+{
+    (void)arg;
+    char created[RFC3339_MAX], revoked[RFC3339_MAX] = "-";
+    rfc3339_format(k->created_at, created);
+    if (k->revoked_at)
+        rfc3339_format(k->revoked_at, revoked);
+    printf("%-6lld %-24s %-6s %-24s %s\n", (long long)k->id, k->name, k->admin ? "admin" : "user",
+           created, k->revoked_at ? revoked : "-");
+    return 0;
+}
+
+static int cmd_key_list(struct opts *o)
+{
+    struct store *st;
+    if (open_store(o, &st))
+        return 1;
+    printf("%-6s %-24s %-6s %-24s %s\n", "ID", "NAME", "ROLE", "CREATED", "REVOKED");
+    int rc = st->ops->key_list(st, print_key, NULL);
+    st->ops->close(st);
+    return rc == ERR_OK ? 0 : fail("cannot list keys");
+}
+
+static int cmd_key_revoke(struct opts *o)
+{
+    char *end = NULL;
+    long long id = strtoll(o->pos[0], &end, 10);
+    if (!*o->pos[0] || *end || id <= 0)
+        return fail("key id must be a positive whole number, not '%s'", o->pos[0]);
+    struct store *st;
+    if (open_store(o, &st))
+        return 1;
+    int rc = st->ops->begin(st);
+    if (rc == ERR_OK)
+        rc = st->ops->key_revoke(st, id, now_ms());
+    if (rc == ERR_OK)
+        rc = st->ops->commit(st);
+    else
+        st->ops->rollback(st);
+    st->ops->close(st);
+    if (rc == ERR_NOTFOUND)
+        return fail("no valid key with id %lld", id);
+    if (rc != ERR_OK)
+        return fail("cannot revoke the key: %s", err_str(rc));
+    printf("revoked key %lld\n", id);
+    return 0;
+}
+
+struct first_admin {
+    int64_t id;
+};
+
+static int find_admin(const struct apikey *k, void *arg)
+{
+    struct first_admin *f = arg;
+    if (k->admin && !k->revoked_at) {
+        f->id = k->id;
+        return 1;
+    }
+    return 0;
+}
+
+struct cli_create {
+    struct wjob job;
+    struct links *links;
+    struct link_input in;
+    int64_t owner;
+    struct link link;
+    int result;
+};
+
+static int cli_create_run(struct wjob *j, struct store *st)
+{
+    struct cli_create *c = (struct cli_create *)j;
+    bool reused;
+    c->result = links_create(c->links, st, &c->in, c->owner, now_ms(), &c->link, &reused);
+    return c->result;
+}
+
+static void cli_create_done(struct wjob *j)
+{
+    struct cli_create *c = (struct cli_create *)j;
+    if (j->rc != ERR_OK && c->result == ERR_OK)
+        c->result = j->rc;
+}
+
+static int cmd_link_create(struct opts *o)
+{
+    const char *url = opt(o, "url");
+    if (!url)
+        return fail("'link create' needs --url URL");
+    json_t *body = json_pack("{s:s}", "url", url);
+    if (!body)
+        return fail("--url must be UTF-8 text");
+    if (opt(o, "alias"))
+        json_object_set_new(body, "alias", json_string(opt(o, "alias")));
+    if (opt(o, "title"))
+        json_object_set_new(body, "title", json_string(opt(o, "title")));
+    if (opt(o, "permanent"))
+        json_object_set_new(body, "permanent", json_true());
+    if (opt(o, "ttl")) {
+        char *end = NULL;
+        long long ttl = strtoll(opt(o, "ttl"), &end, 10);
+        if (!*opt(o, "ttl") || *end) {
+            json_decref(body);
+            return fail("--ttl must be a whole number of seconds");
+        }
+        json_object_set_new(body, "ttl", json_integer(ttl));
+    }
+    struct store *st;
+    struct links *l;
+    if (open_links(o, &st, &l)) {
+        json_decref(body);
+        return 1;
+    }
+    int rc = 0;
+    struct cli_create c = {.links = l};
+    const char *field = NULL;
+    char why[256];
+    if (links_parse(l, body, now_ms(), &c.in, &field, why, sizeof(why)) != ERR_OK) {
+        rc = fail("--%s %s", field ? field : "url", why);
+        goto out;
+    }
+    if (opt(o, "owner")) {
+        c.owner = strtoll(opt(o, "owner"), NULL, 10);
+    } else {
+        struct first_admin f = {0};
+        st->ops->key_list(st, find_admin, &f);
+        c.owner = f.id;
+        if (!c.owner) {
+            rc = fail("no admin key exists yet: give --owner KEY_ID");
+            goto out;
+        }
+    }
+    c.job.run = cli_create_run;
+    c.job.done = cli_create_done;
+    writer_run_now(st, &c.job);
+    if (c.result == ERR_EXISTS) {
+        rc = fail("alias '%s' is taken (or was used before)", c.in.alias);
+    } else if (c.result == ERR_FORBIDDEN) {
+        rc = fail("destination host is blocked");
+    } else if (c.result != ERR_OK) {
+        rc = fail("cannot create the link: %s", err_str(c.result));
+    } else {
+        bump_generation(st);
+        const char *base = opt(o, "base-url") ? opt(o, "base-url") : "http://127.0.0.1:8080";
+        printf("short_url: %s/%s\ncode: %s\n", base, c.link.code, c.link.code);
+    }
+out:
+    link_release(&c.link);
+    link_input_release(&c.in);
+    json_decref(body);
+    links_free(l);
+    st->ops->close(st);
+    return rc;
+}
+
+static int print_link(const struct link *l, void *arg)
+{
+    int64_t now = *(int64_t *)arg;
+    char created[RFC3339_MAX];
+    rfc3339_format(l->created_at, created);
+    printf("%-12s %-9s %8lld  %-24s %s\n", l->code, link_state_name(l, now), (long long)l->clicks,
+           created, l->url ? l->url : "-");
+    return 0;
+}
+
+static int cmd_link_list(struct opts *o)
+{
+    int64_t limit = 100;
+    if (opt(o, "limit")) {
+        char *end = NULL;
+        limit = strtoll(opt(o, "limit"), &end, 10);
+        if (!*opt(o, "limit") || *end || limit < 1 || limit > 1000000)
+            return fail("--limit must be a whole number from 1 to 1000000");
+    }
+    struct store *st;
+    if (open_store(o, &st))
+        return 1;
+    int64_t now = now_ms();
+    struct link_query q = {.owner = -1, .want_live = true, .want_expired = true, .now = now,
+                           .limit = (int)limit};
+    if (opt(o, "all"))
+        q.states = (1u << LINK_DELETED) | (1u << LINK_DISABLED);
+    printf("%-12s %-9s %8s  %-24s %s\n", "CODE", "STATE", "CLICKS", "CREATED", "URL");
+    int rc = st->ops->link_list(st, &q, print_link, &now);
+    st->ops->close(st);
+    return rc == ERR_OK ? 0 : fail("cannot list links");
+}
+
+static int cmd_link_delete(struct opts *o)
+{
+    const char *code = o->pos[0];
+    struct store *st;
+    if (open_store(o, &st))
+        return 1;
+    int rc = st->ops->begin(st);
+    if (rc == ERR_OK)
+        rc = st->ops->link_set_state(st, code, LINK_DELETED, now_ms());
+    if (rc == ERR_OK)
+        rc = st->ops->commit(st);
+    else
+        st->ops->rollback(st);
+    if (rc == ERR_OK)
+        bump_generation(st);
+    st->ops->close(st);
+    if (rc == ERR_NOTFOUND)
+        return fail("no link with code '%s'", code);
+    if (rc != ERR_OK)
+        return fail("cannot delete '%s': %s", code, err_str(rc));
+    printf("deleted %s\n", code);
+    return 0;
+}
+
+static int cmd_backup(struct opts *o)
+{
+    const char *to = opt(o, "to");
+    if (!to || !*to)
+        return fail("'backup' needs --to FILE");
+    struct store *st;
+    if (open_store(o, &st))
+        return 1;
+    int rc = st->ops->backup(st, to);
+    st->ops->close(st);
+    if (rc != ERR_OK)
+        return fail("backup to '%s' failed", to);
+    printf("backed up to %s\n", to);
+    return 0;
+}
+
+static int cmd_config_example(struct opts *o)
+{
+    (void)o;
+    config_print_example(stdout);
+    return 0;
+}
+
+static int cmd_version(struct opts *o)
+{
+    (void)o;
+    printf("shortd %s\n", VERSION);
+    return 0;
+}

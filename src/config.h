@@ -1,0 +1,61 @@
+/* config.h - every setting of `shortd serve`, in one table: name, type,
+ * default, bounds. A value comes from, in rising precedence: the default, the
+ * config file (`key = value` lines, keys are the long flag names), the
+ * environment (SHORTD_ + the name in upper case, '-' as '_'), a flag. */
+#ifndef SHORTD_CONFIG_H
+#define SHORTD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+    char *listen;            /* ADDR:PORT */
+    char *db;                /* SQLite file */
+    char *store;             /* store URL; overrides db when set */
+    char *base_url;          /* short URLs start with this; default http://LISTEN */
+    char *home;              /* where GET / redirects */
+    char *log_level;
+    char *config;            /* the config file that was read, if any */
+    int64_t threads;         /* event-loop threads; 0 = one per core */
+    int64_t max_connections;
+    int64_t max_header_bytes;
+    int64_t max_target_bytes;
+    int64_t max_body_bytes;
+    int64_t header_timeout;  /* seconds */
+    int64_t body_timeout;
+    int64_t idle_timeout;
+    int64_t cache_size;      /* links kept in the redirect cache */
+    int64_t miss_ttl;        /* milliseconds an unknown code is remembered as unknown */
+    int64_t pass_query;      /* bool: append the request's query to the destination */
+    int64_t permanent_max_age;
+    int64_t idempotency_ttl; /* seconds */
+    int64_t click_flush_ms;
+    int64_t commit_batch;    /* most creates in one group commit */
+    int64_t sweep_interval;  /* seconds between sweeps */
+    int64_t sweep_grace;     /* seconds an expired link keeps its data */
+    int64_t sweep_batch;
+};
+
+/* Defaults for every setting. */
+void config_init(struct config *c);
+void config_release(struct config *c);
+
+/* Sets one setting by its long name from text; ERR_NOTFOUND for an unknown
+ * name, ERR_INVALID for a bad value (message in 'err'). */
+int config_set(struct config *c, const char *name, const char *value, char *err, size_t errlen);
+
+/* Reads a config file; ERR_IO, or ERR_INVALID/ERR_NOTFOUND with 'err' naming
+ * the file, line and key. */
+int config_load_file(struct config *c, const char *path, char *err, size_t errlen);
+
+/* Applies SHORTD_* environment variables. */
+int config_load_env(struct config *c, char *err, size_t errlen);
+
+bool config_is_setting(const char *name);
+
+/* Writes "  --name VALUE   help (default: X)" lines, and the example file. */
+void config_print_help(FILE *f);
+void config_print_example(FILE *f);
+
+#endif

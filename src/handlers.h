@@ -1,0 +1,31 @@
+/* handlers.h - every HTTP handler, one group per resource file. A handler
+ * checks its input, writes the answer and returns the status (or HTTP_ASYNC). */
+#ifndef SHORTD_HANDLERS_H
+#define SHORTD_HANDLERS_H
+
+#include "http.h"
+
+/* redirect.c - GET|HEAD /<code>, the hot path */
+int handle_redirect(struct request *r, struct slice code);
+
+/* api_links.c */
+int handle_link_create(struct request *r);
+int handle_link_list(struct request *r);
+int handle_link_get(struct request *r);
+int handle_link_delete(struct request *r);
+int handle_link_disable(struct request *r);
+int handle_link_enable(struct request *r);
+
+/* api_admin.c */
+int handle_blocklist_list(struct request *r);
+int handle_blocklist_add(struct request *r);
+int handle_blocklist_delete(struct request *r);
+
+/* api_ops.c */
+int handle_home(struct request *r);
+int handle_dashboard(struct request *r);
+int handle_healthz(struct request *r);
+int handle_readyz(struct request *r);
+int handle_metrics(struct request *r);
+
+#endif

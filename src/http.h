@@ -1,0 +1,81 @@
+/* http.h - one HTTP request and its answer, as handlers see them.
+ *
+ * The server (server.c) fills a request from the wire and calls the router;
+ * a handler reads the request, writes the answer with the functions below and
+ * returns the status. A handler that must wait (a durable write) returns
+ * HTTP_ASYNC and later, on the same event-loop thread, fills the answer and
+ * calls http_resume(). Request data are borrowed slices, valid until the
+ * answer is sent. */
+#ifndef SHORTD_HTTP_H
+#define SHORTD_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "store.h"
+
+#define HTTP_ASYNC 0
+#define HTTP_MAX_HEADERS 100
+#define HTTP_MAX_PARAMS 2
+
+struct app;
+struct conn;
+struct route;
+
+struct header {
+    struct slice name;
+    struct slice value;
+};
+
+struct request {
+    /* From the wire */
+    int method;                 /* llhttp's HTTP_GET, HTTP_POST... */
+    struct slice target;        /* raw request target */
+    struct slice path;          /* target before '?' */
+    struct slice query;         /* after '?' (without it); empty when none */
+    struct slice host;
+    struct header headers[HTTP_MAX_HEADERS];
+    int nheaders;
+    struct slice body;
+    uint64_t start_ns;          /* uv_hrtime() when the request was complete */
+
+    /* From the router */
+    const struct route *route;  /* NULL for the redirect and server errors */
+    int route_id;               /* metrics label index */
+    struct slice params[HTTP_MAX_PARAMS];
+    struct apikey key;          /* valid when ROUTE_AUTH */
+    json_t *json;               /* parsed body when ROUTE_JSON; freed after the answer */
+
+    /* The answer */
+    int status;
+    const char *content_type;   /* static string, NULL for no body type */
+    struct buf resp_headers;    /* extra "Name: value\r\n" lines */
+    struct buf resp_body;
+
+    struct app *app;
+    struct conn *conn;          /* the server's, opaque */
+};
+
+/* Reading the request */
+struct slice http_header(const struct request *r, const char *name); /* p NULL when absent */
+/* Finds 'name' in the query string; the value is not decoded. */
+bool http_query_param(const struct request *r, const char *name, struct slice *value);
+
+/* Writing the answer; each returns 'status' so a handler can `return http_...`. */
+void http_add_header(struct request *r, const char *name, const char *value, size_t n);
+int http_body(struct request *r, int status, const char *content_type, const char *body,
+              size_t n);
+int http_json(struct request *r, int status, json_t *doc);           /* steals 'doc' */
+/* {"error": {"code": CODE, "message": MESSAGE, "field": FIELD|null}} */
+int http_error(struct request *r, int status, const char *code, const char *field,
+               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Sends the answer of a request whose handler returned HTTP_ASYNC. Event-loop
+ * thread of the request only. */
+void http_resume(struct request *r, int status);
+
+const char *http_reason(int status);
+
+#endif

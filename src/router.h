@@ -1,0 +1,40 @@
+/* router.h - the route table and dispatch.
+ *
+ * Adding a route:
+ *   1. write `int handle_x(struct request *r)` in the api_*.c file of its
+ *      resource and declare it in handlers.h;
+ *   2. add one line to routes[] in router.c (method, pattern, handler, flags).
+ * Its first path segment becomes a reserved word (no alias may take it), its
+ * name a label in /metrics; authentication, body parsing and JSON errors are
+ * done here, once, for every route. */
+#ifndef SHORTD_ROUTER_H
+#define SHORTD_ROUTER_H
+
+#include "http.h"
+
+#define ROUTE_AUTH  (1u << 0)   /* needs a valid API key */
+#define ROUTE_ADMIN (1u << 1)   /* admin key only (implies ROUTE_AUTH) */
+#define ROUTE_JSON  (1u << 2)   /* body must be a JSON object; parsed into r->json */
+
+struct route {
+    const char *method;
+    const char *pattern;        /* "/api/links/:code": ':' segments are parameters */
+    int (*handler)(struct request *r);
+    unsigned flags;
+};
+
+/* Routes a complete request: a route, or the redirect at the root path.
+ * Returns the status, or HTTP_ASYNC. */
+int router_dispatch(struct request *r);
+
+/* NULL-terminated reserved words: first path segments of the routes and a
+ * few names kept for later (lower case). */
+const char *const *router_reserved(void);
+
+/* Metrics labels: index = request.route_id. */
+const char *const *router_route_names(int *n);
+
+#define ROUTE_ID_OTHER 0
+#define ROUTE_ID_REDIRECT 1
+
+#endif

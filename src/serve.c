@@ -1,0 +1,215 @@
+/* serve.c - `shortd serve`: builds the app, runs it until SIGTERM or SIGINT,
+ * then shuts down in the order that loses nothing: stop accepting, let every
+ * acknowledged write commit, close connections, flush every click, close the
+ * store.
+ *
+ * DESIGN
+ * The main thread owns signals (blocked in every other thread, taken with
+ * sigtimedwait) and housekeeping, once a second: the sweeper of expired data
+ * and old idempotency keys, and a check of the store's change generation,
+ * which CLI commands bump so that a link they change is not served stale
+ * from the cache for more than a second. */
+#include "serve.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "cache.h"
+#include "clicks.h"
+#include "err.h"
+#include "links.h"
+#include "log.h"
+#include "metrics.h"
+#include "router.h"
+#include "server.h"
+#include "store.h"
+#include "timeutil.h"
+#include "urlcheck.h"
+#include "writer.h"
+#include "banned.h"
+
+struct sweep_job {
+    struct wjob job;
+    int64_t before, idem_before;
+    int limit;
+    int swept;
+};
+
+static int sweep_run(struct wjob *j, struct store *st)
+{
+    struct sweep_job *s = (struct sweep_job *)j;
+    int rc = st->ops->link_sweep(st, s->before, s->limit, &s->swept);
+    if (rc == ERR_OK)
+        rc = st->ops->idem_sweep(st, s->idem_before);
+    return rc;
+}
+
+static void sweep_done(struct wjob *j)
+{
+    struct sweep_job *s = (struct sweep_job *)j;
+    if (j->rc == ERR_OK && s->swept)
+        log_at(LOG_INFO, "swept the data of %d expired links", s->swept);
+    free(s);
+}
+
+static void sweep(struct app *app, int64_t now)
+{
+    struct sweep_job *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->job.run = sweep_run;
+    s->job.done = sweep_done;
+    s->before = now - app->cfg.sweep_grace * 1000;
+    s->idem_before = now - app->cfg.idempotency_ttl * 1000;
+    s->limit = (int)app->cfg.sweep_batch;
+    writer_submit(app->writer, &s->job);
+}
+
+/* The store's change generation, bumped by CLI commands that change links. */
+static int64_t generation(struct store *st)
+{
+    struct buf v = BUF_INIT;
+    int64_t g = 0;
+    if (st->ops->meta_get(st, "generation", &v) == ERR_OK && v.len == sizeof(g))
+        memcpy(&g, v.p, sizeof(g));
+    buf_release(&v);
+    return g;
+}
+
+static void print_admin_key(struct app *app)
+{
+    int64_t n = 0;
+    if (app->store->ops->key_count(app->store, &n) != ERR_OK || n > 0)
+        return;
+    char token[KEY_TOKEN_LEN + 1];
+    int64_t id = 0;
+    if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK)
+        return;
+    printf("shortd: first start; admin key (shown once, keep it): %s\n", token);
+    fflush(stdout);
+}
+
+/* Fills the self hosts from base-url and listen: a URL to these would loop. */
+static void self_hosts(const struct config *cfg, struct buf hosts[2], const char *out[3])
+{
+    int n = 0;
+    const char *b = strstr(cfg->base_url, "://");
+    if (b) {
+        b += 3;
+        size_t len = strcspn(b, "/?#");
+        if (host_normalise(b, len, &hosts[0]) == ERR_OK)
+            out[n++] = hosts[0].p;
+    }
+    const char *colon = strrchr(cfg->listen, ':');
+    if (colon && host_normalise(cfg->listen, (size_t)(colon - cfg->listen), &hosts[1]) == ERR_OK &&
+        strcmp(hosts[1].p, "0.0.0.0") != 0 && strcmp(hosts[1].p, "::") != 0)
+        out[n++] = hosts[1].p;
+    out[n] = NULL;
+}
+
+int serve_run(struct config *cfg)
+{
+    struct app app;
+    memset(&app, 0, sizeof(app));
+    app.cfg = *cfg;
+    memset(cfg, 0, sizeof(*cfg));   /* app owns the strings now */
+    int rc = ERR_IO;
+
+    if (!app.cfg.base_url) {
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "http://%s", app.cfg.listen);
+        app.cfg.base_url = buf_detach(&b, NULL);
+    }
+    size_t bl = strlen(app.cfg.base_url);
+    while (bl > 0 && app.cfg.base_url[bl - 1] == '/')
+        app.cfg.base_url[--bl] = '\0';
+
+    /* Signals go to this thread only: block them before any thread starts. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct buf hostbufs[2] = {BUF_INIT, BUF_INIT};
+    const char *hosts[3];
+    self_hosts(&app.cfg, hostbufs, hosts);
+
+    if (store_open(app.cfg.store ? app.cfg.store : app.cfg.db, &app.store) != ERR_OK)
+        goto out;
+    if (links_new(app.store, router_reserved(), hosts, &app.links) != ERR_OK)
+        goto out;
+    print_admin_key(&app);
+
+    int nroutes = 0;
+    const char *const *names = router_route_names(&nroutes);
+    app.metrics = metrics_new(names, nroutes);
+    app.cache = cache_new((size_t)app.cfg.cache_size, app.cfg.miss_ttl);
+    app.writer = writer_new(app.store, (int)app.cfg.commit_batch);
+    cache_thread_register();
+    if (writer_start(app.writer) != ERR_OK)
+        goto out;
+    if (server_new(&app, &app.server) != ERR_OK)
+        goto out;
+    app.clicks = clicks_new(app.writer, server_nworkers(app.server));
+    if (server_start(app.server) != ERR_OK)
+        goto out;
+
+    int64_t gen = generation(app.store);
+    int64_t next_sweep = 0;
+    struct timespec second = {1, 0};
+    for (;;) {
+        int sig = sigtimedwait(&sigs, NULL, &second);
+        if (sig == SIGTERM || sig == SIGINT) {
+            log_at(LOG_INFO, "stopping on signal %d", sig);
+            break;
+        }
+        int64_t now = now_ms();
+        int64_t g = generation(app.store);
+        if (g != gen) {
+            gen = g;
+            cache_clear(app.cache);
+        }
+        if (now >= next_sweep) {
+            sweep(&app, now);
+            next_sweep = now + app.cfg.sweep_interval * 1000;
+        }
+    }
+    rc = ERR_OK;
+
+out:
+    atomic_store(&app.stopping, true);
+    if (app.server) {
+        server_stop_accepting(app.server);
+        if (app.writer)
+            writer_drain(app.writer);   /* every acknowledged write, answered */
+        server_stop(app.server);
+        server_join(app.server);        /* each worker hands over its clicks */
+    }
+    if (app.writer) {
+        writer_drain(app.writer);
+        writer_free(app.writer);
+    }
+    if (app.clicks && clicks_pending(app.clicks))
+        log_at(LOG_ERROR, "%llu clicks were not saved",
+               (unsigned long long)clicks_pending(app.clicks));
+    server_free(app.server);
+    clicks_free(app.clicks);
+    cache_free(app.cache);
+    cache_thread_unregister();
+    metrics_free(app.metrics);
+    links_free(app.links);
+    if (app.store)
+        app.store->ops->close(app.store);
+    buf_release(&hostbufs[0]);
+    buf_release(&hostbufs[1]);
+    config_release(&app.cfg);
+    if (rc == ERR_OK)
+        log_at(LOG_INFO, "stopped");
+    return rc;
+}

@@ -1,0 +1,898 @@
+/* server.c - the HTTP layer: libuv event loops and llhttp parsing.
+ *
+ * DESIGN
+ * Each worker thread runs its own uv loop with its own SO_REUSEPORT listening
+ * socket, so the kernel spreads connections and no lock is shared between
+ * workers. A connection's bytes go through llhttp; request line and headers
+ * are copied into one per-connection buffer (bounded by max-header-bytes),
+ * the body into another (bounded by max-body-bytes). Every answer produced
+ * while handling one read is appended to the connection's output and sent
+ * with one write, so pipelined requests cost one syscall. A handler that goes
+ * asynchronous pauses the parser; the unparsed rest waits in 'pending' until
+ * http_resume(). Timeouts are checked by a per-worker tick over its
+ * connection list rather than a timer per connection, so the hot path never
+ * touches a timer heap. An error answer is followed by a half-close and a
+ * short linger that drains the client, so the answer is never lost to a
+ * reset. What llhttp does not check (Host rules, obs-fold, whitespace before
+ * the colon, size limits) is checked here. */
+#include "server.h"
+
+#include <errno.h>
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "app.h"
+#include "cache.h"
+#include "clicks.h"
+#include "err.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "router.h"
+#include "banned.h"
+
+#define TICK_MS 250
+#define LINGER_MS 2000
+#define READ_BUF 65536
+#define OUT_HIGH_WATER (1u << 20)   /* stop reading while this much is unsent */
+
+enum conn_state {
+    C_IDLE,     /* between requests: idle timeout */
+    C_HEADERS,  /* request begun: header timeout */
+    C_BODY,     /* headers done: body timeout */
+    C_BUSY,     /* a handler is working on it */
+    C_LINGER,   /* answer sent, write side shut, draining until EOF */
+};
+
+struct hdr_off {
+    uint32_t name_off, name_len, value_off, value_len;
+};
+
+struct conn {
+    uv_tcp_t tcp;
+    llhttp_t parser;
+    struct worker *w;
+    struct conn *prev, *next;       /* the worker's list */
+    enum conn_state state;
+    uint64_t deadline;              /* uv_now() ms */
+    struct buf hdr;                 /* target, header names and values */
+    uint32_t url_len;
+    struct hdr_off hoff[HTTP_MAX_HEADERS];
+    int nh;
+    bool in_field, in_value;
+    int host_count;
+    char prev_tail[2];              /* last two bytes of the previous read */
+    const char *chunk;              /* the read being parsed */
+    int err_status;                 /* set by a callback that failed the request */
+    const char *err_message;
+    struct buf body;
+    struct buf out;                 /* answers not yet handed to a write */
+    struct buf wbuf;                /* answers being written */
+    struct buf pending;             /* unparsed input while paused */
+    bool writing, paused, closing, close_after, reading, shut;
+    uv_write_t wr;
+    uv_shutdown_t sd;
+    struct request req;
+};
+
+struct worker {
+    struct server *srv;
+    int index;
+    pthread_t thread;
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_async_t wake;
+    uv_timer_t tick;
+    pthread_mutex_t mu;             /* guards tasks */
+    struct task *tasks, *tasks_tail;
+    atomic_int cmd;                 /* 1: stop accepting, 2: stop */
+    bool listening;
+    struct conn *conns;
+    char date[64];                  /* "Date: ...\r\n" */
+    size_t date_len;
+    struct metrics_local *m;
+    char rbuf[READ_BUF];
+};
+
+struct server {
+    struct app *app;
+    int nworkers;
+    struct worker *workers;
+    atomic_int nconns;
+    llhttp_settings_t settings;
+};
+
+static _Thread_local struct worker *current_worker;
+
+static void conn_close(struct conn *c);
+static void read_start(struct conn *c);
+static void conn_flush(struct conn *c);
+static void conn_feed(struct conn *c, const char *data, size_t n);
+static void conn_fail(struct conn *c, int status, const char *message);
+
+/* ---- small helpers ---- */
+
+static uint64_t loop_now(struct conn *c) { return uv_now(&c->w->loop); }
+
+static void set_state(struct conn *c, enum conn_state st, int64_t seconds)
+{
+    c->state = st;
+    c->deadline = loop_now(c) + (uint64_t)seconds * 1000;
+}
+
+static void update_date(struct worker *w)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    w->date_len = strftime(w->date, sizeof(w->date), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+}
+
+/* ---- llhttp callbacks ---- */
+
+static struct conn *conn_of(llhttp_t *p) { return p->data; }
+
+static int fail_cb(struct conn *c, int status, const char *message)
+{
+    c->err_status = status;
+    c->err_message = message;
+    return -1;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+    struct conn *c = conn_of(p);
+    const struct config *cfg = &c->w->srv->app->cfg;
+    buf_reset(&c->hdr);
+    buf_reset(&c->body);
+    c->url_len = 0;
+    c->nh = 0;
+    c->in_field = c->in_value = false;
+    c->host_count = 0;
+    set_state(c, C_HEADERS, cfg->header_timeout);
+    return 0;
+}
+
+static int check_header_size(struct conn *c)
+{
+    if (c->hdr.len > (size_t)c->w->srv->app->cfg.max_header_bytes)
+        return fail_cb(c, 431, "request header fields too large");
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n)
+{
+    struct conn *c = conn_of(p);
+    if (c->url_len + n > (size_t)c->w->srv->app->cfg.max_target_bytes)
+        return fail_cb(c, 414, "request target too long");
+    buf_add(&c->hdr, at, n);
+    c->url_len += (uint32_t)n;
+    return check_header_size(c);
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+    struct conn *c = conn_of(p);
+    if (!c->in_field) {
+        if (c->nh == HTTP_MAX_HEADERS)
+            return fail_cb(c, 431, "too many header fields");
+        c->in_field = true;
+        c->hoff[c->nh].name_off = (uint32_t)c->hdr.len;
+        c->hoff[c->nh].name_len = 0;
+    }
+    /* RFC 9112 5.1: no whitespace between the field name and the colon. */
+    if (memchr(at, ' ', n) || memchr(at, '\t', n))
+        return fail_cb(c, 400, "whitespace in a header field name");
+    buf_add(&c->hdr, at, n);
+    c->hoff[c->nh].name_len += (uint32_t)n;
+    return check_header_size(c);
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+    struct conn *c = conn_of(p);
+    c->in_field = false;
+    c->hoff[c->nh].value_off = (uint32_t)c->hdr.len;
+    c->hoff[c->nh].value_len = 0;
+    return 0;
+}
+
+/* True when 'at' directly follows a CRLF: a continuation line (obs-fold). */
+static bool after_crlf(struct conn *c, const char *at)
+{
+    size_t back = (size_t)(at - c->chunk);
+    char b1 = back >= 1 ? at[-1] : c->prev_tail[1];
+    char b2 = back >= 2 ? at[-2] : back == 1 ? c->prev_tail[1] : c->prev_tail[0];
+    return b1 == '\n' && b2 == '\r';
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    struct conn *c = conn_of(p);
+    if (c->in_value && n && (at[0] == ' ' || at[0] == '\t') && after_crlf(c, at))
+        return fail_cb(c, 400, "obsolete line folding in a header");
+    c->in_value = true;
+    buf_add(&c->hdr, at, n);
+    c->hoff[c->nh].value_len += (uint32_t)n;
+    return check_header_size(c);
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    struct conn *c = conn_of(p);
+    c->in_value = false;
+    struct hdr_off *h = &c->hoff[c->nh];
+    if (h->name_len == 4 && strncasecmp(c->hdr.p + h->name_off, "host", 4) == 0)
+        c->host_count++;
+    c->nh++;
+    return 0;
+}
+
+static struct slice off_slice(struct conn *c, uint32_t off, uint32_t len)
+{
+    return (struct slice){c->hdr.p ? c->hdr.p + off : "", len};
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    struct conn *c = conn_of(p);
+    const struct config *cfg = &c->w->srv->app->cfg;
+    if (c->host_count > 1)
+        return fail_cb(c, 400, "more than one Host header");
+    if (c->host_count == 0 && p->http_major == 1 && p->http_minor >= 1)
+        return fail_cb(c, 400, "missing Host header");
+
+    struct request *r = &c->req;
+    r->method = p->method;
+    r->target = off_slice(c, 0, c->url_len);
+    r->nheaders = c->nh;
+    r->host = (struct slice){NULL, 0};
+    for (int i = 0; i < c->nh; i++) {
+        r->headers[i].name = off_slice(c, c->hoff[i].name_off, c->hoff[i].name_len);
+        r->headers[i].value = off_slice(c, c->hoff[i].value_off, c->hoff[i].value_len);
+        if (slice_ieq(r->headers[i].name, "host"))
+            r->host = r->headers[i].value;
+    }
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > (uint64_t)cfg->max_body_bytes)
+        return fail_cb(c, 413, "request body too large");
+    struct slice expect = http_header(r, "expect");
+    if (expect.p) {
+        if (!slice_ieq(expect, "100-continue"))
+            return fail_cb(c, 417, "only 'Expect: 100-continue' is supported");
+        buf_adds(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+        conn_flush(c);
+    }
+    set_state(c, C_BODY, cfg->body_timeout);
+    return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n)
+{
+    struct conn *c = conn_of(p);
+    if (c->body.len + n > (size_t)c->w->srv->app->cfg.max_body_bytes)
+        return fail_cb(c, 413, "request body too large");
+    buf_add(&c->body, at, n);
+    return 0;
+}
+
+static void split_target(struct request *r)
+{
+    const char *q = memchr(r->target.p, '?', r->target.n);
+    if (q) {
+        r->path = (struct slice){r->target.p, (size_t)(q - r->target.p)};
+        r->query = (struct slice){q + 1, r->target.n - r->path.n - 1};
+    } else {
+        r->path = r->target;
+        r->query = (struct slice){q, 0};
+    }
+}
+
+/* Serialises the answer of c->req into c->out and resets it for the next. */
+static void finish_answer(struct conn *c, int status)
+{
+    struct request *r = &c->req;
+    struct worker *w = c->w;
+    bool keep = !c->close_after && llhttp_should_keep_alive(&c->parser);
+    if (!keep)
+        c->close_after = true;
+    r->status = status;
+    struct buf *o = &c->out;
+    buf_adds(o, "HTTP/1.1 ");
+    buf_add_u64(o, (uint64_t)status);
+    buf_addc(o, ' ');
+    buf_adds(o, http_reason(status));
+    buf_adds(o, "\r\n");
+    buf_add(o, w->date, w->date_len);
+    if (r->content_type) {
+        buf_adds(o, "Content-Type: ");
+        buf_adds(o, r->content_type);
+        buf_adds(o, "\r\n");
+    }
+    buf_adds(o, "Content-Length: ");
+    buf_add_u64(o, r->resp_body.len);
+    buf_adds(o, "\r\n");
+    buf_add(o, r->resp_headers.p, r->resp_headers.len);
+    if (!keep)
+        buf_adds(o, "Connection: close\r\n");
+    buf_adds(o, "\r\n");
+    if (r->method != HTTP_HEAD)
+        buf_add(o, r->resp_body.p, r->resp_body.len);
+
+    metrics_observe(w->m, r->route_id, status, uv_hrtime() - r->start_ns);
+    if (r->json) {
+        json_decref(r->json);
+        r->json = NULL;
+    }
+    r->content_type = NULL;
+    r->route = NULL;
+    buf_reset(&r->resp_headers);
+    buf_reset(&r->resp_body);
+    set_state(c, C_IDLE, w->srv->app->cfg.idle_timeout);
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    struct conn *c = conn_of(p);
+    struct request *r = &c->req;
+    r->body = (struct slice){c->body.p ? c->body.p : "", c->body.len};
+    split_target(r);
+    r->start_ns = uv_hrtime();
+    r->route_id = 0;
+    c->state = C_BUSY;
+    int status = router_dispatch(r);
+    if (status == HTTP_ASYNC) {
+        c->paused = true;
+        return HPE_PAUSED;
+    }
+    finish_answer(c, status);
+    if (c->close_after)
+        return HPE_PAUSED;  /* parse nothing after a closing answer */
+    return 0;
+}
+
+/* ---- connections ---- */
+
+static void on_closed(uv_handle_t *h)
+{
+    struct conn *c = h->data;
+    struct worker *w = c->w;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    atomic_fetch_sub(&w->srv->nconns, 1);
+    if (c->req.json)
+        json_decref(c->req.json);
+    buf_release(&c->hdr);
+    buf_release(&c->body);
+    buf_release(&c->out);
+    buf_release(&c->wbuf);
+    buf_release(&c->pending);
+    buf_release(&c->req.resp_headers);
+    buf_release(&c->req.resp_body);
+    free(c);
+}
+
+static void conn_close(struct conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    if (c->state == C_BUSY)
+        return;     /* the handler's http_resume closes it */
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status;
+}
+
+/* The answer is out: half-close and drain the peer until EOF or LINGER_MS. */
+static void conn_linger(struct conn *c)
+{
+    c->shut = true;
+    c->state = C_LINGER;
+    read_start(c);
+    c->deadline = loop_now(c) + LINGER_MS;
+    if (uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+        conn_close(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+    (void)suggested;
+    struct conn *c = h->data;
+    b->base = c->w->rbuf;
+    b->len = sizeof(c->w->rbuf);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
+
+static void read_start(struct conn *c)
+{
+    if (!c->reading && !c->closing) {
+        c->reading = true;
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    }
+}
+
+static void read_stop(struct conn *c)
+{
+    if (c->reading) {
+        c->reading = false;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
+static void on_write(uv_write_t *wr, int status)
+{
+    struct conn *c = wr->data;
+    c->writing = false;
+    buf_reset(&c->wbuf);
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->closing)
+        return;
+    if (c->out.len) {
+        conn_flush(c);
+        return;
+    }
+    if (c->close_after && !c->shut && !c->paused) {
+        conn_linger(c);
+        return;
+    }
+    if (!c->paused)
+        read_start(c);
+}
+
+/* Hands everything in c->out to one write, unless a write is in flight. */
+static void conn_flush(struct conn *c)
+{
+    if (c->writing || !c->out.len || c->closing)
+        return;
+    struct buf t = c->wbuf;
+    c->wbuf = c->out;
+    c->out = t;
+    buf_reset(&c->out);
+    uv_buf_t b = uv_buf_init(c->wbuf.p, (unsigned)c->wbuf.len);
+    c->wr.data = c;
+    c->writing = true;
+    if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
+        c->writing = false;
+        conn_close(c);
+    }
+}
+
+static void error_body(struct buf *b, int status, const char *message)
+{
+    buf_reset(b);
+    buf_adds(b, "{\"error\":{\"code\":\"");
+    buf_adds(b, status == 413   ? "too_large"
+                 : status == 408 ? "timeout"
+                 : status == 503 ? "unavailable"
+                 : status == 414 ? "target_too_long"
+                 : status == 431 ? "headers_too_large"
+                                 : "bad_request");
+    buf_adds(b, "\",\"message\":\"");
+    buf_adds(b, message);  /* a fixed string of this file, nothing to escape */
+    buf_adds(b, "\",\"field\":null}}");
+}
+
+/* Answers an error the request itself caused, then closes gracefully. */
+static void conn_fail(struct conn *c, int status, const char *message)
+{
+    struct request *r = &c->req;
+    c->close_after = true;
+    c->state = C_BUSY;
+    r->method = HTTP_GET;
+    r->route_id = 0;
+    r->start_ns = uv_hrtime();
+    buf_reset(&r->resp_headers);
+    error_body(&r->resp_body, status, message);
+    r->content_type = "application/json";
+    finish_answer(c, status);
+    read_stop(c);
+    conn_flush(c);
+    if (!c->writing && !c->closing)
+        conn_linger(c);
+}
+
+static void conn_feed(struct conn *c, const char *data, size_t n)
+{
+    c->chunk = data;
+    c->err_status = 0;
+    llhttp_errno_t e = llhttp_execute(&c->parser, data, n);
+    if (n >= 2) {
+        c->prev_tail[0] = data[n - 2];
+        c->prev_tail[1] = data[n - 1];
+    } else if (n == 1) {
+        c->prev_tail[0] = c->prev_tail[1];
+        c->prev_tail[1] = data[0];
+    }
+    if (e == HPE_PAUSED) {
+        const char *pos = llhttp_get_error_pos(&c->parser);
+        size_t used = pos ? (size_t)(pos - data) : n;
+        if (c->close_after) {
+            read_stop(c);
+        } else if (used < n) {
+            buf_add(&c->pending, data + used, n - used);
+        }
+        if (c->paused)
+            read_stop(c);
+    } else if (e != HPE_OK) {
+        int status = c->err_status ? c->err_status : 400;
+        const char *msg = c->err_status ? c->err_message : llhttp_get_error_reason(&c->parser);
+        /* llhttp's reasons are fixed strings without quotes or backslashes */
+        conn_fail(c, status, msg ? msg : "malformed request");
+        return;
+    }
+    conn_flush(c);
+    if (c->out.len + c->wbuf.len > OUT_HIGH_WATER)
+        read_stop(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+    struct conn *c = s->data;
+    if (nread < 0) {
+        if (c->state == C_HEADERS && nread == UV_EOF && !c->closing) {
+            conn_close(c);
+            return;
+        }
+        conn_close(c);
+        return;
+    }
+    if (nread == 0 || c->state == C_LINGER)
+        return;
+    if (c->paused || c->close_after) {
+        buf_add(&c->pending, b->base, (size_t)nread);
+        return;
+    }
+    conn_feed(c, b->base, (size_t)nread);
+}
+
+void http_resume(struct request *r, int status)
+{
+    struct conn *c = r->conn;
+    finish_answer(c, status);
+    c->paused = false;
+    if (c->closing) {
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+        return;
+    }
+    if (c->close_after) {
+        conn_flush(c);
+        if (!c->writing)
+            conn_linger(c);
+        return;
+    }
+    llhttp_resume(&c->parser);
+    if (c->pending.len) {
+        struct buf tmp = c->pending;
+        buf_init(&c->pending);
+        conn_feed(c, tmp.p, tmp.len);
+        buf_release(&tmp);
+    } else {
+        conn_flush(c);
+    }
+    if (!c->paused && !c->close_after && !c->closing && c->out.len + c->wbuf.len <= OUT_HIGH_WATER)
+        read_start(c);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    struct worker *w = listener->data;
+    if (status < 0)
+        return;
+    struct conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    c->w = w;
+    uv_tcp_init(&w->loop, &c->tcp);
+    c->tcp.data = c;
+    atomic_fetch_add(&w->srv->nconns, 1);
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+        conn_close(c);
+        return;
+    }
+    if (atomic_load(&w->srv->nconns) > w->srv->app->cfg.max_connections) {
+        metrics_rejected(w->m);
+        conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    llhttp_init(&c->parser, HTTP_REQUEST, &w->srv->settings);
+    c->parser.data = c;
+    c->req.conn = c;
+    c->req.app = w->srv->app;
+    set_state(c, C_IDLE, w->srv->app->cfg.idle_timeout);
+    read_start(c);
+}
+
+/* ---- worker threads ---- */
+
+static void on_tick(uv_timer_t *t)
+{
+    struct worker *w = t->data;
+    update_date(w);
+    clicks_flush(w->srv->app->clicks, w->index);
+    uint64_t now = uv_now(&w->loop);
+    struct conn *c = w->conns;
+    while (c) {
+        struct conn *next = c->next;
+        if (!c->closing && c->state != C_BUSY && now >= c->deadline) {
+            if (c->state == C_HEADERS || c->state == C_BODY)
+                conn_fail(c, 408, "request timeout");
+            else
+                conn_close(c);
+        }
+        c = next;
+    }
+}
+
+static void run_tasks(struct worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    struct task *t = w->tasks;
+    w->tasks = w->tasks_tail = NULL;
+    pthread_mutex_unlock(&w->mu);
+    while (t) {
+        struct task *next = t->next;
+        t->fn(t);
+        t = next;
+    }
+}
+
+/* At shutdown: every handle of the loop, connections included. */
+static void close_handle(uv_handle_t *h, void *arg)
+{
+    struct worker *w = arg;
+    if (uv_is_closing(h))
+        return;
+    bool own = h == (uv_handle_t *)&w->listener || h == (uv_handle_t *)&w->wake ||
+               h == (uv_handle_t *)&w->tick;
+    if (!own && h->type == UV_TCP) {
+        ((struct conn *)h->data)->closing = true;
+        uv_close(h, on_closed);
+        return;
+    }
+    uv_close(h, NULL);
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct worker *w = a->data;
+    run_tasks(w);
+    int cmd = atomic_load(&w->cmd);
+    if (cmd >= 1 && w->listening) {
+        w->listening = false;
+        uv_close((uv_handle_t *)&w->listener, NULL);
+    }
+    if (cmd >= 2)
+        uv_walk(&w->loop, close_handle, w);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    current_worker = w;
+    cache_thread_register();
+    update_date(w);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    run_tasks(w);
+    clicks_flush(w->srv->app->clicks, w->index);
+    cache_thread_unregister();
+    return NULL;
+}
+
+void worker_post(struct worker *w, struct task *t)
+{
+    t->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->tasks_tail)
+        w->tasks_tail->next = t;
+    else
+        w->tasks = t;
+    w->tasks_tail = t;
+    pthread_mutex_unlock(&w->mu);
+    uv_async_send(&w->wake);
+}
+
+struct worker *worker_current(void) { return current_worker; }
+int worker_index(const struct worker *w) { return w->index; }
+
+/* ---- listeners ---- */
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(host))
+        return ERR_INVALID;
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (!colon[1] || *end || port < 0 || port > 65535)
+        return ERR_INVALID;
+    size_t hn = (size_t)(colon - listen);
+    memcpy(host, listen, hn);
+    host[hn] = '\0';
+    if (host[0] == '[' && hn > 2 && host[hn - 1] == ']') {
+        host[hn - 1] = '\0';
+        if (uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)ss) != 0)
+            return ERR_INVALID;
+        return ERR_OK;
+    }
+    if (strcmp(host, "localhost") == 0)
+        memcpy(host, "127.0.0.1", 10);
+    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)ss) != 0)
+        return ERR_INVALID;
+    return ERR_OK;
+}
+
+static int open_listener(struct sockaddr_storage *ss, int *fd_out)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ERR_IO;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in);
+    if (bind(fd, (struct sockaddr *)ss, len) != 0 || listen(fd, 4096) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return ERR_IO;
+    }
+    /* Port 0: every later listener binds the port the kernel chose. */
+    getsockname(fd, (struct sockaddr *)ss, &len);
+    *fd_out = fd;
+    return ERR_OK;
+}
+
+int server_new(struct app *app, struct server **out)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (parse_listen(app->cfg.listen, &ss) != ERR_OK)
+        return log_fail(ERR_INVALID, "invalid listen address '%s' (want ADDR:PORT)",
+                        app->cfg.listen);
+    struct server *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->app = app;
+    int n = (int)app->cfg.threads;
+    if (n <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cores > 0 ? (int)cores : 1;
+    }
+    s->nworkers = n;
+    s->workers = calloc((size_t)n, sizeof(*s->workers));
+    if (!s->workers)
+        abort();
+    llhttp_settings_init(&s->settings);
+    s->settings.on_message_begin = on_message_begin;
+    s->settings.on_url = on_url;
+    s->settings.on_header_field = on_header_field;
+    s->settings.on_header_field_complete = on_header_field_complete;
+    s->settings.on_header_value = on_header_value;
+    s->settings.on_header_value_complete = on_header_value_complete;
+    s->settings.on_headers_complete = on_headers_complete;
+    s->settings.on_body = on_body;
+    s->settings.on_message_complete = on_message_complete;
+
+    for (int i = 0; i < n; i++) {
+        struct worker *w = &s->workers[i];
+        w->srv = s;
+        w->index = i;
+        w->m = metrics_local(app->metrics, i);
+        uv_loop_init(&w->loop);
+        pthread_mutex_init(&w->mu, NULL);
+        uv_async_init(&w->loop, &w->wake, on_wake);
+        w->wake.data = w;
+        uv_timer_init(&w->loop, &w->tick);
+        w->tick.data = w;
+        int fd = -1;
+        if (open_listener(&ss, &fd) != ERR_OK) {
+            log_at(LOG_ERROR, "cannot listen on '%s': %s", app->cfg.listen, strerror(errno));
+            s->nworkers = i + 1;
+            server_free(s);
+            return ERR_IO;
+        }
+        uv_tcp_init(&w->loop, &w->listener);
+        w->listener.data = w;
+        uv_tcp_open(&w->listener, fd);
+        if (uv_listen((uv_stream_t *)&w->listener, 4096, on_connection) != 0) {
+            s->nworkers = i + 1;
+            server_free(s);
+            return log_fail(ERR_IO, "cannot listen on '%s'", app->cfg.listen);
+        }
+        w->listening = true;
+    }
+    char addr[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *)&ss, addr, sizeof(addr));
+        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    } else {
+        uv_ip4_name((struct sockaddr_in *)&ss, addr, sizeof(addr));
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    }
+    log_at(LOG_INFO, "listening on '%s:%d' with %d threads", addr, port, n);
+    *out = s;
+    return ERR_OK;
+}
+
+int server_start(struct server *s)
+{
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+        uint64_t tick = (uint64_t)s->app->cfg.click_flush_ms;
+        if (tick > TICK_MS)
+            tick = TICK_MS;
+        uv_timer_start(&w->tick, on_tick, tick, tick);
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+            return log_fail(ERR_IO, "cannot start worker thread %d", i);
+    }
+    return ERR_OK;
+}
+
+void server_stop_accepting(struct server *s)
+{
+    for (int i = 0; i < s->nworkers; i++) {
+        atomic_store(&s->workers[i].cmd, 1);
+        uv_async_send(&s->workers[i].wake);
+    }
+}
+
+void server_stop(struct server *s)
+{
+    for (int i = 0; i < s->nworkers; i++) {
+        atomic_store(&s->workers[i].cmd, 2);
+        uv_async_send(&s->workers[i].wake);
+    }
+}
+
+void server_join(struct server *s)
+{
+    for (int i = 0; i < s->nworkers; i++)
+        pthread_join(s->workers[i].thread, NULL);
+}
+
+void server_free(struct server *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+        uv_walk(&w->loop, close_handle, w);
+        uv_run(&w->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&w->loop);
+        pthread_mutex_destroy(&w->mu);
+    }
+    free(s->workers);
+    free(s);
+}
+
+int server_nworkers(const struct server *s) { return s->nworkers; }
+struct worker *server_worker(struct server *s, int i) { return &s->workers[i]; }

@@ -1,0 +1,38 @@
+/* server.h - the HTTP layer: N event-loop threads (libuv), each with its own
+ * SO_REUSEPORT listening socket, parsing with llhttp, answering through the
+ * router. Owns limits, timeouts, keep-alive, pipelining and the connection
+ * cap. */
+#ifndef SHORTD_SERVER_H
+#define SHORTD_SERVER_H
+
+#include <stdint.h>
+
+struct app;
+struct server;
+struct worker;
+
+/* Work handed to an event-loop thread from another thread. */
+struct task {
+    void (*fn)(struct task *t);
+    struct task *next;
+};
+
+/* Binds the listeners (ERR_IO with a message when the address is taken). */
+int server_new(struct app *app, struct server **out);
+void server_free(struct server *s);               /* after server_join */
+
+int server_start(struct server *s);               /* starts the threads */
+void server_stop_accepting(struct server *s);     /* closes the listeners */
+void server_stop(struct server *s);               /* closes every connection, ends the loops */
+void server_join(struct server *s);
+
+int server_nworkers(const struct server *s);
+struct worker *server_worker(struct server *s, int i);
+
+/* Runs t->fn(t) on worker w's thread. Thread-safe. */
+void worker_post(struct worker *w, struct task *t);
+/* The worker whose thread this is, or NULL on another thread. */
+struct worker *worker_current(void);
+int worker_index(const struct worker *w);
+
+#endif

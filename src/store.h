@@ -1,0 +1,145 @@
+/* store.h - the storage contract: everything shortd keeps, behind one ops
+ * table per backend. SQLite (store_sqlite.c) is the embedded default; the
+ * scale-out backend implements the same table.
+ *
+ * Threads: a store is shared by all threads; a backend keeps one connection
+ * per calling thread. Reads may run on any thread. Writes run inside
+ * begin/commit on one thread at a time (the writer thread of writer.c, or a
+ * CLI command), so a backend never sees two write transactions of one process
+ * at once. Times are milliseconds since the epoch (UTC). */
+#ifndef SHORTD_STORE_H
+#define SHORTD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "codes.h"
+
+enum link_state {
+    LINK_ACTIVE = 0,    /* live unless expires_at has passed */
+    LINK_DELETED = 1,   /* tombstone: code kept for ever, data removed */
+    LINK_DISABLED = 2,  /* switched off by an admin, data kept */
+};
+
+/* A link as stored. Strings are owned by the struct (link_release frees). */
+struct link {
+    char code[CODE_MAX + 1];
+    int64_t owner;      /* API key id */
+    char *url;          /* NULL once removed (deleted, or swept after expiry) */
+    char *title;        /* NULL when absent */
+    char *note;
+    char *tags;         /* JSON array text, NULL for none */
+    int64_t created_at;
+    int64_t expires_at; /* 0: never */
+    int64_t changed_at; /* last change of state */
+    int state;          /* enum link_state */
+    bool permanent;     /* 301 instead of 302 */
+    int64_t clicks;     /* all-time human clicks */
+};
+
+void link_release(struct link *l);
+
+/* Listing: newest first; 'after_*' is the cursor (0/"" for the first page). */
+struct link_query {
+    int64_t owner;      /* -1: every owner */
+    unsigned states;    /* bit (1 << state) per wanted stored state ... */
+    bool want_live;     /* ... and of LINK_ACTIVE, whether unexpired ones ... */
+    bool want_expired;  /* ... and expired ones are wanted */
+    int64_t now;
+    int64_t after_created;
+    const char *after_code;
+    int limit;
+};
+
+struct apikey {
+    int64_t id;
+    char name[128];
+    bool admin;
+    int64_t created_at;
+    int64_t revoked_at; /* 0: valid */
+};
+
+/* A remembered idempotent answer. 'body' is owned (free()). */
+struct idem_rec {
+    uint8_t fingerprint[32];
+    int status;
+    char *body;
+    int64_t created_at;
+};
+
+typedef int (*link_cb)(const struct link *l, void *arg);     /* non-zero stops */
+typedef int (*key_cb)(const struct apikey *k, void *arg);
+typedef int (*host_cb)(const char *host, int64_t created_at, void *arg);
+
+struct store;
+
+struct store_ops {
+    const char *name;   /* "sqlite" */
+
+    /* Lifecycle */
+    int (*open)(const char *target, struct store **out);  /* creates/migrates the schema */
+    void (*close)(struct store *st);
+    int (*ping)(struct store *st);
+    int (*backup)(struct store *st, const char *to_path);
+
+    /* Write transactions (one thread at a time) and a savepoint per unit of work */
+    int (*begin)(struct store *st);
+    int (*commit)(struct store *st);
+    void (*rollback)(struct store *st);
+    int (*savepoint)(struct store *st);
+    void (*savepoint_end)(struct store *st, bool keep);
+
+    /* Settings and counters: secrets, the code counter, the change generation */
+    int (*meta_get)(struct store *st, const char *key, struct buf *val); /* ERR_NOTFOUND */
+    int (*meta_put)(struct store *st, const char *key, const void *val, size_t n);
+    int (*claim_block)(struct store *st, uint64_t size, uint64_t *start);
+
+    /* Links */
+    int (*link_get)(struct store *st, const char *code, struct link *out);  /* any state */
+    int (*link_insert)(struct store *st, const struct link *l);            /* ERR_EXISTS */
+    int (*link_find_live)(struct store *st, int64_t owner, const char *url, int64_t now,
+                          struct link *out);
+    int (*link_set_state)(struct store *st, const char *code, int state, int64_t now);
+    int (*link_list)(struct store *st, const struct link_query *q, link_cb cb, void *arg);
+    int (*link_count)(struct store *st, int64_t *n);
+    /* Removes the data of links expired before 'before', at most 'limit'. */
+    int (*link_sweep)(struct store *st, int64_t before, int limit, int *swept);
+
+    /* Clicks: adds 'n' human clicks of 'code' on 'day' (days since epoch) */
+    int (*clicks_add)(struct store *st, const char *code, int64_t day, int64_t n);
+
+    /* API keys: only keyed hashes are stored */
+    int (*key_insert)(struct store *st, const char *name, const uint8_t hash[32], bool admin,
+                      int64_t now, int64_t *id);
+    int (*key_by_hash)(struct store *st, const uint8_t hash[32], struct apikey *out);
+    int (*key_list)(struct store *st, key_cb cb, void *arg);
+    int (*key_revoke)(struct store *st, int64_t id, int64_t now);  /* ERR_NOTFOUND */
+    int (*key_count)(struct store *st, int64_t *n);
+
+    /* Idempotency keys, scoped to an API key */
+    int (*idem_get)(struct store *st, int64_t key_id, const char *idem, int64_t since,
+                    struct idem_rec *out);
+    int (*idem_put)(struct store *st, int64_t key_id, const char *idem,
+                    const struct idem_rec *rec);
+    int (*idem_sweep)(struct store *st, int64_t before);
+
+    /* Destination blocklist (lowercase hosts) */
+    int (*block_add)(struct store *st, const char *host, int64_t now);   /* ERR_EXISTS */
+    int (*block_del)(struct store *st, const char *host);                /* ERR_NOTFOUND */
+    int (*block_has)(struct store *st, const char *host, bool *yes);
+    int (*block_list)(struct store *st, host_cb cb, void *arg);
+};
+
+/* Every backend's store begins with this. */
+struct store {
+    const struct store_ops *ops;
+};
+
+extern const struct store_ops store_sqlite_ops;
+
+/* Opens "sqlite:PATH" or a plain PATH; ERR_INVALID for an unknown scheme. */
+int store_open(const char *url, struct store **out);
+
+#endif

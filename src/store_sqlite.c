@@ -1,0 +1,864 @@
+/* store_sqlite.c - the embedded backend: the whole state of a node in one
+ * SQLite file. Every SQL statement shortd runs on SQLite is in this file.
+ *
+ * DESIGN
+ * WAL mode with synchronous=FULL: a commit is on disk when it returns, and
+ * readers never wait for the writer. Each thread gets its own connection
+ * (found through a pthread key) with its prepared statements cached by
+ * number, so a lookup costs one sqlite3_step on a reset statement. The
+ * schema version lives in PRAGMA user_version; open() migrates forward and
+ * refuses a file newer than this binary. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "store.h"
+#include "banned.h"
+
+#define SCHEMA_VERSION 1
+
+static const char *const schema_v1 =
+    "CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE api_keys ("
+    "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,"
+    "  admin INTEGER NOT NULL, created_at INTEGER NOT NULL,"
+    "  revoked_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE links ("
+    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE, owner INTEGER NOT NULL,"
+    "  url TEXT, title TEXT, note TEXT, tags TEXT,"
+    "  created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL DEFAULT 0,"
+    "  changed_at INTEGER NOT NULL, state INTEGER NOT NULL DEFAULT 0,"
+    "  permanent INTEGER NOT NULL DEFAULT 0, clicks INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX links_owner ON links(owner, created_at DESC, code DESC);"
+    "CREATE INDEX links_created ON links(created_at DESC, code DESC);"
+    "CREATE INDEX links_live_url ON links(owner, url) WHERE state = 0;"
+    "CREATE INDEX links_expiry ON links(expires_at) WHERE expires_at > 0 AND url IS NOT NULL;"
+    "CREATE TABLE clicks_daily ("
+    "  code TEXT NOT NULL, day INTEGER NOT NULL, n INTEGER NOT NULL,"
+    "  PRIMARY KEY (code, day)) WITHOUT ROWID;"
+    "CREATE TABLE idempotency ("
+    "  key_id INTEGER NOT NULL, idem TEXT NOT NULL, fingerprint BLOB NOT NULL,"
+    "  status INTEGER NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (key_id, idem)) WITHOUT ROWID;"
+    "CREATE INDEX idempotency_created ON idempotency(created_at);"
+    "CREATE TABLE blocklist (host TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO meta(k, v) VALUES ('counter', 0);";
+
+/* Prepared statements, by number; prepared on first use per connection. */
+enum stmt {
+    S_META_GET,
+    S_META_PUT,
+    S_CLAIM,
+    S_LINK_GET,
+    S_LINK_INSERT,
+    S_LINK_FIND_LIVE,
+    S_LINK_DELETE,
+    S_LINK_SET_STATE,
+    S_LINK_COUNT,
+    S_LINK_SWEEP,
+    S_CLICKS_DAY,
+    S_CLICKS_TOTAL,
+    S_KEY_INSERT,
+    S_KEY_BY_HASH,
+    S_KEY_LIST,
+    S_KEY_REVOKE,
+    S_KEY_COUNT,
+    S_IDEM_GET,
+    S_IDEM_PUT,
+    S_IDEM_SWEEP,
+    S_BLOCK_ADD,
+    S_BLOCK_DEL,
+    S_BLOCK_HAS,
+    S_BLOCK_LIST,
+    S_BEGIN,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_SAVEPOINT,
+    S_RELEASE,
+    S_ROLLBACK_TO,
+    S__COUNT
+};
+
+#define LINK_COLS                                                                           \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
+    "permanent, clicks"
+
+static const char *const sql[S__COUNT] = {
+    [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
+    [S_META_PUT] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = ?2",
+    [S_CLAIM] = "UPDATE meta SET v = v + ?1 WHERE k = 'counter' RETURNING v - ?1",
+    [S_LINK_GET] = "SELECT " LINK_COLS " FROM links WHERE code = ?1",
+    [S_LINK_INSERT] = "INSERT INTO links(" LINK_COLS ") "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [S_LINK_FIND_LIVE] = "SELECT " LINK_COLS " FROM links WHERE owner = ?1 AND url = ?2 "
+                         "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
+                         "ORDER BY created_at DESC LIMIT 1",
+    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, url = NULL, title = NULL, "
+                      "note = NULL, tags = NULL WHERE code = ?1",
+    [S_LINK_SET_STATE] = "UPDATE links SET state = ?2, changed_at = ?3 WHERE code = ?1",
+    [S_LINK_COUNT] = "SELECT count(*) FROM links",
+    [S_LINK_SWEEP] = "UPDATE links SET url = NULL, title = NULL, note = NULL, tags = NULL "
+                     "WHERE id IN (SELECT id FROM links WHERE expires_at > 0 "
+                     "AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
+    [S_CLICKS_DAY] = "INSERT INTO clicks_daily(code, day, n) VALUES (?1, ?2, ?3) "
+                     "ON CONFLICT(code, day) DO UPDATE SET n = n + excluded.n",
+    [S_CLICKS_TOTAL] = "UPDATE links SET clicks = clicks + ?2 WHERE code = ?1",
+    [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
+    [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys WHERE hash = ?1",
+    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at = 0",
+    [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+    [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
+                   "WHERE key_id = ?1 AND idem = ?2 AND created_at >= ?3",
+    [S_IDEM_PUT] = "INSERT INTO idempotency(key_id, idem, fingerprint, status, body, created_at) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key_id, idem) DO UPDATE SET "
+                   "fingerprint = ?3, status = ?4, body = ?5, created_at = ?6",
+    [S_IDEM_SWEEP] = "DELETE FROM idempotency WHERE created_at < ?1",
+    [S_BLOCK_ADD] = "INSERT INTO blocklist(host, created_at) VALUES (?1, ?2)",
+    [S_BLOCK_DEL] = "DELETE FROM blocklist WHERE host = ?1",
+    [S_BLOCK_HAS] = "SELECT 1 FROM blocklist WHERE host = ?1",
+    [S_BLOCK_LIST] = "SELECT host, created_at FROM blocklist ORDER BY host",
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_SAVEPOINT] = "SAVEPOINT unit",
+    [S_RELEASE] = "RELEASE unit",
+    [S_ROLLBACK_TO] = "ROLLBACK TO unit",
+};
+
+struct conn {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[S__COUNT];
+    struct conn *next;
+};
+
+struct sqlite_store {
+    struct store base;
+    char *path;
+    pthread_key_t key;       /* this thread's struct conn */
+    pthread_mutex_t mu;      /* guards 'conns' */
+    struct conn *conns;      /* every connection, closed by close() */
+};
+
+static int open_db(const char *path, sqlite3 **out)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        log_at(LOG_ERROR, "cannot open database '%s': %s", path,
+               db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return ERR_STORAGE;
+    }
+    sqlite3_busy_timeout(db, 10000);
+    char *msg = NULL;
+    rc = sqlite3_exec(db,
+                      "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
+                      "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
+                      NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        log_at(LOG_ERROR, "cannot set up database '%s': %s", path, msg ? msg : "?");
+        sqlite3_free(msg);
+        sqlite3_close(db);
+        return ERR_STORAGE;
+    }
+    *out = db;
+    return ERR_OK;
+}
+
+/* This thread's connection, opened on first use. NULL when it cannot open. */
+static struct conn *conn_get(struct store *base)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    struct conn *c = pthread_getspecific(s->key);
+    if (c)
+        return c;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    if (open_db(s->path, &c->db) != ERR_OK) {
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->mu);
+    c->next = s->conns;
+    s->conns = c;
+    pthread_mutex_unlock(&s->mu);
+    pthread_setspecific(s->key, c);
+    return c;
+}
+
+/* A reset statement of this thread's connection, ready for binding. */
+static sqlite3_stmt *stmt_get(struct store *st, enum stmt id)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return NULL;
+    if (!c->stmt[id]) {
+        if (sqlite3_prepare_v3(c->db, sql[id], -1, SQLITE_PREPARE_PERSISTENT, &c->stmt[id],
+                               NULL) != SQLITE_OK) {
+            log_at(LOG_ERROR, "cannot prepare statement %d: %s", (int)id, sqlite3_errmsg(c->db));
+            return NULL;
+        }
+    }
+    return c->stmt[id];
+}
+
+static int fail(sqlite3_stmt *q, const char *what)
+{
+    sqlite3 *db = sqlite3_db_handle(q);
+    int code = sqlite3_extended_errcode(db);
+    sqlite3_reset(q);
+    if (code == SQLITE_CONSTRAINT_UNIQUE || code == SQLITE_CONSTRAINT_PRIMARYKEY)
+        return ERR_EXISTS;
+    return log_fail(ERR_STORAGE, "sqlite %s failed: %s", what, sqlite3_errmsg(db));
+}
+
+/* Runs a statement that returns no rows we need. */
+static int run_done(sqlite3_stmt *q, const char *what)
+{
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return fail(q, what);
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    return ERR_OK;
+}
+
+static void finish(sqlite3_stmt *q)
+{
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+}
+
+static char *col_dup(sqlite3_stmt *q, int i)
+{
+    if (sqlite3_column_type(q, i) == SQLITE_NULL)
+        return NULL;
+    const unsigned char *t = sqlite3_column_text(q, i);
+    int n = sqlite3_column_bytes(q, i);
+    return slice_dup((struct slice){(const char *)t, (size_t)n});
+}
+
+static void bind_opt_text(sqlite3_stmt *q, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+static void row_to_link(sqlite3_stmt *q, struct link *l)
+{
+    memset(l, 0, sizeof(*l));
+    const unsigned char *code = sqlite3_column_text(q, 0);
+    size_t n = (size_t)sqlite3_column_bytes(q, 0);
+    if (n > CODE_MAX)
+        n = CODE_MAX;
+    memcpy(l->code, code, n);
+    l->code[n] = '\0';
+    l->owner = sqlite3_column_int64(q, 1);
+    l->url = col_dup(q, 2);
+    l->title = col_dup(q, 3);
+    l->note = col_dup(q, 4);
+    l->tags = col_dup(q, 5);
+    l->created_at = sqlite3_column_int64(q, 6);
+    l->expires_at = sqlite3_column_int64(q, 7);
+    l->changed_at = sqlite3_column_int64(q, 8);
+    l->state = sqlite3_column_int(q, 9);
+    l->permanent = sqlite3_column_int(q, 10) != 0;
+    l->clicks = sqlite3_column_int64(q, 11);
+}
+
+/* ---- lifecycle ---- */
+
+static int migrate(sqlite3 *db, const char *path)
+{
+    sqlite3_stmt *q = NULL;
+    int version = 0;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        version = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    if (version == SCHEMA_VERSION)
+        return ERR_OK;
+    if (version > SCHEMA_VERSION)
+        return log_fail(ERR_STORAGE, "database '%s' has schema %d, newer than this shortd (%d)",
+                        path, version, SCHEMA_VERSION);
+    char *msg = NULL;
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
+    /* Re-read under the write lock: another process may have migrated. */
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        version = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    if (version == 0 && sqlite3_exec(db, schema_v1, NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
+    if (sqlite3_exec(db, "PRAGMA user_version = 1; COMMIT", NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
+    return ERR_OK;
+fail:
+    log_at(LOG_ERROR, "cannot migrate database '%s': %s", path, msg ? msg : "?");
+    sqlite3_free(msg);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return ERR_STORAGE;
+}
+
+static void sq_close(struct store *st);
+
+static int sq_open(const char *path, struct store **out)
+{
+    if (!*path)
+        return log_fail(ERR_INVALID, "empty database path");
+    struct sqlite_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->base.ops = &store_sqlite_ops;
+    s->path = xstrdup(path);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_key_create(&s->key, NULL);
+    struct conn *c = conn_get(&s->base);
+    if (!c || migrate(c->db, path) != ERR_OK) {
+        sq_close(&s->base);
+        return ERR_STORAGE;
+    }
+    *out = &s->base;
+    return ERR_OK;
+}
+
+/* Only after every thread that used the store has stopped using it. */
+static void sq_close(struct store *st)
+{
+    struct sqlite_store *s = (struct sqlite_store *)st;
+    if (!s)
+        return;
+    struct conn *c = s->conns;
+    while (c) {
+        struct conn *next = c->next;
+        for (int i = 0; i < S__COUNT; i++)
+            sqlite3_finalize(c->stmt[i]);
+        sqlite3_close(c->db);
+        free(c);
+        c = next;
+    }
+    pthread_key_delete(s->key);
+    pthread_mutex_destroy(&s->mu);
+    free(s->path);
+    free(s);
+}
+
+static int sq_ping(struct store *st)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_COUNT);
+    if (!q)
+        return ERR_STORAGE;
+    int rc = sqlite3_step(q);
+    finish(q);
+    return rc == SQLITE_ROW ? ERR_OK : ERR_STORAGE;
+}
+
+/* SQLite's online backup: copies a consistent snapshot while others write. */
+static int sq_backup(struct store *st, const char *to_path)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    sqlite3 *dst = NULL;
+    if (sqlite3_open(to_path, &dst) != SQLITE_OK) {
+        sqlite3_close(dst);
+        return log_fail(ERR_IO, "cannot create backup '%s'", to_path);
+    }
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", c->db, "main");
+    int rc = SQLITE_ERROR;
+    if (b) {
+        do {
+            rc = sqlite3_backup_step(b, 1024);
+            if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+                sqlite3_sleep(20);
+        } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+        sqlite3_backup_finish(b);
+    }
+    int err = sqlite3_errcode(dst);
+    sqlite3_close(dst);
+    if (rc != SQLITE_DONE || err != SQLITE_OK)
+        return log_fail(ERR_IO, "backup to '%s' failed", to_path);
+    return ERR_OK;
+}
+
+/* ---- transactions ---- */
+
+static int simple(struct store *st, enum stmt id, const char *what)
+{
+    sqlite3_stmt *q = stmt_get(st, id);
+    if (!q)
+        return ERR_STORAGE;
+    return run_done(q, what);
+}
+
+static int sq_begin(struct store *st) { return simple(st, S_BEGIN, "begin"); }
+static int sq_commit(struct store *st) { return simple(st, S_COMMIT, "commit"); }
+
+static void sq_rollback(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (c && !sqlite3_get_autocommit(c->db))
+        simple(st, S_ROLLBACK, "rollback");
+}
+
+static int sq_savepoint(struct store *st) { return simple(st, S_SAVEPOINT, "savepoint"); }
+
+static void sq_savepoint_end(struct store *st, bool keep)
+{
+    if (!keep)
+        simple(st, S_ROLLBACK_TO, "rollback to savepoint");
+    simple(st, S_RELEASE, "release savepoint");
+}
+
+/* ---- meta ---- */
+
+static int sq_meta_get(struct store *st, const char *key, struct buf *val)
+{
+    sqlite3_stmt *q = stmt_get(st, S_META_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "meta get");
+    buf_reset(val);
+    buf_add(val, sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0));
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_meta_put(struct store *st, const char *key, const void *val, size_t n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_META_PUT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, val, (int)n, SQLITE_TRANSIENT);
+    return run_done(q, "meta put");
+}
+
+static int sq_claim_block(struct store *st, uint64_t size, uint64_t *start)
+{
+    sqlite3_stmt *q = stmt_get(st, S_CLAIM);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)size);
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "claim block");
+    *start = (uint64_t)sqlite3_column_int64(q, 0);
+    sqlite3_step(q);
+    finish(q);
+    return ERR_OK;
+}
+
+/* ---- links ---- */
+
+static int one_link(sqlite3_stmt *q, struct link *out, const char *what)
+{
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, what);
+    row_to_link(q, out);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_link_get(struct store *st, const char *code, struct link *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    return one_link(q, out, "link get");
+}
+
+static int sq_link_insert(struct store *st, const struct link *l)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, l->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, l->owner);
+    bind_opt_text(q, 3, l->url);
+    bind_opt_text(q, 4, l->title);
+    bind_opt_text(q, 5, l->note);
+    bind_opt_text(q, 6, l->tags);
+    sqlite3_bind_int64(q, 7, l->created_at);
+    sqlite3_bind_int64(q, 8, l->expires_at);
+    sqlite3_bind_int64(q, 9, l->changed_at);
+    sqlite3_bind_int(q, 10, l->state);
+    sqlite3_bind_int(q, 11, l->permanent);
+    sqlite3_bind_int64(q, 12, l->clicks);
+    return run_done(q, "link insert");
+}
+
+static int sq_link_find_live(struct store *st, int64_t owner, const char *url, int64_t now,
+                             struct link *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_FIND_LIVE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, owner);
+    sqlite3_bind_text(q, 2, url, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, now);
+    return one_link(q, out, "link find");
+}
+
+static int sq_link_set_state(struct store *st, const char *code, int state, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, state == LINK_DELETED ? S_LINK_DELETE : S_LINK_SET_STATE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    if (state == LINK_DELETED) {
+        sqlite3_bind_int64(q, 2, now);
+    } else {
+        sqlite3_bind_int(q, 2, state);
+        sqlite3_bind_int64(q, 3, now);
+    }
+    int rc = run_done(q, "link state");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+/* The filter is built from fixed fragments only; values are bound. */
+static int sq_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT " LINK_COLS " FROM links WHERE (0");
+    if (lq->states & (1u << LINK_DELETED))
+        buf_adds(&s, " OR state = 1");
+    if (lq->states & (1u << LINK_DISABLED))
+        buf_adds(&s, " OR state = 2");
+    if (lq->want_live)
+        buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1))");
+    if (lq->want_expired)
+        buf_adds(&s, " OR (state = 0 AND expires_at > 0 AND expires_at <= ?1)");
+    buf_adds(&s, ")");
+    if (lq->owner >= 0)
+        buf_adds(&s, " AND owner = ?2");
+    if (lq->after_code && *lq->after_code)
+        buf_adds(&s, " AND (created_at, code) < (?3, ?4)");
+    buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT ?5");
+    sqlite3_stmt *q = NULL;
+    int rc = ERR_STORAGE;
+    if (sqlite3_prepare_v2(c->db, s.p, -1, &q, NULL) != SQLITE_OK) {
+        log_at(LOG_ERROR, "cannot prepare link list: %s", sqlite3_errmsg(c->db));
+        goto out;
+    }
+    sqlite3_bind_int64(q, 1, lq->now);
+    sqlite3_bind_int64(q, 2, lq->owner);
+    sqlite3_bind_int64(q, 3, lq->after_created);
+    sqlite3_bind_text(q, 4, lq->after_code ? lq->after_code : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 5, lq->limit);
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        struct link l;
+        row_to_link(q, &l);
+        int stop = cb(&l, arg);
+        link_release(&l);
+        if (stop)
+            break;
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE) {
+        log_at(LOG_ERROR, "link list failed: %s", sqlite3_errmsg(c->db));
+        goto out;
+    }
+    rc = ERR_OK;
+out:
+    sqlite3_finalize(q);
+    buf_release(&s);
+    return rc;
+}
+
+static int count(struct store *st, enum stmt id, int64_t *n)
+{
+    sqlite3_stmt *q = stmt_get(st, id);
+    if (!q)
+        return ERR_STORAGE;
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "count");
+    *n = sqlite3_column_int64(q, 0);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_link_count(struct store *st, int64_t *n) { return count(st, S_LINK_COUNT, n); }
+
+static int sq_link_sweep(struct store *st, int64_t before, int limit, int *swept)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_SWEEP);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before);
+    sqlite3_bind_int(q, 2, limit);
+    int rc = run_done(q, "link sweep");
+    *swept = rc == ERR_OK ? sqlite3_changes(sqlite3_db_handle(q)) : 0;
+    return rc;
+}
+
+/* ---- clicks ---- */
+
+static int sq_clicks_add(struct store *st, const char *code, int64_t day, int64_t n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_CLICKS_DAY);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, day);
+    sqlite3_bind_int64(q, 3, n);
+    int rc = run_done(q, "clicks add");
+    if (rc != ERR_OK)
+        return rc;
+    q = stmt_get(st, S_CLICKS_TOTAL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, n);
+    return run_done(q, "clicks total");
+}
+
+/* ---- API keys ---- */
+
+static void row_to_key(sqlite3_stmt *q, struct apikey *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->id = sqlite3_column_int64(q, 0);
+    const unsigned char *name = sqlite3_column_text(q, 1);
+    snprintf(k->name, sizeof(k->name), "%s", name ? (const char *)name : "");
+    k->admin = sqlite3_column_int(q, 2) != 0;
+    k->created_at = sqlite3_column_int64(q, 3);
+    k->revoked_at = sqlite3_column_int64(q, 4);
+}
+
+static int sq_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
+                         int64_t now, int64_t *id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int(q, 3, admin);
+    sqlite3_bind_int64(q, 4, now);
+    int rc = run_done(q, "key insert");
+    if (rc == ERR_OK)
+        *id = sqlite3_last_insert_rowid(sqlite3_db_handle(q));
+    return rc;
+}
+
+static int sq_key_by_hash(struct store *st, const uint8_t hash[32], struct apikey *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_BY_HASH);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "key get");
+    row_to_key(q, out);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_key_list(struct store *st, key_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct apikey k;
+        row_to_key(q, &k);
+        if (cb(&k, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "key list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_key_revoke(struct store *st, int64_t id, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_REVOKE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, now);
+    int rc = run_done(q, "key revoke");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_key_count(struct store *st, int64_t *n) { return count(st, S_KEY_COUNT, n); }
+
+/* ---- idempotency ---- */
+
+static int sq_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
+                       struct idem_rec *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, key_id);
+    sqlite3_bind_text(q, 2, idem, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, since);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "idempotency get");
+    memset(out, 0, sizeof(*out));
+    if (sqlite3_column_bytes(q, 0) == 32)
+        memcpy(out->fingerprint, sqlite3_column_blob(q, 0), 32);
+    out->status = sqlite3_column_int(q, 1);
+    out->body = col_dup(q, 2);
+    out->created_at = sqlite3_column_int64(q, 3);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_idem_put(struct store *st, int64_t key_id, const char *idem,
+                       const struct idem_rec *rec)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_PUT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, key_id);
+    sqlite3_bind_text(q, 2, idem, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 3, rec->fingerprint, 32, SQLITE_STATIC);
+    sqlite3_bind_int(q, 4, rec->status);
+    sqlite3_bind_text(q, 5, rec->body ? rec->body : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 6, rec->created_at);
+    return run_done(q, "idempotency put");
+}
+
+static int sq_idem_sweep(struct store *st, int64_t before)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_SWEEP);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before);
+    return run_done(q, "idempotency sweep");
+}
+
+/* ---- blocklist ---- */
+
+static int sq_block_add(struct store *st, const char *host, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BLOCK_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, now);
+    return run_done(q, "block add");
+}
+
+static int sq_block_del(struct store *st, const char *host)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BLOCK_DEL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    int rc = run_done(q, "block delete");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_block_has(struct store *st, const char *host, bool *yes)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BLOCK_HAS);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "block check");
+    *yes = rc == SQLITE_ROW;
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_block_list(struct store *st, host_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BLOCK_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (cb((const char *)sqlite3_column_text(q, 0), sqlite3_column_int64(q, 1), arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "block list");
+    finish(q);
+    return ERR_OK;
+}
+
+const struct store_ops store_sqlite_ops = {
+    .name = "sqlite",
+    .open = sq_open,
+    .close = sq_close,
+    .ping = sq_ping,
+    .backup = sq_backup,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .savepoint = sq_savepoint,
+    .savepoint_end = sq_savepoint_end,
+    .meta_get = sq_meta_get,
+    .meta_put = sq_meta_put,
+    .claim_block = sq_claim_block,
+    .link_get = sq_link_get,
+    .link_insert = sq_link_insert,
+    .link_find_live = sq_link_find_live,
+    .link_set_state = sq_link_set_state,
+    .link_list = sq_link_list,
+    .link_count = sq_link_count,
+    .link_sweep = sq_link_sweep,
+    .clicks_add = sq_clicks_add,
+    .key_insert = sq_key_insert,
+    .key_by_hash = sq_key_by_hash,
+    .key_list = sq_key_list,
+    .key_revoke = sq_key_revoke,
+    .key_count = sq_key_count,
+    .idem_get = sq_idem_get,
+    .idem_put = sq_idem_put,
+    .idem_sweep = sq_idem_sweep,
+    .block_add = sq_block_add,
+    .block_del = sq_block_del,
+    .block_has = sq_block_has,
+    .block_list = sq_block_list,
+};

@@ -45,6 +45,7 @@ void buf_reserve(struct buf *b, size_t extra)
         abort();
     b->p = p;
     b->cap = cap;
+    b->p[b->len] = '\0';
 }
 
 void buf_add(struct buf *b, const void *p, size_t n)

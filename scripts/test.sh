@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# test.sh - every test of `make test`: the C unit tests, then the end-to-end
+# tests that start the real (sanitizer-built) binary and talk HTTP to it.
+# Exits non-zero when any test fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=23}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export SHORTD_BIN="${SHORTD_BIN:-build/asan/shortd}"
+
+status=0
+echo "== unit tests (build/asan/unit_tests)"
+build/asan/unit_tests || status=1
+
+echo "== end-to-end tests ($SHORTD_BIN, node --test)"
+node --test --test-concurrency=2 tests/e2e/ || status=1
+
+exit $status

@@ -1,0 +1,129 @@
+/* main.c - runs every unit test function in the table below, in order, and
+ * reports each failing check as it happens. The last line of output is the
+ * summary that scripts read: "unit: N passed, M failed", counting test
+ * functions; the exit status is 1 when any failed. An argument runs only the
+ * tests whose names contain it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "test.h"
+
+#include "banned.h"
+
+/* The one list of tests: test_<name> is defined in tests/unit/test_<module>.c. */
+#define TESTS(X)                                                                                   \
+    X(buf_empty)                                                                                   \
+    X(buf_add)                                                                                     \
+    X(buf_numbers)                                                                                 \
+    X(buf_printf)                                                                                  \
+    X(buf_growth)                                                                                  \
+    X(buf_reset_release)                                                                           \
+    X(buf_detach)                                                                                  \
+    X(slices)                                                                                      \
+    X(base62_known)                                                                                \
+    X(base62_decode)                                                                               \
+    X(base62_round_trip)                                                                           \
+    X(scramble_half_bits)                                                                          \
+    X(scramble_small_domains)                                                                      \
+    X(scramble_out_of_domain)                                                                      \
+    X(scramble_code_space)                                                                         \
+    X(scramble_keys_differ)                                                                        \
+    X(scramble_spread)                                                                             \
+    X(scramble_pinned)                                                                             \
+    X(code_shapes)                                                                                 \
+    X(alias_rules)                                                                                 \
+    X(url_table)                                                                                   \
+    X(url_length)                                                                                  \
+    X(url_resets_outputs)                                                                          \
+    X(host_normalise)                                                                              \
+    X(host_matches)                                                                                \
+    X(time_clocks)                                                                                 \
+    X(rfc3339_format)                                                                              \
+    X(rfc3339_parse)                                                                               \
+    X(rfc3339_round_trip)                                                                          \
+    X(rfc3339_against_libc)                                                                        \
+    X(day_functions)                                                                               \
+    X(day_every_day)
+
+#define X(name) void test_##name(void);
+TESTS(X)
+#undef X
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} tests[] = {
+#define X(name) {#name, test_##name},
+    TESTS(X)
+#undef X
+};
+
+int test_checks_passed;
+int test_checks_failed;
+
+bool test_check(bool ok, const char *file, int line, const char *expr)
+{
+    if (ok) {
+        test_checks_passed++;
+        return true;
+    }
+    test_checks_failed++;
+    fprintf(stderr, "%s:%d: check failed: %s\n", file, line, expr);
+    return false;
+}
+
+bool test_check_int(long long a, long long b, const char *file, int line, const char *ea,
+                    const char *eb)
+{
+    if (a == b)
+        return test_check(true, file, line, NULL);
+    test_checks_failed++;
+    fprintf(stderr, "%s:%d: check failed: %s == %s (%lld != %lld)\n", file, line, ea, eb, a, b);
+    return false;
+}
+
+bool test_check_str(const char *a, const char *b, const char *file, int line, const char *ea,
+                    const char *eb)
+{
+    if (a && b && strcmp(a, b) == 0)
+        return test_check(true, file, line, NULL);
+    test_checks_failed++;
+    fprintf(stderr, "%s:%d: check failed: %s == %s (\"%s\" != \"%s\")\n", file, line, ea, eb,
+            a ? a : "(null)", b ? b : "(null)");
+    return false;
+}
+
+void test_note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("    ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int main(int argc, char **argv)
+{
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        if (argc > 1 && !strstr(tests[i].name, argv[1]))
+            continue;
+        int failed_before = test_checks_failed;
+        int passed_before = test_checks_passed;
+        tests[i].fn();
+        if (test_checks_failed == failed_before && test_checks_passed == passed_before) {
+            /* A test that checked nothing proves nothing. */
+            failed++;
+            fprintf(stderr, "FAIL %s: no checks ran\n", tests[i].name);
+        } else if (test_checks_failed == failed_before) {
+            passed++;
+        } else {
+            failed++;
+            fprintf(stderr, "FAIL %s\n", tests[i].name);
+        }
+    }
+    printf("unit: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -91,7 +91,8 @@ static const struct command commands[] = {
 
 static void usage_all(FILE *f)
 {
-    fputs("shortd - a URL shortener with honest click analytics\n\nCommands:\n", f);
+    fputs("shortd - a URL shortener with honest click analytics\n\n"
+          "usage: shortd COMMAND [OPTIONS]\n\nCommands:\n", f);
     for (int i = 0; i < NCOMMANDS; i++) {
         const char *u = commands[i].usage;
         fprintf(f, "  %.*s\n", (int)strcspn(u, "\n"), u);
@@ -207,27 +208,34 @@ int cli_main(int argc, char **argv)
         }
     }
     if (!c) {
+        bool help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
+        FILE *f = help ? stdout : stderr;
         bool group = false;
         for (int i = 0; i < NCOMMANDS; i++) {
             size_t n = strcspn(commands[i].name, " ");
             if (commands[i].name[n] && strlen(argv[1]) == n &&
                 !strncmp(commands[i].name, argv[1], n)) {
-                if (!group)
-                    fprintf(stderr, "shortd: '%s' needs a subcommand:\n", argv[1]);
+                if (!group && help)
+                    fprintf(f, "usage:\n");
+                else if (!group && argc > 2)
+                    fprintf(f, "shortd: unknown command '%s %s'; '%s' takes:\n", argv[1],
+                            argv[2], argv[1]);
+                else if (!group)
+                    fprintf(f, "shortd: '%s' needs a subcommand:\n", argv[1]);
                 group = true;
-                fprintf(stderr, "  %.*s\n", (int)strcspn(commands[i].usage, "\n"),
+                fprintf(f, "  %.*s\n", (int)strcspn(commands[i].usage, "\n"),
                         commands[i].usage);
             }
         }
         if (group)
-            return 2;
+            return help ? 0 : 2;
         fprintf(stderr, "shortd: unknown command '%s'\n\n", argv[1]);
         usage_all(stderr);
         return 2;
     }
     for (int i = used; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("%s\n", c->usage);
+            printf("usage: %s\n", c->usage);
             if (c->fn == cmd_serve) {
                 printf("\nSettings (flag, or SHORTD_NAME in the environment, or name = value "
                        "in --config FILE):\n");
@@ -355,8 +363,9 @@ static int print_key(const struct apikey *k, void *arg)
     rfc3339_format(k->created_at, created);
     if (k->revoked_at)
         rfc3339_format(k->revoked_at, revoked);
-    printf("%-6lld %-24s %-6s %-24s %s\n", (long long)k->id, k->name, k->admin ? "admin" : "user",
-           created, k->revoked_at ? revoked : "-");
+    printf("%-6lld %-24s %-6s %-8s %-24s %s\n", (long long)k->id, k->name,
+           k->admin ? "admin" : "user", k->revoked_at ? "revoked" : "valid", created,
+           k->revoked_at ? revoked : "-");
     return 0;
 }
 
@@ -365,7 +374,8 @@ static int cmd_key_list(struct opts *o)
     struct store *st;
     if (open_store(o, &st))
         return 1;
-    printf("%-6s %-24s %-6s %-24s %s\n", "ID", "NAME", "ROLE", "CREATED", "REVOKED");
+    printf("%-6s %-24s %-6s %-8s %-24s %s\n", "ID", "NAME", "ROLE", "STATE", "CREATED",
+           "REVOKED_AT");
     int rc = st->ops->key_list(st, print_key, NULL);
     st->ops->close(st);
     return rc == ERR_OK ? 0 : fail("cannot list keys");

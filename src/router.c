@@ -160,7 +160,7 @@ static int authenticate(struct request *r)
 static int parse_json(struct request *r)
 {
     json_error_t err;
-    r->json = json_loadb(r->body.p, r->body.n, JSON_REJECT_DUPLICATES, &err);
+    r->json = json_loadb(r->body.p, r->body.n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
     if (!r->json)
         return http_error(r, 400, "invalid_json", NULL, "malformed JSON: %s (line %d, column %d)",
                           err.text, err.line, err.column);

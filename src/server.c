@@ -179,6 +179,15 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
     return check_header_size(c);
 }
 
+/* True when 'at' directly follows a CRLF: a continuation line (obs-fold). */
+static bool after_crlf(struct conn *c, const char *at)
+{
+    size_t back = (size_t)(at - c->chunk);
+    char b1 = back >= 1 ? at[-1] : c->prev_tail[1];
+    char b2 = back >= 2 ? at[-2] : back == 1 ? c->prev_tail[1] : c->prev_tail[0];
+    return b1 == '\n' && b2 == '\r';
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     struct conn *c = conn_of(p);
@@ -186,6 +195,9 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
         if (c->nh == HTTP_MAX_HEADERS)
             return fail_cb(c, 431, "too many header fields");
         c->in_field = true;
+        /* llhttp tolerates a bare LF after the request line; RFC 9112 wants CRLF. */
+        if (!after_crlf(c, at))
+            return fail_cb(c, 400, "bare LF line ending");
         c->hoff[c->nh].name_off = (uint32_t)c->hdr.len;
         c->hoff[c->nh].name_len = 0;
     }
@@ -204,15 +216,6 @@ static int on_header_field_complete(llhttp_t *p)
     c->hoff[c->nh].value_off = (uint32_t)c->hdr.len;
     c->hoff[c->nh].value_len = 0;
     return 0;
-}
-
-/* True when 'at' directly follows a CRLF: a continuation line (obs-fold). */
-static bool after_crlf(struct conn *c, const char *at)
-{
-    size_t back = (size_t)(at - c->chunk);
-    char b1 = back >= 1 ? at[-1] : c->prev_tail[1];
-    char b2 = back >= 2 ? at[-2] : back == 1 ? c->prev_tail[1] : c->prev_tail[0];
-    return b1 == '\n' && b2 == '\r';
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t n)

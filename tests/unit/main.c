@@ -44,7 +44,9 @@
     X(rfc3339_round_trip)                                                                          \
     X(rfc3339_against_libc)                                                                        \
     X(day_functions)                                                                               \
-    X(day_every_day)
+    X(day_every_day)                                                                               \
+    X(config_example_file)                                                                         \
+    X(config_sources)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -6,7 +6,7 @@
 #   make SAN=thread ... a ThreadSanitizer build into build/tsan
 
 CC      ?= cc
-PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb
+PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb libmaxminddb
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
 BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -I/usr/share/include/llhttp

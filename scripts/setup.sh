@@ -7,6 +7,7 @@ set -euo pipefail
 pkgs=(
     build-essential pkg-config
     libuv1-dev node-llhttp libsqlite3-dev libsodium-dev libjansson-dev liburcu-dev
+    libmaxminddb-dev libmaxmind-db-writer-perl
     sqlite3 curl nodejs
 )
 

@@ -46,7 +46,12 @@
     X(day_functions)                                                                               \
     X(day_every_day)                                                                               \
     X(config_example_file)                                                                         \
-    X(config_sources)
+    X(config_sources)                                                                              \
+    X(geo_lookups)                                                                                 \
+    X(geo_unknown_inputs)                                                                          \
+    X(geo_threads)                                                                                 \
+    X(geo_open_errors)                                                                             \
+    X(geo_from_header)
 
 #define X(name) void test_##name(void);
 TESTS(X)

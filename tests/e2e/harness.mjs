@@ -1,0 +1,632 @@
+// harness.mjs - runs the real shortd binary for the end-to-end tests.
+//
+// Every test file starts its own server(s) in `before` and stops them in
+// `after`. A server gets a fresh temporary directory, a free port and its own
+// SQLite file; its stdout and stderr are kept so that a failing test can show
+// them. stop() insists on a clean exit (code 0): under AddressSanitizer a leak
+// or any sanitizer report makes the exit code non-zero, which is a real bug.
+//
+// Only Node's built-in modules are used.
+
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BIN = path.resolve(ROOT, process.env.SHORTD_BIN || 'build/asan/shortd');
+
+/* A user agent that no bot classifier would take for a bot: clicks made by
+ * the tests must count as human clicks. */
+export const BROWSER_UA =
+    'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
+
+const SANITIZER_REPORT = /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|SUMMARY: UndefinedBehaviorSanitizer/;
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/* Polls fn() until it returns a truthy value or timeoutMs passes; returns the
+ * last value (falsy on timeout). */
+export async function poll(fn, { timeoutMs = 10_000, intervalMs = 50 } = {}) {
+    const deadline = Date.now() + timeoutMs;
+    let v;
+    for (;;) {
+        v = await fn();
+        if (v || Date.now() >= deadline) return v;
+        await sleep(intervalMs);
+    }
+}
+
+/* Waits until Date.now() >= t (no-op when already past). */
+export async function until(t) {
+    const d = t - Date.now();
+    if (d > 0) await sleep(d);
+}
+
+export function freePort() {
+    return new Promise((resolve, reject) => {
+        const s = net.createServer();
+        s.unref();
+        s.on('error', reject);
+        s.listen(0, '127.0.0.1', () => {
+            const { port } = s.address();
+            s.close(() => resolve(port));
+        });
+    });
+}
+
+function tail(s, lines = 40) {
+    const a = String(s).split('\n');
+    return a.slice(Math.max(0, a.length - lines)).join('\n');
+}
+
+/* ---------------------------------------------------------------- servers */
+
+const servers = new Set();     // every server started by this test file
+const tempDirs = new Set();
+
+process.on('exit', (code) => {
+    for (const s of servers) {
+        if (s.proc && s.proc.exitCode === null && s.proc.signalCode === null) {
+            try { s.proc.kill('SIGKILL'); } catch { /* already gone */ }
+        }
+    }
+    if (!code && !process.exitCode && !process.env.SHORTD_KEEP_TMP) {
+        for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
+    }
+});
+
+export class Server {
+    constructor({ dir, db, port, args, env, baseUrl }) {
+        this.dir = dir;
+        this.db = db;
+        this.port = port;
+        this.url = `http://127.0.0.1:${port}`;
+        this.args = args;
+        this.env = env;
+        this.baseUrl = baseUrl;
+        this.adminKey = null;
+        this.proc = null;
+        this.runs = 0;
+        this._stdout = '';       // everything, all runs
+        this._stderr = '';
+        this._runStdout = '';    // the current run only
+        this._exit = null;       // promise of {code, signal} for the current run
+    }
+
+    stdout() { return this._stdout; }
+    stderr() { return this._stderr; }
+
+    get running() {
+        return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
+    }
+
+    describe() {
+        return `shortd ${this.argv().join(' ')}\n(dir ${this.dir})`;
+    }
+
+    argv() {
+        const a = ['serve', '--listen', `127.0.0.1:${this.port}`, '--db', this.db];
+        if (this.baseUrl) a.push('--base-url', this.baseUrl);
+        return a.concat(this.args);
+    }
+
+    logs(lines = 40) {
+        return `--- ${this.describe()}\n--- stdout (tail) ---\n${tail(this._stdout, lines)}\n` +
+            `--- stderr (tail) ---\n${tail(this._stderr, lines)}`;
+    }
+
+    async _spawn({ expectAdminKey }) {
+        if (!fs.existsSync(BIN)) {
+            throw new Error(`shortd binary not found at ${BIN}: run \`make asan\` or set SHORTD_BIN`);
+        }
+        this.runs++;
+        this._runStdout = '';
+        const proc = spawn(BIN, this.argv(), {
+            cwd: this.dir,
+            env: { ...process.env, ...this.env },
+            stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        this.proc = proc;
+        proc.stdout.setEncoding('utf8');
+        proc.stderr.setEncoding('utf8');
+        proc.stdout.on('data', (d) => { this._stdout += d; this._runStdout += d; });
+        proc.stderr.on('data', (d) => { this._stderr += d; });
+        let spawnError = null;
+        this._exit = new Promise((resolve) => {
+            proc.on('error', (e) => { spawnError = e; resolve({ code: null, signal: null, error: e }); });
+            // 'close' rather than 'exit': stdout/stderr are fully read by then.
+            proc.on('close', (code, signal) => resolve({ code, signal }));
+        });
+
+        // Ready when GET /healthz answers 200 (a fresh connection each time,
+        // closed afterwards, so no idle connection counts against a cap).
+        const deadline = Date.now() + 20_000;
+        let exited = null;
+        this._exit.then((e) => { exited = e; });
+        for (;;) {
+            if (exited || spawnError) {
+                throw new Error(`shortd exited before it was ready (code ${exited?.code}, signal ` +
+                    `${exited?.signal}${spawnError ? ', ' + spawnError.message : ''})\n${this.logs()}`);
+            }
+            const r = await rawExchange(this.port, `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${this.port}\r\n` +
+                'Connection: close\r\n\r\n', { timeoutMs: 1000, stopAfter: 1 });
+            if (statusOf(r.text) === 200) break;
+            if (Date.now() > deadline) {
+                throw new Error(`shortd did not answer GET /healthz with 200 within 20 s\n${this.logs()}`);
+            }
+            await sleep(50);
+        }
+
+        if (expectAdminKey) {
+            // The line may arrive just after the listener is up.
+            const line = await poll(() => adminKeyLine(this._runStdout), { timeoutMs: 5000 });
+            if (!line) {
+                throw new Error('first start of an empty database printed no line with "admin key" on stdout ' +
+                    `within 5 s of being ready (is stdout flushed?)\n${this.logs()}`);
+            }
+            this.adminKey = line.trim().split(/\s+/).pop();
+        }
+    }
+
+    /* Sends 'signal' (SIGTERM by default), waits for the exit and asserts a
+     * clean one: exit code 0 and no sanitizer report. Returns the code. */
+    async stop(signal = 'SIGTERM') {
+        if (!this.proc) throw new Error('server was never started');
+        if (this.running) this.proc.kill(signal);
+        let timer;
+        const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(null), 30_000); });
+        let r = await Promise.race([this._exit, timeout]);
+        clearTimeout(timer);
+        if (!r) {
+            this.proc.kill('SIGKILL');
+            r = await this._exit;
+            throw new Error(`shortd did not exit within 30 s of ${signal}\n${this.logs()}`);
+        }
+        if (r.code !== 0) {
+            throw new Error(`shortd did not exit cleanly after ${signal}: code ${r.code}, signal ${r.signal}\n` +
+                this.logs(80));
+        }
+        if (SANITIZER_REPORT.test(this._stderr)) {
+            throw new Error(`sanitizer report in shortd's stderr\n${this.logs(120)}`);
+        }
+        // Logs never hold an API key: checked on every server the tests run.
+        if (this.adminKey && this._stderr.includes(this.adminKey)) {
+            throw new Error(`shortd's stderr holds the admin API key\n${this.logs()}`);
+        }
+        return r.code;
+    }
+
+    /* kill -9; resolves with {code, signal} once the process is gone. */
+    async kill9() {
+        if (this.running) this.proc.kill('SIGKILL');
+        return this._exit;
+    }
+
+    /* Starts the server again on the same database and port. Not a first
+     * start, so it must not print an admin key again. */
+    async restart() {
+        if (this.running) throw new Error('restart() of a server that is still running');
+        await this._spawn({ expectAdminKey: false });
+        if (adminKeyLine(this._runStdout)) {
+            throw new Error(`a restart on an existing database printed an admin key again\n${this.logs()}`);
+        }
+        return this;
+    }
+}
+
+function adminKeyLine(out) {
+    return out.split('\n').find((l) => /admin key/i.test(l) && l.trim().split(/\s+/).length > 1) || null;
+}
+
+/* startServer({args, env, baseUrl, db, configFile})
+ *   args:    extra arguments after serve --listen --db [--base-url]
+ *   env:     extra environment
+ *   baseUrl: passed as --base-url
+ *   db:      an existing database to serve (not a first start: no admin key)
+ */
+export async function startServer(opts = {}) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shortd-e2e-'));
+    tempDirs.add(dir);
+    const port = await freePort();
+    const fresh = !opts.db;
+    const s = new Server({
+        dir,
+        db: opts.db || path.join(dir, 'shortd.db'),
+        port,
+        args: opts.args || [],
+        env: opts.env || {},
+        baseUrl: opts.baseUrl,
+    });
+    servers.add(s);
+    await s._spawn({ expectAdminKey: fresh });
+    return s;
+}
+
+export function tempDir() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shortd-e2e-'));
+    tempDirs.add(dir);
+    return dir;
+}
+
+/* A test whose failure message carries the tails of the logs of every server
+ * this file started. */
+export function it(name, fn, opts = {}) {
+    return test(name, { timeout: 60_000, ...opts }, async (t) => {
+        try {
+            await fn(t);
+        } catch (e) {
+            try {
+                const logs = [...servers].map((s) => s.logs()).join('\n');
+                if (e && typeof e === 'object' && logs) {
+                    const frames = String(e.stack || '').split('\n').filter((l) => /^\s+at /.test(l)).join('\n');
+                    e.message = `${e.message}\n${logs}`;
+                    // Reporters print the stack, which holds the message as it was.
+                    e.stack = `${e.name}${e.code ? ` [${e.code}]` : ''}: ${e.message}\n${frames}`;
+                }
+            } catch { /* keep the original error */ }
+            throw e;
+        }
+    });
+}
+
+/* -------------------------------------------------------------------- CLI */
+
+/* Runs the binary synchronously: {code, stdout, stderr}. */
+export function cli(args, opts = {}) {
+    const r = spawnSync(BIN, args, {
+        encoding: 'utf8',
+        timeout: opts.timeoutMs ?? 30_000,
+        env: { ...process.env, ...(opts.env || {}) },
+        cwd: opts.cwd,
+        input: opts.input,
+    });
+    if (r.error) throw new Error(`cannot run ${BIN} ${args.join(' ')}: ${r.error.message}`);
+    return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+/* The same, without blocking the event loop (for CLI runs that overlap HTTP
+ * traffic from this process). */
+export function cliAsync(args, opts = {}) {
+    return new Promise((resolve, reject) => {
+        const p = spawn(BIN, args, { env: { ...process.env, ...(opts.env || {}) }, cwd: opts.cwd });
+        let stdout = '';
+        let stderr = '';
+        p.stdout.setEncoding('utf8');
+        p.stderr.setEncoding('utf8');
+        p.stdout.on('data', (d) => { stdout += d; });
+        p.stderr.on('data', (d) => { stderr += d; });
+        const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+        p.on('error', reject);
+        p.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });
+    });
+}
+
+export function lastWord(text) {
+    const lines = String(text).split('\n').map((l) => l.trim()).filter(Boolean);
+    if (!lines.length) return null;
+    return lines[lines.length - 1].split(/\s+/).pop();
+}
+
+/* `shortd key create` on the server's database; returns the new key. */
+export function createKey(server, name, { admin = false } = {}) {
+    const args = ['key', 'create', '--db', server.db, '--name', name];
+    if (admin) args.push('--admin');
+    const r = cli(args);
+    if (r.code !== 0) {
+        throw new Error(`shortd ${args.join(' ')} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    }
+    const key = lastWord(r.stdout);
+    if (!key) throw new Error(`shortd key create printed no key\nstdout: ${r.stdout}`);
+    return key;
+}
+
+/* ------------------------------------------------------------------- HTTP */
+
+/* fetch wrapper: {status, headers, json, text}. Never follows redirects. */
+export async function api(server, method, p, { key, body, headers = {}, raw, timeoutMs = 30_000 } = {}) {
+    const h = { ...headers };
+    if (key !== undefined && key !== null) h.authorization = `Bearer ${key}`;
+    let payload;
+    if (raw !== undefined) {
+        payload = raw;
+        if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['content-type'] = 'application/json';
+    } else if (body !== undefined) {
+        payload = JSON.stringify(body);
+        h['content-type'] = 'application/json';
+    }
+    const base = typeof server === 'string' ? server : server.url;
+    const res = await fetch(base + p, {
+        method,
+        headers: h,
+        body: payload,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await res.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: res.status, headers: res.headers, json, text };
+}
+
+/* A click: GET (or HEAD) /CODE with a browser user agent. */
+export function visit(server, codeAndQuery, { method = 'GET', headers = {} } = {}) {
+    return api(server, method, '/' + codeAndQuery, { headers: { 'user-agent': BROWSER_UA, ...headers } });
+}
+
+/* Creates a link; asserts 201 and returns the link object. */
+export async function createLink(server, key, body, headers = {}) {
+    const r = await api(server, 'POST', '/api/links', { key, body, headers });
+    if (r.status !== 201) {
+        throw new Error(`POST /api/links ${JSON.stringify(body).slice(0, 300)} answered ${r.status}: ` +
+            `${r.text.slice(0, 500)}`);
+    }
+    return r.json;
+}
+
+/* Asserts the error body shape; returns the inner error object. */
+export function errorOf(r) {
+    const e = r.json && r.json.error;
+    if (!e || typeof e !== 'object' || typeof e.code !== 'string' || typeof e.message !== 'string' ||
+        !('field' in e)) {
+        throw new Error(`expected {"error": {"code", "message", "field"}}, got ${r.status}: ${r.text.slice(0, 500)}`);
+    }
+    return e;
+}
+
+/* Parses a `Link` header: the URL of rel="next", or null. */
+export function nextLink(linkHeader) {
+    if (!linkHeader) return null;
+    for (const part of linkHeader.split(/,(?=\s*<)/)) {
+        const m = /^\s*<([^>]*)>\s*(.*)$/.exec(part);
+        if (m && /(^|;)\s*rel="?next"?\s*(;|$)/i.test(m[2])) return m[1];
+    }
+    return null;
+}
+
+/* ---------------------------------------------------------------- raw HTTP */
+
+/* The status code of the first response in 'text', or null. */
+export function statusOf(text) {
+    const m = /^HTTP\/1\.[01] (\d{3})/.exec(String(text));
+    return m ? Number(m[1]) : null;
+}
+
+/* Parses one response at buf[off...]. Returns {res, next} or null when it is
+ * not complete yet. head: the request was HEAD (no body). closed: the
+ * connection has been closed (a body without length runs to the end). */
+export function parseOne(buf, off = 0, { head = false, closed = false } = {}) {
+    const end = buf.indexOf('\r\n\r\n', off, 'latin1');
+    if (end < 0) return null;
+    const lines = buf.subarray(off, end).toString('latin1').split('\r\n');
+    const m = /^HTTP\/(1\.[01]) (\d{3})(?: (.*))?$/.exec(lines[0]);
+    if (!m) throw new Error(`not an HTTP response: ${JSON.stringify(lines[0].slice(0, 200))}`);
+    const status = Number(m[2]);
+    const headers = {};
+    for (const l of lines.slice(1)) {
+        const i = l.indexOf(':');
+        if (i <= 0) throw new Error(`malformed response header line: ${JSON.stringify(l)}`);
+        const k = l.slice(0, i).trim().toLowerCase();
+        const v = l.slice(i + 1).trim();
+        headers[k] = k in headers ? `${headers[k]}, ${v}` : v;
+    }
+    let p = end + 4;
+    let body = Buffer.alloc(0);
+    if (head || status === 204 || status === 304 || (status >= 100 && status < 200)) {
+        // no body
+    } else if (/chunked/i.test(headers['transfer-encoding'] || '')) {
+        const parts = [];
+        for (;;) {
+            const le = buf.indexOf('\r\n', p, 'latin1');
+            if (le < 0) return null;
+            const size = parseInt(buf.subarray(p, le).toString('latin1'), 16);
+            if (Number.isNaN(size)) throw new Error('bad chunk size in response');
+            p = le + 2;
+            if (size === 0) {
+                const te = buf.indexOf('\r\n\r\n', p - 2, 'latin1');
+                if (te < 0) return null;
+                p = te + 4;
+                break;
+            }
+            if (buf.length < p + size + 2) return null;
+            parts.push(buf.subarray(p, p + size));
+            p += size + 2;
+        }
+        body = Buffer.concat(parts);
+    } else if (headers['content-length'] !== undefined) {
+        const n = Number(headers['content-length']);
+        if (buf.length < p + n) return null;
+        body = buf.subarray(p, p + n);
+        p += n;
+    } else {
+        if (!closed) return null;
+        body = buf.subarray(p);
+        p = buf.length;
+    }
+    return {
+        res: { version: m[1], status, reason: m[3] || '', headers, body, text: body.toString('utf8') },
+        next: p,
+    };
+}
+
+/* Every complete response in buf (heads: per-response HEAD flags). */
+export function parseResponses(buf, { heads = [], closed = false } = {}) {
+    const out = [];
+    let off = 0;
+    for (;;) {
+        if (off >= buf.length) break;
+        const r = parseOne(buf, off, { head: !!heads[out.length], closed });
+        if (!r) break;
+        out.push(r.res);
+        off = r.next;
+    }
+    return out;
+}
+
+/* Opens a TCP connection, writes 'data' (a string, Buffer or an array of them,
+ * written in order), and collects everything until the server closes, an
+ * error, the timeout, or — with stopAfter N — N complete responses.
+ * Returns {text, buf, closed, error, timedOut, ms}. */
+export function rawExchange(port, data, { timeoutMs = 5000, stopAfter = 0, head = false, gapMs = 0 } = {}) {
+    return new Promise((resolve) => {
+        const chunks = [];
+        let done = false;
+        let closed = false;
+        let error = null;
+        const t0 = Date.now();
+        const sock = net.connect({ port, host: '127.0.0.1' });
+        sock.setNoDelay(true);
+        const finish = (timedOut) => {
+            if (done) return;
+            done = true;
+            clearTimeout(timer);
+            sock.destroy();
+            const buf = Buffer.concat(chunks);
+            resolve({ buf, text: buf.toString('latin1'), closed, error, timedOut, ms: Date.now() - t0 });
+        };
+        const timer = setTimeout(() => finish(true), timeoutMs);
+        sock.on('connect', async () => {
+            const parts = Array.isArray(data) ? data : [data];
+            for (const [i, part] of parts.entries()) {
+                if (done) return;
+                if (i && gapMs) await sleep(gapMs);
+                sock.write(typeof part === 'string' ? Buffer.from(part, 'latin1') : part);
+            }
+        });
+        sock.on('data', (d) => {
+            chunks.push(d);
+            if (stopAfter) {
+                try {
+                    const n = parseResponses(Buffer.concat(chunks), { heads: [head] }).length;
+                    if (n >= stopAfter) finish(false);
+                } catch { /* wait for close */ }
+            }
+        });
+        sock.on('end', () => { closed = true; finish(false); });
+        sock.on('close', () => { closed = true; finish(false); });
+        sock.on('error', (e) => { error = e; closed = true; finish(false); });
+    });
+}
+
+/* The brief's name: the text of rawExchange. */
+export async function rawRequest(port, bytes, { timeoutMs = 5000, stopAfter = 0 } = {}) {
+    return (await rawExchange(port, bytes, { timeoutMs, stopAfter })).text;
+}
+
+/* A kept-alive connection: write requests, read responses in order. */
+export class Conn {
+    static open(port) {
+        return new Promise((resolve, reject) => {
+            const sock = net.connect({ port, host: '127.0.0.1' });
+            sock.once('connect', () => { sock.off('error', reject); resolve(new Conn(sock, port)); });
+            sock.once('error', reject);
+        });
+    }
+
+    constructor(sock, port) {
+        this.sock = sock;
+        this.port = port;
+        this.buf = Buffer.alloc(0);
+        this.closed = false;
+        this.closedAt = null;
+        this.error = null;
+        this.waiters = [];
+        sock.setNoDelay(true);
+        sock.on('data', (d) => { this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d; this._wake(); });
+        const onClose = () => {
+            if (!this.closed) { this.closed = true; this.closedAt = Date.now(); }
+            this._wake();
+        };
+        sock.on('end', onClose);
+        sock.on('close', onClose);
+        sock.on('error', (e) => { this.error = e; onClose(); });
+    }
+
+    _wake() {
+        const w = this.waiters;
+        this.waiters = [];
+        for (const f of w) f();
+    }
+
+    _wait(ms) {
+        return new Promise((resolve) => {
+            const t = setTimeout(resolve, ms);
+            this.waiters.push(() => { clearTimeout(t); resolve(); });
+        });
+    }
+
+    write(data) {
+        this.sock.write(typeof data === 'string' ? Buffer.from(data, 'latin1') : data);
+    }
+
+    /* The next complete response; null when the connection closed first. */
+    async read({ head = false, timeoutMs = 10_000 } = {}) {
+        const deadline = Date.now() + timeoutMs;
+        for (;;) {
+            const r = parseOne(this.buf, 0, { head, closed: this.closed });
+            if (r) {
+                this.buf = this.buf.subarray(r.next);
+                return r.res;
+            }
+            if (this.closed) return null;
+            const left = deadline - Date.now();
+            if (left <= 0) throw new Error(`no complete response within ${timeoutMs} ms`);
+            await this._wait(left);
+        }
+    }
+
+    async request(data, opts = {}) {
+        this.write(data);
+        return this.read(opts);
+    }
+
+    /* GET path on this connection (keep-alive), with a browser user agent. */
+    get(p, { headers = '', head = false, timeoutMs } = {}) {
+        return this.request(`${head ? 'HEAD' : 'GET'} ${p} HTTP/1.1\r\nHost: 127.0.0.1:${this.port}\r\n` +
+            `User-Agent: ${BROWSER_UA}\r\n${headers}\r\n`, { head, timeoutMs });
+    }
+
+    /* Resolves true once the server has closed the connection, false on timeout. */
+    async waitClose(timeoutMs) {
+        const deadline = Date.now() + timeoutMs;
+        while (!this.closed) {
+            const left = deadline - Date.now();
+            if (left <= 0) return false;
+            await this._wait(left);
+        }
+        return true;
+    }
+
+    destroy() { this.sock.destroy(); }
+}
+
+/* --------------------------------------------------------------- helpers */
+
+export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+export function base62Decode(s) {
+    let v = 0n;
+    for (const c of s) {
+        const i = BASE62.indexOf(c);
+        if (i < 0) throw new Error(`not base62: ${s}`);
+        v = v * 62n + BigInt(i);
+    }
+    return v;
+}
+
+/* RFC 3339 date-time (with 'Z' or an offset, optional fraction). */
+export const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+export function isoSeconds(ms) {
+    return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+let uniq = 0;
+/* A string unique within this run, for aliases, names and URLs. */
+export function unique(prefix = 'u') {
+    uniq++;
+    return `${prefix}${process.pid.toString(36)}${uniq.toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+}

@@ -1,0 +1,137 @@
+// ops.test.mjs - /healthz, /readyz, /metrics (Prometheus text), and logs that
+// never hold a client address or an API key.
+
+import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
+
+import { Conn, api, createKey, createLink, it, startServer, visit } from './harness.mjs';
+
+let srv;
+
+before(async () => {
+    // Debug logging, so the log check below has something to look at.
+    srv = await startServer({ env: { SHORTD_LOG_LEVEL: 'debug' } });
+});
+
+after(async () => {
+    if (srv && srv.running) await srv.stop();
+});
+
+/* Parses Prometheus text: [{name, labels: {..}, value}] plus the TYPE lines. */
+function parseMetrics(text) {
+    const samples = [];
+    const types = {};
+    for (const line of text.split('\n')) {
+        if (!line.trim()) continue;
+        const t = /^# TYPE (\S+) (\S+)/.exec(line);
+        if (t) { types[t[1]] = t[2]; continue; }
+        if (line.startsWith('#')) continue;
+        const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\d+)?$/.exec(line);
+        assert.ok(m, `not a Prometheus sample line: ${JSON.stringify(line)}`);
+        const labels = {};
+        if (m[3]) {
+            for (const lm of m[3].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[lm[1]] = lm[2];
+        }
+        samples.push({ name: m[1], labels, value: Number(m[4]) });
+    }
+    return { samples, types };
+}
+
+async function metrics() {
+    const r = await api(srv, 'GET', '/metrics');
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') || '', /^text\/plain/);
+    return parseMetrics(r.text);
+}
+
+const sum = (samples, name, pred = () => true) =>
+    samples.filter((s) => s.name === name && pred(s.labels)).reduce((a, s) => a + s.value, 0);
+
+it('/healthz and /readyz answer 200', async () => {
+    for (const p of ['/healthz', '/readyz']) {
+        const r = await api(srv, 'GET', p);
+        assert.equal(r.status, 200, `${p}: ${r.text}`);
+    }
+});
+
+it('/metrics exposes requests, latency, cache, links and pending clicks', async () => {
+    const key = srv.adminKey;
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push(await createLink(srv, key, { url: `https://example.com/m/${i}` }));
+    for (let i = 0; i < 3; i++) assert.equal((await visit(srv, made[0].code)).status, 302);
+    assert.equal((await visit(srv, 'zzzzzzz')).status, 404);
+
+    const { samples, types } = await metrics();
+    const names = new Set(samples.map((s) => s.name));
+    for (const n of ['shortd_requests_total', 'shortd_request_duration_seconds_bucket', 'shortd_cache_hits_total',
+        'shortd_cache_misses_total', 'shortd_links', 'shortd_clicks_pending']) {
+        assert.ok(names.has(n), `/metrics lacks ${n}`);
+    }
+    assert.equal(types.shortd_requests_total, 'counter');
+    assert.equal(types.shortd_request_duration_seconds, 'histogram');
+
+    const req = samples.filter((s) => s.name === 'shortd_requests_total');
+    for (const s of req) {
+        assert.ok('route' in s.labels && 'status' in s.labels, `labels ${JSON.stringify(s.labels)}`);
+    }
+    assert.ok(sum(req, 'shortd_requests_total', (l) => l.status === '302') >= 3, 'the 302s are not counted');
+    assert.ok(sum(req, 'shortd_requests_total', (l) => l.status === '404') >= 1, 'the 404 is not counted');
+    assert.ok(sum(req, 'shortd_requests_total', (l) => l.status === '201') >= 3, 'the 201s are not counted');
+
+    const inf = samples.filter((s) => s.name === 'shortd_request_duration_seconds_bucket' && s.labels.le === '+Inf');
+    assert.ok(inf.length > 0, 'no le="+Inf" bucket');
+    const count = sum(samples, 'shortd_request_duration_seconds_count');
+    assert.ok(count >= 7, `shortd_request_duration_seconds_count is ${count}`);
+    assert.equal(sum(inf, 'shortd_request_duration_seconds_bucket'), count, '+Inf bucket != _count');
+
+    // The second and third visit of one code come from the cache.
+    assert.ok(sum(samples, 'shortd_cache_hits_total') >= 1, 'no cache hit after three visits of one code');
+    assert.ok(sum(samples, 'shortd_links') >= 3, `shortd_links is ${sum(samples, 'shortd_links')}`);
+    assert.ok(sum(samples, 'shortd_clicks_pending') >= 0);
+});
+
+it('/metrics counters grow with traffic', async () => {
+    const before_ = sum((await metrics()).samples, 'shortd_requests_total', (l) => l.status === '302');
+    const l = await createLink(srv, srv.adminKey, { url: 'https://example.com/grow' });
+    for (let i = 0; i < 5; i++) await visit(srv, l.code);
+    const after_ = sum((await metrics()).samples, 'shortd_requests_total', (l2) => l2.status === '302');
+    assert.ok(after_ - before_ >= 5, `302s went from ${before_} to ${after_} after 5 redirects`);
+});
+
+it('logs hold no client address and no API key', async () => {
+    const user = createKey(srv, 'log-user');
+    const bogus = 'sk_bogus_key_that_must_not_be_logged_0123456789';
+    const l = await createLink(srv, user, { url: 'https://example.com/logs' });
+    await visit(srv, l.code, { headers: { 'x-forwarded-for': '203.0.113.77', 'x-real-ip': '198.51.100.23' } });
+    await visit(srv, l.code + '?utm_source=x');
+    await visit(srv, 'zzzzzzz');
+    await api(srv, 'GET', '/api/links', { key: user });
+    await api(srv, 'GET', '/api/links', { key: bogus });
+    await api(srv, 'GET', '/api/admin/blocklist', { key: user });
+    await api(srv, 'POST', '/api/links', { key: srv.adminKey, raw: '{bad json' });
+    await api(srv, 'GET', `/api/links/${l.code}`, { key: srv.adminKey });
+    await api(srv, 'DELETE', `/api/links/${l.code}`, { key: user });
+    // A malformed request over a raw socket: error paths log too.
+    const c = await Conn.open(srv.port);
+    await c.request(`GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user}\r\nX-Foo : y\r\n\r\n`).catch(() => null);
+    c.destroy();
+    // Stop the server so every log line is written out.
+    await srv.stop();
+
+    const port = `127.0.0.1:${srv.port}`;
+    for (const [what, text] of [['stderr', srv.stderr()], ['stdout', srv.stdout()]]) {
+        // The listen address may be logged; a client's address may not.
+        const scrubbed = text.split(port).join('<listen>');
+        assert.ok(!scrubbed.includes('127.0.0.1'), `${what} holds a client address:\n${grep(scrubbed, '127.0.0.1')}`);
+        assert.ok(!text.includes('203.0.113.77'), `${what} holds an X-Forwarded-For address`);
+        assert.ok(!text.includes('198.51.100.23'), `${what} holds an X-Real-IP address`);
+        assert.ok(!text.includes(user), `${what} holds a user API key`);
+        assert.ok(!text.includes(bogus), `${what} holds a presented (invalid) API key`);
+        const withoutFirstStart = what === 'stdout' ? text.split('\n').filter((x) => !/admin key/i.test(x)).join('\n') : text;
+        assert.ok(!withoutFirstStart.includes(srv.adminKey), `${what} holds the admin key outside the first-start line`);
+    }
+});
+
+function grep(text, needle) {
+    return text.split('\n').filter((l) => l.includes(needle)).slice(0, 5).join('\n');
+}

@@ -6,12 +6,14 @@
 #   make SAN=thread ... a ThreadSanitizer build into build/tsan
 
 CC      ?= cc
-PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb libmaxminddb
+PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb libmaxminddb zlib libpcre2-8
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
-BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -I/usr/share/include/llhttp
+BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -Ibuild/gen -I/usr/share/include/llhttp
 LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 
+V       ?=
+Q        = $(if $(V),,@)
 SAN     ?=
 ifeq ($(SAN),)
   OUT   := build
@@ -35,21 +37,35 @@ UNITOBJ  := $(UNITSRC:tests/unit/%.c=$(OUT)/unit/%.o)
 all: $(OUT)/shortd
 
 $(OUT)/shortd: $(OBJ) $(LLOBJ)
-	$(CC) $(OPT) -o $@ $^ $(LIBS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(OPT) -o $@ $^ $(LIBS)
 
 $(OUT)/obj/%.o: src/%.c $(wildcard src/*.h) | $(OUT)/obj
-	$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -c -o $@ $<
+	@echo "  CC      $<"
+	$(Q)$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -c -o $@ $<
+
+# The bot patterns come from the npm isbot package, pinned in package-lock.json;
+# scripts/gen-isbot.mjs turns its list into C. Generated, never copied in.
+ISBOT_INC := build/gen/isbot_patterns.inc
+$(OUT)/obj/classify.o: $(ISBOT_INC)
+
+$(ISBOT_INC): package-lock.json scripts/gen-isbot.mjs
+	@if ! node scripts/gen-isbot.mjs --check; then npm ci --no-audit --no-fund; fi
+	node scripts/gen-isbot.mjs $@
 
 # llhttp's C sources come from Debian's node-llhttp; they are generated code
 # and are built with the warnings they need relaxed, never copied into the repo.
 $(OUT)/obj/llhttp_%.o: $(LLHTTP)/%.c | $(OUT)/obj
-	$(CC) $(BASE) $(OPT) -w -c -o $@ $<
+	@echo "  CC      $< (llhttp)"
+	$(Q)$(CC) $(BASE) $(OPT) -w -c -o $@ $<
 
 $(OUT)/unit/%.o: tests/unit/%.c $(wildcard src/*.h tests/unit/*.h) | $(OUT)/unit
-	$(CC) $(BASE) $(WARN) $(OPT) -Itests/unit -c -o $@ $<
+	@echo "  CC      $<"
+	$(Q)$(CC) $(BASE) $(WARN) $(OPT) -Itests/unit -c -o $@ $<
 
 $(OUT)/unit_tests: $(UNITOBJ) $(LIBOBJ) $(LLOBJ)
-	$(CC) $(OPT) -o $@ $^ $(LIBS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(OPT) -o $@ $^ $(LIBS)
 
 $(OUT)/obj $(OUT)/unit:
 	mkdir -p $@

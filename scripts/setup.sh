@@ -6,8 +6,8 @@ set -euo pipefail
 
 pkgs=(
     build-essential pkg-config
-    libuv1-dev node-llhttp libsqlite3-dev libsodium-dev libjansson-dev liburcu-dev
-    libmaxminddb-dev libmaxmind-db-writer-perl
+    libuv1-dev node-llhttp libsqlite3-dev libsodium-dev libjansson-dev liburcu-dev zlib1g-dev
+    libmaxminddb-dev libmaxmind-db-writer-perl libpcre2-dev
     sqlite3 curl nodejs
 )
 
@@ -21,6 +21,8 @@ if command -v node >/dev/null 2>&1; then
 fi
 want=()
 for p in "${missing[@]}"; do [ -n "$p" ] && want+=("$p"); done
+# npm fetches the pinned isbot pattern list at build time (package-lock.json).
+command -v npm >/dev/null 2>&1 || want+=(npm)
 [ ${#want[@]} -eq 0 ] && exit 0
 
 echo "setup: installing ${want[*]}"

@@ -69,10 +69,18 @@ static int block_run(struct wjob *wj, struct store *st)
 static int submit(struct request *r, const char *host, size_t n, bool add)
 {
     struct buf norm = BUF_INIT;
-    if (host_normalise(host, n, &norm) != ERR_OK || memchr(norm.p, '/', norm.len) ||
-        memchr(norm.p, ' ', norm.len)) {
+    bool ok = !memchr(host, '/', n) && !memchr(host, '*', n) &&
+              host_normalise(host, n, &norm) == ERR_OK && norm.len <= 253;
+    for (size_t i = 0; ok && i < norm.len; i++) {
+        char ch = norm.p[i];
+        ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' ||
+             ch == ':';
+    }
+    if (!ok || norm.p[0] == '.' || strstr(norm.p, "..")) {
         buf_release(&norm);
-        return http_error(r, 400, "invalid_field", "host", "host must be a host name");
+        return http_error(r, 400, "invalid_field", "host",
+                          "host must be a host name such as evil.example (its subdomains are "
+                          "blocked with it)");
     }
     struct block_job *b = calloc(1, sizeof(*b));
     if (!b)

@@ -23,7 +23,7 @@
 #define IDEM_KEY_MAX 255
 
 /* The link object of the API. */
-static json_t *link_json(const struct app *app, const struct link *l, int64_t now)
+json_t *link_json(const struct app *app, const struct link *l, int64_t now)
 {
     char created[RFC3339_MAX], expires[RFC3339_MAX] = "";
     rfc3339_format(l->created_at, created);
@@ -47,6 +47,7 @@ static json_t *link_json(const struct app *app, const struct link *l, int64_t no
     json_object_set_new(o, "state", json_string(link_state_name(l, now)));
     json_object_set_new(o, "days_remaining", days < 0 ? json_null() : json_integer(days));
     json_object_set_new(o, "clicks", json_integer(l->clicks));
+    json_object_set_new(o, "bot_clicks", json_integer(l->bot_clicks));
     json_object_set_new(o, "title", l->title ? json_string(l->title) : json_null());
     json_object_set_new(o, "note", l->note ? json_string(l->note) : json_null());
     json_object_set_new(o, "tags", tags);

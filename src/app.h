@@ -10,7 +10,10 @@
 #include "config.h"
 
 struct cache;
+struct aggregate;
+struct classify;
 struct clicks;
+struct geo;
 struct links;
 struct metrics;
 struct server;
@@ -23,7 +26,10 @@ struct app {
     struct links *links;       /* link rules, codes, API keys */
     struct writer *writer;     /* group commit */
     struct cache *cache;       /* code -> destination for the redirect */
-    struct clicks *clicks;     /* click counters waiting to be flushed */
+    struct clicks *clicks;     /* the click pipeline: journal, aggregation */
+    struct classify *classify; /* user agents, referrers: off the hot path */
+    struct aggregate *aggregate;
+    struct geo *geo;           /* NULL unless geoip-db is set */
     struct metrics *metrics;
     struct server *server;
     atomic_bool stopping;

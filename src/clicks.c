@@ -1,68 +1,98 @@
-/* clicks.c - per-thread click buffers and the job that folds them into the
- * store.
+/* clicks.c - the click pipeline of clicks.h.
  *
  * DESIGN
- * Each worker owns one buffer of fixed-size events. A flush moves the whole
- * buffer into a writer job (one allocation per flush, none per click); the
- * job sorts its events by (code, day) and writes one upsert per run. A job
- * whose transaction fails is submitted again, so a passing storage error
- * delays clicks instead of losing them. 'recorded' has one writer per
- * worker; 'committed' is written by the writer thread only. */
+ * Hot path: clicks_record appends a length-prefixed encoded event to the
+ * worker's own buffer; nothing is shared. clicks_flush (the worker's timer)
+ * moves the buffer onto the pipeline queue under a mutex, once per interval.
+ * The pipeline thread owns the journal and the aggregate: it appends every
+ * queued event, syncs once, folds them, and at most one store job is in
+ * flight at a time, so checkpoints are stored in order. The journal is
+ * released up to the last stored checkpoint. A store job that fails is
+ * retried (after a pause) with the same counters and checkpoint, so a
+ * passing store error delays counts and never loses or doubles them.
+ * Salts live in two slots (today's and tomorrow's); a slot is rewritten only
+ * when its day is over, and readers check the day before and after reading
+ * the key. */
 #include "clicks.h"
 
+#include <pthread.h>
+#include <sodium.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "codes.h"
+#include "aggregate.h"
 #include "err.h"
+#include "journal.h"
 #include "log.h"
 #include "store.h"
 #include "timeutil.h"
 #include "writer.h"
 #include "banned.h"
 
-#define FIRST_CAP 256
-#define MAX_RETRIES 5
-
-struct click {
-    int64_t day;
-    uint8_t len;
-    char code[CODE_MAX];
-};
+#define LOCAL_CAP (64u << 20)           /* a worker's unsent events, at most */
+#define SEGMENT_MAX (64u << 20)
 
 struct local {
-    struct click *ev;
-    size_t n, cap;
+    struct buf buf;                     /* [u16 length][event]... */
     _Atomic uint64_t recorded;
+    _Atomic uint64_t dropped;
     char pad[64];
 };
 
-struct flush_job {
-    struct wjob job;
-    struct clicks *owner;
-    struct click *ev;
-    size_t n;
-    int tries;
+struct batch {
+    struct buf data;
+    struct batch *next;
+};
+
+struct salt_slot {
+    _Atomic int64_t day;                /* -1: empty */
+    uint8_t key[crypto_shorthash_KEYBYTES];
 };
 
 struct clicks {
+    struct store *st;
     struct writer *writer;
+    struct aggregate *agg;
+    struct journal *journal;
     int nworkers;
     struct local *local;
-    _Atomic uint64_t committed;
+    int64_t flush_ms;
+
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct batch *queue, *queue_tail;
+    bool stop;
+
+    _Atomic bool inflight;              /* a store job is running */
+    _Atomic uint64_t committed_pos;
+    _Atomic uint64_t committed;         /* events in the store */
+    uint64_t released;
+
+    struct salt_slot salt[2];
 };
 
-struct clicks *clicks_new(struct writer *w, int nworkers)
+struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *agg, int nworkers)
 {
     struct clicks *c = calloc(1, sizeof(*c));
     if (!c)
         abort();
+    c->st = st;
     c->writer = w;
+    c->agg = agg;
     c->nworkers = nworkers;
     c->local = calloc((size_t)nworkers, sizeof(*c->local));
     if (!c->local)
         abort();
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    atomic_store(&c->salt[0].day, -1);
+    atomic_store(&c->salt[1].day, -1);
     return c;
 }
 
@@ -71,94 +101,63 @@ void clicks_free(struct clicks *c)
     if (!c)
         return;
     for (int i = 0; i < c->nworkers; i++)
-        free(c->local[i].ev);
+        buf_release(&c->local[i].buf);
     free(c->local);
+    struct batch *b = c->queue;
+    while (b) {
+        struct batch *next = b->next;
+        buf_release(&b->data);
+        free(b);
+        b = next;
+    }
+    journal_close(c->journal);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    sodium_memzero(c->salt, sizeof(c->salt));
     free(c);
 }
 
-void clicks_record(struct clicks *c, int worker, const char *code, size_t n, int64_t now_ms)
+/* ---- hot path ---- */
+
+static void relaxed_inc(_Atomic uint64_t *v)
 {
-    struct local *l = &c->local[worker];
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : FIRST_CAP;
-        struct click *ev = realloc(l->ev, cap * sizeof(*ev));
-        if (!ev)
-            abort();
-        l->ev = ev;
-        l->cap = cap;
-    }
-    struct click *e = &l->ev[l->n++];
-    e->day = day_number(now_ms);
-    e->len = (uint8_t)(n < CODE_MAX ? n : CODE_MAX);
-    memcpy(e->code, code, e->len);
-    atomic_store_explicit(&l->recorded,
-                          atomic_load_explicit(&l->recorded, memory_order_relaxed) + 1,
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
                           memory_order_relaxed);
 }
 
-static int cmp_click(const void *a, const void *b)
+void clicks_record(struct clicks *c, int worker, const struct click_event *e)
 {
-    const struct click *x = a, *y = b;
-    if (x->len != y->len)
-        return x->len < y->len ? -1 : 1;
-    int c = memcmp(x->code, y->code, x->len);
-    if (c)
-        return c;
-    return x->day < y->day ? -1 : x->day > y->day;
-}
-
-static int flush_run(struct wjob *j, struct store *st)
-{
-    struct flush_job *f = (struct flush_job *)j;
-    if (f->tries == 0)
-        qsort(f->ev, f->n, sizeof(*f->ev), cmp_click);
-    size_t i = 0;
-    while (i < f->n) {
-        size_t k = i + 1;
-        while (k < f->n && cmp_click(&f->ev[i], &f->ev[k]) == 0)
-            k++;
-        char code[CODE_MAX + 1];
-        memcpy(code, f->ev[i].code, f->ev[i].len);
-        code[f->ev[i].len] = '\0';
-        int rc = st->ops->clicks_add(st, code, f->ev[i].day, (int64_t)(k - i));
-        if (rc != ERR_OK)
-            return rc;
-        i = k;
-    }
-    return ERR_OK;
-}
-
-static void flush_done(struct wjob *j)
-{
-    struct flush_job *f = (struct flush_job *)j;
-    if (j->rc != ERR_OK && ++f->tries < MAX_RETRIES) {
-        log_at(LOG_WARN, "click flush failed (%s); retrying", err_str(j->rc));
-        writer_submit(f->owner->writer, j);
+    struct local *l = &c->local[worker];
+    if (l->buf.len > LOCAL_CAP) {
+        relaxed_inc(&l->dropped);
         return;
     }
-    if (j->rc != ERR_OK)
-        log_at(LOG_ERROR, "dropped %zu clicks after %d failed flushes", f->n, f->tries);
-    atomic_fetch_add(&f->owner->committed, f->n);
-    free(f->ev);
-    free(f);
+    size_t at = l->buf.len;
+    buf_add(&l->buf, "\0\0", 2);
+    size_t n = event_encode(e, &l->buf);
+    l->buf.p[at] = (char)(n & 0xff);
+    l->buf.p[at + 1] = (char)(n >> 8);
+    relaxed_inc(&l->recorded);
 }
 
 void clicks_flush(struct clicks *c, int worker)
 {
     struct local *l = &c->local[worker];
-    if (!l->n)
+    if (!l->buf.len)
         return;
-    struct flush_job *f = calloc(1, sizeof(*f));
-    if (!f)
+    struct batch *b = calloc(1, sizeof(*b));
+    if (!b)
         abort();
-    f->job.run = flush_run;
-    f->job.done = flush_done;
-    f->owner = c;
-    f->ev = l->ev;
-    f->n = l->n;
-    l->ev = NULL;
-    l->n = l->cap = 0;
-    writer_submit(c->writer, &f->job);
+    b->data = l->buf;
+    buf_init(&l->buf);
+    pthread_mutex_lock(&c->mu);
+    if (c->queue_tail)
+        c->queue_tail->next = b;
+    else
+        c->queue = b;
+    c->queue_tail = b;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
 }
 
 uint64_t clicks_pending(struct clicks *c)
@@ -168,4 +167,287 @@ uint64_t clicks_pending(struct clicks *c)
         recorded += atomic_load_explicit(&c->local[i].recorded, memory_order_relaxed);
     uint64_t committed = atomic_load(&c->committed);
     return recorded > committed ? recorded - committed : 0;
+}
+
+/* ---- the pipeline thread ---- */
+
+static void job_done(uint64_t pos, uint64_t events, void *arg)
+{
+    struct clicks *c = arg;
+    atomic_store(&c->committed_pos, pos);
+    atomic_fetch_add(&c->committed, events);
+    atomic_store(&c->inflight, false);
+}
+
+static void fold_batch(struct clicks *c, struct batch *b)
+{
+    const char *p = b->data.p, *end = b->data.p + b->data.len;
+    while (end - p >= 2) {
+        size_t n = (unsigned char)p[0] | (size_t)(unsigned char)p[1] << 8;
+        p += 2;
+        if ((size_t)(end - p) < n)
+            break;
+        uint64_t pos;
+        if (journal_append(c->journal, p, n, &pos) != ERR_OK)
+            log_at(LOG_ERROR, "cannot journal a click");
+        struct click_event e;
+        if (event_decode(p, n, &e) == ERR_OK)
+            aggregate_add(c->agg, &e);
+        p += n;
+    }
+}
+
+static void *pipeline_main(void *arg)
+{
+    struct clicks *c = arg;
+    uint64_t synced = c->released;
+    int64_t next_store = mono_ms() + c->flush_ms;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        if (!c->queue && !c->stop) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 20 * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&c->cv, &c->mu, &until);
+        }
+        struct batch *b = c->queue;
+        c->queue = c->queue_tail = NULL;
+        bool stopping = c->stop;
+        pthread_mutex_unlock(&c->mu);
+
+        bool appended = b != NULL;
+        while (b) {
+            struct batch *next = b->next;
+            fold_batch(c, b);
+            buf_release(&b->data);
+            free(b);
+            b = next;
+        }
+        if (appended && journal_sync(c->journal, &synced) != ERR_OK)
+            log_at(LOG_ERROR, "cannot sync the click journal");
+
+        bool idle = !atomic_load(&c->inflight);
+        if (idle && !aggregate_empty(c->agg) && (stopping || mono_ms() >= next_store)) {
+            atomic_store(&c->inflight, true);
+            aggregate_submit(c->agg, c->writer, synced, job_done, c);
+            next_store = mono_ms() + c->flush_ms;
+        }
+        uint64_t done = atomic_load(&c->committed_pos);
+        if (done > c->released) {
+            journal_release(c->journal, done);
+            c->released = done;
+        }
+        pthread_mutex_lock(&c->mu);
+        if (stopping && !c->queue && !atomic_load(&c->inflight) && aggregate_empty(c->agg))
+            break;
+        if (stopping && atomic_load(&c->inflight)) {
+            pthread_mutex_unlock(&c->mu);
+            usleep(1000);
+            pthread_mutex_lock(&c->mu);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* ---- start, replay, stop ---- */
+
+struct replay {
+    struct aggregate *agg;
+    uint64_t events;
+};
+
+static int replay_one(const void *rec, size_t n, uint64_t pos_after, void *arg)
+{
+    (void)pos_after;
+    struct replay *r = arg;
+    struct click_event e;
+    if (event_decode(rec, n, &e) == ERR_OK) {
+        aggregate_add(r->agg, &e);
+        r->events++;
+    }
+    return 0;
+}
+
+struct wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int rc;
+};
+
+static void replay_done(uint64_t pos, uint64_t events, void *arg)
+{
+    (void)pos;
+    (void)events;
+    struct wait *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    w->rc = ERR_OK;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms)
+{
+    c->flush_ms = flush_ms;
+    uint64_t end = 0, from = 0;
+    int rc = journal_open(journal_dir, SEGMENT_MAX, &c->journal, &end);
+    if (rc != ERR_OK)
+        return rc;
+    rc = aggregate_checkpoint(c->st, &from);
+    if (rc != ERR_OK)
+        return rc;
+    struct replay r = {c->agg, 0};
+    if (from < end) {
+        rc = journal_replay(c->journal, from, replay_one, &r);
+        if (rc != ERR_OK)
+            return log_fail(rc, "cannot replay the click journal");
+    }
+    if (!aggregate_empty(c->agg)) {
+        struct wait w = {.done = false};
+        pthread_mutex_init(&w.mu, NULL);
+        pthread_cond_init(&w.cv, NULL);
+        aggregate_submit(c->agg, c->writer, end, replay_done, &w);
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        pthread_cond_destroy(&w.cv);
+        pthread_mutex_destroy(&w.mu);
+        if (w.rc != ERR_OK)
+            return log_fail(w.rc, "cannot store the replayed clicks");
+        log_at(LOG_INFO, "replayed %llu clicks from the journal",
+               (unsigned long long)r.events);
+    }
+    journal_release(c->journal, end);
+    c->released = end;
+    atomic_store(&c->committed_pos, end);
+    if (pthread_create(&c->thread, NULL, pipeline_main, c) != 0)
+        return log_fail(ERR_IO, "cannot start the click pipeline");
+    c->started = true;
+    return ERR_OK;
+}
+
+void clicks_stop(struct clicks *c)
+{
+    if (!c || !c->started)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->stop = true;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->thread, NULL);
+    c->started = false;
+    uint64_t dropped = 0;
+    for (int i = 0; i < c->nworkers; i++)
+        dropped += atomic_load(&c->local[i].dropped);
+    if (dropped)
+        log_at(LOG_WARN, "%llu clicks were dropped while the pipeline was full",
+               (unsigned long long)dropped);
+}
+
+/* ---- visitors and salts ---- */
+
+uint64_t clicks_visitor(const struct clicks *c, int64_t day, const void *addr, size_t addr_len,
+                        const char *ua, size_t ua_len)
+{
+    const struct salt_slot *s = &c->salt[day & 1];
+    if (atomic_load_explicit(&s->day, memory_order_acquire) != day)
+        return 0;
+    unsigned char msg[16 + 512];
+    size_t an = addr_len < 16 ? addr_len : 16;
+    size_t un = ua_len < 512 ? ua_len : 512;
+    memcpy(msg, addr, an);
+    if (un)
+        memcpy(msg + an, ua, un);
+    uint64_t h = 0;
+    crypto_shorthash((unsigned char *)&h, msg, an + un, s->key);
+    return h ? h : 1;   /* 0 means "no visitor" */
+}
+
+struct salt_job {
+    struct wjob job;
+    int64_t day;
+    uint8_t key[2][crypto_shorthash_KEYBYTES];
+    struct wait w;
+};
+
+static int salt_run(struct wjob *j, struct store *st)
+{
+    struct salt_job *s = (struct salt_job *)j;
+    for (int i = 0; i < 2; i++) {
+        char name[40];
+        snprintf(name, sizeof(name), "salt:%lld", (long long)(s->day + i));
+        struct buf v = BUF_INIT;
+        int rc = st->ops->meta_get(st, name, &v);
+        if (rc == ERR_OK && v.len == sizeof(s->key[i])) {
+            memcpy(s->key[i], v.p, v.len);
+        } else if (rc == ERR_NOTFOUND || rc == ERR_OK) {
+            randombytes_buf(s->key[i], sizeof(s->key[i]));
+            rc = st->ops->meta_put(st, name, s->key[i], sizeof(s->key[i]));
+        }
+        buf_release(&v);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    /* Yesterday's salt is destroyed: its hashes can never be linked again. */
+    for (int back = 1; back <= 3; back++) {
+        char name[40];
+        snprintf(name, sizeof(name), "salt:%lld", (long long)(s->day - back));
+        int rc = st->ops->meta_del(st, name);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return st->ops->prune_visitors(st, s->day);
+}
+
+static void salt_done(struct wjob *j)
+{
+    struct salt_job *s = (struct salt_job *)j;
+    pthread_mutex_lock(&s->w.mu);
+    s->w.done = true;
+    s->w.rc = j->rc;
+    pthread_cond_signal(&s->w.cv);
+    pthread_mutex_unlock(&s->w.mu);
+}
+
+static void set_slot(struct clicks *c, int64_t day, const uint8_t *key)
+{
+    struct salt_slot *s = &c->salt[day & 1];
+    if (atomic_load(&s->day) == day)
+        return;
+    atomic_store_explicit(&s->day, -1, memory_order_release);
+    memcpy(s->key, key, sizeof(s->key));
+    atomic_store_explicit(&s->day, day, memory_order_release);
+}
+
+int clicks_rotate_salts(struct clicks *c, int64_t now_ms)
+{
+    int64_t today = day_number(now_ms);
+    if (atomic_load(&c->salt[today & 1].day) == today &&
+        atomic_load(&c->salt[(today + 1) & 1].day) == today + 1)
+        return ERR_OK;
+    struct salt_job s = {.day = today};
+    s.job.run = salt_run;
+    s.job.done = salt_done;
+    pthread_mutex_init(&s.w.mu, NULL);
+    pthread_cond_init(&s.w.cv, NULL);
+    writer_submit(c->writer, &s.job);
+    pthread_mutex_lock(&s.w.mu);
+    while (!s.w.done)
+        pthread_cond_wait(&s.w.cv, &s.w.mu);
+    pthread_mutex_unlock(&s.w.mu);
+    pthread_cond_destroy(&s.w.cv);
+    pthread_mutex_destroy(&s.w.mu);
+    if (s.w.rc == ERR_OK) {
+        set_slot(c, today, s.key[0]);
+        set_slot(c, today + 1, s.key[1]);
+    }
+    sodium_memzero(s.key, sizeof(s.key));
+    return s.w.rc;
 }

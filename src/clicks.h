@@ -1,26 +1,50 @@
-/* clicks.h - counting clicks off the hot path.
+/* clicks.h - the click pipeline, from the redirect to the store.
  *
- * The redirect appends a small event to its own thread's buffer (no lock, no
- * allocation); the thread's tick hands the buffer to the writer, which folds
- * the events into per-link, per-day counters in one transaction. This is the
- * seam the analytics pipeline (journal, classification) grows from. */
+ * The redirect encodes each click into its own thread's buffer (no lock, no
+ * allocation once warm). Every journal-sync-ms each event-loop thread hands
+ * its buffer to the pipeline thread, which appends the events to the durable
+ * journal, syncs it (one fsync for everything that arrived), and folds them
+ * into counters (aggregate.h); every click-flush-ms the counters go to the
+ * store in one writer transaction with the journal position they cover. On
+ * start the journal is replayed from that position. */
 #ifndef SHORTD_CLICKS_H
 #define SHORTD_CLICKS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "event.h"
+
+struct aggregate;
 struct clicks;
+struct store;
 struct writer;
 
-struct clicks *clicks_new(struct writer *w, int nworkers);
-void clicks_free(struct clicks *c);         /* after the last flush has been written */
+#define SALT_BYTES 16
 
-/* Owner thread of worker 'worker' only. */
-void clicks_record(struct clicks *c, int worker, const char *code, size_t n, int64_t now_ms);
+struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *agg,
+                          int nworkers);
+/* Opens (locks) the journal, replays what the store has not counted yet and
+ * starts the pipeline thread. ERR_BUSY when another process holds the journal. */
+int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms);
+/* After every worker has handed over its last buffer: journals, folds and
+ * stores everything, then stops the thread. */
+void clicks_stop(struct clicks *c);
+void clicks_free(struct clicks *c);
+
+/* Event-loop thread 'worker' only */
+void clicks_record(struct clicks *c, int worker, const struct click_event *e);
 void clicks_flush(struct clicks *c, int worker);
 
-/* Recorded but not yet committed to the store. Any thread. */
+/* Clicks recorded but not yet in the store. Any thread. */
 uint64_t clicks_pending(struct clicks *c);
+
+/* Unique visitors: a keyed hash of (address, user agent) under the salt of
+ * the click's day (0 when that day's salt is not loaded). Any thread. */
+uint64_t clicks_visitor(const struct clicks *c, int64_t day, const void *addr, size_t addr_len,
+                        const char *ua, size_t ua_len);
+/* Loads (creating) the salts of today and tomorrow from the store, where
+ * every node finds the same ones, and destroys older ones. Main thread. */
+int clicks_rotate_salts(struct clicks *c, int64_t now_ms);
 
 #endif

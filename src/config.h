@@ -17,6 +17,9 @@ struct config {
     char *home;              /* where GET / redirects */
     char *log_level;
     char *config;            /* the config file that was read, if any */
+    char *journal;           /* click journal directory; default DB.clicks */
+    char *country_header;    /* CDN header with the client's country */
+    char *geoip_db;          /* MaxMind country database, optional */
     int64_t threads;         /* event-loop threads; 0 = one per core */
     int64_t max_connections;
     int64_t max_header_bytes;
@@ -30,7 +33,10 @@ struct config {
     int64_t pass_query;      /* bool: append the request's query to the destination */
     int64_t permanent_max_age;
     int64_t idempotency_ttl; /* seconds */
-    int64_t click_flush_ms;
+    int64_t click_flush_ms;  /* counters to the store */
+    int64_t journal_sync_ms; /* clicks to the journal (the crash-loss window) */
+    int64_t retention_days;  /* per-day analytics rows kept */
+    int64_t ua_cache;        /* classified user agents remembered */
     int64_t commit_batch;    /* most creates in one group commit */
     int64_t sweep_interval;  /* seconds between sweeps */
     int64_t sweep_grace;     /* seconds an expired link keeps its data */

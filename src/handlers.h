@@ -9,12 +9,20 @@
 int handle_redirect(struct request *r, struct slice code);
 
 /* api_links.c */
+struct app;
+struct link;
+json_t *link_json(const struct app *app, const struct link *l, int64_t now); /* the link object */
 int handle_link_create(struct request *r);
 int handle_link_list(struct request *r);
 int handle_link_get(struct request *r);
 int handle_link_delete(struct request *r);
 int handle_link_disable(struct request *r);
 int handle_link_enable(struct request *r);
+
+/* api_stats.c */
+int handle_link_stats(struct request *r);
+int handle_link_top(struct request *r);
+int handle_stats(struct request *r);
 
 /* api_admin.c */
 int handle_blocklist_list(struct request *r);

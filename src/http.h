@@ -12,11 +12,13 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "buf.h"
 #include "store.h"
 
 #define HTTP_ASYNC 0
+#define HTTP_ASYNC_DONE (-1)   /* internal: the answer was already written */
 #define HTTP_MAX_HEADERS 100
 #define HTTP_MAX_PARAMS 2
 
@@ -39,6 +41,7 @@ struct request {
     struct header headers[HTTP_MAX_HEADERS];
     int nheaders;
     struct slice body;
+    const struct sockaddr_storage *peer;    /* never logged, never stored */
     uint64_t start_ns;          /* uv_hrtime() when the request was complete */
 
     /* From the router */
@@ -75,6 +78,20 @@ int http_error(struct request *r, int status, const char *code, const char *fiel
 /* Sends the answer of a request whose handler returned HTTP_ASYNC. Event-loop
  * thread of the request only. */
 void http_resume(struct request *r, int status);
+
+/* A streamed answer (Transfer-Encoding: chunked), for bodies too large to
+ * build in memory. next() runs on the request's loop thread whenever the
+ * previous piece is written: it appends the next piece to 'out' and returns
+ * 1 for more, 0 at the end, -1 on failure (the connection is then closed, so
+ * the client sees a truncated body rather than a wrong one). done() releases
+ * 'state' in every case. A handler returns http_stream(...). */
+struct http_stream {
+    int (*next)(struct request *r, struct buf *out, void *state);
+    void (*done)(void *state);
+    void *state;
+};
+int http_stream(struct request *r, int status, const char *content_type,
+                const struct http_stream *s);
 
 const char *http_reason(int status);
 

@@ -7,15 +7,23 @@
  *    connection and the result (or the fact that the code is unknown) cached.
  * 4. A live link answers 302 (301 when permanent) with Location and, for a
  *    GET, records one click in this thread's buffer; HEAD is never counted.
- *    Expiry is decided here, from the stored time, on every request. */
+ *    Expiry is decided here, from the stored time, on every request.
+ * The click event carries the raw headers analytics needs; classification
+ * happens later, off this path. The client's address only ever enters a
+ * keyed visitor hash and a country lookup here: it is never recorded. */
 #include <llhttp.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "app.h"
 #include "cache.h"
 #include "clicks.h"
 #include "codes.h"
+#include "classify.h"
 #include "config.h"
+#include "event.h"
+#include "geo.h"
 #include "err.h"
 #include "handlers.h"
 #include "server.h"
@@ -27,6 +35,22 @@ static int text(struct request *r, int status, const char *msg)
 {
     http_add_header(r, "Cache-Control", "no-store", 8);
     return http_body(r, status, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+/* The request's query as it may stand in a Location header: bytes a URL may
+ * not hold raw (non-ASCII, quotes, angle brackets...) percent-encoded. */
+static void add_query(struct buf *h, struct slice q)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < q.n; i++) {
+        unsigned char ch = (unsigned char)q.p[i];
+        if (ch >= 0x80 || strchr("\"<>\\^`{|}#", ch)) {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            buf_add(h, e, 3);
+        } else {
+            buf_addc(h, (char)ch);
+        }
+    }
 }
 
 /* Location: the destination, with the request's query string appended to
@@ -42,10 +66,83 @@ static void add_location(struct request *r, const char *url, size_t n, bool pass
         size_t before = hash ? (size_t)(hash - url) : n;
         buf_add(h, url, before);
         buf_addc(h, memchr(url, '?', before) ? '&' : '?');
-        buf_add(h, r->query.p, r->query.n);
+        add_query(h, r->query);
         buf_add(h, url + before, n - before);
     }
     buf_add(h, "\r\n", 2);
+}
+
+/* The address bytes of the peer, for the visitor hash and the country. */
+static const void *peer_bytes(const struct request *r, size_t *n)
+{
+    const struct sockaddr_storage *ss = r->peer;
+    if (ss->ss_family == AF_INET6) {
+        *n = 16;
+        return &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    }
+    *n = 4;
+    return &((const struct sockaddr_in *)ss)->sin_addr;
+}
+
+/* The utm_* parameters of the query, copied into 'out' as "k=v&k=v": only
+ * they are journaled, so a long click id before them cannot push them out. */
+static struct slice utm_only(struct slice q, char *out, size_t cap)
+{
+    size_t n = 0;
+    const char *p = q.p, *end = q.p + q.n;
+    while (p && p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        size_t len = (size_t)((amp ? amp : end) - p);
+        if (len > 4 && memcmp(p, "utm_", 4) == 0 && n + len + 1 <= cap) {
+            if (n)
+                out[n++] = '&';
+            memcpy(out + n, p, len);
+            n += len;
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+    return (struct slice){out, n};
+}
+
+static void record_click(struct request *r, struct slice code, int64_t now)
+{
+    const struct app *app = r->app;
+    char utm[EVENT_QUERY_MAX];
+    struct click_event e = {.ts = now, .code = code};
+    if (r->query.n)
+        e.query = utm_only(r->query, utm, sizeof(utm));
+    struct slice sec = {0}, purpose = {0}, xpurpose = {0}, xmoz = {0}, country = {0};
+    for (int i = 0; i < r->nheaders; i++) {
+        struct slice name = r->headers[i].name, v = r->headers[i].value;
+        if (slice_ieq(name, "user-agent"))
+            e.ua = v;
+        else if (slice_ieq(name, "referer"))
+            e.referer = v;
+        else if (slice_ieq(name, "accept-language"))
+            e.lang = v;
+        else if (slice_ieq(name, "sec-purpose"))
+            sec = v;
+        else if (slice_ieq(name, "purpose"))
+            purpose = v;
+        else if (slice_ieq(name, "x-purpose"))
+            xpurpose = v;
+        else if (slice_ieq(name, "x-moz"))
+            xmoz = v;
+        else if (slice_ieq(name, app->cfg.country_header))
+            country = v;
+    }
+    if ((sec.p || purpose.p || xpurpose.p || xmoz.p) &&
+        classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n,
+                             xmoz.p, xmoz.n))
+        e.flags |= EVENT_PREFETCH;
+    if (app->geo)
+        geo_country(app->geo, (const struct sockaddr *)r->peer, e.country);
+    else if (country.p)
+        geo_from_header(country.p, country.n, e.country);
+    size_t an = 0;
+    const void *addr = peer_bytes(r, &an);
+    e.visitor = clicks_visitor(app->clicks, day_number(now), addr, an, e.ua.p, e.ua.n);
+    clicks_record(app->clicks, worker_index(worker_current()), &e);
 }
 
 static int answer(struct request *r, struct slice code, const struct cache_view *v, int64_t now)
@@ -65,7 +162,7 @@ static int answer(struct request *r, struct slice code, const struct cache_view 
         buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
     }
     if (r->method == HTTP_GET)
-        clicks_record(r->app->clicks, worker_index(worker_current()), code.p, code.n, now);
+        record_click(r, code, now);
     return status;
 }
 

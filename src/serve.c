@@ -18,9 +18,12 @@
 #include <string.h>
 
 #include "app.h"
+#include "aggregate.h"
 #include "cache.h"
+#include "classify.h"
 #include "clicks.h"
 #include "err.h"
+#include "geo.h"
 #include "links.h"
 #include "log.h"
 #include "metrics.h"
@@ -34,17 +37,21 @@
 
 struct sweep_job {
     struct wjob job;
-    int64_t before, idem_before;
+    int64_t before, idem_before, prune_before_day;
     int limit;
-    int swept;
+    int swept, pruned;
 };
 
+/* Expired links' data, old idempotency keys, per-day analytics past the
+ * retention: each in bounded batches, so a sweep never holds the writer long. */
 static int sweep_run(struct wjob *j, struct store *st)
 {
     struct sweep_job *s = (struct sweep_job *)j;
     int rc = st->ops->link_sweep(st, s->before, s->limit, &s->swept);
     if (rc == ERR_OK)
         rc = st->ops->idem_sweep(st, s->idem_before);
+    if (rc == ERR_OK)
+        rc = st->ops->prune_days(st, s->prune_before_day, s->limit, &s->pruned);
     return rc;
 }
 
@@ -53,6 +60,8 @@ static void sweep_done(struct wjob *j)
     struct sweep_job *s = (struct sweep_job *)j;
     if (j->rc == ERR_OK && s->swept)
         log_at(LOG_INFO, "swept the data of %d expired links", s->swept);
+    if (j->rc == ERR_OK && s->pruned)
+        log_at(LOG_INFO, "pruned %d per-day analytics rows past the retention", s->pruned);
     free(s);
 }
 
@@ -66,6 +75,7 @@ static void sweep(struct app *app, int64_t now)
     s->before = now - app->cfg.sweep_grace * 1000;
     s->idem_before = now - app->cfg.idempotency_ttl * 1000;
     s->limit = (int)app->cfg.sweep_batch;
+    s->prune_before_day = day_number(now) - app->cfg.retention_days;
     writer_submit(app->writer, &s->job);
 }
 
@@ -145,6 +155,11 @@ int serve_run(struct config *cfg)
     if (links_new(app.store, router_reserved(), hosts, &app.links) != ERR_OK)
         goto out;
     print_admin_key(&app);
+    if (app.cfg.geoip_db && geo_open(app.cfg.geoip_db, &app.geo) != ERR_OK)
+        goto out;
+    if (classify_new((size_t)app.cfg.ua_cache, &app.classify) != ERR_OK)
+        goto out;
+    app.aggregate = aggregate_new(app.classify, hosts);
 
     int nroutes = 0;
     const char *const *names = router_route_names(&nroutes);
@@ -156,7 +171,19 @@ int serve_run(struct config *cfg)
         goto out;
     if (server_new(&app, &app.server) != ERR_OK)
         goto out;
-    app.clicks = clicks_new(app.writer, server_nworkers(app.server));
+    app.clicks = clicks_new(app.store, app.writer, app.aggregate, server_nworkers(app.server));
+    if (clicks_rotate_salts(app.clicks, now_ms()) != ERR_OK)
+        goto out;
+    if (!app.cfg.journal) {
+        struct buf j = BUF_INIT;
+        const char *db = app.cfg.store ? app.cfg.store : app.cfg.db;
+        if (!strncmp(db, "sqlite:", 7))
+            db += 7;
+        buf_printf(&j, "%s.clicks", db);
+        app.cfg.journal = buf_detach(&j, NULL);
+    }
+    if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms) != ERR_OK)
+        goto out;
     if (server_start(app.server) != ERR_OK)
         goto out;
 
@@ -175,6 +202,8 @@ int serve_run(struct config *cfg)
             gen = g;
             cache_clear(app.cache);
         }
+        if (clicks_rotate_salts(app.clicks, now) != ERR_OK)
+            log_at(LOG_WARN, "cannot rotate the visitor salts");
         if (now >= next_sweep) {
             sweep(&app, now);
             next_sweep = now + app.cfg.sweep_interval * 1000;
@@ -191,6 +220,7 @@ out:
         server_stop(app.server);
         server_join(app.server);        /* each worker hands over its clicks */
     }
+    clicks_stop(app.clicks);            /* journaled, folded and stored */
     if (app.writer) {
         writer_drain(app.writer);
         writer_free(app.writer);
@@ -200,6 +230,9 @@ out:
                (unsigned long long)clicks_pending(app.clicks));
     server_free(app.server);
     clicks_free(app.clicks);
+    aggregate_free(app.aggregate);
+    classify_free(app.classify);
+    geo_close(app.geo);
     cache_free(app.cache);
     cache_thread_unregister();
     metrics_free(app.metrics);

@@ -78,10 +78,12 @@ struct conn {
     struct buf out;                 /* answers not yet handed to a write */
     struct buf wbuf;                /* answers being written */
     struct buf pending;             /* unparsed input while paused */
-    bool writing, paused, closing, close_after, reading, shut;
+    bool writing, paused, closing, close_after, reading, shut, streaming;
+    struct http_stream stream;      /* while streaming */
     uv_write_t wr;
     uv_shutdown_t sd;
     struct request req;
+    struct sockaddr_storage peer;   /* read once at accept; never logged */
 };
 
 struct worker {
@@ -91,7 +93,8 @@ struct worker {
     uv_loop_t loop;
     uv_tcp_t listener;
     uv_async_t wake;
-    uv_timer_t tick;
+    uv_timer_t tick;                /* timeouts and the Date header */
+    uv_timer_t handoff;             /* clicks to the journal */
     pthread_mutex_t mu;             /* guards tasks */
     struct task *tasks, *tasks_tail;
     atomic_int cmd;                 /* 1: stop accepting, 2: stop */
@@ -115,6 +118,8 @@ static _Thread_local struct worker *current_worker;
 
 static void conn_close(struct conn *c);
 static void read_start(struct conn *c);
+static void stream_end(struct conn *c, bool ok);
+static void stream_pump(struct conn *c);
 static void conn_flush(struct conn *c);
 static void conn_feed(struct conn *c, const char *data, size_t n);
 static void conn_fail(struct conn *c, int status, const char *message);
@@ -174,6 +179,10 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
     struct conn *c = conn_of(p);
     if (c->url_len + n > (size_t)c->w->srv->app->cfg.max_target_bytes)
         return fail_cb(c, 414, "request target too long");
+    /* llhttp lets a tab or form feed through; nginx and RFC 9112 do not. */
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)at[i] < 0x21 || at[i] == 0x7f)
+            return fail_cb(c, 400, "control character in the request target");
     buf_add(&c->hdr, at, n);
     c->url_len += (uint32_t)n;
     return check_header_size(c);
@@ -300,10 +309,11 @@ static void split_target(struct request *r)
 }
 
 /* Serialises the answer of c->req into c->out and resets it for the next. */
-static void finish_answer(struct conn *c, int status)
+/* The status line and headers of c->req's answer; a negative length means
+ * a chunked (streamed) body. */
+static void write_head(struct conn *c, int status, int64_t length)
 {
     struct request *r = &c->req;
-    struct worker *w = c->w;
     bool keep = !c->close_after && llhttp_should_keep_alive(&c->parser);
     if (!keep)
         c->close_after = true;
@@ -314,23 +324,30 @@ static void finish_answer(struct conn *c, int status)
     buf_addc(o, ' ');
     buf_adds(o, http_reason(status));
     buf_adds(o, "\r\n");
-    buf_add(o, w->date, w->date_len);
+    buf_add(o, c->w->date, c->w->date_len);
     if (r->content_type) {
         buf_adds(o, "Content-Type: ");
         buf_adds(o, r->content_type);
         buf_adds(o, "\r\n");
     }
-    buf_adds(o, "Content-Length: ");
-    buf_add_u64(o, r->resp_body.len);
-    buf_adds(o, "\r\n");
+    if (length >= 0) {
+        buf_adds(o, "Content-Length: ");
+        buf_add_u64(o, (uint64_t)length);
+        buf_adds(o, "\r\n");
+    } else {
+        buf_adds(o, "Transfer-Encoding: chunked\r\n");
+    }
     buf_add(o, r->resp_headers.p, r->resp_headers.len);
     if (!keep)
         buf_adds(o, "Connection: close\r\n");
     buf_adds(o, "\r\n");
-    if (r->method != HTTP_HEAD)
-        buf_add(o, r->resp_body.p, r->resp_body.len);
+}
 
-    metrics_observe(w->m, r->route_id, status, uv_hrtime() - r->start_ns);
+/* The answer is complete: count it and make the request ready for the next. */
+static void end_answer(struct conn *c)
+{
+    struct request *r = &c->req;
+    metrics_observe(c->w->m, r->route_id, r->status, uv_hrtime() - r->start_ns);
     if (r->json) {
         json_decref(r->json);
         r->json = NULL;
@@ -339,7 +356,17 @@ static void finish_answer(struct conn *c, int status)
     r->route = NULL;
     buf_reset(&r->resp_headers);
     buf_reset(&r->resp_body);
-    set_state(c, C_IDLE, w->srv->app->cfg.idle_timeout);
+    set_state(c, C_IDLE, c->w->srv->app->cfg.idle_timeout);
+}
+
+/* Serialises the answer of c->req into c->out and resets it for the next. */
+static void finish_answer(struct conn *c, int status)
+{
+    struct request *r = &c->req;
+    write_head(c, status, (int64_t)r->resp_body.len);
+    if (r->method != HTTP_HEAD)
+        buf_add(&c->out, r->resp_body.p, r->resp_body.len);
+    end_answer(c);
 }
 
 static int on_message_complete(llhttp_t *p)
@@ -356,7 +383,8 @@ static int on_message_complete(llhttp_t *p)
         c->paused = true;
         return HPE_PAUSED;
     }
-    finish_answer(c, status);
+    if (status != HTTP_ASYNC_DONE)
+        finish_answer(c, status);
     if (c->close_after)
         return HPE_PAUSED;  /* parse nothing after a closing answer */
     return 0;
@@ -449,10 +477,17 @@ static void on_write(uv_write_t *wr, int status)
         conn_close(c);
         return;
     }
-    if (c->closing)
+    if (c->closing) {
+        if (c->streaming)
+            stream_end(c, false);
         return;
+    }
     if (c->out.len) {
         conn_flush(c);
+        return;
+    }
+    if (c->streaming) {
+        stream_pump(c);
         return;
     }
     if (c->close_after && !c->shut && !c->paused) {
@@ -520,6 +555,18 @@ static void conn_feed(struct conn *c, const char *data, size_t n)
     c->chunk = data;
     c->err_status = 0;
     llhttp_errno_t e = llhttp_execute(&c->parser, data, n);
+    /* An Upgrade we do not speak is ignored (RFC 9110 7.8): go on parsing
+     * HTTP/1.1 after the answer. A CONNECT tunnel is never opened. */
+    while (e == HPE_PAUSED_UPGRADE && !c->paused && !c->close_after) {
+        if (c->parser.method == HTTP_CONNECT) {
+            c->close_after = true;
+            break;
+        }
+        const char *pos = llhttp_get_error_pos(&c->parser);
+        llhttp_resume_after_upgrade(&c->parser);
+        size_t used = pos ? (size_t)(pos - data) : n;
+        e = used < n ? llhttp_execute(&c->parser, data + used, n - used) : HPE_OK;
+    }
     if (n >= 2) {
         c->prev_tail[0] = data[n - 2];
         c->prev_tail[1] = data[n - 1];
@@ -527,7 +574,7 @@ static void conn_feed(struct conn *c, const char *data, size_t n)
         c->prev_tail[0] = c->prev_tail[1];
         c->prev_tail[1] = data[0];
     }
-    if (e == HPE_PAUSED) {
+    if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
         const char *pos = llhttp_get_error_pos(&c->parser);
         size_t used = pos ? (size_t)(pos - data) : n;
         if (c->close_after) {
@@ -569,10 +616,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     conn_feed(c, b->base, (size_t)nread);
 }
 
-void http_resume(struct request *r, int status)
+/* After a paused request's answer: parse what arrived meanwhile. */
+static void continue_after(struct conn *c)
 {
-    struct conn *c = r->conn;
-    finish_answer(c, status);
     c->paused = false;
     if (c->closing) {
         uv_close((uv_handle_t *)&c->tcp, on_closed);
@@ -595,6 +641,79 @@ void http_resume(struct request *r, int status)
     }
     if (!c->paused && !c->close_after && !c->closing && c->out.len + c->wbuf.len <= OUT_HIGH_WATER)
         read_start(c);
+}
+
+void http_resume(struct request *r, int status)
+{
+    struct conn *c = r->conn;
+    finish_answer(c, status);
+    continue_after(c);
+}
+
+/* ---- streamed answers ---- */
+
+static void stream_end(struct conn *c, bool ok)
+{
+    struct http_stream st = c->stream;
+    c->streaming = false;
+    memset(&c->stream, 0, sizeof(c->stream));
+    if (st.done)
+        st.done(st.state);
+    if (!ok) {
+        c->close_after = true;
+        c->req.status = 500;
+    } else {
+        buf_adds(&c->out, "0\r\n\r\n");
+    }
+    end_answer(c);
+    continue_after(c);
+}
+
+/* Asks the producer for the next piece and queues it as one chunk. */
+static void stream_pump(struct conn *c)
+{
+    struct buf piece = BUF_INIT;
+    int more = c->stream.next(&c->req, &piece, c->stream.state);
+    if (more < 0 || c->closing) {
+        buf_release(&piece);
+        stream_end(c, false);
+        return;
+    }
+    if (piece.len) {
+        buf_printf(&c->out, "%zx\r\n", piece.len);
+        buf_add(&c->out, piece.p, piece.len);
+        buf_adds(&c->out, "\r\n");
+    }
+    buf_release(&piece);
+    if (!more) {
+        stream_end(c, true);
+        return;
+    }
+    conn_flush(c);
+    if (!c->writing)
+        stream_pump(c);     /* nothing to wait for (empty piece) */
+}
+
+int http_stream(struct request *r, int status, const char *content_type,
+                const struct http_stream *s)
+{
+    struct conn *c = r->conn;
+    r->content_type = content_type;
+    write_head(c, status, -1);
+    if (r->method == HTTP_HEAD) {
+        if (s->done)
+            s->done(s->state);
+        buf_adds(&c->out, "0\r\n\r\n");
+        end_answer(c);
+        return HTTP_ASYNC_DONE;
+    }
+    c->stream = *s;
+    c->streaming = true;
+    c->paused = true;
+    conn_flush(c);
+    if (!c->writing)
+        stream_pump(c);
+    return HTTP_ASYNC;
 }
 
 static void on_connection(uv_stream_t *listener, int status)
@@ -623,6 +742,9 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    int plen = sizeof(c->peer);
+    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &plen);
+    c->req.peer = &c->peer;
     llhttp_init(&c->parser, HTTP_REQUEST, &w->srv->settings);
     c->parser.data = c;
     c->req.conn = c;
@@ -637,7 +759,6 @@ static void on_tick(uv_timer_t *t)
 {
     struct worker *w = t->data;
     update_date(w);
-    clicks_flush(w->srv->app->clicks, w->index);
     uint64_t now = uv_now(&w->loop);
     struct conn *c = w->conns;
     while (c) {
@@ -650,6 +771,12 @@ static void on_tick(uv_timer_t *t)
         }
         c = next;
     }
+}
+
+static void on_handoff(uv_timer_t *t)
+{
+    struct worker *w = t->data;
+    clicks_flush(w->srv->app->clicks, w->index);
 }
 
 static void run_tasks(struct worker *w)
@@ -672,7 +799,7 @@ static void close_handle(uv_handle_t *h, void *arg)
     if (uv_is_closing(h))
         return;
     bool own = h == (uv_handle_t *)&w->listener || h == (uv_handle_t *)&w->wake ||
-               h == (uv_handle_t *)&w->tick;
+               h == (uv_handle_t *)&w->tick || h == (uv_handle_t *)&w->handoff;
     if (!own && h->type == UV_TCP) {
         ((struct conn *)h->data)->closing = true;
         uv_close(h, on_closed);
@@ -815,6 +942,8 @@ int server_new(struct app *app, struct server **out)
         w->wake.data = w;
         uv_timer_init(&w->loop, &w->tick);
         w->tick.data = w;
+        uv_timer_init(&w->loop, &w->handoff);
+        w->handoff.data = w;
         int fd = -1;
         if (open_listener(&ss, &fd) != ERR_OK) {
             log_at(LOG_ERROR, "cannot listen on '%s': %s", app->cfg.listen, strerror(errno));
@@ -850,10 +979,9 @@ int server_start(struct server *s)
 {
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
-        uint64_t tick = (uint64_t)s->app->cfg.click_flush_ms;
-        if (tick > TICK_MS)
-            tick = TICK_MS;
-        uv_timer_start(&w->tick, on_tick, tick, tick);
+        uint64_t handoff = (uint64_t)s->app->cfg.journal_sync_ms;
+        uv_timer_start(&w->tick, on_tick, TICK_MS, TICK_MS);
+        uv_timer_start(&w->handoff, on_handoff, handoff, handoff);
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
             return log_fail(ERR_IO, "cannot start worker thread %d", i);
     }

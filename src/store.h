@@ -37,6 +37,7 @@ struct link {
     int state;          /* enum link_state */
     bool permanent;     /* 301 instead of 302 */
     int64_t clicks;     /* all-time human clicks */
+    int64_t bot_clicks; /* all-time bot and prefetch clicks */
 };
 
 void link_release(struct link *l);
@@ -69,7 +70,25 @@ struct idem_rec {
     int64_t created_at;
 };
 
+/* One of the last clicks of a link, as the stats show it. */
+struct recent_click {
+    int64_t ts;
+    const char *referrer;
+    const char *country;
+    const char *device;
+    const char *browser;
+};
+
+/* Service-wide (or one owner's) totals. */
+struct totals {
+    int64_t links, clicks, bot_clicks;
+};
+
 typedef int (*link_cb)(const struct link *l, void *arg);     /* non-zero stops */
+typedef int (*day_cb)(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg);
+typedef int (*dim_cb)(int dim, const char *value, int64_t n, void *arg);
+typedef int (*recent_cb)(const struct recent_click *r, void *arg);
+typedef int (*top_cb)(const char *code, int64_t clicks, void *arg);
 typedef int (*key_cb)(const struct apikey *k, void *arg);
 typedef int (*host_cb)(const char *host, int64_t created_at, void *arg);
 
@@ -94,6 +113,7 @@ struct store_ops {
     /* Settings and counters: secrets, the code counter, the change generation */
     int (*meta_get)(struct store *st, const char *key, struct buf *val); /* ERR_NOTFOUND */
     int (*meta_put)(struct store *st, const char *key, const void *val, size_t n);
+    int (*meta_del)(struct store *st, const char *key);
     int (*claim_block)(struct store *st, uint64_t size, uint64_t *start);
 
     /* Links */
@@ -107,8 +127,31 @@ struct store_ops {
     /* Removes the data of links expired before 'before', at most 'limit'. */
     int (*link_sweep)(struct store *st, int64_t before, int limit, int *swept);
 
-    /* Clicks: adds 'n' human clicks of 'code' on 'day' (days since epoch) */
-    int (*clicks_add)(struct store *st, const char *code, int64_t day, int64_t n);
+    /* Click analytics, written by the aggregator inside a write transaction.
+     * 'day' is days since the epoch; 'dim' a number of analytics.h. */
+    int (*agg_daily)(struct store *st, const char *code, int64_t day, int64_t clicks,
+                     int64_t bots, int64_t uniques);    /* also adds to the link's totals */
+    int (*agg_visitor)(struct store *st, const char *code, int64_t day, uint64_t visitor,
+                       bool *is_new);
+    int (*agg_dim)(struct store *st, const char *code, int64_t day, int dim, const char *value,
+                   int64_t n);
+    int (*agg_recent)(struct store *st, const char *code, const struct recent_click *r,
+                      int keep);                        /* keeps the newest 'keep' */
+    /* Removes per-day rows (days, dimensions, visitors) before 'before_day', at
+     * most 'limit' rows of each table; the links' all-time totals stay. */
+    int (*prune_days)(struct store *st, int64_t before_day, int limit, int *pruned);
+    /* Visitor hashes are only needed while their day's salt lives. */
+    int (*prune_visitors)(struct store *st, int64_t before_day);
+
+    /* Reading analytics */
+    int (*stats_days)(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
+                      void *arg);
+    int (*stats_dims)(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
+                      void *arg);                       /* summed over the days */
+    int (*stats_recent)(struct store *st, const char *code, int limit, recent_cb cb, void *arg);
+    int (*stats_totals)(struct store *st, int64_t owner, struct totals *out); /* -1: all */
+    int (*stats_top)(struct store *st, int64_t owner, int64_t day, int limit, top_cb cb,
+                     void *arg);
 
     /* API keys: only keyed hashes are stored */
     int (*key_insert)(struct store *st, const char *name, const uint8_t hash[32], bool admin,

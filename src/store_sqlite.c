@@ -32,14 +32,28 @@ static const char *const schema_v1 =
     "  url TEXT, title TEXT, note TEXT, tags TEXT,"
     "  created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL DEFAULT 0,"
     "  changed_at INTEGER NOT NULL, state INTEGER NOT NULL DEFAULT 0,"
-    "  permanent INTEGER NOT NULL DEFAULT 0, clicks INTEGER NOT NULL DEFAULT 0);"
+    "  permanent INTEGER NOT NULL DEFAULT 0, clicks INTEGER NOT NULL DEFAULT 0,"
+    "  bot_clicks INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX links_owner ON links(owner, created_at DESC, code DESC);"
     "CREATE INDEX links_created ON links(created_at DESC, code DESC);"
     "CREATE INDEX links_live_url ON links(owner, url) WHERE state = 0;"
     "CREATE INDEX links_expiry ON links(expires_at) WHERE expires_at > 0 AND url IS NOT NULL;"
-    "CREATE TABLE clicks_daily ("
-    "  code TEXT NOT NULL, day INTEGER NOT NULL, n INTEGER NOT NULL,"
+    "CREATE TABLE daily ("
+    "  code TEXT NOT NULL, day INTEGER NOT NULL, clicks INTEGER NOT NULL,"
+    "  bots INTEGER NOT NULL, uniques INTEGER NOT NULL,"
     "  PRIMARY KEY (code, day)) WITHOUT ROWID;"
+    "CREATE INDEX daily_day ON daily(day, clicks DESC);"
+    "CREATE TABLE dims ("
+    "  code TEXT NOT NULL, day INTEGER NOT NULL, dim INTEGER NOT NULL, value TEXT NOT NULL,"
+    "  n INTEGER NOT NULL, PRIMARY KEY (code, day, dim, value)) WITHOUT ROWID;"
+    "CREATE INDEX dims_day ON dims(day);"
+    "CREATE TABLE visitors ("
+    "  day INTEGER NOT NULL, code TEXT NOT NULL, v INTEGER NOT NULL,"
+    "  PRIMARY KEY (day, code, v)) WITHOUT ROWID;"
+    "CREATE TABLE recent ("
+    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL, ts INTEGER NOT NULL, referrer TEXT NOT NULL,"
+    "  country TEXT NOT NULL, device TEXT NOT NULL, browser TEXT NOT NULL);"
+    "CREATE INDEX recent_code ON recent(code, id);"
     "CREATE TABLE idempotency ("
     "  key_id INTEGER NOT NULL, idem TEXT NOT NULL, fingerprint BLOB NOT NULL,"
     "  status INTEGER NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,"
@@ -60,8 +74,21 @@ enum stmt {
     S_LINK_SET_STATE,
     S_LINK_COUNT,
     S_LINK_SWEEP,
-    S_CLICKS_DAY,
-    S_CLICKS_TOTAL,
+    S_META_DEL,
+    S_AGG_DAILY,
+    S_AGG_TOTAL,
+    S_AGG_VISITOR,
+    S_AGG_DIM,
+    S_AGG_RECENT,
+    S_AGG_RECENT_TRIM,
+    S_PRUNE_DAILY,
+    S_PRUNE_DIMS,
+    S_PRUNE_VISITORS,
+    S_STATS_DAYS,
+    S_STATS_DIMS,
+    S_STATS_RECENT,
+    S_STATS_TOTALS,
+    S_STATS_TOP,
     S_KEY_INSERT,
     S_KEY_BY_HASH,
     S_KEY_LIST,
@@ -85,7 +112,7 @@ enum stmt {
 
 #define LINK_COLS                                                                           \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
-    "permanent, clicks"
+    "permanent, clicks, bot_clicks"
 
 static const char *const sql[S__COUNT] = {
     [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
@@ -93,7 +120,7 @@ static const char *const sql[S__COUNT] = {
     [S_CLAIM] = "UPDATE meta SET v = v + ?1 WHERE k = 'counter' RETURNING v - ?1",
     [S_LINK_GET] = "SELECT " LINK_COLS " FROM links WHERE code = ?1",
     [S_LINK_INSERT] = "INSERT INTO links(" LINK_COLS ") "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_COLS " FROM links WHERE owner = ?1 AND url = ?2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
                          "ORDER BY created_at DESC LIMIT 1",
@@ -104,9 +131,36 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_SWEEP] = "UPDATE links SET url = NULL, title = NULL, note = NULL, tags = NULL "
                      "WHERE id IN (SELECT id FROM links WHERE expires_at > 0 "
                      "AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
-    [S_CLICKS_DAY] = "INSERT INTO clicks_daily(code, day, n) VALUES (?1, ?2, ?3) "
-                     "ON CONFLICT(code, day) DO UPDATE SET n = n + excluded.n",
-    [S_CLICKS_TOTAL] = "UPDATE links SET clicks = clicks + ?2 WHERE code = ?1",
+    [S_META_DEL] = "DELETE FROM meta WHERE k = ?1",
+    [S_AGG_DAILY] = "INSERT INTO daily(code, day, clicks, bots, uniques) VALUES (?1, ?2, ?3, ?4, ?5) "
+                    "ON CONFLICT(code, day) DO UPDATE SET clicks = clicks + ?3, bots = bots + ?4, "
+                    "uniques = uniques + ?5",
+    [S_AGG_TOTAL] = "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 "
+                    "WHERE code = ?1",
+    [S_AGG_VISITOR] = "INSERT OR IGNORE INTO visitors(day, code, v) VALUES (?2, ?1, ?3)",
+    [S_AGG_DIM] = "INSERT INTO dims(code, day, dim, value, n) VALUES (?1, ?2, ?3, ?4, ?5) "
+                  "ON CONFLICT(code, day, dim, value) DO UPDATE SET n = n + ?5",
+    [S_AGG_RECENT] = "INSERT INTO recent(code, ts, referrer, country, device, browser) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_AGG_RECENT_TRIM] = "DELETE FROM recent WHERE code = ?1 AND id < (SELECT id FROM recent "
+                          "WHERE code = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+    [S_PRUNE_DAILY] = "DELETE FROM daily WHERE (code, day) IN "
+                      "(SELECT code, day FROM daily WHERE day < ?1 LIMIT ?2)",
+    [S_PRUNE_DIMS] = "DELETE FROM dims WHERE (code, day, dim, value) IN "
+                     "(SELECT code, day, dim, value FROM dims WHERE day < ?1 LIMIT ?2)",
+    [S_PRUNE_VISITORS] = "DELETE FROM visitors WHERE day < ?1",
+    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM daily "
+                     "WHERE code = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day",
+    [S_STATS_DIMS] = "SELECT dim, value, sum(n) AS total FROM dims "
+                     "WHERE code = ?1 AND day BETWEEN ?2 AND ?3 "
+                     "GROUP BY dim, value ORDER BY dim, total DESC, value",
+    [S_STATS_RECENT] = "SELECT ts, referrer, country, device, browser FROM recent "
+                       "WHERE code = ?1 ORDER BY id DESC LIMIT ?2",
+    [S_STATS_TOTALS] = "SELECT count(*), coalesce(sum(clicks), 0), coalesce(sum(bot_clicks), 0) "
+                       "FROM links WHERE ?1 < 0 OR owner = ?1",
+    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM daily d JOIN links l ON l.code = d.code "
+                    "WHERE d.day = ?1 AND d.clicks > 0 AND (?2 < 0 OR l.owner = ?2) "
+                    "ORDER BY d.clicks DESC, d.code LIMIT ?3",
     [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
     [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys WHERE hash = ?1",
     [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
@@ -274,6 +328,7 @@ static void row_to_link(sqlite3_stmt *q, struct link *l)
     l->state = sqlite3_column_int(q, 9);
     l->permanent = sqlite3_column_int(q, 10) != 0;
     l->clicks = sqlite3_column_int64(q, 11);
+    l->bot_clicks = sqlite3_column_int64(q, 12);
 }
 
 /* ---- lifecycle ---- */
@@ -508,6 +563,7 @@ static int sq_link_insert(struct store *st, const struct link *l)
     sqlite3_bind_int(q, 10, l->state);
     sqlite3_bind_int(q, 11, l->permanent);
     sqlite3_bind_int64(q, 12, l->clicks);
+    sqlite3_bind_int64(q, 13, l->bot_clicks);
     return run_done(q, "link insert");
 }
 
@@ -620,25 +676,211 @@ static int sq_link_sweep(struct store *st, int64_t before, int limit, int *swept
     return rc;
 }
 
-/* ---- clicks ---- */
+/* ---- click analytics ---- */
 
-static int sq_clicks_add(struct store *st, const char *code, int64_t day, int64_t n)
+static int sq_meta_del(struct store *st, const char *key)
 {
-    sqlite3_stmt *q = stmt_get(st, S_CLICKS_DAY);
+    sqlite3_stmt *q = stmt_get(st, S_META_DEL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    return run_done(q, "meta delete");
+}
+
+static int sq_agg_daily(struct store *st, const char *code, int64_t day, int64_t clicks,
+                        int64_t bots, int64_t uniques)
+{
+    sqlite3_stmt *q = stmt_get(st, S_AGG_DAILY);
     if (!q)
         return ERR_STORAGE;
     sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 2, day);
-    sqlite3_bind_int64(q, 3, n);
-    int rc = run_done(q, "clicks add");
+    sqlite3_bind_int64(q, 3, clicks);
+    sqlite3_bind_int64(q, 4, bots);
+    sqlite3_bind_int64(q, 5, uniques);
+    int rc = run_done(q, "daily upsert");
     if (rc != ERR_OK)
         return rc;
-    q = stmt_get(st, S_CLICKS_TOTAL);
+    q = stmt_get(st, S_AGG_TOTAL);
     if (!q)
         return ERR_STORAGE;
     sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, n);
-    return run_done(q, "clicks total");
+    sqlite3_bind_int64(q, 2, clicks);
+    sqlite3_bind_int64(q, 3, bots);
+    return run_done(q, "link totals");
+}
+
+static int sq_agg_visitor(struct store *st, const char *code, int64_t day, uint64_t visitor,
+                          bool *is_new)
+{
+    sqlite3_stmt *q = stmt_get(st, S_AGG_VISITOR);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, day);
+    sqlite3_bind_int64(q, 3, (sqlite3_int64)visitor);
+    int rc = run_done(q, "visitor insert");
+    *is_new = rc == ERR_OK && sqlite3_changes(sqlite3_db_handle(q)) > 0;
+    return rc;
+}
+
+static int sq_agg_dim(struct store *st, const char *code, int64_t day, int dim, const char *value,
+                      int64_t n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_AGG_DIM);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, day);
+    sqlite3_bind_int(q, 3, dim);
+    sqlite3_bind_text(q, 4, value, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 5, n);
+    return run_done(q, "dimension upsert");
+}
+
+static int sq_agg_recent(struct store *st, const char *code, const struct recent_click *r,
+                         int keep)
+{
+    sqlite3_stmt *q = stmt_get(st, S_AGG_RECENT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, r->ts);
+    sqlite3_bind_text(q, 3, r->referrer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 4, r->country, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 5, r->device, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 6, r->browser, -1, SQLITE_STATIC);
+    int rc = run_done(q, "recent insert");
+    if (rc != ERR_OK)
+        return rc;
+    q = stmt_get(st, S_AGG_RECENT_TRIM);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 2, keep - 1);
+    return run_done(q, "recent trim");
+}
+
+static int sq_prune_days(struct store *st, int64_t before_day, int limit, int *pruned)
+{
+    *pruned = 0;
+    const enum stmt ids[] = {S_PRUNE_DAILY, S_PRUNE_DIMS};
+    for (int i = 0; i < 2; i++) {
+        sqlite3_stmt *q = stmt_get(st, ids[i]);
+        if (!q)
+            return ERR_STORAGE;
+        sqlite3_bind_int64(q, 1, before_day);
+        sqlite3_bind_int(q, 2, limit);
+        int rc = run_done(q, "prune");
+        if (rc != ERR_OK)
+            return rc;
+        *pruned += sqlite3_changes(sqlite3_db_handle(q));
+    }
+    return ERR_OK;
+}
+
+static int sq_prune_visitors(struct store *st, int64_t before_day)
+{
+    sqlite3_stmt *q = stmt_get(st, S_PRUNE_VISITORS);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before_day);
+    return run_done(q, "prune visitors");
+}
+
+/* Binds code, from, to and steps through the rows, handing each to 'row'. */
+static int each_row(struct store *st, enum stmt id, const char *code, int64_t a, int64_t b,
+                    int (*row)(sqlite3_stmt *q, void *cb, void *arg), void *cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, id);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, a);
+    sqlite3_bind_int64(q, 3, b);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        if (row(q, cb, arg))
+            break;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "stats");
+    finish(q);
+    return ERR_OK;
+}
+
+static const char *col_text(sqlite3_stmt *q, int i)
+{
+    const unsigned char *t = sqlite3_column_text(q, i);
+    return t ? (const char *)t : "";
+}
+
+static int day_row(sqlite3_stmt *q, void *cb, void *arg)
+{
+    return ((day_cb)cb)(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
+                        sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 3), arg);
+}
+
+static int dim_row(sqlite3_stmt *q, void *cb, void *arg)
+{
+    return ((dim_cb)cb)(sqlite3_column_int(q, 0), col_text(q, 1), sqlite3_column_int64(q, 2), arg);
+}
+
+static int recent_row(sqlite3_stmt *q, void *cb, void *arg)
+{
+    struct recent_click r = {sqlite3_column_int64(q, 0), col_text(q, 1), col_text(q, 2),
+                             col_text(q, 3), col_text(q, 4)};
+    return ((recent_cb)cb)(&r, arg);
+}
+
+static int sq_stats_days(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
+                         void *arg)
+{
+    return each_row(st, S_STATS_DAYS, code, from, to, day_row, (void *)cb, arg);
+}
+
+static int sq_stats_dims(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
+                         void *arg)
+{
+    return each_row(st, S_STATS_DIMS, code, from, to, dim_row, (void *)cb, arg);
+}
+
+static int sq_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
+{
+    return each_row(st, S_STATS_RECENT, code, limit, 0, recent_row, (void *)cb, arg);
+}
+
+static int sq_stats_totals(struct store *st, int64_t owner, struct totals *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_STATS_TOTALS);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, owner);
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "totals");
+    out->links = sqlite3_column_int64(q, 0);
+    out->clicks = sqlite3_column_int64(q, 1);
+    out->bot_clicks = sqlite3_column_int64(q, 2);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_stats_top(struct store *st, int64_t owner, int64_t day, int limit, top_cb cb,
+                        void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_STATS_TOP);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, day);
+    sqlite3_bind_int64(q, 2, owner);
+    sqlite3_bind_int(q, 3, limit);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        if (cb(col_text(q, 0), sqlite3_column_int64(q, 1), arg))
+            break;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "top links");
+    finish(q);
+    return ERR_OK;
 }
 
 /* ---- API keys ---- */
@@ -848,7 +1090,18 @@ const struct store_ops store_sqlite_ops = {
     .link_list = sq_link_list,
     .link_count = sq_link_count,
     .link_sweep = sq_link_sweep,
-    .clicks_add = sq_clicks_add,
+    .meta_del = sq_meta_del,
+    .agg_daily = sq_agg_daily,
+    .agg_visitor = sq_agg_visitor,
+    .agg_dim = sq_agg_dim,
+    .agg_recent = sq_agg_recent,
+    .prune_days = sq_prune_days,
+    .prune_visitors = sq_prune_visitors,
+    .stats_days = sq_stats_days,
+    .stats_dims = sq_stats_dims,
+    .stats_recent = sq_stats_recent,
+    .stats_totals = sq_stats_totals,
+    .stats_top = sq_stats_top,
     .key_insert = sq_key_insert,
     .key_by_hash = sq_key_by_hash,
     .key_list = sq_key_list,

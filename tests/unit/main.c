@@ -45,13 +45,35 @@
     X(rfc3339_against_libc)                                                                        \
     X(day_functions)                                                                               \
     X(day_every_day)                                                                               \
+    X(classify_ua_table)                                                                           \
+    X(classify_ua_edges)                                                                           \
+    X(classify_names)                                                                              \
+    X(classify_cache)                                                                              \
+    X(classify_prefetch)                                                                           \
+    X(classify_referrer)                                                                           \
+    X(classify_language)                                                                           \
+    X(classify_utm)                                                                                \
+    X(clamp_utf8)                                                                                  \
     X(config_example_file)                                                                         \
     X(config_sources)                                                                              \
     X(geo_lookups)                                                                                 \
     X(geo_unknown_inputs)                                                                          \
     X(geo_threads)                                                                                 \
     X(geo_open_errors)                                                                             \
-    X(geo_from_header)
+    X(geo_from_header)                                                                             \
+    X(journal_round_trip)                                                                          \
+    X(journal_rotation)                                                                            \
+    X(journal_format)                                                                              \
+    X(journal_reopen)                                                                              \
+    X(journal_replay_from_middle)                                                                  \
+    X(journal_replay_twice)                                                                        \
+    X(journal_torn_tail)                                                                           \
+    X(journal_damaged_older_segment)                                                               \
+    X(journal_release)                                                                             \
+    X(journal_busy)                                                                                \
+    X(journal_record_limits)                                                                       \
+    X(journal_open_errors)                                                                         \
+    X(journal_write_failure)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -1,5 +1,5 @@
 /* api_stats.c - reading click analytics: one link's stats over a range of
- * days, the top links of a day, and service-wide totals. Reads run on the
+ * days, the top links of a day, service-wide totals, and the export. Reads run on the
  * event-loop thread against its own store connection; what the pipeline has
  * not stored yet (at most click-flush-ms old) is not in them. */
 #include <stdlib.h>
@@ -10,12 +10,12 @@
 #include "err.h"
 #include "handlers.h"
 #include "links.h"
+#include "report.h"
 #include "store.h"
 #include "timeutil.h"
 #include "banned.h"
 
 #define DEFAULT_DAYS 30
-#define MAX_DAYS 1000
 #define TOP_LIMIT 10
 
 static int unavailable(struct request *r)
@@ -57,53 +57,6 @@ static int load_owned(struct request *r, struct link *l)
     return 0;
 }
 
-struct days_ctx {
-    json_t *days;
-    int64_t from, next;
-    int64_t clicks, uniques, bots;
-};
-
-static json_t *day_obj(int64_t day, int64_t clicks, int64_t uniques, int64_t bots)
-{
-    char d[11];
-    day_format(day, d);
-    return json_pack("{s:s,s:I,s:I,s:I}", "day", d, "clicks", (json_int_t)clicks,
-                     "unique_visitors", (json_int_t)uniques, "bot_clicks", (json_int_t)bots);
-}
-
-/* Rows come in day order; the days without clicks between them are zeros. */
-static int day_row(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
-{
-    struct days_ctx *x = arg;
-    for (; x->next < day; x->next++)
-        json_array_append_new(x->days, day_obj(x->next, 0, 0, 0));
-    json_array_append_new(x->days, day_obj(day, clicks, uniques, bots));
-    x->next = day + 1;
-    x->clicks += clicks;
-    x->uniques += uniques;
-    x->bots += bots;
-    return 0;
-}
-
-static int dim_row(int dim, const char *value, int64_t n, void *arg)
-{
-    json_t *o = arg;
-    if (dim < 0 || dim >= DIM__COUNT)
-        return 0;
-    json_object_set_new(json_object_get(o, dim_names[dim]), value, json_integer(n));
-    return 0;
-}
-
-static int recent_row(const struct recent_click *c, void *arg)
-{
-    char ts[RFC3339_MAX];
-    rfc3339_format(c->ts, ts);
-    json_array_append_new(arg, json_pack("{s:s,s:s,s:s,s:s,s:s}", "time", ts, "referrer",
-                                         c->referrer, "country", c->country, "device",
-                                         c->device, "browser", c->browser));
-    return 0;
-}
-
 int handle_link_stats(struct request *r)
 {
     struct app *app = r->app;
@@ -116,46 +69,18 @@ int handle_link_stats(struct request *r)
         return http_error(r, 400, "invalid_field", "from", "from must be a day, YYYY-MM-DD");
     if (from > to)
         return http_error(r, 400, "invalid_field", "from", "from must not be after to");
-    if (to - from >= MAX_DAYS)
+    if (to - from >= STATS_MAX_DAYS)
         return http_error(r, 400, "invalid_field", "from", "a range is at most 1000 days");
     struct link l;
     int status = load_owned(r, &l);
     if (status)
         return status;
 
-    json_t *o = json_object();
-    struct days_ctx x = {.days = json_array(), .from = from, .next = from};
-    for (int d = 0; d < DIM__COUNT; d++)
-        json_object_set_new(o, dim_names[d], json_object());
-    json_t *recent = json_array();
-    int rc = st->ops->stats_days(st, l.code, from, to, day_row, &x);
-    if (rc == ERR_OK)
-        rc = st->ops->stats_dims(st, l.code, from, to, dim_row, o);
-    if (rc == ERR_OK)
-        rc = st->ops->stats_recent(st, l.code, RECENT_KEEP, recent_row, recent);
-    if (rc != ERR_OK) {
-        json_decref(o);
-        json_decref(x.days);
-        json_decref(recent);
-        link_release(&l);
-        return unavailable(r);
-    }
-    for (; x.next <= to; x.next++)
-        json_array_append_new(x.days, day_obj(x.next, 0, 0, 0));
-    char f[11], t[11];
-    day_format(from, f);
-    day_format(to, t);
-    json_object_set_new(o, "code", json_string(l.code));
-    json_object_set_new(o, "from", json_string(f));
-    json_object_set_new(o, "to", json_string(t));
-    json_object_set_new(o, "clicks", json_integer(x.clicks));
-    json_object_set_new(o, "bot_clicks", json_integer(x.bots));
-    json_object_set_new(o, "unique_visitors", json_integer(x.uniques));
-    json_object_set_new(o, "total_clicks", json_integer(l.clicks));
-    json_object_set_new(o, "total_bot_clicks", json_integer(l.bot_clicks));
-    json_object_set_new(o, "days", x.days);
-    json_object_set_new(o, "recent", recent);
+    json_t *o = NULL;
+    int rc = report_stats(st, &l, from, to, &o);
     link_release(&l);
+    if (rc != ERR_OK)
+        return unavailable(r);
     return http_json(r, 200, o);
 }
 
@@ -213,4 +138,38 @@ int handle_stats(struct request *r)
                           (json_int_t)all.clicks, "bot_clicks", (json_int_t)all.bot_clicks, "day",
                           d, "top_today", top);
     return http_json(r, 200, o);
+}
+
+/* ---- export ---- */
+
+static int export_piece(struct request *r, struct buf *out, void *state)
+{
+    (void)r;
+    return export_next(state, out);
+}
+
+static void export_done(void *state)
+{
+    export_free(state);
+}
+
+int handle_export(struct request *r)
+{
+    struct slice f = SLICE_LIT("json");
+    http_query_param(r, "format", &f);
+    enum export_format fmt;
+    if (slice_eq(f, "json"))
+        fmt = EXPORT_JSON;
+    else if (slice_eq(f, "csv"))
+        fmt = EXPORT_CSV;
+    else
+        return http_error(r, 400, "invalid_field", "format", "format must be csv or json");
+    struct export *x = export_new(r->app->store, r->key.admin ? -1 : r->key.id, fmt,
+                                  r->app->cfg.base_url);
+    const char *name = fmt == EXPORT_CSV ? "attachment; filename=\"shortd-export.csv\""
+                                         : "attachment; filename=\"shortd-export.json\"";
+    http_add_header(r, "Content-Disposition", name, strlen(name));
+    struct http_stream st = {export_piece, export_done, x};
+    return http_stream(r, 200, fmt == EXPORT_CSV ? "text/csv; charset=utf-8" : "application/json",
+                       &st);
 }

@@ -14,6 +14,7 @@
 #include "err.h"
 #include "links.h"
 #include "log.h"
+#include "report.h"
 #include "router.h"
 #include "serve.h"
 #include "store.h"
@@ -51,6 +52,9 @@ static int cmd_link_list(struct opts *o);
 static int cmd_link_delete(struct opts *o);
 static int cmd_backup(struct opts *o);
 static int cmd_config_example(struct opts *o);
+static int cmd_stats(struct opts *o);
+static int cmd_export(struct opts *o);
+static int cmd_prune(struct opts *o);
 static int cmd_version(struct opts *o);
 
 #define STORE_OPTS "db store"
@@ -83,6 +87,15 @@ static const struct command commands[] = {
     {"backup", cmd_backup, "", STORE_OPTS " to", 0,
      "shortd backup --db PATH --to FILE\n"
      "  Copies the database with SQLite's online backup; safe while serving."},
+    {"stats", cmd_stats, "", STORE_OPTS " from to", 1,
+     "shortd stats --db PATH CODE [--from YYYY-MM-DD] [--to YYYY-MM-DD]\n"
+     "  Prints a link's click analytics as JSON (default: the last 30 days)."},
+    {"export", cmd_export, "", STORE_OPTS " format owner base-url", 0,
+     "shortd export --db PATH [--format json|csv] [--owner KEY_ID] [--base-url URL]\n"
+     "  Writes every link (or one owner's) with its daily counts to stdout."},
+    {"prune", cmd_prune, "", STORE_OPTS " retention-days", 0,
+     "shortd prune --db PATH [--retention-days N]\n"
+     "  Removes per-day analytics older than N days (default 400) now; all-time totals stay."},
     {"config example", cmd_config_example, "", "", 0,
      "shortd config example\n  Prints an example config file with every setting's default."},
     {"version", cmd_version, "", "", 0, "shortd version\n  Prints the version."},
@@ -599,5 +612,122 @@ static int cmd_version(struct opts *o)
 {
     (void)o;
     printf("shortd %s\n", VERSION);
+    return 0;
+}
+
+static int parse_day_opt(const struct opts *o, const char *name, int64_t fallback, int64_t *day)
+{
+    const char *v = opt(o, name);
+    if (!v) {
+        *day = fallback;
+        return 0;
+    }
+    if (day_parse(v, strlen(v), day) != ERR_OK)
+        return fail("--%s must be a day, YYYY-MM-DD", name);
+    return 0;
+}
+
+static int cmd_stats(struct opts *o)
+{
+    int64_t to, from;
+    if (parse_day_opt(o, "to", day_number(now_ms()), &to) ||
+        parse_day_opt(o, "from", to - 29, &from))
+        return 2;
+    if (from > to || to - from >= STATS_MAX_DAYS)
+        return fail("--from must not be after --to, and a range is at most %d days",
+                    STATS_MAX_DAYS);
+    struct store *st;
+    if (open_store(o, &st))
+        return 1;
+    struct link l;
+    int rc = st->ops->link_get(st, o->pos[0], &l);
+    json_t *doc = NULL;
+    if (rc == ERR_OK) {
+        rc = report_stats(st, &l, from, to, &doc);
+        link_release(&l);
+    }
+    st->ops->close(st);
+    if (rc == ERR_NOTFOUND)
+        return fail("no link with code '%s'", o->pos[0]);
+    if (rc != ERR_OK)
+        return fail("cannot read the stats: %s", err_str(rc));
+    json_dumpf(doc, stdout, JSON_INDENT(2));
+    fputc('\n', stdout);
+    json_decref(doc);
+    return 0;
+}
+
+static int cmd_export(struct opts *o)
+{
+    const char *f = opt(o, "format") ? opt(o, "format") : "json";
+    enum export_format fmt;
+    if (!strcmp(f, "json"))
+        fmt = EXPORT_JSON;
+    else if (!strcmp(f, "csv"))
+        fmt = EXPORT_CSV;
+    else
+        return fail("--format must be json or csv");
+    int64_t owner = opt(o, "owner") ? strtoll(opt(o, "owner"), NULL, 10) : -1;
+    struct store *st;
+    if (open_store(o, &st))
+        return 1;
+    const char *base = opt(o, "base-url") ? opt(o, "base-url") : "http://127.0.0.1:8080";
+    struct export *x = export_new(st, owner, fmt, base);
+    struct buf piece = BUF_INIT;
+    int more;
+    do {
+        buf_reset(&piece);
+        more = export_next(x, &piece);
+        fwrite(piece.p ? piece.p : "", 1, piece.len, stdout);
+    } while (more > 0);
+    buf_release(&piece);
+    export_free(x);
+    st->ops->close(st);
+    return more < 0 ? fail("the export failed: the store did not answer") : 0;
+}
+
+struct prune_job {
+    struct wjob job;
+    int64_t before;
+    int pruned;
+};
+
+static int prune_run(struct wjob *j, struct store *st)
+{
+    struct prune_job *p = (struct prune_job *)j;
+    return st->ops->prune_days(st, p->before, 5000, &p->pruned);
+}
+
+static void prune_done(struct wjob *j)
+{
+    (void)j;
+}
+
+static int cmd_prune(struct opts *o)
+{
+    long long days = 400;
+    if (opt(o, "retention-days")) {
+        char *end = NULL;
+        days = strtoll(opt(o, "retention-days"), &end, 10);
+        if (!*opt(o, "retention-days") || *end || days < 1 || days > 36500)
+            return fail("--retention-days must be a whole number from 1 to 36500");
+    }
+    struct store *st;
+    if (open_store(o, &st))
+        return 1;
+    long long total = 0;
+    struct prune_job p = {.before = day_number(now_ms()) - days};
+    p.job.run = prune_run;
+    p.job.done = prune_done;
+    do {
+        p.pruned = 0;
+        writer_run_now(st, &p.job);
+        total += p.pruned;
+    } while (p.job.rc == ERR_OK && p.pruned > 0);
+    int rc = p.job.rc;
+    st->ops->close(st);
+    if (rc != ERR_OK)
+        return fail("pruning failed: %s", err_str(rc));
+    printf("pruned %lld per-day rows older than %lld days\n", total, days);
     return 0;
 }

@@ -23,6 +23,7 @@ int handle_link_enable(struct request *r);
 int handle_link_stats(struct request *r);
 int handle_link_top(struct request *r);
 int handle_stats(struct request *r);
+int handle_export(struct request *r);
 
 /* api_admin.c */
 int handle_blocklist_list(struct request *r);

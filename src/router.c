@@ -28,6 +28,7 @@ static const struct route routes[] = {
     {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH},
     {"GET",    "/api/links/:code/stats",         handle_link_stats,      ROUTE_AUTH},
     {"GET",    "/api/stats",                     handle_stats,           ROUTE_AUTH},
+    {"GET",    "/api/export",                    handle_export,          ROUTE_AUTH},
     {"DELETE", "/api/links/:code",               handle_link_delete,     ROUTE_AUTH},
     {"POST",   "/api/links/:code/disable",       handle_link_disable,    ROUTE_ADMIN},
     {"POST",   "/api/links/:code/enable",        handle_link_enable,     ROUTE_ADMIN},

@@ -231,8 +231,11 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     }
     daily->n++;
     if (e->visitor) {
+        static const char digits[] = "0123456789abcdef";
         char hex[17];
-        snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)e->visitor);
+        for (int i = 0; i < 16; i++)
+            hex[i] = digits[(e->visitor >> (60 - 4 * i)) & 15];
+        hex[16] = '\0';
         cell_get(t, code, day, K_VISITOR, hex);
     }
     char host[DIM_MAX + 1], lang[16], src[DIM_MAX + 1], med[DIM_MAX + 1], camp[DIM_MAX + 1];
@@ -243,9 +246,8 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     int64_t secs = e->ts / 1000;
     int hour = (int)((secs % 86400 + 86400) % 86400 / 3600);
     int dow = (int)((day % 7 + 7 + 3) % 7) + 1;     /* 1970-01-01 was a Thursday (4) */
-    char hh[3], dh[6];
-    snprintf(hh, sizeof(hh), "%02d", hour);
-    snprintf(dh, sizeof(dh), "%d-%02d", dow, hour);
+    char hh[3] = {(char)('0' + hour / 10), (char)('0' + hour % 10), '\0'};
+    char dh[5] = {(char)('0' + dow), '-', hh[0], hh[1], '\0'};
 
     count_dim(t, code, day, DIM_REFERRER, host);
     count_dim(t, code, day, DIM_REF_GROUP, ref_group_name(group));

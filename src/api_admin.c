@@ -7,6 +7,7 @@
 #include "app.h"
 #include "err.h"
 #include "handlers.h"
+#include "links.h"
 #include "timeutil.h"
 #include "urlcheck.h"
 #include "banned.h"
@@ -66,6 +67,11 @@ static int block_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
+static void block_after_commit(struct api_job *j)
+{
+    links_blocklist_changed(j->r->app->links);
+}
+
 static int submit(struct request *r, const char *host, size_t n, bool add)
 {
     struct buf norm = BUF_INIT;
@@ -89,6 +95,7 @@ static int submit(struct request *r, const char *host, size_t n, bool add)
     b->add = add;
     b->now = now_ms();
     b->base.release = block_release;
+    b->base.after_commit = block_after_commit;
     return api_job_submit(r, &b->base, block_run);
 }
 

@@ -132,7 +132,8 @@ static int create_run(struct wjob *wj, struct store *st)
     if (rc == ERR_OK) {
         c->created = !reused;
         j->status = reused ? 200 : 201;
-        j->answer = link_json(app, &c->link, c->now);
+        if (c->idem)    /* the answer is remembered with the key */
+            j->answer = link_json(app, &c->link, c->now);
     } else if (rc == ERR_EXISTS) {
         api_job_error(j, 409, "alias_taken", "alias", "this alias is taken (or was used before)");
     } else if (rc == ERR_FORBIDDEN) {
@@ -152,11 +153,19 @@ static int create_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
+/* A new code may be cached as a miss: drop that, the first click reads it. */
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
     if (c->created)
-        cache_put(j->r->app->cache, &c->link);
+        cache_remove(j->r->app->cache, c->link.code, strlen(c->link.code));
+}
+
+static void create_render(struct api_job *j)
+{
+    struct create_job *c = (struct create_job *)j;
+    if (j->status == 200 || j->status == 201)
+        j->answer = link_json(j->r->app, &c->link, c->now);
 }
 
 static int idem_key_ok(struct slice k)
@@ -201,7 +210,11 @@ int handle_link_create(struct request *r)
         c->idem_since = c->now - app->cfg.idempotency_ttl * 1000;
     }
     c->owner = r->key.id;
+    /* Without an Idempotency-Key a create writes one row (a code block claim
+     * may come with it, harmless to keep), so it needs no savepoint. */
+    c->base.job.single_write = !c->idem;
     c->base.after_commit = create_after_commit;
+    c->base.render = create_render;
     c->base.release = create_release;
     return api_job_submit(r, &c->base, create_run);
 }

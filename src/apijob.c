@@ -15,6 +15,8 @@ static void finish_on_loop(struct task *t)
     if (j->replayed)
         http_add_header(r, "Idempotent-Replayed", "true", 4);
     int status = j->status;
+    if (!j->raw && !j->answer && j->render)
+        j->render(j);
     if (j->raw) {
         http_body(r, status, "application/json", j->raw, strlen(j->raw));
     } else if (j->answer) {

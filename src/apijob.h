@@ -25,6 +25,9 @@ struct api_job {
     char *raw;                      /* ... or this JSON text (owned), if set */
     bool replayed;                  /* an idempotent replay */
     void (*after_commit)(struct api_job *j);
+    /* Optional: builds 'answer' on the loop thread when run() left it empty,
+     * so the writer thread does only what must be serialised. */
+    void (*render)(struct api_job *j);
     void (*release)(struct api_job *j);     /* frees what embeds the job */
 };
 

@@ -11,6 +11,7 @@
 #include "links.h"
 
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct links {
     struct scramble scramble;
     uint8_t key_secret[KEY_SECRET_BYTES];
     uint64_t next, end;     /* the claimed block not yet used */
+    _Atomic int64_t nblocked;   /* blocklist size; -1: count it again */
 };
 
 void link_input_release(struct link_input *in)
@@ -83,6 +85,7 @@ int links_new(struct store *st, const char *const *reserved, const char *const *
     l->st = st;
     l->reserved = reserved;
     l->self_hosts = self_hosts;
+    atomic_store(&l->nblocked, -1);
     uint8_t code_key[SCRAMBLE_KEY_BYTES];
     int rc = load_secret(st, "code_key", code_key, sizeof(code_key));
     if (rc == ERR_OK)
@@ -290,10 +293,33 @@ void links_forget_block(struct links *l)
     l->next = l->end = 0;
 }
 
+void links_blocklist_changed(struct links *l)
+{
+    atomic_store(&l->nblocked, -1);
+}
+
+static int count_host(const char *host, int64_t created_at, void *arg)
+{
+    (void)host;
+    (void)created_at;
+    (*(int64_t *)arg)++;
+    return 0;
+}
+
 /* The host and each parent domain, against the blocklist. */
-static int blocked(struct store *st, const char *host, bool *yes)
+static int blocked(struct links *l, struct store *st, const char *host, bool *yes)
 {
     *yes = false;
+    int64_t n = atomic_load(&l->nblocked);
+    if (n < 0) {
+        n = 0;
+        int rc = st->ops->block_list(st, count_host, &n);
+        if (rc != ERR_OK)
+            return rc;
+        atomic_store(&l->nblocked, n);
+    }
+    if (n == 0)
+        return ERR_OK;
     for (const char *h = host; h && *h; h = strchr(h, '.'), h = h ? h + 1 : NULL) {
         int rc = st->ops->block_has(st, h, yes);
         if (rc != ERR_OK || *yes)
@@ -308,7 +334,7 @@ int links_create(struct links *l, struct store *st, const struct link_input *in,
     *reused = false;
     memset(out, 0, sizeof(*out));
     bool is_blocked;
-    int rc = blocked(st, in->host, &is_blocked);
+    int rc = blocked(l, st, in->host, &is_blocked);
     if (rc != ERR_OK)
         return rc;
     if (is_blocked)

@@ -54,6 +54,8 @@ int links_create(struct links *l, struct store *st, const struct link_input *in,
                  int64_t now, struct link *out, bool *reused);
 /* After a failed transaction: forget the code block it may have claimed. */
 void links_forget_block(struct links *l);
+/* After the blocklist changed: recount it (while it is empty, creates skip it). */
+void links_blocklist_changed(struct links *l);
 
 /* The state a caller sees ("active", "expired"...) and whether it redirects. */
 const char *link_state_name(const struct link *l, int64_t now);

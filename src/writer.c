@@ -52,6 +52,10 @@ static void run_batch(struct store *st, struct wjob *batch)
             j->rc = ERR_STORAGE;
             continue;
         }
+        if (j->single_write) {
+            j->rc = j->run(j, st);
+            continue;
+        }
         if (st->ops->savepoint(st) != ERR_OK) {
             j->rc = ERR_STORAGE;
             continue;

@@ -3,12 +3,15 @@
  *
  * A job's run() executes on the writer thread inside the batch's transaction,
  * within a savepoint of its own: a job that returns an error has its own
- * changes rolled back without disturbing the others. After the batch commits
+ * changes rolled back without disturbing the others (a job that writes at
+ * most one statement, which SQL makes atomic by itself, may skip it). After the batch commits
  * (or fails, in which case every job's rc becomes ERR_STORAGE), each job's
  * done() runs on the writer thread with j->rc set; it owns the job from then
  * on. Nothing is acknowledged before its commit is on disk. */
 #ifndef SHORTD_WRITER_H
 #define SHORTD_WRITER_H
+
+#include <stdbool.h>
 
 struct store;
 struct writer;
@@ -17,6 +20,7 @@ struct wjob {
     int (*run)(struct wjob *j, struct store *st);
     void (*done)(struct wjob *j);
     int rc;
+    bool single_write;      /* run() writes at most once: no savepoint needed */
     struct wjob *next;
 };
 

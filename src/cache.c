@@ -2,12 +2,20 @@
  *
  * DESIGN
  * Entries are immutable once published: a change is a new entry swapped in
- * with cds_lfht_add_replace and the old one freed by call_rcu after every
- * reader has left. Readers (the redirect) only take the memb-flavour read
- * lock, which writes no shared memory. The hash is SipHash under a random
- * per-process key so clients cannot aim codes at one bucket. The table is
- * bounded by entry count; when full, new entries are simply not cached and
- * lookups fall through to the store. */
+ * with cds_lfht_add_replace. Readers (the redirect) only take the
+ * memb-flavour read lock, which writes no shared memory. An entry taken out
+ * of the table is put on a retire list (under a mutex: retiring is rare, a
+ * change of a link) and freed by cache_reclaim after a grace period, so an
+ * entry carries no rcu_head: it is 20 bytes plus its code and URL (and 8
+ * for an expiry time, only when the link has one: misses and most links do
+ * not), rounded up to 8 and carved from 1 MiB blocks (no malloc header per
+ * entry). With the table's own 16-byte bucket per entry, a cached link
+ * without expiry costs about 45 bytes beyond its URL. Freed entries go to a
+ * free list of their size class and are reused. The hash is
+ * SipHash under a random per-process key so clients cannot aim codes at one
+ * bucket. The table is bounded by entry count, and remembered misses by an
+ * eighth of it, so a scan of random codes cannot crowd out real links; when
+ * full, new entries are simply not cached and lookups go to the store. */
 #include "cache.h"
 
 #include <pthread.h>
@@ -18,26 +26,49 @@
 #include <urcu/rculfhash.h>
 #include <urcu/urcu-memb.h>
 
+#include "codes.h"
 #include "banned.h"
+
+#define F_STATE 0x03        /* enum link_state */
+#define F_PERMANENT 0x04
+#define F_MISS 0x08
+#define F_EXPIRES 0x10      /* data starts with an 8-byte expiry time */
 
 struct entry {
     struct cds_lfht_node node;
-    struct rcu_head rcu;
-    int64_t expires_at;     /* the link's expiry, or when a cached miss is forgotten */
-    uint32_t url_len;
+    uint16_t url_len;       /* URL_MAX is 8192 */
     uint8_t code_len;
-    uint8_t state;
-    bool permanent;
-    bool miss;
-    char data[];            /* code, NUL, url, NUL */
+    uint8_t flags;
+    char data[];            /* [expiry (ms, 8 bytes) if F_EXPIRES], code, url; no terminators */
+};
+
+#define SLAB_BLOCK (1u << 20)
+#define SLAB_GRAIN 8
+#define SLAB_CLASSES ((sizeof(struct entry) + 8 + CODE_MAX + 8192 + SLAB_GRAIN) / SLAB_GRAIN + 1)
+
+/* Memory for entries: bump allocation from blocks, reuse by size class.
+ * Written by hand because entries are small and many; a general allocator
+ * spends 8-24 bytes on each. */
+struct slab {
+    pthread_mutex_t mu;
+    char *block;                    /* the block being carved */
+    size_t used;
+    char **blocks;                  /* every block, for cache_free */
+    size_t nblocks, cap_blocks;
+    void *free_list[SLAB_CLASSES];  /* freed entries, by size class */
 };
 
 struct cache {
+    struct slab slab;
     struct cds_lfht *ht;
     uint8_t key[crypto_shorthash_KEYBYTES];
     size_t max_entries;
     int64_t miss_ttl;
     atomic_size_t count;
+    atomic_size_t misses;           /* remembered misses among count */
+    pthread_mutex_t retire_mu;
+    struct entry **retired;         /* out of the table, waiting for a grace period */
+    size_t nretired, cap_retired;
 };
 
 /* Hit and miss counters, one block per registered thread, each written by
@@ -69,16 +100,117 @@ static unsigned long hash_code(const struct cache *c, const char *code, size_t n
     return (unsigned long)h;
 }
 
+static size_t entry_size(const struct entry *e)
+{
+    return sizeof(*e) + (e->flags & F_EXPIRES ? 8 : 0) + e->code_len + e->url_len;
+}
+
+static const char *entry_code(const struct entry *e)
+{
+    return e->data + (e->flags & F_EXPIRES ? 8 : 0);
+}
+
+static int64_t entry_expires(const struct entry *e)
+{
+    int64_t t = 0;
+    if (e->flags & F_EXPIRES)
+        memcpy(&t, e->data, 8);
+    return t;
+}
+
 static int match(struct cds_lfht_node *node, const void *key)
 {
     const struct entry *e = caa_container_of(node, struct entry, node);
     const struct lookup_key *k = key;
-    return e->code_len == k->n && memcmp(e->data, k->code, k->n) == 0;
+    return e->code_len == k->n && memcmp(entry_code(e), k->code, k->n) == 0;
 }
 
-static void free_entry(struct rcu_head *h)
+static size_t slab_class(size_t size)
 {
-    free(caa_container_of(h, struct entry, rcu));
+    return (size + SLAB_GRAIN - 1) / SLAB_GRAIN;
+}
+
+static void *slab_alloc(struct slab *s, size_t size)
+{
+    size_t cls = slab_class(size);
+    size_t bytes = cls * SLAB_GRAIN;
+    pthread_mutex_lock(&s->mu);
+    void *p = s->free_list[cls];
+    if (p) {
+        memcpy(&s->free_list[cls], p, sizeof(void *));
+    } else {
+        if (!s->block || s->used + bytes > SLAB_BLOCK) {
+            if (s->nblocks == s->cap_blocks) {
+                size_t cap = s->cap_blocks ? s->cap_blocks * 2 : 16;
+                char **b = realloc(s->blocks, cap * sizeof(*b));
+                if (!b)
+                    abort();
+                s->blocks = b;
+                s->cap_blocks = cap;
+            }
+            s->block = aligned_alloc(SLAB_GRAIN, SLAB_BLOCK);
+            if (!s->block)
+                abort();
+            s->blocks[s->nblocks++] = s->block;
+            s->used = 0;
+        }
+        p = s->block + s->used;
+        s->used += bytes;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return p;
+}
+
+/* Only once no reader can see 'p'. */
+static void slab_free(struct slab *s, void *p, size_t size)
+{
+    size_t cls = slab_class(size);
+    pthread_mutex_lock(&s->mu);
+    memcpy(p, &s->free_list[cls], sizeof(void *));
+    s->free_list[cls] = p;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static struct entry *entry_of(struct cds_lfht_node *node)
+{
+    return caa_container_of(node, struct entry, node);
+}
+
+/* An entry that left the table: freed after the next grace period. */
+static void retire(struct cache *c, struct entry *e)
+{
+    atomic_fetch_sub(&c->count, 1);
+    if (e->flags & F_MISS)
+        atomic_fetch_sub(&c->misses, 1);
+    pthread_mutex_lock(&c->retire_mu);
+    if (c->nretired == c->cap_retired) {
+        size_t cap = c->cap_retired ? c->cap_retired * 2 : 64;
+        struct entry **r = realloc(c->retired, cap * sizeof(*r));
+        if (!r)
+            abort();
+        c->retired = r;
+        c->cap_retired = cap;
+    }
+    c->retired[c->nretired++] = e;
+    pthread_mutex_unlock(&c->retire_mu);
+}
+
+void cache_reclaim(struct cache *c)
+{
+    pthread_mutex_lock(&c->retire_mu);
+    struct entry **r = c->retired;
+    size_t n = c->nretired;
+    c->retired = NULL;
+    c->nretired = c->cap_retired = 0;
+    pthread_mutex_unlock(&c->retire_mu);
+    if (!n) {
+        free(r);
+        return;
+    }
+    urcu_memb_synchronize_rcu();    /* every reader that could see them has left */
+    for (size_t i = 0; i < n; i++)
+        slab_free(&c->slab, r[i], entry_size(r[i]));
+    free(r);
 }
 
 struct cache *cache_new(size_t max_entries, int64_t miss_ttl_ms)
@@ -89,6 +221,8 @@ struct cache *cache_new(size_t max_entries, int64_t miss_ttl_ms)
     randombytes_buf(c->key, sizeof(c->key));
     c->max_entries = max_entries;
     c->miss_ttl = miss_ttl_ms;
+    pthread_mutex_init(&c->retire_mu, NULL);
+    pthread_mutex_init(&c->slab.mu, NULL);
     c->ht = cds_lfht_new_flavor(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
                                 &urcu_memb_flavor, NULL);
     if (!c->ht)
@@ -100,16 +234,14 @@ void cache_free(struct cache *c)
 {
     if (!c)
         return;
-    struct cds_lfht_iter it;
-    struct cds_lfht_node *node;
-    urcu_memb_read_lock();
-    cds_lfht_for_each(c->ht, &it, node) {
-        if (cds_lfht_del(c->ht, node) == 0)
-            urcu_memb_call_rcu(&caa_container_of(node, struct entry, node)->rcu, free_entry);
-    }
-    urcu_memb_read_unlock();
-    urcu_memb_barrier();
+    cache_clear(c);
+    cache_reclaim(c);
     cds_lfht_destroy(c->ht, NULL);
+    pthread_mutex_destroy(&c->retire_mu);
+    for (size_t i = 0; i < c->slab.nblocks; i++)
+        free(c->slab.blocks[i]);
+    free(c->slab.blocks);
+    pthread_mutex_destroy(&c->slab.mu);
     free(c);
 }
 
@@ -150,6 +282,7 @@ static void __attribute__((destructor)) free_counters(void)
     }
     pthread_mutex_unlock(&counters_mu);
 }
+
 void cache_thread_unregister(void) { urcu_memb_unregister_thread(); }
 void cache_read_lock(void) { urcu_memb_read_lock(); }
 void cache_read_unlock(void) { urcu_memb_read_unlock(); }
@@ -161,46 +294,37 @@ bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
     struct cds_lfht_iter it;
     cds_lfht_lookup(c->ht, hash_code(c, code, n), match, &k, &it);
     struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
-    if (!node) {
-        if (my_counters)
-            count(&my_counters->misses);
-        return false;
-    }
-    const struct entry *e = caa_container_of(node, struct entry, node);
-    if (e->miss && now_ms >= e->expires_at) {
+    const struct entry *e = node ? entry_of(node) : NULL;
+    int64_t expires = e ? entry_expires(e) : 0;
+    if (!e || ((e->flags & F_MISS) && now_ms >= expires)) {
         if (my_counters)
             count(&my_counters->misses);
         return false;
     }
     if (my_counters)
         count(&my_counters->hits);
-    if (e->miss) {
-        out->miss = true;
-        out->url = NULL;
-        out->url_len = 0;
-        return true;
-    }
-    out->miss = false;
-    out->url = e->url_len ? e->data + e->code_len + 1 : NULL;
+    out->miss = e->flags & F_MISS;
+    out->url = e->url_len ? entry_code(e) + e->code_len : NULL;
     out->url_len = e->url_len;
-    out->expires_at = e->expires_at;
-    out->state = e->state;
-    out->permanent = e->permanent;
+    out->expires_at = expires;
+    out->state = e->flags & F_STATE;
+    out->permanent = e->flags & F_PERMANENT;
     return true;
 }
 
 /* Replaces whatever is cached under the entry's code. */
 static void publish(struct cache *c, struct entry *e)
 {
-    struct lookup_key k = {e->data, e->code_len};
+    struct lookup_key k = {entry_code(e), e->code_len};
+    atomic_fetch_add(&c->count, 1);
+    if (e->flags & F_MISS)
+        atomic_fetch_add(&c->misses, 1);
     urcu_memb_read_lock();
     struct cds_lfht_node *old =
-        cds_lfht_add_replace(c->ht, hash_code(c, e->data, e->code_len), match, &k, &e->node);
+        cds_lfht_add_replace(c->ht, hash_code(c, k.code, k.n), match, &k, &e->node);
     urcu_memb_read_unlock();
     if (old)
-        urcu_memb_call_rcu(&caa_container_of(old, struct entry, node)->rcu, free_entry);
-    else
-        atomic_fetch_add(&c->count, 1);
+        retire(c, entry_of(old));
 }
 
 /* Adds the entry only where nothing valid is cached: absent, or a miss whose
@@ -208,8 +332,9 @@ static void publish(struct cache *c, struct entry *e)
  * was changed meanwhile). Otherwise the entry is dropped. */
 static void fill(struct cache *c, struct entry *e, int64_t now_ms)
 {
-    struct lookup_key k = {e->data, e->code_len};
-    unsigned long hash = hash_code(c, e->data, e->code_len);
+    struct lookup_key k = {entry_code(e), e->code_len};
+    unsigned long hash = hash_code(c, k.code, k.n);
+    struct entry *old_entry = NULL;
     bool used = false;
     urcu_memb_read_lock();
     struct cds_lfht_iter it;
@@ -217,45 +342,54 @@ static void fill(struct cache *c, struct entry *e, int64_t now_ms)
     struct cds_lfht_node *old = cds_lfht_iter_get_node(&it);
     if (!old) {
         used = cds_lfht_add_unique(c->ht, hash, match, &k, &e->node) == &e->node;
-        if (used)
-            atomic_fetch_add(&c->count, 1);
     } else {
-        struct entry *oe = caa_container_of(old, struct entry, node);
-        if (oe->miss && now_ms >= oe->expires_at &&
+        struct entry *oe = entry_of(old);
+        if ((oe->flags & F_MISS) && now_ms >= entry_expires(oe) &&
             cds_lfht_replace(c->ht, &it, hash, match, &k, &e->node) == 0) {
             used = true;
-            urcu_memb_call_rcu(&oe->rcu, free_entry);
+            old_entry = oe;
         }
     }
     urcu_memb_read_unlock();
-    if (!used)
-        free(e);
+    if (!used) {
+        slab_free(&c->slab, e, entry_size(e));
+        return;
+    }
+    atomic_fetch_add(&c->count, 1);
+    if (e->flags & F_MISS)
+        atomic_fetch_add(&c->misses, 1);
+    if (old_entry)
+        retire(c, old_entry);
 }
 
-static struct entry *entry_new(const char *code, size_t n, const char *url, size_t url_len)
+static struct entry *entry_new(struct cache *c, const char *code, size_t n, const char *url,
+                               size_t url_len, int64_t expires, uint8_t flags)
 {
-    struct entry *e = calloc(1, sizeof(*e) + n + 1 + url_len + 1);
-    if (!e)
-        abort();
-    memcpy(e->data, code, n);
-    if (url_len)
-        memcpy(e->data + n + 1, url, url_len);
+    size_t x = expires ? 8 : 0;
+    struct entry *e = slab_alloc(&c->slab, sizeof(*e) + x + n + url_len);
+    e->flags = (uint8_t)(flags | (expires ? F_EXPIRES : 0));
     e->code_len = (uint8_t)n;
-    e->url_len = (uint32_t)url_len;
+    e->url_len = (uint16_t)url_len;
+    if (expires)
+        memcpy(e->data, &expires, 8);
+    memcpy(e->data + x, code, n);
+    if (url_len)
+        memcpy(e->data + x + n, url, url_len);
     return e;
 }
 
-static struct entry *entry_of_link(const struct link *l, size_t n)
+static struct entry *entry_of_link(struct cache *c, const struct link *l, size_t n)
 {
     size_t url_len = l->url ? strlen(l->url) : 0;
-    struct entry *e = entry_new(l->code, n, l->url, url_len);
-    e->expires_at = l->expires_at;
-    e->state = (uint8_t)l->state;
-    e->permanent = l->permanent;
-    e->miss = false;
-    if (!l->url && l->state == LINK_ACTIVE)
-        e->state = LINK_DELETED;  /* swept: nothing to redirect to */
-    return e;
+    int state = l->state;
+    if (url_len > UINT16_MAX) {
+        url_len = 0;    /* cannot happen (URL_MAX); never serve a cut URL */
+        state = LINK_DISABLED;
+    }
+    if (!l->url && state == LINK_ACTIVE)
+        state = LINK_DELETED;   /* swept: nothing to redirect to */
+    return entry_new(c, l->code, n, l->url, url_len, l->expires_at,
+                     (uint8_t)((state & F_STATE) | (l->permanent ? F_PERMANENT : 0)));
 }
 
 static bool full(const struct cache *c)
@@ -272,7 +406,7 @@ void cache_put(struct cache *c, const struct link *l)
         cache_remove(c, l->code, n);    /* never leave a stale entry behind */
         return;
     }
-    publish(c, entry_of_link(l, n));
+    publish(c, entry_of_link(c, l, n));
 }
 
 void cache_fill(struct cache *c, const struct link *l, int64_t now_ms)
@@ -280,17 +414,15 @@ void cache_fill(struct cache *c, const struct link *l, int64_t now_ms)
     size_t n = strlen(l->code);
     if (n > CODE_MAX || full(c))
         return;
-    fill(c, entry_of_link(l, n), now_ms);
+    fill(c, entry_of_link(c, l, n), now_ms);
 }
 
 void cache_fill_miss(struct cache *c, const char *code, size_t n, int64_t now_ms)
 {
-    if (n > CODE_MAX || c->miss_ttl <= 0 || full(c))
+    if (n > CODE_MAX || c->miss_ttl <= 0 || full(c) ||
+        atomic_load(&c->misses) >= c->max_entries / 8)
         return;
-    struct entry *e = entry_new(code, n, NULL, 0);
-    e->miss = true;
-    e->expires_at = now_ms + c->miss_ttl;
-    fill(c, e, now_ms);
+    fill(c, entry_new(c, code, n, NULL, 0, now_ms + c->miss_ttl, F_MISS), now_ms);
 }
 
 void cache_remove(struct cache *c, const char *code, size_t n)
@@ -300,11 +432,10 @@ void cache_remove(struct cache *c, const char *code, size_t n)
     urcu_memb_read_lock();
     cds_lfht_lookup(c->ht, hash_code(c, code, n), match, &k, &it);
     struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
-    if (node && cds_lfht_del(c->ht, node) == 0) {
-        atomic_fetch_sub(&c->count, 1);
-        urcu_memb_call_rcu(&caa_container_of(node, struct entry, node)->rcu, free_entry);
-    }
+    bool gone = node && cds_lfht_del(c->ht, node) == 0;
     urcu_memb_read_unlock();
+    if (gone)
+        retire(c, entry_of(node));
 }
 
 void cache_clear(struct cache *c)
@@ -313,10 +444,8 @@ void cache_clear(struct cache *c)
     struct cds_lfht_node *node;
     urcu_memb_read_lock();
     cds_lfht_for_each(c->ht, &it, node) {
-        if (cds_lfht_del(c->ht, node) == 0) {
-            atomic_fetch_sub(&c->count, 1);
-            urcu_memb_call_rcu(&caa_container_of(node, struct entry, node)->rcu, free_entry);
-        }
+        if (cds_lfht_del(c->ht, node) == 0)
+            retire(c, entry_of(node));
     }
     urcu_memb_read_unlock();
 }

@@ -202,6 +202,7 @@ int serve_run(struct config *cfg)
             gen = g;
             cache_clear(app.cache);
         }
+        cache_reclaim(app.cache);
         if (clicks_rotate_salts(app.clicks, now) != ERR_OK)
             log_at(LOG_WARN, "cannot rotate the visitor salts");
         if (now >= next_sweep) {

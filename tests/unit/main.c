@@ -73,7 +73,10 @@
     X(journal_busy)                                                                                \
     X(journal_record_limits)                                                                       \
     X(journal_open_errors)                                                                         \
-    X(journal_write_failure)
+    X(journal_write_failure)                                                                       \
+    X(cache_put_get)                                                                               \
+    X(cache_fill_never_overwrites)                                                                 \
+    X(cache_bounds)
 
 #define X(name) void test_##name(void);
 TESTS(X)

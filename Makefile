@@ -4,9 +4,11 @@
 #   make test       install what is missing, then unit + end-to-end tests
 #                   under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make SAN=thread ... a ThreadSanitizer build into build/tsan
+#   make PROFILE=1  an -O2 build with frame pointers into build/prof, for perf
 
 CC      ?= cc
-PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb libmaxminddb zlib libpcre2-8
+PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb libmaxminddb zlib libpcre2-8 libpq \
+           libqrencode libpng
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
 BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -Ibuild/gen -I/usr/share/include/llhttp
@@ -15,7 +17,10 @@ LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 V       ?=
 Q        = $(if $(V),,@)
 SAN     ?=
-ifeq ($(SAN),)
+ifneq ($(PROFILE),)
+  OUT   := build/prof
+  OPT   := -O2 -fno-omit-frame-pointer
+else ifeq ($(SAN),)
   OUT   := build
   OPT   := -O2
 else ifeq ($(SAN),thread)
@@ -53,6 +58,34 @@ $(ISBOT_INC): package-lock.json scripts/gen-isbot.mjs
 	@if ! node scripts/gen-isbot.mjs --check; then npm ci --no-audit --no-fund; fi
 	node scripts/gen-isbot.mjs $@
 
+# The dashboard (web/) and the chart library it uses (npm uplot, pinned in
+# package-lock.json) are compiled into the binary: scripts/embed-web.mjs turns
+# them into a C table. Its --check also covers playwright-core, which the
+# browser tests need, so this npm ci installs everything the lock file pins
+# (after the isbot rule's, never at the same time as it under make -j).
+WEB_INC := build/gen/web_assets.inc
+$(OUT)/obj/dashboard.o: $(WEB_INC)
+
+$(WEB_INC): package-lock.json scripts/embed-web.mjs $(wildcard web/*) | $(ISBOT_INC)
+	@if ! node scripts/embed-web.mjs --check; then npm ci --no-audit --no-fund; fi
+	node scripts/embed-web.mjs $@
+
+# PostgreSQL migrations are SQL files, embedded as C strings: one
+# {version, "name", "sql"} entry per migrations/pg/NNNN_name.sql, in order.
+PGMIG     := $(sort $(wildcard migrations/pg/*.sql))
+PGMIG_INC := build/gen/pg_migrations.inc
+$(OUT)/obj/store_pg.o: $(PGMIG_INC)
+
+$(PGMIG_INC): $(PGMIG) Makefile
+	@mkdir -p $(@D)
+	@echo "  GEN     $@"
+	$(Q)for f in $(PGMIG); do \
+	    n=$$(basename $$f); v=$${n%%_*}; \
+	    printf '{%d, "%s",\n' "$$(expr "$$v" + 0)" "$$n"; \
+	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/ "/' -e 's/$$/\\n"/' $$f; \
+	    printf '},\n'; \
+	done >$@.tmp && mv $@.tmp $@
+
 # llhttp's C sources come from Debian's node-llhttp; they are generated code
 # and are built with the warnings they need relaxed, never copied into the repo.
 $(OUT)/obj/llhttp_%.o: $(LLHTTP)/%.c | $(OUT)/obj
@@ -61,7 +94,7 @@ $(OUT)/obj/llhttp_%.o: $(LLHTTP)/%.c | $(OUT)/obj
 
 $(OUT)/unit/%.o: tests/unit/%.c $(wildcard src/*.h tests/unit/*.h) | $(OUT)/unit
 	@echo "  CC      $<"
-	$(Q)$(CC) $(BASE) $(WARN) $(OPT) -Itests/unit -c -o $@ $<
+	$(Q)$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Itests/unit -c -o $@ $<
 
 $(OUT)/unit_tests: $(UNITOBJ) $(LIBOBJ) $(LLOBJ)
 	@echo "  LD      $@"
@@ -80,6 +113,7 @@ run: setup
 
 # The test build: every test runs against the sanitizer binary.
 test: setup
+	@node scripts/embed-web.mjs --check || npm ci --no-audit --no-fund
 	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/shortd build/asan/unit_tests
 	@$(MAKE) --no-print-directory all
 	@scripts/test.sh
@@ -94,6 +128,15 @@ e2e: setup
 
 asan:
 	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/shortd
+
+# The benchmark against nginx (bench/run.sh, bench/README.md): not part of
+# `make test`. Installs what it needs (bench/setup.sh), builds the release
+# binary, runs on loopback for about 10 minutes. BENCH_LINKS=1000,1000000,10000000
+# adds the 10 M point; BENCH_ARGS passes more flags (e.g. --quick).
+bench: setup
+	@bench/setup.sh
+	@$(MAKE) --no-print-directory all
+	bench/run.sh $(if $(BENCH_LINKS),--links $(BENCH_LINKS)) $(BENCH_ARGS)
 
 format:
 	clang-format -i src/*.c src/*.h tests/unit/*.c

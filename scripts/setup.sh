@@ -8,7 +8,10 @@ pkgs=(
     build-essential pkg-config
     libuv1-dev node-llhttp libsqlite3-dev libsodium-dev libjansson-dev liburcu-dev zlib1g-dev
     libmaxminddb-dev libmaxmind-db-writer-perl libpcre2-dev
+    postgresql libpq-dev
+    libqrencode-dev libpng-dev
     sqlite3 curl nodejs
+    chromium zbar-tools
 )
 
 missing=()
@@ -21,7 +24,9 @@ if command -v node >/dev/null 2>&1; then
 fi
 want=()
 for p in "${missing[@]}"; do [ -n "$p" ] && want+=("$p"); done
-# npm fetches the pinned isbot pattern list at build time (package-lock.json).
+# npm fetches what package-lock.json pins at build time: the isbot pattern
+# list, uPlot for the dashboard, playwright-core for the browser tests
+# (which drive Debian's chromium and decode QR codes with zbarimg).
 command -v npm >/dev/null 2>&1 || want+=(npm)
 [ ${#want[@]} -eq 0 ] && exit 0
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - every test of `make test`: the C unit tests, then the end-to-end
-# tests that start the real (sanitizer-built) binary and talk HTTP to it.
+# tests that start the real (sanitizer-built) binary and talk HTTP to it, then
+# the dashboard's tests in a real browser against that binary.
 # Exits non-zero when any test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,10 +11,15 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export SHORTD_BIN="${SHORTD_BIN:-build/asan/shortd}"
 
 status=0
-echo "== unit tests (build/asan/unit_tests)"
-build/asan/unit_tests || status=1
+echo "== unit tests (build/asan/unit_tests, SQLite and a throwaway PostgreSQL)"
+tests/pg.sh build/asan/unit_tests || status=1
 
-echo "== end-to-end tests ($SHORTD_BIN, node --test)"
-node --test --test-concurrency=2 tests/e2e/ || status=1
+echo "== end-to-end tests ($SHORTD_BIN, node --test, with a throwaway PostgreSQL)"
+tests/pg.sh node --test --test-concurrency=2 tests/e2e/ || status=1
+
+# The dashboard in Debian's chromium (playwright-core, from package-lock.json),
+# against the same binary; screenshots land in tests/browser/screenshots/.
+echo "== browser tests (chromium, node --test)"
+node --test tests/browser/ || status=1
 
 exit $status

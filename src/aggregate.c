@@ -70,6 +70,7 @@ struct table {
 };
 
 struct aggregate {
+    char ckpt_key[64];      /* meta key of this journal's checkpoint */
     struct classify *cl;
     const char *const *self_hosts;
     struct table t;
@@ -169,6 +170,7 @@ struct aggregate *aggregate_new(struct classify *cl, const char *const *self_hos
     a->cl = cl;
     a->self_hosts = self_hosts;
     table_init(&a->t);
+    snprintf(a->ckpt_key, sizeof(a->ckpt_key), "journal_pos");
     return a;
 }
 
@@ -271,6 +273,7 @@ uint64_t aggregate_events(const struct aggregate *a) { return a->t.events; }
 
 struct agg_job {
     struct wjob job;
+    const char *ckpt_key;
     struct table t;
     uint64_t pos;
     struct writer *writer;
@@ -316,7 +319,7 @@ static int agg_run(struct wjob *j, struct store *st)
         unsigned char le[8];
         for (int i = 0; i < 8; i++)
             le[i] = (unsigned char)(a->pos >> (8 * i));
-        rc = st->ops->meta_put(st, "journal_pos", le, sizeof(le));
+        rc = st->ops->meta_put(st, a->ckpt_key, le, sizeof(le));
     }
     return rc;
 }
@@ -348,6 +351,7 @@ void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_po
     j->job.done = agg_done;
     j->t = a->t;
     j->pos = journal_pos;
+    j->ckpt_key = a->ckpt_key;
     j->writer = w;
     j->done = done;
     j->arg = arg;
@@ -355,11 +359,16 @@ void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_po
     writer_submit(w, &j->job);
 }
 
-int aggregate_checkpoint(struct store *st, uint64_t *pos)
+void aggregate_set_journal(struct aggregate *a, const char *journal_id)
+{
+    snprintf(a->ckpt_key, sizeof(a->ckpt_key), "journal_pos:%s", journal_id);
+}
+
+int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos)
 {
     struct buf v = BUF_INIT;
     *pos = 0;
-    int rc = st->ops->meta_get(st, "journal_pos", &v);
+    int rc = st->ops->meta_get(st, a->ckpt_key, &v);
     if (rc == ERR_NOTFOUND) {
         rc = ERR_OK;
     } else if (rc == ERR_OK && v.len == 8) {

@@ -34,7 +34,11 @@ uint64_t aggregate_events(const struct aggregate *a);   /* events folded since t
 void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_pos,
                       void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg);
 
+/* Checkpoints are kept per journal (the journal's id names them), so nodes
+ * that share a store never overwrite each other's. Set before any submit. */
+void aggregate_set_journal(struct aggregate *a, const char *journal_id);
+
 /* The journal position the stored counters cover (0 when none). */
-int aggregate_checkpoint(struct store *st, uint64_t *pos);
+int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos);
 
 #endif

@@ -20,19 +20,6 @@ int handle_home(struct request *r)
     return 302;
 }
 
-static const char dashboard_page[] =
-    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-    "<title>shortd</title></head><body><h1>shortd</h1>"
-    "<p>The web dashboard is not part of this build yet. The JSON API is at "
-    "<code>/api/links</code>; see the README for a walk-through.</p></body></html>\n";
-
-int handle_dashboard(struct request *r)
-{
-    http_add_header(r, "Content-Security-Policy", "default-src 'none'", 18);
-    return http_body(r, 200, "text/html; charset=utf-8", dashboard_page,
-                     sizeof(dashboard_page) - 1);
-}
-
 int handle_healthz(struct request *r)
 {
     return http_body(r, 200, "application/json", "{\"status\":\"ok\"}", 15);

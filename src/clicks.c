@@ -292,6 +292,38 @@ static void replay_done(uint64_t pos, uint64_t events, void *arg)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* The journal's identity: a random id kept in DIR/id, made on first use. It
+ * names the journal's checkpoint in the store, so a journal (and whatever
+ * database it travels with) always resumes from its own position. */
+static int journal_id(const char *dir, char id[33])
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/id", dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        bool ok = fgets(id, 33, f) && strlen(id) == 32;
+        fclose(f);
+        if (ok)
+            return ERR_OK;
+        return log_fail(ERR_IO, "journal id file '%s' is damaged", path);
+    }
+    unsigned char raw[16];
+    randombytes_buf(raw, sizeof(raw));
+    sodium_bin2hex(id, 33, raw, sizeof(raw));
+    char tmp[4104];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f || fputs(id, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        if (f)
+            fclose(f);
+        return log_fail(ERR_IO, "cannot write journal id file '%s'", path);
+    }
+    fclose(f);
+    if (rename(tmp, path) != 0)
+        return log_fail(ERR_IO, "cannot write journal id file '%s'", path);
+    return ERR_OK;
+}
+
 int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms)
 {
     c->flush_ms = flush_ms;
@@ -299,7 +331,12 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms)
     int rc = journal_open(journal_dir, SEGMENT_MAX, &c->journal, &end);
     if (rc != ERR_OK)
         return rc;
-    rc = aggregate_checkpoint(c->st, &from);
+    char id[33];
+    rc = journal_id(journal_dir, id);
+    if (rc != ERR_OK)
+        return rc;
+    aggregate_set_journal(c->agg, id);
+    rc = aggregate_checkpoint(c->agg, c->st, &from);
     if (rc != ERR_OK)
         return rc;
     struct replay r = {c->agg, 0};

@@ -25,6 +25,9 @@ int handle_link_top(struct request *r);
 int handle_stats(struct request *r);
 int handle_export(struct request *r);
 
+/* api_qr.c */
+int handle_link_qr(struct request *r);
+
 /* api_admin.c */
 int handle_blocklist_list(struct request *r);
 int handle_blocklist_add(struct request *r);
@@ -32,9 +35,12 @@ int handle_blocklist_delete(struct request *r);
 
 /* api_ops.c */
 int handle_home(struct request *r);
-int handle_dashboard(struct request *r);
 int handle_healthz(struct request *r);
 int handle_readyz(struct request *r);
 int handle_metrics(struct request *r);
+
+/* dashboard.c - the web dashboard, compiled in from web/ */
+int handle_dashboard(struct request *r);
+int handle_static(struct request *r);
 
 #endif

@@ -19,6 +19,7 @@ static const struct route routes[] = {
     /* method   pattern                          handler                 flags */
     {"GET",    "/",                              handle_home,            0},
     {"GET",    "/dashboard",                     handle_dashboard,       0},
+    {"GET",    "/static/:file",                  handle_static,          0},
     {"GET",    "/healthz",                       handle_healthz,         0},
     {"GET",    "/readyz",                        handle_readyz,          0},
     {"GET",    "/metrics",                       handle_metrics,         0},
@@ -27,6 +28,7 @@ static const struct route routes[] = {
     {"GET",    "/api/links/top",                 handle_link_top,        ROUTE_AUTH},
     {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH},
     {"GET",    "/api/links/:code/stats",         handle_link_stats,      ROUTE_AUTH},
+    {"GET",    "/api/links/:code/qr",            handle_link_qr,         ROUTE_AUTH},
     {"GET",    "/api/stats",                     handle_stats,           ROUTE_AUTH},
     {"GET",    "/api/export",                    handle_export,          ROUTE_AUTH},
     {"DELETE", "/api/links/:code",               handle_link_delete,     ROUTE_AUTH},

@@ -174,6 +174,10 @@ int serve_run(struct config *cfg)
     app.clicks = clicks_new(app.store, app.writer, app.aggregate, server_nworkers(app.server));
     if (clicks_rotate_salts(app.clicks, now_ms()) != ERR_OK)
         goto out;
+    if (!app.cfg.journal && app.cfg.store && store_is_shared(app.cfg.store)) {
+        log_at(LOG_ERROR, "a shared store needs --journal DIR: each node keeps its own journal");
+        goto out;
+    }
     if (!app.cfg.journal) {
         struct buf j = BUF_INIT;
         const char *db = app.cfg.store ? app.cfg.store : app.cfg.db;

@@ -330,7 +330,9 @@ static void write_head(struct conn *c, int status, int64_t length)
         buf_adds(o, r->content_type);
         buf_adds(o, "\r\n");
     }
-    if (length >= 0) {
+    if (status == 204 || status == 304 || status < 200) {
+        /* RFC 9110 8.6: no Content-Length on these */
+    } else if (length >= 0) {
         buf_adds(o, "Content-Length: ");
         buf_add_u64(o, (uint64_t)length);
         buf_adds(o, "\r\n");

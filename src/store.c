@@ -1,6 +1,7 @@
 /* store.c - picks a storage backend by the scheme of its URL. */
 #include "store.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,32 @@ int store_open(const char *url, struct store **out)
     *out = NULL;
     if (strncmp(url, "sqlite:", 7) == 0)
         return store_sqlite_ops.open(url + 7, out);
+    /* libpq takes the whole URL as its connection string. */
+    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
+        return store_pg_ops.open(url, out);
     if (strstr(url, "://"))
-        return log_fail(ERR_INVALID, "unsupported store '%s' (this build knows sqlite:PATH)", url);
+        return log_fail(ERR_INVALID, "unsupported store scheme '%.*s://' (this build knows "
+                        "sqlite:PATH and postgres://...)", (int)(strstr(url, "://") - url), url);
     return store_sqlite_ops.open(url, out);
+}
+
+bool store_is_shared(const char *url)
+{
+    return strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0;
+}
+
+void store_redact(const char *url, char *out, size_t n)
+{
+    snprintf(out, n, "%s", url);
+    char *scheme = strstr(out, "://");
+    if (!scheme)
+        return;
+    char *user = scheme + 3;
+    char *at = strchr(user, '@');
+    char *colon = at ? memchr(user, ':', (size_t)(at - user)) : NULL;
+    if (!colon)
+        return;
+    char rest[1024];
+    snprintf(rest, sizeof(rest), "%s", at);
+    snprintf(colon, n - (size_t)(colon - out), ":***%s", rest);
 }

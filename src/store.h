@@ -181,8 +181,21 @@ struct store {
 };
 
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_pg_ops;
 
-/* Opens "sqlite:PATH" or a plain PATH; ERR_INVALID for an unknown scheme. */
+/* Copies 'url' into 'out' with any password replaced by "***", for messages. */
+void store_redact(const char *url, char *out, size_t n);
+/* True for a store shared by several nodes (PostgreSQL), false for a file. */
+bool store_is_shared(const char *url);
+
+/* Opens "sqlite:PATH", a plain PATH, or "postgres://..." ("postgresql://"),
+ * which must already carry this binary's schema; ERR_INVALID for an unknown
+ * scheme. */
 int store_open(const char *url, struct store **out);
+
+/* Brings a PostgreSQL database to this binary's schema: the pending
+ * migrations in one transaction, under an advisory lock so two migrators
+ * never race. 'from' and 'to' get the versions before and after. */
+int store_pg_migrate(const char *url, int *from, int *to);
 
 #endif

@@ -74,6 +74,20 @@
     X(journal_record_limits)                                                                       \
     X(journal_open_errors)                                                                         \
     X(journal_write_failure)                                                                       \
+    X(store_meta)                                                                                  \
+    X(store_transactions)                                                                          \
+    X(store_links)                                                                                 \
+    X(store_list)                                                                                  \
+    X(store_sweep)                                                                                 \
+    X(store_claim)                                                                                 \
+    X(store_keys)                                                                                  \
+    X(store_idempotency)                                                                           \
+    X(store_blocklist)                                                                             \
+    X(store_analytics)                                                                             \
+    X(store_concurrent_counts)                                                                     \
+    X(store_prune)                                                                                 \
+    X(store_lifecycle)                                                                             \
+    X(store_pg)                                                                                    \
     X(cache_put_get)                                                                               \
     X(cache_fill_never_overwrites)                                                                 \
     X(cache_bounds)

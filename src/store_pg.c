@@ -1,0 +1,1445 @@
+/* store_pg.c - the scale-out backend: the state of every node in one
+ * PostgreSQL database, through libpq. Every SQL statement shortd runs on
+ * PostgreSQL is in this file or in migrations/pg/ (the schema, embedded at
+ * build time); the semantics are store_sqlite.c's, op for op.
+ *
+ * DESIGN
+ * Each thread gets its own connection (found through a pthread key), with its
+ * statements prepared by name on first use, so an op costs one round trip.
+ * The writer's transactions are plain BEGIN ... COMMIT at READ COMMITTED;
+ * races between nodes are settled by unique keys: inserts that may collide
+ * use ON CONFLICT DO NOTHING and report ERR_EXISTS when they added no row, so
+ * a lost race never aborts the writer's transaction; any other unique
+ * violation (23505) is ERR_EXISTS as well. A COMMIT that PostgreSQL turns
+ * into a rollback (an earlier statement failed) is an error, and a
+ * connection lost inside a transaction is never silently reopened: the rest
+ * of that transaction fails until rollback.
+ * Click counters are batched: agg_daily, agg_dim and agg_recent only append
+ * to per-connection arrays, and the batch is written as a few upserts over
+ * unnest() of array parameters (INSERT ... ON CONFLICT ... DO UPDATE SET
+ * n = t.n + excluded.n) before any other statement runs on that connection,
+ * at savepoint_end and at commit: so it lands in the same transaction as the
+ * journal position the aggregator writes last, and an error shows on the
+ * statement that follows (the checkpoint's meta_put) and rolls back the unit.
+ * A batch first locks the link rows it adds to, in code order, so nodes
+ * flushing the same links queue behind each other instead of deadlocking.
+ * claim_block runs alone on a connection of its own, outside the writer's
+ * transaction: a block once handed out stays claimed even if that
+ * transaction rolls back, so no two nodes (or two runs of one) ever get the
+ * same block.
+ * open() checks the schema version and refuses any but this binary's; only
+ * store_pg_migrate (`shortd migrate`) changes the schema. */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "store.h"
+#include "banned.h"
+
+struct migration {
+    int version;
+    const char *name;
+    const char *sql;
+};
+
+/* Generated from migrations/pg/NNNN_*.sql by the Makefile, in order. */
+static const struct migration migrations[] = {
+#include "pg_migrations.inc"
+};
+#define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+#define SCHEMA_VERSION (migrations[NMIGRATIONS - 1].version)
+
+/* pg_advisory_xact_lock key of `shortd migrate`: "shortd" in ASCII. */
+#define MIGRATE_LOCK "116100114116111104"
+
+#define BATCH_MAX 4096  /* buffered counter rows of one kind before a write */
+#define MAX_PARAMS 16
+
+/* Prepared statements, by number; prepared on first use per connection. */
+enum stmt {
+    S_PING,
+    S_HAS_VERSION,
+    S_VERSION,
+    S_META_GET,
+    S_META_PUT,
+    S_META_DEL,
+    S_CLAIM,
+    S_LINK_GET,
+    S_LINK_INSERT,
+    S_LINK_FIND_LIVE,
+    S_LINK_DELETE,
+    S_LINK_SET_STATE,
+    S_LINK_COUNT,
+    S_LINK_SWEEP,
+    S_LOCK_LINKS,
+    S_FLUSH_DAILY,
+    S_FLUSH_DIMS,
+    S_FLUSH_RECENT,
+    S_TRIM_RECENT,
+    S_AGG_VISITOR,
+    S_PRUNE_DAILY,
+    S_PRUNE_DIMS,
+    S_PRUNE_VISITORS,
+    S_STATS_DAYS,
+    S_STATS_DIMS,
+    S_STATS_RECENT,
+    S_STATS_TOTALS,
+    S_STATS_TOP,
+    S_KEY_INSERT,
+    S_KEY_BY_HASH,
+    S_KEY_LIST,
+    S_KEY_REVOKE,
+    S_KEY_COUNT,
+    S_IDEM_GET,
+    S_IDEM_PUT,
+    S_IDEM_SWEEP,
+    S_BLOCK_ADD,
+    S_BLOCK_DEL,
+    S_BLOCK_HAS,
+    S_BLOCK_LIST,
+    S__COUNT
+};
+
+#define LINK_COLS                                                                           \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
+    "permanent, clicks, bot_clicks"
+
+static const char *const sql[S__COUNT] = {
+    [S_PING] = "SELECT 1",
+    [S_HAS_VERSION] = "SELECT to_regclass('schema_version') IS NOT NULL",
+    [S_VERSION] = "SELECT coalesce(max(version), 0) FROM schema_version",
+    [S_META_GET] = "SELECT v FROM meta WHERE k = $1",
+    [S_META_PUT] = "INSERT INTO meta (k, v) VALUES ($1, $2) "
+                   "ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+    [S_META_DEL] = "DELETE FROM meta WHERE k = $1",
+    /* The counter is ASCII digits in a bytea, as SQLite shows it. */
+    [S_CLAIM] = "UPDATE meta SET v = convert_to((convert_from(v, 'UTF8')::bigint "
+                "+ $1::bigint)::text, 'UTF8') WHERE k = 'counter' "
+                "RETURNING convert_from(v, 'UTF8')::bigint - $1::bigint",
+    [S_LINK_GET] = "SELECT " LINK_COLS " FROM links WHERE code = $1",
+    [S_LINK_INSERT] = "INSERT INTO links (" LINK_COLS ") "
+                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
+                      "ON CONFLICT DO NOTHING",
+    [S_LINK_FIND_LIVE] = "SELECT " LINK_COLS " FROM links WHERE owner = $1 "
+                         "AND md5(url) = md5($2::text) AND url = $2 "
+                         "AND state = 0 AND (expires_at = 0 OR expires_at > $3) "
+                         "ORDER BY created_at DESC LIMIT 1",
+    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = $2, url = NULL, title = NULL, "
+                      "note = NULL, tags = NULL WHERE code = $1",
+    [S_LINK_SET_STATE] = "UPDATE links SET state = $2, changed_at = $3 WHERE code = $1",
+    [S_LINK_COUNT] = "SELECT count(*) FROM links",
+    /* SKIP LOCKED: two nodes sweeping at once take different rows. */
+    [S_LINK_SWEEP] = "UPDATE links SET url = NULL, title = NULL, note = NULL, tags = NULL "
+                     "WHERE code IN (SELECT code FROM links WHERE expires_at > 0 "
+                     "AND url IS NOT NULL AND expires_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)",
+    /* The batches: one row per (code, day) and per link, whatever the input.
+     * Every node takes the link rows it adds to in code order first, so
+     * two nodes flushing the same links wait for each other, not deadlock. */
+    [S_LOCK_LINKS] = "SELECT code FROM links WHERE code = ANY ($1::text[]) "
+                     "ORDER BY code FOR UPDATE",
+    [S_FLUSH_DAILY] =
+        "WITH r AS (SELECT code, day, sum(clicks)::bigint AS clicks, sum(bots)::bigint AS bots, "
+        "  sum(uniques)::bigint AS uniques "
+        "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) "
+        "  AS u (code, day, clicks, bots, uniques) GROUP BY code, day), "
+        "d AS (INSERT INTO daily AS t (code, day, clicks, bots, uniques) "
+        "  SELECT code, day, clicks, bots, uniques FROM r ORDER BY code, day "
+        "  ON CONFLICT (code, day) DO UPDATE SET clicks = t.clicks + excluded.clicks, "
+        "  bots = t.bots + excluded.bots, uniques = t.uniques + excluded.uniques) "
+        "UPDATE links AS l SET clicks = l.clicks + s.clicks, bot_clicks = l.bot_clicks + s.bots "
+        "FROM (SELECT code, sum(clicks)::bigint AS clicks, sum(bots)::bigint AS bots "
+        "  FROM r GROUP BY code) AS s WHERE l.code = s.code",
+    [S_FLUSH_DIMS] =
+        "INSERT INTO dims AS t (code, day, dim, value, n) "
+        "SELECT code, day, dim, value, sum(n)::bigint "
+        "FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::bigint[]) "
+        "AS u (code, day, dim, value, n) "
+        "GROUP BY code, day, dim, value ORDER BY code, day, dim, value "
+        "ON CONFLICT (code, day, dim, value) DO UPDATE SET n = t.n + excluded.n",
+    /* In the order they were added: the ids say which clicks are newest. */
+    [S_FLUSH_RECENT] =
+        "INSERT INTO recent (code, ts, referrer, country, device, browser) "
+        "SELECT code, ts, referrer, country, device, browser "
+        "FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) "
+        "WITH ORDINALITY AS u (code, ts, referrer, country, device, browser, i) ORDER BY i",
+    [S_TRIM_RECENT] =
+        "DELETE FROM recent AS r USING ("
+        "  SELECT x.code, x.id, row_number() OVER (PARTITION BY x.code ORDER BY x.id DESC) AS rn, "
+        "  k.keep FROM recent x JOIN (SELECT code, greatest(min(keep), 1) AS keep "
+        "  FROM unnest($1::text[], $2::integer[]) AS u (code, keep) GROUP BY code) k "
+        "  ON k.code = x.code) AS old "
+        "WHERE old.rn > old.keep AND r.code = old.code AND r.id = old.id",
+    [S_AGG_VISITOR] = "INSERT INTO visitors (day, code, v) VALUES ($2, $1, $3) "
+                      "ON CONFLICT DO NOTHING",
+    [S_PRUNE_DAILY] = "DELETE FROM daily WHERE (code, day) IN "
+                      "(SELECT code, day FROM daily WHERE day < $1 LIMIT $2)",
+    [S_PRUNE_DIMS] = "DELETE FROM dims WHERE (code, day, dim, value) IN "
+                     "(SELECT code, day, dim, value FROM dims WHERE day < $1 LIMIT $2)",
+    [S_PRUNE_VISITORS] = "DELETE FROM visitors WHERE day < $1",
+    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM daily "
+                     "WHERE code = $1 AND day BETWEEN $2 AND $3 ORDER BY day",
+    [S_STATS_DIMS] = "SELECT dim, value, sum(n) AS total FROM dims "
+                     "WHERE code = $1 AND day BETWEEN $2 AND $3 "
+                     "GROUP BY dim, value ORDER BY dim, total DESC, value",
+    [S_STATS_RECENT] = "SELECT ts, referrer, country, device, browser FROM recent "
+                       "WHERE code = $1 ORDER BY id DESC LIMIT $2",
+    [S_STATS_TOTALS] = "SELECT count(*), coalesce(sum(clicks), 0), coalesce(sum(bot_clicks), 0) "
+                       "FROM links WHERE $1::bigint < 0 OR owner = $1::bigint",
+    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM daily d JOIN links l ON l.code = d.code "
+                    "WHERE d.day = $1 AND d.clicks > 0 "
+                    "AND ($2::bigint < 0 OR l.owner = $2::bigint) "
+                    "ORDER BY d.clicks DESC, d.code LIMIT $3",
+    [S_KEY_INSERT] = "INSERT INTO api_keys (name, hash, admin, created_at) "
+                     "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id",
+    [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys "
+                      "WHERE hash = $1",
+    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0",
+    [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+    [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
+                   "WHERE key_id = $1 AND idem = $2 AND created_at >= $3",
+    [S_IDEM_PUT] = "INSERT INTO idempotency (key_id, idem, fingerprint, status, body, created_at) "
+                   "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key_id, idem) DO UPDATE SET "
+                   "fingerprint = excluded.fingerprint, status = excluded.status, "
+                   "body = excluded.body, created_at = excluded.created_at",
+    [S_IDEM_SWEEP] = "DELETE FROM idempotency WHERE created_at < $1",
+    [S_BLOCK_ADD] = "INSERT INTO blocklist (host, created_at) VALUES ($1, $2) "
+                    "ON CONFLICT DO NOTHING",
+    [S_BLOCK_DEL] = "DELETE FROM blocklist WHERE host = $1",
+    [S_BLOCK_HAS] = "SELECT 1 FROM blocklist WHERE host = $1",
+    [S_BLOCK_LIST] = "SELECT host, created_at FROM blocklist ORDER BY host",
+};
+
+/* Counter rows waiting to be written: one array literal per column. */
+struct batch {
+    struct buf col[7];
+    int ncols;
+    int rows;
+};
+
+enum { B_DAILY, B_DIMS, B_RECENT, B__COUNT };
+static const int batch_cols[B__COUNT] = {5, 5, 7};
+
+struct conn {
+    PGconn *pg;
+    bool prepared[S__COUNT];
+    uint64_t lists_prepared;    /* link_list variants, one bit per filter mask */
+    bool in_tx;                 /* between begin and commit/rollback */
+    struct batch batch[B__COUNT];
+    struct conn *next;
+};
+
+struct pg_store {
+    struct store base;
+    char *url;
+    pthread_key_t key;          /* this thread's struct conn */
+    pthread_mutex_t mu;         /* guards 'conns' */
+    struct conn *conns;         /* every thread's connection, closed by close() */
+    pthread_mutex_t claim_mu;   /* guards 'claim' */
+    struct conn *claim;         /* claim_block's own connection, never in a transaction */
+};
+
+/* Parameters of one statement: text, except bytea, sent as binary. */
+struct params {
+    int n;
+    const char *v[MAX_PARAMS];
+    int len[MAX_PARAMS];
+    int fmt[MAX_PARAMS];
+    char num[MAX_PARAMS][24];
+};
+
+static void p_i64(struct params *p, int64_t x)
+{
+    snprintf(p->num[p->n], sizeof(p->num[p->n]), "%lld", (long long)x);
+    p->v[p->n] = p->num[p->n];
+    p->len[p->n] = 0;
+    p->fmt[p->n++] = 0;
+}
+
+/* NULL is SQL NULL. */
+static void p_text(struct params *p, const char *s)
+{
+    p->v[p->n] = s;
+    p->len[p->n] = 0;
+    p->fmt[p->n++] = 0;
+}
+
+static void p_bool(struct params *p, bool b) { p_text(p, b ? "t" : "f"); }
+
+static void p_bytes(struct params *p, const void *b, size_t n)
+{
+    p->v[p->n] = n ? b : "";
+    p->len[p->n] = (int)n;
+    p->fmt[p->n++] = 1;
+}
+
+/* ---- connections ---- */
+
+/* The server's notices and warnings go to the log, one line each. */
+static void notice_log(void *arg, const PGresult *r)
+{
+    (void)arg;
+    const char *msg = PQresultErrorMessage(r);
+    log_at(LOG_WARN, "postgres says: %.*s", (int)strcspn(msg, "\n"), msg);
+}
+
+/* Connects with the URL as libpq's connection string; settings in the URL
+ * override the defaults given here. NULL when it cannot connect. */
+static PGconn *connect_url(const char *url)
+{
+    static const char *const keys[] = {"fallback_application_name", "client_encoding",
+                                       "connect_timeout", "dbname", NULL};
+    const char *values[] = {"shortd", "UTF8", "10", url, NULL};
+    PGconn *pg = PQconnectdbParams(keys, values, 1);
+    if (!pg)
+        abort();
+    if (PQstatus(pg) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(pg);
+        log_at(LOG_ERROR, "cannot connect to postgres: %.*s", (int)strcspn(msg, "\n"), msg);
+        PQfinish(pg);
+        return NULL;
+    }
+    PQsetNoticeReceiver(pg, notice_log, NULL);
+    return pg;
+}
+
+static struct conn *conn_new(const char *url)
+{
+    PGconn *pg = connect_url(url);
+    if (!pg)
+        return NULL;
+    struct conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    c->pg = pg;
+    for (int b = 0; b < B__COUNT; b++)
+        c->batch[b].ncols = batch_cols[b];
+    return c;
+}
+
+static void batch_clear(struct batch *b)
+{
+    for (int i = 0; i < b->ncols; i++)
+        buf_reset(&b->col[i]);
+    b->rows = 0;
+}
+
+static void conn_free(struct conn *c)
+{
+    PQfinish(c->pg);
+    for (int b = 0; b < B__COUNT; b++)
+        for (int i = 0; i < c->batch[b].ncols; i++)
+            buf_release(&c->batch[b].col[i]);
+    free(c);
+}
+
+/* This thread's connection, opened on first use. NULL when it cannot open. */
+static struct conn *conn_get(struct store *base)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct conn *c = pthread_getspecific(s->key);
+    if (c)
+        return c;
+    c = conn_new(s->url);
+    if (!c)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    c->next = s->conns;
+    s->conns = c;
+    pthread_mutex_unlock(&s->mu);
+    pthread_setspecific(s->key, c);
+    return c;
+}
+
+/* A broken connection is reopened, but never inside a transaction: the
+ * statements after the break would run outside it. */
+static int conn_check(struct conn *c)
+{
+    if (PQstatus(c->pg) == CONNECTION_OK)
+        return ERR_OK;
+    if (c->in_tx)
+        return log_fail(ERR_STORAGE, "postgres connection lost inside a transaction");
+    PQreset(c->pg);
+    memset(c->prepared, 0, sizeof(c->prepared));
+    c->lists_prepared = 0;
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(c->pg);
+        return log_fail(ERR_STORAGE, "cannot reconnect to postgres: %.*s",
+                        (int)strcspn(msg, "\n"), msg);
+    }
+    log_at(LOG_INFO, "reconnected to postgres");
+    return ERR_OK;
+}
+
+/* ERR_EXISTS for a unique violation, else ERR_STORAGE logged once. Clears 'r'. */
+static int result_fail(PGresult *r, PGconn *pg, const char *what)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(pg);
+    int rc;
+    if (state && !strcmp(state, "23505"))
+        rc = ERR_EXISTS;
+    else
+        rc = log_fail(ERR_STORAGE, "postgres %s failed: %.*s%s%s%s", what,
+                      (int)strcspn(msg, "\n"), msg, state ? " (" : "", state ? state : "",
+                      state ? ")" : "");
+    PQclear(r);
+    return rc;
+}
+
+static int check_result(PGresult *r, PGconn *pg, const char *what, PGresult **out)
+{
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return result_fail(r, pg, what);
+    if (out)
+        *out = r;
+    else
+        PQclear(r);
+    return ERR_OK;
+}
+
+/* Runs a statement on 'c' as it is, preparing it first if needed. 'out' (may
+ * be NULL) gets the result on success, for the caller to PQclear. */
+static int exec_on(struct conn *c, enum stmt id, const struct params *p, const char *what,
+                   PGresult **out)
+{
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    char name[16];
+    snprintf(name, sizeof(name), "s%d", (int)id);
+    if (!c->prepared[id]) {
+        PGresult *r = PQprepare(c->pg, name, sql[id], 0, NULL);
+        rc = check_result(r, c->pg, "prepare", NULL);
+        if (rc != ERR_OK)
+            return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+        c->prepared[id] = true;
+    }
+    PGresult *r = PQexecPrepared(c->pg, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
+                                 p ? p->fmt : NULL, 0);
+    return check_result(r, c->pg, what, out);
+}
+
+/* Runs a statement without parameters or result (transaction control). */
+static int exec_simple(struct conn *c, const char *text, const char *what)
+{
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    return check_result(PQexec(c->pg, text), c->pg, what, NULL);
+}
+
+static int flush(struct conn *c);
+
+/* Runs a statement on this thread's connection, after the counter rows it
+ * has buffered, so every statement sees them. */
+static int run(struct store *st, enum stmt id, const struct params *p, const char *what,
+               PGresult **out)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = flush(c);
+    if (rc != ERR_OK)
+        return rc;
+    return exec_on(c, id, p, what, out);
+}
+
+static int changed(PGresult *r)
+{
+    return atoi(PQcmdTuples(r));
+}
+
+/* Runs a write; *n gets the number of rows it changed. */
+static int run_count(struct store *st, enum stmt id, const struct params *p, const char *what,
+                     int *n)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, p, what, &r);
+    *n = rc == ERR_OK ? changed(r) : 0;
+    PQclear(r);
+    return rc;
+}
+
+static int64_t val_i64(const PGresult *r, int row, int col)
+{
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static bool val_bool(const PGresult *r, int row, int col)
+{
+    return PQgetvalue(r, row, col)[0] == 't';
+}
+
+static char *val_dup(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return NULL;
+    return slice_dup((struct slice){PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col)});
+}
+
+/* A bytea column (text format, hex) into 'out'. */
+static int val_bytes(const PGresult *r, int row, int col, struct buf *out)
+{
+    size_t n = 0;
+    unsigned char *b = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &n);
+    if (!b)
+        return log_fail(ERR_STORAGE, "postgres returned a damaged bytea value");
+    buf_reset(out);
+    buf_add(out, b, n);
+    PQfreemem(b);
+    return ERR_OK;
+}
+
+static void row_to_link(const PGresult *r, int row, struct link *l)
+{
+    memset(l, 0, sizeof(*l));
+    size_t n = (size_t)PQgetlength(r, row, 0);
+    if (n > CODE_MAX)
+        n = CODE_MAX;
+    memcpy(l->code, PQgetvalue(r, row, 0), n);
+    l->code[n] = '\0';
+    l->owner = val_i64(r, row, 1);
+    l->url = val_dup(r, row, 2);
+    l->title = val_dup(r, row, 3);
+    l->note = val_dup(r, row, 4);
+    l->tags = val_dup(r, row, 5);
+    l->created_at = val_i64(r, row, 6);
+    l->expires_at = val_i64(r, row, 7);
+    l->changed_at = val_i64(r, row, 8);
+    l->state = (int)val_i64(r, row, 9);
+    l->permanent = val_bool(r, row, 10);
+    l->clicks = val_i64(r, row, 11);
+    l->bot_clicks = val_i64(r, row, 12);
+}
+
+/* ---- batched counters ---- */
+
+/* Starts a row: each column's array gets its opening brace or a comma. */
+static void batch_row(struct batch *b)
+{
+    for (int i = 0; i < b->ncols; i++)
+        buf_addc(&b->col[i], b->rows ? ',' : '{');
+    b->rows++;
+}
+
+static void batch_i64(struct batch *b, int col, int64_t v)
+{
+    buf_add_i64(&b->col[col], v);
+}
+
+/* An array element: double-quoted, with '"' and '\' escaped; NULL is
+ * NULL, which the NOT NULL columns refuse, as SQLite's do. */
+static void batch_text(struct batch *b, int col, const char *s)
+{
+    struct buf *o = &b->col[col];
+    if (!s) {
+        buf_adds(o, "NULL");
+        return;
+    }
+    buf_addc(o, '"');
+    for (const char *p = s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            buf_addc(o, '\\');
+        buf_addc(o, *p);
+    }
+    buf_addc(o, '"');
+}
+
+static int batch_write(struct conn *c, int kind)
+{
+    static const enum stmt ids[B__COUNT] = {S_FLUSH_DAILY, S_FLUSH_DIMS, S_FLUSH_RECENT};
+    static const char *const what[B__COUNT] = {"daily upsert", "dimension upsert",
+                                               "recent insert"};
+    struct batch *b = &c->batch[kind];
+    if (!b->rows)
+        return ERR_OK;
+    struct params p = {0};
+    for (int i = 0; i < b->ncols; i++) {
+        buf_addc(&b->col[i], '}');
+        if (kind != B_RECENT || i < 6)
+            p_text(&p, b->col[i].p);
+    }
+    int rc = ERR_OK;
+    if (kind == B_DAILY) {
+        struct params k = {0};
+        p_text(&k, b->col[0].p);
+        rc = exec_on(c, S_LOCK_LINKS, &k, "link lock", NULL);
+    }
+    if (rc == ERR_OK)
+        rc = exec_on(c, ids[kind], &p, what[kind], NULL);
+    if (rc == ERR_OK && kind == B_RECENT) {
+        struct params t = {0};
+        p_text(&t, b->col[0].p);
+        p_text(&t, b->col[6].p);
+        rc = exec_on(c, S_TRIM_RECENT, &t, "recent trim", NULL);
+    }
+    batch_clear(b);
+    return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+}
+
+/* Writes every buffered counter row of 'c'. The buffers are empty after,
+ * whatever happened: a failed write has failed the transaction. */
+static int flush(struct conn *c)
+{
+    int rc = ERR_OK;
+    for (int k = 0; k < B__COUNT; k++) {
+        if (rc == ERR_OK)
+            rc = batch_write(c, k);
+        else
+            batch_clear(&c->batch[k]);
+    }
+    return rc;
+}
+
+static void discard(struct conn *c)
+{
+    for (int k = 0; k < B__COUNT; k++)
+        batch_clear(&c->batch[k]);
+}
+
+/* After a row was buffered: outside a transaction it is written at once, and
+ * a full batch is written now. */
+static int batch_added(struct conn *c, int kind)
+{
+    if (!c->in_tx || c->batch[kind].rows >= BATCH_MAX)
+        return flush(c);
+    return ERR_OK;
+}
+
+/* ---- lifecycle ---- */
+
+static int schema_version(struct conn *c, int *version)
+{
+    PGresult *r = NULL;
+    *version = 0;
+    int rc = exec_on(c, S_HAS_VERSION, NULL, "schema check", &r);
+    if (rc != ERR_OK)
+        return rc;
+    bool has = PQntuples(r) == 1 && val_bool(r, 0, 0);
+    PQclear(r);
+    if (!has)
+        return ERR_OK;
+    rc = exec_on(c, S_VERSION, NULL, "schema version", &r);
+    if (rc != ERR_OK)
+        return rc;
+    *version = PQntuples(r) == 1 ? (int)val_i64(r, 0, 0) : 0;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static void pg_close(struct store *st);
+
+static int pg_open(const char *url, struct store **out)
+{
+    struct pg_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->base.ops = &store_pg_ops;
+    s->url = xstrdup(url);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->claim_mu, NULL);
+    pthread_key_create(&s->key, NULL);
+    struct conn *c = conn_get(&s->base);
+    int version = 0;
+    int rc = c ? schema_version(c, &version) : ERR_STORAGE;
+    if (rc == ERR_OK && version != SCHEMA_VERSION) {
+        if (version < SCHEMA_VERSION)
+            log_at(LOG_ERROR, "database schema %d is not the one this shortd knows (%d): "
+                   "run shortd migrate", version, SCHEMA_VERSION);
+        else
+            log_at(LOG_ERROR, "database schema %d is not the one this shortd knows (%d): "
+                   "it is newer; run a newer shortd", version, SCHEMA_VERSION);
+        rc = ERR_STORAGE;
+    }
+    if (rc != ERR_OK) {
+        pg_close(&s->base);
+        return ERR_STORAGE;
+    }
+    *out = &s->base;
+    return ERR_OK;
+}
+
+/* Only after every thread that used the store has stopped using it. */
+static void pg_close(struct store *st)
+{
+    struct pg_store *s = (struct pg_store *)st;
+    if (!s)
+        return;
+    struct conn *c = s->conns;
+    while (c) {
+        struct conn *next = c->next;
+        conn_free(c);
+        c = next;
+    }
+    if (s->claim)
+        conn_free(s->claim);
+    pthread_key_delete(s->key);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->claim_mu);
+    free(s->url);
+    free(s);
+}
+
+static int pg_ping(struct store *st) { return run(st, S_PING, NULL, "ping", NULL); }
+
+static int pg_backup(struct store *st, const char *to_path)
+{
+    (void)st;
+    return log_fail(ERR_INVALID, "cannot back up to '%s': a postgres store is backed up with "
+                    "pg_dump or pg_basebackup", to_path);
+}
+
+/* ---- migrations ---- */
+
+int store_pg_migrate(const char *url, int *from, int *to)
+{
+    *from = *to = 0;
+    struct conn *c = conn_new(url);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = exec_simple(c, "BEGIN", "begin");
+    if (rc == ERR_OK) {
+        c->in_tx = true;
+        /* Held until the transaction ends: a second migrator waits here,
+         * then finds the work done. */
+        rc = exec_simple(c, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK ")", "migration lock");
+    }
+    int version = 0;
+    if (rc == ERR_OK)
+        rc = schema_version(c, &version);
+    *from = *to = version;
+    if (rc == ERR_OK && version > SCHEMA_VERSION)
+        rc = log_fail(ERR_STORAGE, "database schema %d is newer than this shortd knows (%d)",
+                      version, SCHEMA_VERSION);
+    for (int i = 0; rc == ERR_OK && i < NMIGRATIONS; i++) {
+        const struct migration *m = &migrations[i];
+        if (m->version <= version)
+            continue;
+        log_at(LOG_INFO, "applying migration '%s'", m->name);
+        rc = check_result(PQexec(c->pg, m->sql), c->pg, m->name, NULL);
+        if (rc == ERR_OK) {
+            const char *values[2];
+            char num[16];
+            snprintf(num, sizeof(num), "%d", m->version);
+            values[0] = num;
+            values[1] = m->name;
+            rc = check_result(PQexecParams(c->pg, "INSERT INTO schema_version (version, name) "
+                                                  "VALUES ($1, $2)",
+                                           2, NULL, values, NULL, NULL, 0),
+                              c->pg, "schema version update", NULL);
+        }
+        if (rc == ERR_OK)
+            *to = m->version;
+    }
+    if (rc == ERR_OK) {
+        PGresult *r = PQexec(c->pg, "COMMIT");
+        rc = check_result(r, c->pg, "commit", &r);
+        if (rc == ERR_OK && strcmp(PQcmdStatus(r), "COMMIT") != 0)
+            rc = log_fail(ERR_STORAGE, "the migration was rolled back");
+        if (rc == ERR_OK)
+            PQclear(r);
+    }
+    if (rc != ERR_OK) {
+        PQclear(PQexec(c->pg, "ROLLBACK"));
+        *to = *from;
+        rc = rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    }
+    conn_free(c);
+    return rc;
+}
+
+/* ---- transactions ---- */
+
+static int pg_begin(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    if (c->in_tx)
+        return log_fail(ERR_STORAGE, "postgres begin inside a transaction");
+    discard(c);
+    int rc = exec_simple(c, "BEGIN", "begin");
+    if (rc == ERR_OK)
+        c->in_tx = true;
+    return rc;
+}
+
+/* PostgreSQL answers COMMIT of a failed transaction with a rollback, not an
+ * error: that is an error here. */
+static int pg_commit(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    if (!c->in_tx)
+        return log_fail(ERR_STORAGE, "postgres commit without a transaction");
+    int rc = flush(c);
+    if (rc == ERR_OK) {
+        rc = conn_check(c);
+        PGresult *r = rc == ERR_OK ? PQexec(c->pg, "COMMIT") : NULL;
+        if (rc == ERR_OK)
+            rc = check_result(r, c->pg, "commit", &r);
+        if (rc == ERR_OK) {
+            if (strcmp(PQcmdStatus(r), "COMMIT") != 0)
+                rc = log_fail(ERR_STORAGE, "postgres rolled back the transaction: a statement "
+                              "in it failed");
+            PQclear(r);
+        }
+        if (rc == ERR_EXISTS)
+            rc = ERR_STORAGE;
+    }
+    if (rc != ERR_OK && PQstatus(c->pg) == CONNECTION_OK &&
+        PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(PQexec(c->pg, "ROLLBACK"));
+    c->in_tx = false;
+    return rc;
+}
+
+static void pg_rollback(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return;
+    discard(c);
+    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(PQexec(c->pg, "ROLLBACK"));
+    c->in_tx = false;
+}
+
+static int pg_savepoint(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = flush(c);
+    return rc == ERR_OK ? exec_simple(c, "SAVEPOINT unit", "savepoint") : rc;
+}
+
+/* A batch that fails to write here leaves the transaction failed, so the
+ * commit fails and nothing of it is kept. */
+static void pg_savepoint_end(struct store *st, bool keep)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return;
+    if (keep) {
+        flush(c);
+    } else {
+        discard(c);
+        exec_simple(c, "ROLLBACK TO unit", "rollback to savepoint");
+    }
+    exec_simple(c, "RELEASE unit", "release savepoint");
+}
+
+/* ---- meta ---- */
+
+static int pg_meta_get(struct store *st, const char *key, struct buf *val)
+{
+    struct params p = {0};
+    p_text(&p, key);
+    PGresult *r = NULL;
+    int rc = run(st, S_META_GET, &p, "meta get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    rc = PQntuples(r) ? val_bytes(r, 0, 0, val) : ERR_NOTFOUND;
+    PQclear(r);
+    return rc;
+}
+
+static int pg_meta_put(struct store *st, const char *key, const void *val, size_t n)
+{
+    struct params p = {0};
+    p_text(&p, key);
+    p_bytes(&p, val, n);
+    return run(st, S_META_PUT, &p, "meta put", NULL);
+}
+
+static int pg_meta_del(struct store *st, const char *key)
+{
+    struct params p = {0};
+    p_text(&p, key);
+    return run(st, S_META_DEL, &p, "meta delete", NULL);
+}
+
+static int pg_claim_block(struct store *st, uint64_t size, uint64_t *start)
+{
+    struct pg_store *s = (struct pg_store *)st;
+    struct params p = {0};
+    p_i64(&p, (int64_t)size);
+    PGresult *r = NULL;
+    int rc = ERR_STORAGE;
+    pthread_mutex_lock(&s->claim_mu);
+    if (!s->claim)
+        s->claim = conn_new(s->url);
+    if (s->claim)
+        rc = exec_on(s->claim, S_CLAIM, &p, "claim block", &r);
+    pthread_mutex_unlock(&s->claim_mu);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    if (PQntuples(r) == 1)
+        *start = (uint64_t)val_i64(r, 0, 0);
+    else
+        rc = log_fail(ERR_STORAGE, "the code counter is missing from the database");
+    PQclear(r);
+    return rc;
+}
+
+/* ---- links ---- */
+
+static int one_link(struct store *st, enum stmt id, const struct params *p, const char *what,
+                    struct link *out)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, p, what, &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        row_to_link(r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_link_get(struct store *st, const char *code, struct link *out)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    return one_link(st, S_LINK_GET, &p, "link get", out);
+}
+
+static int pg_link_insert(struct store *st, const struct link *l)
+{
+    struct params p = {0};
+    p_text(&p, l->code);
+    p_i64(&p, l->owner);
+    p_text(&p, l->url);
+    p_text(&p, l->title);
+    p_text(&p, l->note);
+    p_text(&p, l->tags);
+    p_i64(&p, l->created_at);
+    p_i64(&p, l->expires_at);
+    p_i64(&p, l->changed_at);
+    p_i64(&p, l->state);
+    p_bool(&p, l->permanent);
+    p_i64(&p, l->clicks);
+    p_i64(&p, l->bot_clicks);
+    int n = 0;
+    int rc = run_count(st, S_LINK_INSERT, &p, "link insert", &n);
+    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_link_find_live(struct store *st, int64_t owner, const char *url, int64_t now,
+                             struct link *out)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    p_text(&p, url);
+    p_i64(&p, now);
+    return one_link(st, S_LINK_FIND_LIVE, &p, "link find", out);
+}
+
+static int pg_link_set_state(struct store *st, const char *code, int state, int64_t now)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    if (state != LINK_DELETED)
+        p_i64(&p, state);
+    p_i64(&p, now);
+    int n = 0;
+    int rc = run_count(st, state == LINK_DELETED ? S_LINK_DELETE : S_LINK_SET_STATE, &p,
+                       "link state", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+/* The filter is built from fixed fragments only; values are bound. Each of
+ * the 64 shapes is prepared once per connection, named by its mask. */
+static int pg_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = flush(c);
+    if (rc == ERR_OK)
+        rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    bool cursor = lq->after_code && *lq->after_code;
+    unsigned mask = (lq->states & (1u << LINK_DELETED) ? 1u : 0) |
+                    (lq->states & (1u << LINK_DISABLED) ? 2u : 0) | (lq->want_live ? 4u : 0) |
+                    (lq->want_expired ? 8u : 0) | (lq->owner >= 0 ? 16u : 0) | (cursor ? 32u : 0);
+    char name[16];
+    snprintf(name, sizeof(name), "list%u", mask);
+    if (!(c->lists_prepared & (1ull << mask))) {
+        struct buf s = BUF_INIT;
+        buf_adds(&s, "SELECT " LINK_COLS " FROM links WHERE (false");
+        if (mask & 1)
+            buf_adds(&s, " OR state = 1");
+        if (mask & 2)
+            buf_adds(&s, " OR state = 2");
+        if (mask & 4)
+            buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > $1))");
+        if (mask & 8)
+            buf_adds(&s, " OR (state = 0 AND expires_at > 0 AND expires_at <= $1)");
+        buf_adds(&s, ")");
+        if (mask & 16)
+            buf_adds(&s, " AND owner = $2");
+        if (mask & 32)
+            buf_adds(&s, " AND (created_at, code) < ($3, $4)");
+        buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT $5");
+        static const Oid types[5] = {20, 20, 20, 25, 20};   /* int8, int8, int8, text, int8 */
+        rc = check_result(PQprepare(c->pg, name, s.p, 5, types), c->pg, "prepare link list",
+                          NULL);
+        buf_release(&s);
+        if (rc != ERR_OK)
+            return ERR_STORAGE;
+        c->lists_prepared |= 1ull << mask;
+    }
+    struct params p = {0};
+    p_i64(&p, lq->now);
+    p_i64(&p, lq->owner);
+    p_i64(&p, lq->after_created);
+    p_text(&p, lq->after_code ? lq->after_code : "");
+    p_i64(&p, lq->limit);
+    PGresult *r = NULL;
+    rc = check_result(PQexecPrepared(c->pg, name, p.n, p.v, p.len, p.fmt, 0), c->pg,
+                      "link list", &r);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct link l;
+        row_to_link(r, i, &l);
+        int stop = cb(&l, arg);
+        link_release(&l);
+        if (stop)
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int count(struct store *st, enum stmt id, int64_t *n)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, NULL, "count", &r);
+    if (rc != ERR_OK)
+        return rc;
+    *n = val_i64(r, 0, 0);
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_link_count(struct store *st, int64_t *n) { return count(st, S_LINK_COUNT, n); }
+
+static int pg_link_sweep(struct store *st, int64_t before, int limit, int *swept)
+{
+    struct params p = {0};
+    p_i64(&p, before);
+    p_i64(&p, limit);
+    return run_count(st, S_LINK_SWEEP, &p, "link sweep", swept);
+}
+
+/* ---- click analytics ---- */
+
+static int pg_agg_daily(struct store *st, const char *code, int64_t day, int64_t clicks,
+                        int64_t bots, int64_t uniques)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct batch *b = &c->batch[B_DAILY];
+    batch_row(b);
+    batch_text(b, 0, code);
+    batch_i64(b, 1, day);
+    batch_i64(b, 2, clicks);
+    batch_i64(b, 3, bots);
+    batch_i64(b, 4, uniques);
+    return batch_added(c, B_DAILY);
+}
+
+static int pg_agg_visitor(struct store *st, const char *code, int64_t day, uint64_t visitor,
+                          bool *is_new)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, day);
+    p_i64(&p, (int64_t)visitor);
+    int n = 0;
+    int rc = run_count(st, S_AGG_VISITOR, &p, "visitor insert", &n);
+    *is_new = rc == ERR_OK && n > 0;
+    return rc;
+}
+
+static int pg_agg_dim(struct store *st, const char *code, int64_t day, int dim, const char *value,
+                      int64_t n)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct batch *b = &c->batch[B_DIMS];
+    batch_row(b);
+    batch_text(b, 0, code);
+    batch_i64(b, 1, day);
+    batch_i64(b, 2, dim);
+    batch_text(b, 3, value);
+    batch_i64(b, 4, n);
+    return batch_added(c, B_DIMS);
+}
+
+static int pg_agg_recent(struct store *st, const char *code, const struct recent_click *r,
+                         int keep)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct batch *b = &c->batch[B_RECENT];
+    batch_row(b);
+    batch_text(b, 0, code);
+    batch_i64(b, 1, r->ts);
+    batch_text(b, 2, r->referrer);
+    batch_text(b, 3, r->country);
+    batch_text(b, 4, r->device);
+    batch_text(b, 5, r->browser);
+    batch_i64(b, 6, keep);
+    return batch_added(c, B_RECENT);
+}
+
+static int pg_prune_days(struct store *st, int64_t before_day, int limit, int *pruned)
+{
+    *pruned = 0;
+    const enum stmt ids[] = {S_PRUNE_DAILY, S_PRUNE_DIMS};
+    for (int i = 0; i < 2; i++) {
+        struct params p = {0};
+        p_i64(&p, before_day);
+        p_i64(&p, limit);
+        int n = 0;
+        int rc = run_count(st, ids[i], &p, "prune", &n);
+        if (rc != ERR_OK)
+            return rc;
+        *pruned += n;
+    }
+    return ERR_OK;
+}
+
+static int pg_prune_visitors(struct store *st, int64_t before_day)
+{
+    struct params p = {0};
+    p_i64(&p, before_day);
+    return run(st, S_PRUNE_VISITORS, &p, "prune visitors", NULL);
+}
+
+static int pg_stats_days(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
+                         void *arg)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_DAYS, &p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(val_i64(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), val_i64(r, i, 3), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_stats_dims(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
+                         void *arg)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_DIMS, &p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb((int)val_i64(r, i, 0), PQgetvalue(r, i, 1), val_i64(r, i, 2), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_RECENT, &p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct recent_click click = {val_i64(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+                                   PQgetvalue(r, i, 3), PQgetvalue(r, i, 4)};
+        if (cb(&click, arg))
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_stats_totals(struct store *st, int64_t owner, struct totals *out)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_TOTALS, &p, "totals", &r);
+    if (rc != ERR_OK)
+        return rc;
+    out->links = val_i64(r, 0, 0);
+    out->clicks = val_i64(r, 0, 1);
+    out->bot_clicks = val_i64(r, 0, 2);
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_stats_top(struct store *st, int64_t owner, int64_t day, int limit, top_cb cb,
+                        void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, day);
+    p_i64(&p, owner);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_TOP, &p, "top links", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(PQgetvalue(r, i, 0), val_i64(r, i, 1), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+/* ---- API keys ---- */
+
+static void row_to_key(const PGresult *r, int row, struct apikey *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->id = val_i64(r, row, 0);
+    snprintf(k->name, sizeof(k->name), "%s", PQgetvalue(r, row, 1));
+    k->admin = val_bool(r, row, 2);
+    k->created_at = val_i64(r, row, 3);
+    k->revoked_at = val_i64(r, row, 4);
+}
+
+static int pg_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
+                         int64_t now, int64_t *id)
+{
+    struct params p = {0};
+    p_text(&p, name);
+    p_bytes(&p, hash, 32);
+    p_bool(&p, admin);
+    p_i64(&p, now);
+    PGresult *r = NULL;
+    int rc = run(st, S_KEY_INSERT, &p, "key insert", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 1)
+        *id = val_i64(r, 0, 0);
+    else
+        rc = ERR_EXISTS;
+    PQclear(r);
+    return rc;
+}
+
+static int pg_key_by_hash(struct store *st, const uint8_t hash[32], struct apikey *out)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    PGresult *r = NULL;
+    int rc = run(st, S_KEY_BY_HASH, &p, "key get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        row_to_key(r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_key_list(struct store *st, key_cb cb, void *arg)
+{
+    PGresult *r = NULL;
+    int rc = run(st, S_KEY_LIST, NULL, "key list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct apikey k;
+        row_to_key(r, i, &k);
+        if (cb(&k, arg))
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_key_revoke(struct store *st, int64_t id, int64_t now)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, now);
+    int n = 0;
+    int rc = run_count(st, S_KEY_REVOKE, &p, "key revoke", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_key_count(struct store *st, int64_t *n) { return count(st, S_KEY_COUNT, n); }
+
+/* ---- idempotency ---- */
+
+static int pg_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
+                       struct idem_rec *out)
+{
+    struct params p = {0};
+    p_i64(&p, key_id);
+    p_text(&p, idem);
+    p_i64(&p, since);
+    PGresult *r = NULL;
+    int rc = run(st, S_IDEM_GET, &p, "idempotency get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return ERR_NOTFOUND;
+    }
+    memset(out, 0, sizeof(*out));
+    struct buf fp = BUF_INIT;
+    rc = val_bytes(r, 0, 0, &fp);
+    if (rc == ERR_OK && fp.len == 32)
+        memcpy(out->fingerprint, fp.p, 32);
+    buf_release(&fp);
+    if (rc == ERR_OK) {
+        out->status = (int)val_i64(r, 0, 1);
+        out->body = val_dup(r, 0, 2);
+        out->created_at = val_i64(r, 0, 3);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_idem_put(struct store *st, int64_t key_id, const char *idem,
+                       const struct idem_rec *rec)
+{
+    struct params p = {0};
+    p_i64(&p, key_id);
+    p_text(&p, idem);
+    p_bytes(&p, rec->fingerprint, 32);
+    p_i64(&p, rec->status);
+    p_text(&p, rec->body ? rec->body : "");
+    p_i64(&p, rec->created_at);
+    return run(st, S_IDEM_PUT, &p, "idempotency put", NULL);
+}
+
+static int pg_idem_sweep(struct store *st, int64_t before)
+{
+    struct params p = {0};
+    p_i64(&p, before);
+    return run(st, S_IDEM_SWEEP, &p, "idempotency sweep", NULL);
+}
+
+/* ---- blocklist ---- */
+
+static int pg_block_add(struct store *st, const char *host, int64_t now)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    p_i64(&p, now);
+    int n = 0;
+    int rc = run_count(st, S_BLOCK_ADD, &p, "block add", &n);
+    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_block_del(struct store *st, const char *host)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    int n = 0;
+    int rc = run_count(st, S_BLOCK_DEL, &p, "block delete", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_block_has(struct store *st, const char *host, bool *yes)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    PGresult *r = NULL;
+    int rc = run(st, S_BLOCK_HAS, &p, "block check", &r);
+    if (rc != ERR_OK)
+        return rc;
+    *yes = PQntuples(r) > 0;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_block_list(struct store *st, host_cb cb, void *arg)
+{
+    PGresult *r = NULL;
+    int rc = run(st, S_BLOCK_LIST, NULL, "block list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(PQgetvalue(r, i, 0), val_i64(r, i, 1), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+const struct store_ops store_pg_ops = {
+    .name = "postgres",
+    .open = pg_open,
+    .close = pg_close,
+    .ping = pg_ping,
+    .backup = pg_backup,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .savepoint = pg_savepoint,
+    .savepoint_end = pg_savepoint_end,
+    .meta_get = pg_meta_get,
+    .meta_put = pg_meta_put,
+    .meta_del = pg_meta_del,
+    .claim_block = pg_claim_block,
+    .link_get = pg_link_get,
+    .link_insert = pg_link_insert,
+    .link_find_live = pg_link_find_live,
+    .link_set_state = pg_link_set_state,
+    .link_list = pg_link_list,
+    .link_count = pg_link_count,
+    .link_sweep = pg_link_sweep,
+    .agg_daily = pg_agg_daily,
+    .agg_visitor = pg_agg_visitor,
+    .agg_dim = pg_agg_dim,
+    .agg_recent = pg_agg_recent,
+    .prune_days = pg_prune_days,
+    .prune_visitors = pg_prune_visitors,
+    .stats_days = pg_stats_days,
+    .stats_dims = pg_stats_dims,
+    .stats_recent = pg_stats_recent,
+    .stats_totals = pg_stats_totals,
+    .stats_top = pg_stats_top,
+    .key_insert = pg_key_insert,
+    .key_by_hash = pg_key_by_hash,
+    .key_list = pg_key_list,
+    .key_revoke = pg_key_revoke,
+    .key_count = pg_key_count,
+    .idem_get = pg_idem_get,
+    .idem_put = pg_idem_put,
+    .idem_sweep = pg_idem_sweep,
+    .block_add = pg_block_add,
+    .block_del = pg_block_del,
+    .block_has = pg_block_has,
+    .block_list = pg_block_list,
+};

@@ -1,0 +1,1370 @@
+/* test_store.c - the store.h contract, one suite for every backend: each
+ * test runs the same checks on SQLite (a file in a temporary directory,
+ * always) and on PostgreSQL (when SHORTD_TEST_PG holds a postgres:// URL;
+ * tests/pg.sh starts a throwaway server and sets it). Every test gets a fresh
+ * store: a new file, or a new PostgreSQL schema brought up by
+ * store_pg_migrate and reached through the URL's search_path, so the tests
+ * also prove the migrations. Where the backends differ on purpose (backup,
+ * a claimed block outliving a rollback), the check says so.
+ *
+ * Times and days are small made-up numbers: the store keeps what it is given. */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aggregate.h"
+#include "analytics.h"
+#include "buf.h"
+#include "err.h"
+#include "log.h"
+#include "store.h"
+#include "test.h"
+
+#include "banned.h"
+
+/* ---- backends ---- */
+
+struct backend {
+    const char *name;       /* "sqlite", "postgres" */
+    bool pg;
+    char dir[64];           /* sqlite: the temporary directory */
+    char schema[64];        /* postgres: the schema of this test */
+    char url[1024];
+    struct store *st;
+};
+
+/* Runs 'expr' with the log switched off: for failures the test expects. */
+#define QUIET(expr)                                                                                \
+    do {                                                                                           \
+        enum log_level saved_ = log_level;                                                         \
+        log_level = LOG_OFF;                                                                       \
+        expr;                                                                                      \
+        log_level = saved_;                                                                        \
+    } while (0)
+
+static const char *pg_base(void)
+{
+    static bool noted;
+    const char *u = getenv("SHORTD_TEST_PG");
+    if (u && *u)
+        return u;
+    if (!noted)
+        printf("store: SHORTD_TEST_PG is unset: PostgreSQL checks skipped "
+               "(tests/pg.sh runs them)\n");
+    noted = true;
+    return NULL;
+}
+
+static void no_notices(void *arg, const char *msg)
+{
+    (void)arg, (void)msg;   /* "drop cascades to ...": expected */
+}
+
+/* Runs SQL on the test database itself, outside any store. */
+static bool pg_admin(const char *sql)
+{
+    PGconn *pg = PQconnectdb(pg_base());
+    bool ok = PQstatus(pg) == CONNECTION_OK;
+    if (ok) {
+        PQsetNoticeProcessor(pg, no_notices, NULL);
+        PGresult *r = PQexec(pg, sql);
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+        if (!ok)
+            test_note("admin SQL '%s' failed: %s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+    } else {
+        test_note("cannot connect to SHORTD_TEST_PG: %s", PQerrorMessage(pg));
+    }
+    PQfinish(pg);
+    return ok;
+}
+
+/* Prepares an empty place for 'area' (a directory, or a new schema) and its URL. */
+static bool place(struct backend *b, bool pg, const char *area)
+{
+    memset(b, 0, sizeof(*b));
+    b->pg = pg;
+    b->name = pg ? "postgres" : "sqlite";
+    if (!pg) {
+        snprintf(b->dir, sizeof(b->dir), "/tmp/shortd-store-XXXXXX");
+        if (!mkdtemp(b->dir))
+            return false;
+        snprintf(b->url, sizeof(b->url), "sqlite:%s/db", b->dir);
+        return true;
+    }
+    const char *base = pg_base();
+    if (!base)
+        return false;
+    snprintf(b->schema, sizeof(b->schema), "shortd_test_%s", area);
+    char sql[256];
+    snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", b->schema,
+             b->schema);
+    if (!pg_admin(sql))
+        return false;
+    snprintf(b->url, sizeof(b->url), "%s%coptions=-csearch_path%%3D%s", base,
+             strchr(base, '?') ? '&' : '?', b->schema);
+    return true;
+}
+
+static void unplace(struct backend *b)
+{
+    if (b->pg) {
+        char sql[256];
+        snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", b->schema);
+        pg_admin(sql);
+        return;
+    }
+    static const char *const files[] = {"db", "db-wal", "db-shm", "backup", NULL};
+    for (int i = 0; files[i]; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s", b->dir, files[i]);
+        unlink(path);
+    }
+    rmdir(b->dir);
+}
+
+/* A fresh, opened store for 'area'; false when this backend is skipped. */
+static bool fresh(struct backend *b, bool pg, const char *area)
+{
+    if (!place(b, pg, area))
+        return false;
+    if (pg) {
+        int from = -1, to = -1, rc;
+        enum log_level saved = log_level;
+        log_level = LOG_WARN;   /* not "applying migration" every time */
+        rc = store_pg_migrate(b->url, &from, &to);
+        log_level = saved;
+        CHECK_EQ_INT(rc, ERR_OK);
+        CHECK_EQ_INT(from, 0);
+        CHECK(to > 0);
+    }
+    if (!CHECK_EQ_INT(store_open(b->url, &b->st), ERR_OK)) {
+        unplace(b);
+        return false;
+    }
+    return true;
+}
+
+static void finish(struct backend *b)
+{
+    b->st->ops->close(b->st);
+    unplace(b);
+}
+
+/* Runs fn on a fresh store of each backend; a failure is followed by a note
+ * naming the backend. */
+static void each_backend(const char *area, void (*fn)(struct backend *b))
+{
+    for (int pg = 0; pg < 2; pg++) {
+        struct backend b;
+        if (!fresh(&b, pg, area))
+            continue;
+        int failed = test_checks_failed;
+        fn(&b);
+        if (test_checks_failed != failed)
+            test_note("(the failures above are of the %s backend)", b.name);
+        finish(&b);
+    }
+}
+
+/* ---- helpers ---- */
+
+static struct link mk(const char *code, int64_t owner, const char *url, int64_t created,
+                      int64_t expires)
+{
+    struct link l;
+    memset(&l, 0, sizeof(l));
+    snprintf(l.code, sizeof(l.code), "%s", code);
+    l.owner = owner;
+    l.url = (char *)url;
+    l.created_at = created;
+    l.changed_at = created;
+    l.expires_at = expires;
+    return l;
+}
+
+static int insert(struct store *st, const char *code, int64_t owner, const char *url,
+                  int64_t created, int64_t expires)
+{
+    struct link l = mk(code, owner, url, created, expires);
+    return st->ops->link_insert(st, &l);
+}
+
+static bool exists(struct store *st, const char *code)
+{
+    struct link l;
+    int rc = st->ops->link_get(st, code, &l);
+    if (rc == ERR_OK)
+        link_release(&l);
+    return rc == ERR_OK;
+}
+
+/* Codes a link_list call handed over, comma-separated. */
+struct collect {
+    struct buf s;
+    int calls;
+    int stop_after;     /* 0: never stop */
+    char last_code[CODE_MAX + 1];
+    int64_t last_created;
+};
+
+static int collect_link(const struct link *l, void *arg)
+{
+    struct collect *c = arg;
+    if (c->s.len)
+        buf_addc(&c->s, ',');
+    buf_adds(&c->s, l->code);
+    snprintf(c->last_code, sizeof(c->last_code), "%s", l->code);
+    c->last_created = l->created_at;
+    return ++c->calls == c->stop_after;
+}
+
+/* ---- meta ---- */
+
+static void meta_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct buf v = BUF_INIT;
+    CHECK_EQ_INT(st->ops->meta_get(st, "nothing", &v), ERR_NOTFOUND);
+    const unsigned char bin[] = {0, 1, 255, '\\', 'x', 0, '\'', '"'};
+    CHECK_EQ_INT(st->ops->meta_put(st, "bin", bin, sizeof(bin)), ERR_OK);
+    CHECK_EQ_INT(st->ops->meta_get(st, "bin", &v), ERR_OK);
+    CHECK(v.len == sizeof(bin) && memcmp(v.p, bin, sizeof(bin)) == 0);
+    CHECK_EQ_INT(st->ops->meta_put(st, "bin", "new", 3), ERR_OK);
+    CHECK_EQ_INT(st->ops->meta_get(st, "bin", &v), ERR_OK);
+    CHECK(v.len == 3 && memcmp(v.p, "new", 3) == 0);
+    CHECK_EQ_INT(st->ops->meta_put(st, "empty", "", 0), ERR_OK);
+    CHECK_EQ_INT(st->ops->meta_get(st, "empty", &v), ERR_OK);
+    CHECK_EQ_INT(v.len, 0);
+    CHECK_EQ_INT(st->ops->meta_del(st, "bin"), ERR_OK);
+    CHECK_EQ_INT(st->ops->meta_get(st, "bin", &v), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->meta_del(st, "bin"), ERR_OK);      /* absent: nothing to do */
+
+    /* The aggregator's checkpoint, as aggregate.c stores and reads it: one
+     * per journal, so two journals (nodes) never see each other's. */
+    struct aggregate *agg_a = aggregate_new(NULL, NULL), *agg_b = aggregate_new(NULL, NULL);
+    aggregate_set_journal(agg_a, "journal-agg_a");
+    aggregate_set_journal(agg_b, "journal-agg_b");
+    uint64_t pos = 1;
+    CHECK_EQ_INT(aggregate_checkpoint(agg_a, st, &pos), ERR_OK);
+    CHECK_EQ_INT(pos, 0);
+    const unsigned char le[8] = {0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
+    CHECK_EQ_INT(st->ops->meta_put(st, "journal_pos:journal-agg_a", le, 8), ERR_OK);
+    CHECK_EQ_INT(aggregate_checkpoint(agg_a, st, &pos), ERR_OK);
+    CHECK(pos == 0x1122334455667788ull);
+    CHECK_EQ_INT(aggregate_checkpoint(agg_b, st, &pos), ERR_OK);
+    CHECK_EQ_INT(pos, 0);
+    aggregate_free(agg_a);
+    aggregate_free(agg_b);
+    buf_release(&v);
+}
+
+void test_store_meta(void) { each_backend("meta", meta_checks); }
+
+/* ---- transactions and savepoints ---- */
+
+struct reader {
+    struct store *st;
+    const char *code;
+    bool seen;
+};
+
+static void *read_other(void *arg)
+{
+    struct reader *r = arg;
+    r->seen = exists(r->st, r->code);
+    return NULL;
+}
+
+/* Whether another thread (another connection) sees 'code' now. */
+static bool seen_by_other(struct store *st, const char *code)
+{
+    struct reader r = {st, code, false};
+    pthread_t t;
+    pthread_create(&t, NULL, read_other, &r);
+    pthread_join(t, NULL);
+    return r.seen;
+}
+
+static int64_t day_clicks(struct store *st, const char *code, int64_t day);
+
+static void tx_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    /* A rolled-back savepoint leaves no row; a kept one does. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
+    CHECK_EQ_INT(insert(st, "gone", 1, "https://a.example/", 10, 0), ERR_OK);
+    CHECK(exists(st, "gone"));
+    st->ops->savepoint_end(st, false);
+    CHECK(!exists(st, "gone"));
+    CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
+    CHECK_EQ_INT(insert(st, "kept", 1, "https://a.example/", 10, 0), ERR_OK);
+    st->ops->savepoint_end(st, true);
+    CHECK(!seen_by_other(st, "kept"));      /* not committed yet */
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(exists(st, "kept"));
+    CHECK(!exists(st, "gone"));
+    CHECK(seen_by_other(st, "kept"));
+
+    /* A rolled-back transaction leaves nothing. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(insert(st, "undone", 1, "https://a.example/", 10, 0), ERR_OK);
+    st->ops->rollback(st);
+    CHECK(!exists(st, "undone"));
+    st->ops->rollback(st);                  /* without a transaction: harmless */
+
+    /* Counters in a rolled-back savepoint are dropped with it; the ones in a
+     * kept savepoint are read back inside the transaction and committed. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_daily(st, "kept", 5, 100, 0, 0), ERR_OK);
+    st->ops->savepoint_end(st, false);
+    CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_daily(st, "kept", 5, 7, 0, 0), ERR_OK);
+    CHECK_EQ_INT(day_clicks(st, "kept", 5), 7);
+    CHECK_EQ_INT(st->ops->agg_daily(st, "kept", 5, 1, 0, 0), ERR_OK);
+    st->ops->savepoint_end(st, true);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(day_clicks(st, "kept", 5), 8);
+    struct link l;
+    CHECK_EQ_INT(st->ops->link_get(st, "kept", &l), ERR_OK);
+    CHECK_EQ_INT(l.clicks, 8);
+    link_release(&l);
+
+    /* Counters written and then rolled back with the whole transaction. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_daily(st, "kept", 5, 50, 0, 0), ERR_OK);
+    st->ops->rollback(st);
+    CHECK_EQ_INT(day_clicks(st, "kept", 5), 8);
+
+    /* A commit without a transaction is an error, and so is a transaction
+     * inside another; the store carries on. */
+    int rc;
+    QUIET(rc = st->ops->commit(st));
+    CHECK(rc != ERR_OK);
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    QUIET(rc = st->ops->begin(st));
+    CHECK(rc != ERR_OK);
+    CHECK_EQ_INT(insert(st, "inner", 1, "https://a.example/", 10, 0), ERR_OK);
+    st->ops->rollback(st);
+    CHECK(!exists(st, "inner"));
+    CHECK(exists(st, "kept"));
+    CHECK_EQ_INT(st->ops->ping(st), ERR_OK);
+}
+
+void test_store_transactions(void) { each_backend("tx", tx_checks); }
+
+/* ---- links ---- */
+
+static void links_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct link in = mk("abc1", 7, "https://example.com/a?q=\"1\"&b=\\x", 1000, 5000);
+    in.title = "Ünïcode title";
+    in.note = "a note, with 'quotes'";
+    in.tags = "[\"x\",\"y\"]";
+    in.permanent = true;
+    in.changed_at = 1001;
+    in.clicks = 3;
+    in.bot_clicks = 4;
+    CHECK_EQ_INT(st->ops->link_insert(st, &in), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_insert(st, &in), ERR_EXISTS);
+    struct link l;
+    CHECK_EQ_INT(st->ops->link_get(st, "nope", &l), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "abc1", &l), ERR_OK)) {
+        CHECK_EQ_STR(l.code, "abc1");
+        CHECK_EQ_INT(l.owner, 7);
+        CHECK_EQ_STR(l.url, in.url);
+        CHECK_EQ_STR(l.title, in.title);
+        CHECK_EQ_STR(l.note, in.note);
+        CHECK_EQ_STR(l.tags, in.tags);
+        CHECK_EQ_INT(l.created_at, 1000);
+        CHECK_EQ_INT(l.expires_at, 5000);
+        CHECK_EQ_INT(l.changed_at, 1001);
+        CHECK_EQ_INT(l.state, LINK_ACTIVE);
+        CHECK(l.permanent);
+        CHECK_EQ_INT(l.clicks, 3);
+        CHECK_EQ_INT(l.bot_clicks, 4);
+        link_release(&l);
+    }
+    CHECK_EQ_INT(insert(st, "bare", 7, "https://example.com/b", 1000, 0), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "bare", &l), ERR_OK)) {
+        CHECK(!l.title && !l.note && !l.tags && !l.permanent);
+        link_release(&l);
+    }
+
+    /* A taken code inside a transaction is ERR_EXISTS and the transaction
+     * goes on: the creator tries the next candidate. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(insert(st, "abc1", 1, "https://example.com/c", 1100, 0), ERR_EXISTS);
+    CHECK_EQ_INT(insert(st, "abc2", 1, "https://example.com/c", 1100, 0), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(exists(st, "abc2"));
+
+    /* The longest URL a link may have (more than a btree entry holds). */
+    static char longurl[8193];
+    memset(longurl, 'u', sizeof(longurl) - 1);
+    memcpy(longurl, "https://long.example/", 21);
+    CHECK_EQ_INT(insert(st, "long", 7, longurl, 1200, 0), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "long", &l), ERR_OK)) {
+        CHECK_EQ_INT(strlen(l.url), 8192);
+        link_release(&l);
+    }
+
+    /* find_live: the newest live link of that owner with that URL. */
+    const char *u = "https://example.com/same";
+    CHECK_EQ_INT(insert(st, "old1", 7, u, 1000, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "new1", 7, u, 2000, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "exp1", 7, u, 3000, 3500), ERR_OK);   /* expired at 4000 */
+    CHECK_EQ_INT(insert(st, "oth1", 8, u, 4000, 0), ERR_OK);      /* another owner */
+    if (CHECK_EQ_INT(st->ops->link_find_live(st, 7, u, 4000, &l), ERR_OK)) {
+        CHECK_EQ_STR(l.code, "new1");
+        link_release(&l);
+    }
+    if (CHECK_EQ_INT(st->ops->link_find_live(st, 7, u, 3400, &l), ERR_OK)) {
+        CHECK_EQ_STR(l.code, "exp1");       /* not expired yet */
+        link_release(&l);
+    }
+    if (CHECK_EQ_INT(st->ops->link_find_live(st, 7, longurl, 4000, &l), ERR_OK)) {
+        CHECK_EQ_STR(l.code, "long");
+        link_release(&l);
+    }
+    CHECK_EQ_INT(st->ops->link_find_live(st, 9, u, 4000, &l), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->link_find_live(st, 7, "https://example.com/other", 4000, &l),
+                 ERR_NOTFOUND);
+
+    /* set_state: disable and enable keep the data; delete clears it. */
+    CHECK_EQ_INT(st->ops->link_set_state(st, "new1", LINK_DISABLED, 5000), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "new1", &l), ERR_OK)) {
+        CHECK_EQ_INT(l.state, LINK_DISABLED);
+        CHECK_EQ_INT(l.changed_at, 5000);
+        CHECK_EQ_STR(l.url, u);
+        link_release(&l);
+    }
+    if (CHECK_EQ_INT(st->ops->link_find_live(st, 7, u, 4000, &l), ERR_OK)) {
+        CHECK_EQ_STR(l.code, "old1");       /* the disabled one is not live */
+        link_release(&l);
+    }
+    CHECK_EQ_INT(st->ops->link_set_state(st, "new1", LINK_ACTIVE, 5100), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "new1", &l), ERR_OK)) {
+        CHECK_EQ_INT(l.state, LINK_ACTIVE);
+        CHECK_EQ_INT(l.changed_at, 5100);
+        link_release(&l);
+    }
+    CHECK_EQ_INT(st->ops->link_set_state(st, "abc1", LINK_DELETED, 6000), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "abc1", &l), ERR_OK)) {
+        CHECK_EQ_INT(l.state, LINK_DELETED);
+        CHECK_EQ_INT(l.changed_at, 6000);
+        CHECK(!l.url && !l.title && !l.note && !l.tags);
+        CHECK_EQ_INT(l.clicks, 3);          /* the totals stay */
+        link_release(&l);
+    }
+    CHECK_EQ_INT(insert(st, "abc1", 7, "https://example.com/again", 7000, 0), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->link_set_state(st, "nope", LINK_DISABLED, 1), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->link_set_state(st, "nope", LINK_DELETED, 1), ERR_NOTFOUND);
+    int64_t n = -1;
+    CHECK_EQ_INT(st->ops->link_count(st, &n), ERR_OK);
+    CHECK_EQ_INT(n, 8);
+}
+
+void test_store_links(void) { each_backend("links", links_checks); }
+
+/* ---- listing ---- */
+
+static const char *list(struct store *st, struct link_query q, struct collect *c)
+{
+    buf_reset(&c->s);
+    buf_adds(&c->s, "");
+    c->calls = 0;
+    if (st->ops->link_list(st, &q, collect_link, c) != ERR_OK)
+        return "(error)";
+    return buf_cstr(&c->s);
+}
+
+static void list_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    /* Owner 1: live a1..a4 (a2 and a3 created in the same millisecond),
+     * expiring e1 (later), expired x1, deleted d1, disabled s1; owner 2: b1. */
+    CHECK_EQ_INT(insert(st, "a1", 1, "https://e.example/1", 100, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "a2", 1, "https://e.example/2", 200, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "a3", 1, "https://e.example/3", 200, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "a4", 1, "https://e.example/4", 300, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "e1", 1, "https://e.example/5", 400, 9000), ERR_OK);
+    CHECK_EQ_INT(insert(st, "x1", 1, "https://e.example/6", 500, 600), ERR_OK);
+    CHECK_EQ_INT(insert(st, "d1", 1, "https://e.example/7", 600, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "s1", 1, "https://e.example/8", 700, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "b1", 2, "https://e.example/9", 800, 0), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_set_state(st, "d1", LINK_DELETED, 900), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_set_state(st, "s1", LINK_DISABLED, 900), ERR_OK);
+
+    struct collect c = {BUF_INIT, 0, 0, "", 0};
+    const struct link_query all = {.owner = -1, .now = 1000, .limit = 100};
+    struct link_query q = all;
+    q.want_live = true;
+    CHECK_EQ_STR(list(st, q, &c), "b1,e1,a4,a3,a2,a1");
+    q = all;
+    q.want_expired = true;
+    CHECK_EQ_STR(list(st, q, &c), "x1");
+    q = all;
+    q.states = 1u << LINK_DELETED;
+    CHECK_EQ_STR(list(st, q, &c), "d1");
+    q = all;
+    q.states = 1u << LINK_DISABLED;
+    CHECK_EQ_STR(list(st, q, &c), "s1");
+    q = all;
+    q.states = (1u << LINK_DELETED) | (1u << LINK_DISABLED);
+    q.want_live = q.want_expired = true;
+    CHECK_EQ_STR(list(st, q, &c), "b1,s1,d1,x1,e1,a4,a3,a2,a1");
+    q.owner = 2;
+    CHECK_EQ_STR(list(st, q, &c), "b1");
+    q.owner = 3;
+    CHECK_EQ_STR(list(st, q, &c), "");
+    q = all;
+    CHECK_EQ_STR(list(st, q, &c), "");      /* nothing wanted */
+    q = all;
+    q.want_live = true;
+    q.now = 9500;                           /* e1 has expired by now */
+    CHECK_EQ_STR(list(st, q, &c), "b1,a4,a3,a2,a1");
+    q.want_live = false;
+    q.want_expired = true;
+    CHECK_EQ_STR(list(st, q, &c), "x1,e1");
+
+    /* Pages through the cursor; pages of five split the tie at 200. */
+    static const struct {
+        int limit;
+        const char *pages;
+    } paging[] = {{2, "s1,x1|e1,a4|a3,a2|a1"}, {5, "s1,x1,e1,a4,a3|a2,a1"}};
+    for (int i = 0; i < 2; i++) {
+        q = all;
+        q.owner = 1;
+        q.want_live = q.want_expired = true;
+        q.states = 1u << LINK_DISABLED;
+        q.limit = paging[i].limit;
+        struct buf pages = BUF_INIT;
+        char after[CODE_MAX + 1] = "";
+        for (int page = 0; page < 10; page++) {
+            q.after_code = after;
+            const char *got = list(st, q, &c);
+            if (!c.calls)
+                break;
+            buf_printf(&pages, "%s%s", pages.len ? "|" : "", got);
+            snprintf(after, sizeof(after), "%s", c.last_code);
+            q.after_created = c.last_created;
+        }
+        CHECK_EQ_STR(buf_cstr(&pages), paging[i].pages);
+        buf_release(&pages);
+    }
+
+    /* A callback that stops ends the listing. */
+    q = all;
+    q.want_live = true;
+    c.stop_after = 2;
+    CHECK_EQ_STR(list(st, q, &c), "b1,e1");
+    CHECK_EQ_INT(c.calls, 2);
+    buf_release(&c.s);
+}
+
+void test_store_list(void) { each_backend("list", list_checks); }
+
+/* ---- sweeping expired links ---- */
+
+static void sweep_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    CHECK_EQ_INT(insert(st, "ex1", 1, "https://e.example/1", 10, 100), ERR_OK);
+    CHECK_EQ_INT(insert(st, "ex2", 1, "https://e.example/2", 10, 200), ERR_OK);
+    CHECK_EQ_INT(insert(st, "ex3", 1, "https://e.example/3", 10, 300), ERR_OK);
+    CHECK_EQ_INT(insert(st, "fut", 1, "https://e.example/4", 10, 5000), ERR_OK);
+    CHECK_EQ_INT(insert(st, "never", 1, "https://e.example/5", 10, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "del", 1, "https://e.example/6", 10, 150), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_set_state(st, "del", LINK_DELETED, 20), ERR_OK);
+    int swept = -1;
+    CHECK_EQ_INT(st->ops->link_sweep(st, 1000, 2, &swept), ERR_OK);
+    CHECK_EQ_INT(swept, 2);
+    CHECK_EQ_INT(st->ops->link_sweep(st, 1000, 2, &swept), ERR_OK);
+    CHECK_EQ_INT(swept, 1);
+    CHECK_EQ_INT(st->ops->link_sweep(st, 1000, 2, &swept), ERR_OK);
+    CHECK_EQ_INT(swept, 0);
+    const char *gone[] = {"ex1", "ex2", "ex3"};
+    for (int i = 0; i < 3; i++) {
+        struct link l;
+        if (CHECK_EQ_INT(st->ops->link_get(st, gone[i], &l), ERR_OK)) {
+            CHECK(!l.url);
+            CHECK_EQ_INT(l.state, LINK_ACTIVE);     /* still a link, answering 410 */
+            link_release(&l);
+        }
+    }
+    const char *kept[] = {"fut", "never"};
+    for (int i = 0; i < 2; i++) {
+        struct link l;
+        if (CHECK_EQ_INT(st->ops->link_get(st, kept[i], &l), ERR_OK)) {
+            CHECK(l.url != NULL);
+            link_release(&l);
+        }
+    }
+}
+
+void test_store_sweep(void) { each_backend("sweep", sweep_checks); }
+
+/* ---- claiming blocks of the code counter ---- */
+
+#define CLAIMS 150
+#define BLOCK 7
+
+struct claimer {
+    struct store *st;
+    uint64_t start[CLAIMS];
+    int failures;
+};
+
+static void *claim_many(void *arg)
+{
+    struct claimer *c = arg;
+    for (int i = 0; i < CLAIMS; i++)
+        if (c->st->ops->claim_block(c->st, BLOCK, &c->start[i]) != ERR_OK)
+            c->failures++;
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void claim_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    uint64_t s1 = 99, s2 = 99;
+    CHECK_EQ_INT(st->ops->claim_block(st, 1000, &s1), ERR_OK);
+    CHECK_EQ_INT(s1, 0);
+    CHECK_EQ_INT(st->ops->claim_block(st, 1000, &s2), ERR_OK);
+    CHECK_EQ_INT(s2, 1000);
+
+    /* SQLite's claim is part of the writer's transaction and rolls back
+     * with it (one process: it claims again); PostgreSQL's runs on its own
+     * connection, so a claimed block stays claimed whatever happens to the
+     * transaction, and no other node can be handed it again. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->claim_block(st, 1000, &s1), ERR_OK);
+    CHECK_EQ_INT(s1, 2000);
+    st->ops->rollback(st);
+    CHECK_EQ_INT(st->ops->claim_block(st, 1000, &s2), ERR_OK);
+    CHECK_EQ_INT(s2, b->pg ? 3000 : 2000);
+    uint64_t next = s2 + 1000;
+
+    /* Two nodes (two stores, each with its own connections) claiming at
+     * once never get the same block, and together leave no gap. */
+    struct store *other = NULL;
+    if (!CHECK_EQ_INT(store_open(b->url, &other), ERR_OK))
+        return;
+    static struct claimer c[2];
+    memset(c, 0, sizeof(c));
+    c[0].st = st;
+    c[1].st = other;
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, claim_many, &c[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ_INT(c[0].failures + c[1].failures, 0);
+    static uint64_t all[2 * CLAIMS];
+    memcpy(all, c[0].start, sizeof(c[0].start));
+    memcpy(all + CLAIMS, c[1].start, sizeof(c[1].start));
+    qsort(all, 2 * CLAIMS, sizeof(all[0]), cmp_u64);
+    int bad = 0;
+    for (int i = 0; i < 2 * CLAIMS; i++)
+        bad += all[i] != next + (uint64_t)i * BLOCK;
+    CHECK_EQ_INT(bad, 0);
+    other->ops->close(other);
+}
+
+void test_store_claim(void) { each_backend("claim", claim_checks); }
+
+/* ---- API keys ---- */
+
+static int count_key(const struct apikey *k, void *arg)
+{
+    struct collect *c = arg;
+    buf_printf(&c->s, "%s%s:%d:%lld", c->s.len ? "," : "", k->name, k->admin,
+               (long long)k->revoked_at);
+    return ++c->calls == c->stop_after;
+}
+
+static void keys_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    uint8_t h1[32], h2[32], h3[32];
+    for (int i = 0; i < 32; i++) {
+        h1[i] = (uint8_t)i;         /* starts with a zero byte */
+        h2[i] = (uint8_t)(255 - i);
+        h3[i] = (uint8_t)(i * 7 + 92);
+    }
+    int64_t id1 = 0, id2 = 0, id3 = 0, n = -1;
+    CHECK_EQ_INT(st->ops->key_count(st, &n), ERR_OK);
+    CHECK_EQ_INT(n, 0);
+    CHECK_EQ_INT(st->ops->key_insert(st, "admin", h1, true, 100, &id1), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_insert(st, "alice", h2, false, 200, &id2), ERR_OK);
+    CHECK(id1 > 0 && id2 > id1);
+    int64_t dup = 0;
+    CHECK_EQ_INT(st->ops->key_insert(st, "again", h1, false, 300, &dup), ERR_EXISTS);
+    /* Inside a transaction, a taken hash leaves the transaction usable. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_insert(st, "again", h2, false, 300, &dup), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->key_insert(st, "bob", h3, false, 300, &id3), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(id3 > id2);
+
+    struct apikey k;
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h1, &k), ERR_OK)) {
+        CHECK_EQ_INT(k.id, id1);
+        CHECK_EQ_STR(k.name, "admin");
+        CHECK(k.admin);
+        CHECK_EQ_INT(k.created_at, 100);
+        CHECK_EQ_INT(k.revoked_at, 0);
+    }
+    uint8_t none[32] = {0};
+    CHECK_EQ_INT(st->ops->key_by_hash(st, none, &k), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id2, 500), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id2, 600), ERR_NOTFOUND);     /* already revoked */
+    CHECK_EQ_INT(st->ops->key_revoke(st, id3 + 100, 600), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h2, &k), ERR_OK))
+        CHECK_EQ_INT(k.revoked_at, 500);
+    struct collect c = {BUF_INIT, 0, 0, "", 0};
+    CHECK_EQ_INT(st->ops->key_list(st, count_key, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0,alice:0:500,bob:0:0");
+    buf_reset(&c.s);
+    c.calls = 0;
+    c.stop_after = 1;
+    CHECK_EQ_INT(st->ops->key_list(st, count_key, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0");
+    CHECK_EQ_INT(st->ops->key_count(st, &n), ERR_OK);
+    CHECK_EQ_INT(n, 3);
+    buf_release(&c.s);
+}
+
+void test_store_keys(void) { each_backend("keys", keys_checks); }
+
+/* ---- idempotency ---- */
+
+static void idem_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct idem_rec rec = {.status = 201, .body = "{\"code\":\"x\\\"y\"}", .created_at = 1000};
+    for (int i = 0; i < 32; i++)
+        rec.fingerprint[i] = (uint8_t)(i * 13);
+    CHECK_EQ_INT(st->ops->idem_put(st, 5, "key-1", &rec), ERR_OK);
+    struct idem_rec out;
+    if (CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-1", 1000, &out), ERR_OK)) {
+        CHECK(memcmp(out.fingerprint, rec.fingerprint, 32) == 0);
+        CHECK_EQ_INT(out.status, 201);
+        CHECK_EQ_STR(out.body, rec.body);
+        CHECK_EQ_INT(out.created_at, 1000);
+        free(out.body);
+    }
+    CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-1", 1001, &out), ERR_NOTFOUND);  /* too old */
+    CHECK_EQ_INT(st->ops->idem_get(st, 6, "key-1", 0, &out), ERR_NOTFOUND);     /* other key */
+    CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-2", 0, &out), ERR_NOTFOUND);
+    /* A second put replaces the answer; a NULL body is stored empty. */
+    struct idem_rec rec2 = {.status = 422, .body = NULL, .created_at = 2000};
+    CHECK_EQ_INT(st->ops->idem_put(st, 5, "key-1", &rec2), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-1", 0, &out), ERR_OK)) {
+        CHECK_EQ_INT(out.status, 422);
+        CHECK_EQ_STR(out.body, "");
+        CHECK_EQ_INT(out.created_at, 2000);
+        CHECK_EQ_INT(out.fingerprint[1], 0);
+        free(out.body);
+    }
+    CHECK_EQ_INT(st->ops->idem_put(st, 6, "key-1", &rec), ERR_OK);     /* created 1000 */
+    CHECK_EQ_INT(st->ops->idem_sweep(st, 1500), ERR_OK);
+    CHECK_EQ_INT(st->ops->idem_get(st, 6, "key-1", 0, &out), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-1", 0, &out), ERR_OK))
+        free(out.body);
+}
+
+void test_store_idempotency(void) { each_backend("idem", idem_checks); }
+
+/* ---- blocklist ---- */
+
+static int collect_host(const char *host, int64_t created_at, void *arg)
+{
+    struct collect *c = arg;
+    buf_printf(&c->s, "%s%s@%lld", c->s.len ? "," : "", host, (long long)created_at);
+    return ++c->calls == c->stop_after;
+}
+
+static void block_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    bool yes = true;
+    CHECK_EQ_INT(st->ops->block_has(st, "evil.example", &yes), ERR_OK);
+    CHECK(!yes);
+    CHECK_EQ_INT(st->ops->block_add(st, "evil.example", 10), ERR_OK);
+    CHECK_EQ_INT(st->ops->block_add(st, "evil.example", 11), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->block_add(st, "evil.example", 12), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->block_add(st, "Bad.example", 13), ERR_OK);
+    CHECK_EQ_INT(st->ops->block_add(st, "aaa.example", 14), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->block_has(st, "evil.example", &yes), ERR_OK);
+    CHECK(yes);
+    CHECK_EQ_INT(st->ops->block_has(st, "good.example", &yes), ERR_OK);
+    CHECK(!yes);
+    struct collect c = {BUF_INIT, 0, 0, "", 0};
+    CHECK_EQ_INT(st->ops->block_list(st, collect_host, &c), ERR_OK);
+    /* Byte order, as SQLite sorts: upper case first. */
+    CHECK_EQ_STR(buf_cstr(&c.s), "Bad.example@13,aaa.example@14,evil.example@10");
+    CHECK_EQ_INT(st->ops->block_del(st, "evil.example"), ERR_OK);
+    CHECK_EQ_INT(st->ops->block_del(st, "evil.example"), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->block_has(st, "evil.example", &yes), ERR_OK);
+    CHECK(!yes);
+    buf_reset(&c.s);
+    c.calls = 0;
+    c.stop_after = 1;
+    CHECK_EQ_INT(st->ops->block_list(st, collect_host, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "Bad.example@13");
+    buf_release(&c.s);
+}
+
+void test_store_blocklist(void) { each_backend("block", block_checks); }
+
+/* ---- click analytics ---- */
+
+struct days {
+    struct buf s;
+};
+
+static int collect_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%lld:%lld/%lld/%lld", s->len ? "," : "", (long long)day, (long long)clicks,
+               (long long)uniques, (long long)bots);
+    return 0;
+}
+
+static int sum_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
+{
+    (void)day, (void)uniques, (void)bots;
+    *(int64_t *)arg += clicks;
+    return 0;
+}
+
+static int64_t day_clicks(struct store *st, const char *code, int64_t day)
+{
+    int64_t n = 0;
+    if (st->ops->stats_days(st, code, day, day, sum_day, &n) != ERR_OK)
+        return -1;
+    return n;
+}
+
+static int collect_dim(int dim, const char *value, int64_t n, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%d:%s=%lld", s->len ? "," : "", dim, value, (long long)n);
+    return 0;
+}
+
+static int collect_recent(const struct recent_click *r, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%lld:%s/%s/%s/%s", s->len ? "," : "", (long long)r->ts, r->referrer,
+               r->country, r->device, r->browser);
+    return 0;
+}
+
+static int collect_top(const char *code, int64_t clicks, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%s=%lld", s->len ? "," : "", code, (long long)clicks);
+    return 0;
+}
+
+static const char *days_of(struct store *st, const char *code, int64_t from, int64_t to,
+                           struct buf *s)
+{
+    buf_reset(s);
+    buf_adds(s, "");
+    if (st->ops->stats_days(st, code, from, to, collect_day, s) != ERR_OK)
+        return "(error)";
+    return buf_cstr(s);
+}
+
+static const char *dims_of(struct store *st, const char *code, int64_t from, int64_t to,
+                           struct buf *s)
+{
+    buf_reset(s);
+    buf_adds(s, "");
+    if (st->ops->stats_dims(st, code, from, to, collect_dim, s) != ERR_OK)
+        return "(error)";
+    return buf_cstr(s);
+}
+
+static const char *recent_of(struct store *st, const char *code, int limit, struct buf *s)
+{
+    buf_reset(s);
+    buf_adds(s, "");
+    if (st->ops->stats_recent(st, code, limit, collect_recent, s) != ERR_OK)
+        return "(error)";
+    return buf_cstr(s);
+}
+
+static const char *top_of(struct store *st, int64_t owner, int64_t day, int limit, struct buf *s)
+{
+    buf_reset(s);
+    buf_adds(s, "");
+    if (st->ops->stats_top(st, owner, day, limit, collect_top, s) != ERR_OK)
+        return "(error)";
+    return buf_cstr(s);
+}
+
+static int recent(struct store *st, const char *code, int64_t ts, const char *ref, int keep)
+{
+    struct recent_click r = {ts, ref, "NL", "desktop", "Firefox"};
+    return st->ops->agg_recent(st, code, &r, keep);
+}
+
+static void agg_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct buf s = BUF_INIT;
+    CHECK_EQ_INT(insert(st, "agg1", 1, "https://e.example/1", 10, 0), ERR_OK);
+    CHECK_EQ_INT(insert(st, "agg2", 2, "https://e.example/2", 10, 0), ERR_OK);
+
+    /* Visitors: new once per link and day. */
+    bool is_new = false;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_visitor(st, "agg1", 100, UINT64_MAX, &is_new), ERR_OK);
+    CHECK(is_new);
+    CHECK_EQ_INT(st->ops->agg_visitor(st, "agg1", 100, UINT64_MAX, &is_new), ERR_OK);
+    CHECK(!is_new);
+    CHECK_EQ_INT(st->ops->agg_visitor(st, "agg1", 101, UINT64_MAX, &is_new), ERR_OK);
+    CHECK(is_new);
+    CHECK_EQ_INT(st->ops->agg_visitor(st, "agg2", 100, UINT64_MAX, &is_new), ERR_OK);
+    CHECK(is_new);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+
+    /* One transaction of counters, as the aggregator writes them, with the
+     * same day twice and values that need quoting. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_daily(st, "agg1", 100, 5, 2, 2), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_daily(st, "agg1", 101, 3, 0, 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_daily(st, "agg1", 100, 1, 1, 0), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "agg1", 100, DIM_COUNTRY, "NL", 4), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "agg1", 101, DIM_COUNTRY, "NL", 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "agg1", 100, DIM_COUNTRY, "DE", 2), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "agg1", 100, DIM_COUNTRY, "DE", 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "agg1", 100, DIM_REFERRER, "a \"b\" \\c, {d} NULL", 1),
+                 ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "agg1", 101, DIM_REFERRER, "zürich.example", 2), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "agg1", 101, DIM_REFERRER, "", 1), ERR_OK);
+    for (int i = 1; i <= 5; i++)
+        CHECK_EQ_INT(recent(st, "agg1", 1000 + i, i == 5 ? "last \"one\"" : "r", 3), ERR_OK);
+    const unsigned char pos[8] = {42};
+    CHECK_EQ_INT(st->ops->meta_put(st, "journal_pos", pos, 8), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+
+    CHECK_EQ_STR(days_of(st, "agg1", 100, 101, &s), "100:6/2/3,101:3/1/0");
+    CHECK_EQ_STR(days_of(st, "agg1", 101, 200, &s), "101:3/1/0");
+    CHECK_EQ_STR(days_of(st, "agg1", 0, 99, &s), "");
+    CHECK_EQ_STR(dims_of(st, "agg1", 100, 101, &s),
+                 "0:zürich.example=2,0:=1,0:a \"b\" \\c, {d} NULL=1,2:NL=5,2:DE=3");
+    CHECK_EQ_STR(dims_of(st, "agg1", 101, 101, &s), "0:zürich.example=2,0:=1,2:NL=1");
+    CHECK_EQ_STR(recent_of(st, "agg1", 10, &s),
+                 "1005:last \"one\"/NL/desktop/Firefox,1004:r/NL/desktop/Firefox,"
+                 "1003:r/NL/desktop/Firefox");
+    CHECK_EQ_STR(recent_of(st, "agg1", 1, &s), "1005:last \"one\"/NL/desktop/Firefox");
+    struct link l;
+    if (CHECK_EQ_INT(st->ops->link_get(st, "agg1", &l), ERR_OK)) {
+        CHECK_EQ_INT(l.clicks, 9);
+        CHECK_EQ_INT(l.bot_clicks, 3);
+        link_release(&l);
+    }
+
+    /* Newer clicks in a later transaction push out the oldest. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(recent(st, "agg1", 2001, "n", 3), ERR_OK);
+    CHECK_EQ_INT(recent(st, "agg1", 2002, "n", 3), ERR_OK);
+    CHECK_EQ_INT(recent(st, "agg2", 2003, "n", 3), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_STR(recent_of(st, "agg1", 10, &s),
+                 "2002:n/NL/desktop/Firefox,2001:n/NL/desktop/Firefox,"
+                 "1005:last \"one\"/NL/desktop/Firefox");
+    CHECK_EQ_STR(recent_of(st, "agg2", 10, &s), "2003:n/NL/desktop/Firefox");
+
+    /* Outside a transaction a counter is written at once. */
+    CHECK_EQ_INT(st->ops->agg_daily(st, "agg2", 100, 10, 0, 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "agg2", 100, DIM_BROWSER, "Firefox", 10), ERR_OK);
+    CHECK_EQ_STR(days_of(st, "agg2", 100, 100, &s), "100:10/1/0");
+    CHECK_EQ_STR(dims_of(st, "agg2", 100, 100, &s), "3:Firefox=10");
+    /* A day of a code without a link row is kept, and touches no link. */
+    CHECK_EQ_INT(st->ops->agg_daily(st, "ghost", 100, 1, 0, 0), ERR_OK);
+    CHECK_EQ_STR(days_of(st, "ghost", 100, 100, &s), "100:1/0/0");
+
+    /* Totals and top links. */
+    struct totals t = {-1, -1, -1};
+    CHECK_EQ_INT(st->ops->stats_totals(st, -1, &t), ERR_OK);
+    CHECK(t.links == 2 && t.clicks == 19 && t.bot_clicks == 3);
+    CHECK_EQ_INT(st->ops->stats_totals(st, 2, &t), ERR_OK);
+    CHECK(t.links == 1 && t.clicks == 10 && t.bot_clicks == 0);
+    CHECK_EQ_INT(st->ops->stats_totals(st, 9, &t), ERR_OK);
+    CHECK(t.links == 0 && t.clicks == 0 && t.bot_clicks == 0);
+    CHECK_EQ_STR(top_of(st, -1, 100, 10, &s), "agg2=10,agg1=6");
+    CHECK_EQ_STR(top_of(st, -1, 100, 1, &s), "agg2=10");
+    CHECK_EQ_STR(top_of(st, 1, 100, 10, &s), "agg1=6");
+    CHECK_EQ_STR(top_of(st, -1, 102, 10, &s), "");
+
+    /* More rows in one transaction than one batch holds. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    for (int i = 0; i < 5000; i++) {
+        char v[16];
+        snprintf(v, sizeof(v), "v%04d", i % 2500);
+        if (st->ops->agg_dim(st, "agg2", 103, DIM_LANGUAGE, v, 1) != ERR_OK) {
+            CHECK(!"agg_dim failed");
+            break;
+        }
+    }
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    dims_of(st, "agg2", 103, 103, &s);
+    CHECK(!strncmp(buf_cstr(&s), "6:v0000=2,6:v0001=2,", 20));
+    CHECK_EQ_INT(s.len, 2500 * strlen("6:v0000=2,") - 1);
+    buf_release(&s);
+}
+
+void test_store_analytics(void) { each_backend("agg", agg_checks); }
+
+/* Four nodes, each with its own store, adding to the same links and day at
+ * once, each in its own order, in transactions of their own: every click is
+ * counted once, and no transaction fails (no deadlock between nodes). */
+#define NODES 4
+#define ROUNDS 25
+#define HOT 20
+
+struct counter_node {
+    struct store *st;
+    unsigned seed;
+    int failures;
+};
+
+static void *count_clicks(void *arg)
+{
+    struct counter_node *n = arg;
+    struct store *st = n->st;
+    for (int round = 0; round < ROUNDS; round++) {
+        int order[HOT];
+        for (int i = 0; i < HOT; i++)
+            order[i] = i;
+        for (int i = HOT - 1; i > 0; i--) {
+            int j = (int)(rand_r(&n->seed) % (unsigned)(i + 1)), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        int rc = st->ops->begin(st);
+        for (int i = 0; i < HOT && rc == ERR_OK; i++) {
+            char code[16];
+            snprintf(code, sizeof(code), "hot%02d", order[i]);
+            rc = st->ops->agg_daily(st, code, 100, 1, 0, 0);
+            if (rc == ERR_OK)
+                rc = st->ops->agg_dim(st, code, 100, DIM_COUNTRY, "NL", 1);
+        }
+        unsigned char pos[8] = {(unsigned char)round};
+        if (rc == ERR_OK)
+            rc = st->ops->meta_put(st, "journal_pos", pos, 8);
+        if (rc == ERR_OK)
+            rc = st->ops->commit(st);
+        if (rc != ERR_OK) {
+            st->ops->rollback(st);
+            n->failures++;
+        }
+    }
+    return NULL;
+}
+
+static void concurrent_checks(struct backend *b)
+{
+    struct counter_node n[NODES];
+    for (int i = 0; i < NODES; i++) {
+        n[i] = (struct counter_node){b->st, (unsigned)i + 1, 0};
+        if (i && !CHECK_EQ_INT(store_open(b->url, &n[i].st), ERR_OK))
+            n[i].st = NULL;
+    }
+    for (int i = 0; i < HOT; i++) {
+        char code[16];
+        snprintf(code, sizeof(code), "hot%02d", i);
+        CHECK_EQ_INT(insert(b->st, code, 1, "https://e.example/hot", 10, 0), ERR_OK);
+    }
+    pthread_t t[NODES];
+    for (int i = 0; i < NODES; i++)
+        if (n[i].st)
+            pthread_create(&t[i], NULL, count_clicks, &n[i]);
+    for (int i = 0; i < NODES; i++)
+        if (n[i].st)
+            pthread_join(t[i], NULL);
+    int failures = 0, bad = 0;
+    for (int i = 0; i < NODES; i++)
+        failures += n[i].failures;
+    CHECK_EQ_INT(failures, 0);
+    struct buf s = BUF_INIT;
+    for (int i = 0; i < HOT; i++) {
+        char code[16];
+        snprintf(code, sizeof(code), "hot%02d", i);
+        struct link l;
+        bad += day_clicks(b->st, code, 100) != NODES * ROUNDS;
+        if (CHECK_EQ_INT(b->st->ops->link_get(b->st, code, &l), ERR_OK)) {
+            bad += l.clicks != NODES * ROUNDS;
+            link_release(&l);
+        }
+        bad += strcmp(dims_of(b->st, code, 100, 100, &s), "2:NL=100") != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+    buf_release(&s);
+    for (int i = 1; i < NODES; i++)
+        if (n[i].st)
+            n[i].st->ops->close(n[i].st);
+}
+
+void test_store_concurrent_counts(void) { each_backend("concurrent", concurrent_checks); }
+
+/* ---- pruning ---- */
+
+static void prune_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct buf s = BUF_INIT;
+    CHECK_EQ_INT(insert(st, "p1", 1, "https://e.example/1", 10, 0), ERR_OK);
+    bool is_new = false;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    for (int64_t day = 10; day <= 12; day++) {
+        CHECK_EQ_INT(st->ops->agg_daily(st, "p1", day, 1, 0, 1), ERR_OK);
+        CHECK_EQ_INT(st->ops->agg_dim(st, "p1", day, DIM_COUNTRY, "NL", 1), ERR_OK);
+        CHECK_EQ_INT(st->ops->agg_dim(st, "p1", day, DIM_BROWSER, "Firefox", 1), ERR_OK);
+        CHECK_EQ_INT(st->ops->agg_visitor(st, "p1", day, 77, &is_new), ERR_OK);
+    }
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    int pruned = -1;
+    CHECK_EQ_INT(st->ops->prune_days(st, 12, 2, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 4);        /* 2 of 2 daily rows, 2 of 4 dimension rows */
+    CHECK_EQ_INT(st->ops->prune_days(st, 12, 2, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 2);
+    CHECK_EQ_INT(st->ops->prune_days(st, 12, 2, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 0);
+    CHECK_EQ_STR(days_of(st, "p1", 0, 100, &s), "12:1/1/0");
+    CHECK_EQ_STR(dims_of(st, "p1", 0, 100, &s), "2:NL=1,3:Firefox=1");
+    struct link l;
+    if (CHECK_EQ_INT(st->ops->link_get(st, "p1", &l), ERR_OK)) {
+        CHECK_EQ_INT(l.clicks, 3);  /* all-time totals stay */
+        link_release(&l);
+    }
+    CHECK_EQ_INT(st->ops->prune_visitors(st, 12), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_visitor(st, "p1", 11, 77, &is_new), ERR_OK);
+    CHECK(is_new);                  /* forgotten */
+    CHECK_EQ_INT(st->ops->agg_visitor(st, "p1", 12, 77, &is_new), ERR_OK);
+    CHECK(!is_new);                 /* kept */
+    buf_release(&s);
+}
+
+void test_store_prune(void) { each_backend("prune", prune_checks); }
+
+/* ---- lifecycle ---- */
+
+static void lifecycle_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    CHECK_EQ_INT(st->ops->ping(st), ERR_OK);
+    CHECK_EQ_STR(st->ops->name, b->pg ? "postgres" : "sqlite");
+    /* SQLite copies itself; a PostgreSQL store is pg_dump's job. */
+    char to[128];
+    snprintf(to, sizeof(to), "%s/backup", b->pg ? "/tmp" : b->dir);
+    int rc;
+    QUIET(rc = st->ops->backup(st, to));
+    CHECK_EQ_INT(rc, b->pg ? ERR_INVALID : ERR_OK);
+    /* Reopening finds what was there. */
+    CHECK_EQ_INT(insert(st, "stay", 1, "https://e.example/", 10, 0), ERR_OK);
+    st->ops->close(st);
+    b->st = NULL;
+    if (CHECK_EQ_INT(store_open(b->url, &b->st), ERR_OK))
+        CHECK(exists(b->st, "stay"));
+}
+
+void test_store_lifecycle(void) { each_backend("life", lifecycle_checks); }
+
+/* ---- PostgreSQL only: schema versions, failed batches, lost connections ---- */
+
+struct migrator {
+    const char *url;
+    int rc, from, to;
+};
+
+static void *migrate_one(void *arg)
+{
+    struct migrator *m = arg;
+    m->rc = store_pg_migrate(m->url, &m->from, &m->to);
+    return NULL;
+}
+
+static void pg_batch_checks(struct backend *b);
+static void pg_lost_checks(struct backend *b);
+
+void test_store_pg(void)
+{
+    /* Store URLs that cannot work, whether or not a server is at hand. */
+    struct store *st = NULL;
+    int rc;
+    QUIET(rc = store_open("postgres://nobody@127.0.0.1:1/none?connect_timeout=2", &st));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    CHECK(st == NULL);
+    QUIET(rc = store_open("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", &st));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    QUIET(rc = store_open("mysql://nobody@127.0.0.1/none", &st));
+    CHECK_EQ_INT(rc, ERR_INVALID);
+    int from = -1, to = -1;
+    QUIET(rc = store_pg_migrate("postgres://nobody@127.0.0.1:1/none", &from, &to));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+
+    struct backend b;
+    if (!place(&b, true, "schema"))
+        return;
+    /* An empty database is refused until it is migrated. */
+    QUIET(rc = store_open(b.url, &st));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    /* Two migrators at once: one applies, the other waits and finds it done. */
+    struct migrator m[2] = {{b.url, -1, -1, -1}, {b.url, -1, -1, -1}};
+    pthread_t t[2];
+    enum log_level saved = log_level;
+    log_level = LOG_WARN;
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, migrate_one, &m[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    log_level = saved;
+    CHECK_EQ_INT(m[0].rc, ERR_OK);
+    CHECK_EQ_INT(m[1].rc, ERR_OK);
+    int version = m[0].to;
+    CHECK(version > 0 && m[1].to == version);
+    CHECK_EQ_INT((m[0].from == 0) + (m[1].from == 0), 1);
+    CHECK_EQ_INT(store_pg_migrate(b.url, &from, &to), ERR_OK);
+    CHECK(from == version && to == version);
+    if (CHECK_EQ_INT(store_open(b.url, &st), ERR_OK))
+        st->ops->close(st);
+    /* A schema newer than this binary is refused by both. */
+    char sql[256];
+    snprintf(sql, sizeof(sql), "INSERT INTO %s.schema_version (version, name) "
+             "VALUES (%d, 'future')", b.schema, version + 1);
+    CHECK(pg_admin(sql));
+    QUIET(rc = store_open(b.url, &st));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    QUIET(rc = store_pg_migrate(b.url, &from, &to));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    snprintf(sql, sizeof(sql), "DELETE FROM %s.schema_version WHERE name = 'future'", b.schema);
+    CHECK(pg_admin(sql));
+    if (CHECK_EQ_INT(store_open(b.url, &st), ERR_OK))
+        st->ops->close(st);
+    unplace(&b);
+
+    if (fresh(&b, true, "batch")) {
+        pg_batch_checks(&b);
+        finish(&b);
+    }
+    if (fresh(&b, true, "lost")) {
+        pg_lost_checks(&b);
+        finish(&b);
+    }
+}
+
+/* A batch of counters that PostgreSQL refuses (text that is not UTF-8)
+ * fails the statement after it, so the unit rolls back alone; in a kept
+ * savepoint it fails the commit, and nothing of the transaction stays. */
+static void pg_batch_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct buf s = BUF_INIT;
+    int rc;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "c1", 1, DIM_REFERRER, "bad \xff", 1), ERR_OK);
+    QUIET(rc = st->ops->meta_put(st, "journal_pos", "12345678", 8));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    QUIET(st->ops->savepoint_end(st, false));
+    CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "c1", 1, DIM_REFERRER, "good", 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->meta_put(st, "journal_pos", "87654321", 8), ERR_OK);
+    st->ops->savepoint_end(st, true);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_STR(dims_of(st, "c1", 1, 1, &s), "0:good=1");
+
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "c1", 1, DIM_REFERRER, "good", 5), ERR_OK);
+    st->ops->savepoint_end(st, true);
+    CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_dim(st, "c1", 1, DIM_REFERRER, "bad \xff", 1), ERR_OK);
+    QUIET(st->ops->savepoint_end(st, true));
+    QUIET(rc = st->ops->commit(st));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    st->ops->rollback(st);
+    CHECK_EQ_STR(dims_of(st, "c1", 1, 1, &s), "0:good=1");
+    struct buf v = BUF_INIT;
+    CHECK_EQ_INT(st->ops->meta_get(st, "journal_pos", &v), ERR_OK);
+    CHECK(v.len == 8 && !memcmp(v.p, "87654321", 8));
+    buf_release(&v);
+    buf_release(&s);
+}
+
+/* Ends every connection the stores of this process have to the server. */
+static bool kill_connections(void)
+{
+    return pg_admin("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                    "WHERE application_name = 'shortd' AND datname = current_database() "
+                    "AND pid <> pg_backend_pid()");
+}
+
+/* A connection lost outside a transaction is reopened for the next
+ * statement; inside one, the rest of the transaction fails instead of
+ * running on a new connection outside it. */
+static void pg_lost_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    CHECK_EQ_INT(insert(st, "l1", 1, "https://e.example/", 10, 0), ERR_OK);
+    CHECK(kill_connections());
+    int rc;
+    QUIET(rc = st->ops->ping(st));  /* the break shows here */
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    bool there = false;
+    QUIET(there = exists(st, "l1"));  /* on a new connection */
+    CHECK(there);
+
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(insert(st, "l2", 1, "https://e.example/", 10, 0), ERR_OK);
+    CHECK(kill_connections());
+    QUIET(rc = insert(st, "l3", 1, "https://e.example/", 10, 0));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    QUIET(rc = insert(st, "l4", 1, "https://e.example/", 10, 0));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    QUIET(rc = st->ops->commit(st));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    st->ops->rollback(st);
+    QUIET(rc = st->ops->begin(st));
+    CHECK_EQ_INT(rc, ERR_OK);
+    CHECK_EQ_INT(insert(st, "l5", 1, "https://e.example/", 10, 0), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(!exists(st, "l2") && !exists(st, "l3") && !exists(st, "l4"));
+    CHECK(exists(st, "l5"));
+
+    /* claim_block's own connection recovers the same way. */
+    uint64_t start = 0;
+    CHECK_EQ_INT(st->ops->claim_block(st, 10, &start), ERR_OK);
+    CHECK(kill_connections());
+    QUIET(rc = st->ops->claim_block(st, 10, &start));
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    QUIET(rc = st->ops->claim_block(st, 10, &start));
+    CHECK_EQ_INT(rc, ERR_OK);
+    CHECK_EQ_INT(start, 10);
+    QUIET(rc = st->ops->ping(st));  /* this thread's connection was ended too */
+    CHECK_EQ_INT(rc, ERR_STORAGE);
+    QUIET(rc = st->ops->ping(st));
+    CHECK_EQ_INT(rc, ERR_OK);
+}

@@ -1,0 +1,100 @@
+// app.js - the dashboard's entry: hash routes, the signed-in frame, and the
+// life of a page (a page may register clean-ups; a late answer for a page
+// that is gone is dropped).
+//
+//   #/signin            sign in with an API key
+//   #/links?q&tag&state the links table
+//   #/new               create a link
+//   #/link/CODE?days|from&to&bots   one link's analytics and QR code
+//   #/service           service-wide totals
+import { session, setUnauthorizedHandler } from './api.js';
+import { renderSignin } from './signin.js';
+import { renderLinks } from './links.js';
+import { renderCreate } from './create.js';
+import { renderLink } from './link.js';
+import { renderService } from './service.js';
+
+const view = document.getElementById('view');
+const nav = document.getElementById('nav');
+const signout = document.getElementById('signout');
+
+let generation = 0;
+let leaving = [];
+let notice = '';
+
+function parseHash() {
+    const raw = location.hash.replace(/^#/, '') || '/links';
+    const q = raw.indexOf('?');
+    const path = q < 0 ? raw : raw.slice(0, q);
+    return { path, params: new URLSearchParams(q < 0 ? '' : raw.slice(q + 1)) };
+}
+
+function render() {
+    for (const f of leaving) { try { f(); } catch { /* keep going */ } }
+    leaving = [];
+    const gen = ++generation;
+    const ctx = {
+        alive: () => gen === generation,
+        onLeave: (f) => leaving.push(f),
+        rerender: render,
+    };
+    const { path, params } = parseHash();
+    const signedIn = !!session.key;
+    nav.hidden = !signedIn;
+    signout.hidden = !signedIn;
+    if (!signedIn && path !== '/signin') {
+        location.replace('#/signin');
+        return;
+    }
+    if (signedIn && path === '/signin') {
+        location.replace('#/links');
+        return;
+    }
+    let page = path.split('/')[1] || 'links';
+    if (page === 'link') page = 'links';
+    for (const a of nav.querySelectorAll('a')) {
+        if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
+        else a.removeAttribute('aria-current');
+    }
+    let m;
+    if (path === '/signin') {
+        document.title = 'Sign in · shortd';
+        renderSignin(view, { notice });
+        notice = '';
+    } else if (path === '/links') {
+        document.title = 'Links · shortd';
+        renderLinks(view, params, ctx);
+    } else if (path === '/new') {
+        document.title = 'New link · shortd';
+        renderCreate(view, ctx);
+    } else if ((m = /^\/link\/([^/]+)$/.exec(path))) {
+        let code;
+        try { code = decodeURIComponent(m[1]); } catch { code = m[1]; }
+        document.title = `${code} · shortd`;
+        renderLink(view, code, params, ctx);
+    } else if (path === '/service') {
+        document.title = 'Service · shortd';
+        renderService(view, ctx);
+    } else {
+        location.replace('#/links');
+    }
+}
+
+setUnauthorizedHandler((err) => {
+    session.clear();
+    notice = `You were signed out: ${err.message}.`;
+    if (location.hash === '#/signin') render();
+    else location.hash = '#/signin';
+});
+
+signout.addEventListener('click', () => {
+    session.clear();
+    // A fresh document: nothing fetched with the old key stays in memory.
+    location.replace('/dashboard#/signin');
+    location.reload();
+});
+
+// Another tab signed in or out.
+window.addEventListener('storage', (e) => { if (e.key === null || e.key === 'shortd.apiKey') location.reload(); });
+window.addEventListener('hashchange', render);
+render();

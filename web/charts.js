@@ -1,0 +1,137 @@
+// charts.js - the link page's pictures: a uPlot time series of the daily
+// counts, ranked bars, and the weekday × hour heatmap. uPlot is loaded from
+// /static/uPlot.iife.min.js (npm uplot, pinned, built into shortd); the bars
+// and the heatmap are plain elements, sized through element.style or classes.
+import { h, fill } from './dom.js';
+import { num, pct, WEEKDAYS } from './format.js';
+
+const COLORS = { clicks: '#2454d6', uniques: '#0f9d6e', bots: '#a16207' };
+const dayLabel = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', timeZone: 'UTC' });
+
+/* Daily clicks, unique visitors and (optional) bot clicks over 'days' (the
+ * stats answer's rows). Returns {setBots(show), destroy()}. */
+export function timeSeries(container, days, { showBots = false } = {}) {
+    const uPlot = globalThis.uPlot;
+    if (!uPlot) {
+        fill(container, h('p', { class: 'error', text: 'The chart library did not load.' }));
+        return { setBots() {}, destroy() {} };
+    }
+    const xs = days.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
+    const data = [xs, days.map((d) => d.clicks), days.map((d) => d.unique_visitors), days.map((d) => d.bot_clicks)];
+    const few = days.length <= 45;
+    const width = () => Math.max(280, container.clientWidth);
+    const opts = {
+        width: width(),
+        height: 280,
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+        cursor: { drag: { x: false, y: false } },
+        legend: { live: true },
+        scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
+        axes: [
+            {
+                // Whole days only, named in UTC like the server's days.
+                stroke: '#5b6474',
+                grid: { stroke: '#eef0f4' },
+                ticks: { stroke: '#dfe3ea' },
+                space: 56,
+                incrs: [1, 2, 7, 14, 28, 91, 182, 364].map((d) => d * 86_400),
+                values: (u, splits) => splits.map((s) => dayLabel.format(new Date(s * 1000))),
+            },
+            {
+                stroke: '#5b6474',
+                grid: { stroke: '#eef0f4' },
+                ticks: { stroke: '#dfe3ea' },
+                incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6, 1e7],
+                values: (u, vals) => vals.map((v) => num(v)),
+                size: 56,
+            },
+        ],
+        series: [
+            { label: 'Day (UTC)', value: '{YYYY}-{MM}-{DD}' },
+            { label: 'Clicks', stroke: COLORS.clicks, fill: 'rgba(36, 84, 214, 0.10)', width: 2, points: { show: few, size: 5 }, value: (u, v) => (v == null ? '–' : num(v)) },
+            { label: 'Unique visitors', stroke: COLORS.uniques, width: 2, points: { show: few, size: 5 }, value: (u, v) => (v == null ? '–' : num(v)) },
+            { label: 'Bot clicks', stroke: COLORS.bots, width: 1.5, dash: [5, 4], show: showBots, points: { show: few, size: 4 }, value: (u, v) => (v == null ? '–' : num(v)) },
+        ],
+    };
+    container.replaceChildren();
+    const plot = new uPlot(opts, data, container);
+    const ro = new ResizeObserver(() => {
+        const w = width();
+        if (Math.abs(w - plot.width) > 2) plot.setSize({ width: w, height: 280 });
+    });
+    ro.observe(container);
+    return {
+        setBots(show) { plot.setSeries(3, { show }); },
+        destroy() { ro.disconnect(); plot.destroy(); },
+    };
+}
+
+/* Ranked bars of an {name: count} object: the top 'limit' with a button for
+ * the rest. label(name) gives the text shown for a key; shares are of
+ * 'total' (the range's clicks: a click without a referrer or a country
+ * counts in no bar, but still in the whole), or of the bars' sum. */
+export function bars(counts, { label = (k) => k, limit = 8, total, empty = 'Nothing in this range.' } = {}) {
+    const rows = Object.entries(counts || {}).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+    if (!rows.length) return h('p', { class: 'muted empty', text: empty });
+    const sum = rows.reduce((s, r) => s + r[1], 0);
+    total = Math.max(total || 0, sum);
+    const max = rows[0][1] || 1;
+    const list = h('ol', { class: 'bars' });
+    const row = ([k, v]) => {
+        const fillEl = h('span', { class: 'bar-fill' });
+        fillEl.style.width = `${Math.max(1, (100 * v) / max)}%`;
+        const name = label(k);
+        return h('li', { class: 'bar', dataset: { key: k, count: String(v) } },
+            h('span', { class: 'bar-track' }, fillEl),
+            h('span', { class: 'bar-label', title: name, text: name }),
+            h('span', { class: 'bar-value', text: num(v) }),
+            h('span', { class: 'bar-pct', text: pct(v, total) }));
+    };
+    rows.slice(0, limit).forEach((r) => list.append(row(r)));
+    if (rows.length <= limit) return list;
+    const more = h('button', { type: 'button', class: 'button link small', text: `Show all ${rows.length}` });
+    more.addEventListener('click', () => {
+        rows.slice(limit).forEach((r) => list.append(row(r)));
+        more.remove();
+    });
+    return h('div', {}, list, more);
+}
+
+/* The weekday × hour heatmap from "D-HH" → count (ISO weekday 1 = Monday,
+ * UTC hour): a 7 × 24 grid whose cells take one of six shades. */
+export function heatmap(dowhour) {
+    const counts = Array.from({ length: 7 }, () => new Array(24).fill(0));
+    for (const [k, v] of Object.entries(dowhour || {})) {
+        const m = /^([1-7])-(\d{2})$/.exec(k);
+        if (m && Number(m[2]) < 24) counts[Number(m[1]) - 1][Number(m[2])] += v;
+    }
+    const max = Math.max(0, ...counts.flat());
+    const level = (v) => (v === 0 ? 0 : Math.min(5, 1 + Math.floor((4 * v) / Math.max(1, max))));
+    // Rows are 'display: contents', so the cells sit in one CSS grid while a
+    // screen reader still reads a table of weekdays by hours.
+    const grid = h('div', { class: 'heatmap', role: 'table', 'aria-label': 'Clicks by weekday and hour, UTC' });
+    const head = h('div', { class: 'hm-row', role: 'row' }, h('span', { class: 'hm-corner', role: 'columnheader', text: '' }));
+    for (let hr = 0; hr < 24; hr++) {
+        const hh = String(hr).padStart(2, '0');
+        head.append(h('span', { class: 'hm-hour', role: 'columnheader', 'aria-label': `${hh}:00`, text: hr % 3 === 0 ? hh : '' }));
+    }
+    grid.append(head);
+    for (let d = 0; d < 7; d++) {
+        const row = h('div', { class: 'hm-row', role: 'row' }, h('span', { class: 'hm-day', role: 'rowheader', text: WEEKDAYS[d] }));
+        for (let hr = 0; hr < 24; hr++) {
+            const v = counts[d][hr];
+            const hh = String(hr).padStart(2, '0');
+            row.append(h('span', {
+                class: `hm-cell l${level(v)}`,
+                title: `${WEEKDAYS[d]} ${hh}:00–${hh}:59 UTC: ${num(v)} click${v === 1 ? '' : 's'}`,
+                role: 'cell',
+                dataset: { dow: String(d + 1), hour: hh, count: String(v) },
+            }, h('span', { class: 'sr-only', text: num(v) })));
+        }
+        grid.append(row);
+    }
+    const legend = h('div', { class: 'hm-legend' }, h('span', { text: 'Fewer' }),
+        [0, 1, 2, 3, 4, 5].map((l) => h('span', { class: `hm-cell l${l}`, 'aria-hidden': 'true' })),
+        h('span', { text: max ? `More (busiest hour: ${num(max)})` : 'More' }));
+    return h('div', { class: 'heatmap-wrap' }, grid, legend);
+}

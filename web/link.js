@@ -1,0 +1,223 @@
+// link.js - one link's page: what it is, its clicks over a range of days
+// (7, 30, 90 or chosen), where they came from, when, the last ones, and its
+// QR code. Bot clicks are counted apart and only drawn when asked for.
+import { getJSON, qrBlob, request } from './api.js';
+import { h, fill, copyButton, outLink, toast, confirmDialog, download } from './dom.js';
+import { num, when, remaining, isoDay, addDays, daysBetween, country, language } from './format.js';
+import { timeSeries, bars, heatmap } from './charts.js';
+
+const PRESETS = [7, 30, 90];
+const MAX_DAYS = 1000;
+
+const DIMENSIONS = [
+    ['referrers', 'Referrers', (k) => k],
+    ['ref_groups', 'Referrer groups', (k) => k],
+    ['countries', 'Countries', country],
+    ['browsers', 'Browsers', (k) => k],
+    ['os', 'Operating systems', (k) => k],
+    ['devices', 'Devices', (k) => k],
+    ['languages', 'Languages', language],
+    ['utm_source', 'UTM source', (k) => k],
+    ['utm_medium', 'UTM medium', (k) => k],
+    ['utm_campaign', 'UTM campaign', (k) => k],
+];
+
+function rangeOf(params) {
+    const today = isoDay(new Date());
+    const from = params.get('from');
+    const to = params.get('to');
+    if (from && to && /^\d{4}-\d{2}-\d{2}$/.test(from) && /^\d{4}-\d{2}-\d{2}$/.test(to)) {
+        return { from, to, preset: null };
+    }
+    const days = PRESETS.includes(Number(params.get('days'))) ? Number(params.get('days')) : 30;
+    return { from: addDays(today, -(days - 1)), to: today, preset: days };
+}
+
+function card(title, ...body) {
+    return h('section', { class: 'card' }, h('h2', { text: title }), ...body);
+}
+
+function kpi(label, value, sub, id) {
+    return h('div', { class: 'kpi', id },
+        h('div', { class: 'kpi-label', text: label }),
+        h('div', { class: 'kpi-value', text: value }),
+        sub ? h('div', { class: 'kpi-sub', text: sub }) : null);
+}
+
+export function renderLink(view, code, params, ctx) {
+    const range = rangeOf(params);
+    const showBots = params.get('bots') === '1';
+    const base = `#/link/${encodeURIComponent(code)}`;
+    // A new range keeps the bot choice, which the checkbox may have changed.
+    const go = (p) => {
+        const q = new URLSearchParams(p);
+        if (document.getElementById('show-bots')?.checked) q.set('bots', '1');
+        location.hash = `${base}?${q}`;
+    };
+
+    view.replaceChildren(h('p', { class: 'muted loading', text: 'Loading…' }));
+    const path = `/api/links/${encodeURIComponent(code)}`;
+    const statsPath = `${path}/stats?from=${range.from}&to=${range.to}`;
+    Promise.all([getJSON(path), getJSON(statsPath)]).then(([{ data: link }, { data: stats }]) => {
+        if (!ctx.alive()) return;
+        draw(link, stats);
+    }, (e) => {
+        if (!ctx.alive()) return;
+        const msg = e.status === 404 ? `No link “${code}” among yours.`
+            : e.field === 'from' || e.field === 'to' ? `That range does not work: ${e.message}.` : `Could not load this link: ${e.message}`;
+        fill(view, h('div', { class: 'panel' },
+            h('h1', { text: code }),
+            h('p', { class: 'error', role: 'alert', text: msg }),
+            e.field ? h('p', {}, h('a', { href: base, text: 'Show the last 30 days' })) : null,
+            h('p', {}, h('a', { href: '#/links', text: '← All links' }))));
+    });
+
+    function draw(link, stats) {
+        // --- header
+        const del = link.state === 'deleted' ? null : h('button', {
+            type: 'button', class: 'button danger-ghost', text: 'Delete', onclick: async () => {
+                const ok = await confirmDialog({
+                    title: `Delete ${link.code}?`,
+                    text: `${link.short_url} will answer 410 Gone from now on, and the code is never handed out again. Its click statistics stay.`,
+                    ok: 'Delete link',
+                });
+                if (!ok) return;
+                try {
+                    await request(path, { method: 'DELETE' });
+                    toast(`Deleted ${link.code}`);
+                    location.hash = '#/links';
+                } catch (e) {
+                    toast(`Could not delete: ${e.message}`, 'error');
+                }
+            },
+        });
+        const head = h('section', { class: 'panel link-head' },
+            h('p', { class: 'crumbs' }, h('a', { href: '#/links', text: '← Links' })),
+            h('div', { class: 'link-title' },
+                h('h1', { text: link.title || link.code }),
+                h('span', { class: `badge ${link.state}`, text: link.state })),
+            h('p', { class: 'short-url' }, outLink(link.short_url), ' ', copyButton(link.short_url)),
+            h('p', { class: 'dest' }, '→ ', link.url ? outLink(link.url) : h('span', { class: 'muted', text: '(destination removed)' })),
+            h('dl', { class: 'meta' },
+                h('dt', { text: 'Created' }), h('dd', { text: when(link.created_at) }),
+                h('dt', { text: 'Expires' }), h('dd', { text: link.expires_at ? `${when(link.expires_at)} (${remaining(link)})` : 'never' }),
+                h('dt', { text: 'All-time clicks' }), h('dd', { id: 'total-clicks', text: num(stats.total_clicks) }),
+                h('dt', { text: 'All-time bot clicks' }), h('dd', { text: num(stats.total_bot_clicks) }),
+                link.permanent ? [h('dt', { text: 'Redirect' }), h('dd', { text: '301 permanent (browsers cache it)' })] : null,
+                (link.tags || []).length ? [h('dt', { text: 'Tags' }), h('dd', { class: 'tags' },
+                    link.tags.map((t) => h('a', { class: 'tag', href: `#/links?tag=${encodeURIComponent(t)}`, text: t })))] : null,
+                link.note ? [h('dt', { text: 'Note' }), h('dd', { class: 'note', text: link.note })] : null),
+            h('div', { class: 'actions' }, del));
+
+        // --- range
+        const from = h('input', { type: 'date', id: 'range-from', value: range.from, max: isoDay(new Date()) });
+        const to = h('input', { type: 'date', id: 'range-to', value: range.to, max: isoDay(new Date()) });
+        const rangeErr = h('p', { class: 'field-error', role: 'alert', id: 'range-error' });
+        const bots = h('input', { type: 'checkbox', id: 'show-bots', checked: showBots });
+        const rangeForm = h('form', { class: 'range panel', 'aria-label': 'Range of days' },
+            h('div', { class: 'presets', role: 'group', 'aria-label': 'Preset ranges' },
+                PRESETS.map((d) => h('button', {
+                    type: 'button', class: 'button seg', 'aria-pressed': String(range.preset === d), text: `${d} days`,
+                    onclick: () => go({ days: String(d) }),
+                }))),
+            h('div', { class: 'custom' },
+                h('label', { for: 'range-from', text: 'From' }), from,
+                h('label', { for: 'range-to', text: 'to' }), to,
+                h('button', { type: 'submit', class: 'button', text: 'Apply' })),
+            h('label', { class: 'check' }, bots, ' Show bot clicks'),
+            h('button', { type: 'button', class: 'button ghost', id: 'refresh', text: 'Refresh', onclick: () => ctx.rerender() }),
+            rangeErr);
+        rangeForm.addEventListener('submit', (ev) => {
+            ev.preventDefault();
+            const f = from.value;
+            const t = to.value;
+            if (!f || !t) { rangeErr.textContent = 'Pick both days.'; return; }
+            if (f > t) { rangeErr.textContent = 'The first day must not be after the last.'; return; }
+            if (daysBetween(f, t) >= MAX_DAYS) { rangeErr.textContent = `A range is at most ${MAX_DAYS} days.`; return; }
+            go({ from: f, to: t });
+        });
+
+        // --- totals for the range
+        const kpis = h('section', { class: 'kpis' },
+            kpi('Clicks', num(stats.clicks), `${stats.from} – ${stats.to}`, 'kpi-clicks'),
+            kpi('Unique visitors', num(stats.unique_visitors), 'summed per day', 'kpi-uniques'),
+            kpi('Bot clicks', num(stats.bot_clicks), 'apart: never in the clicks', 'kpi-bots'));
+
+        // --- the series
+        const chartBox = h('div', { class: 'chart', id: 'daily-chart' });
+        const series = card('Daily clicks and unique visitors (UTC days)', chartBox);
+
+        // --- heatmap, dimensions, bots, recent
+        const heat = card('When people click: weekday × hour (UTC)', heatmap(stats.dowhour));
+        heat.id = 'heatmap-card';
+        const dims = h('div', { class: 'grid-bars' }, DIMENSIONS.map(([k, title, label]) => {
+            const c = card(title, bars(stats[k], { label, total: stats.clicks }));
+            c.dataset.dim = k;
+            return c;
+        }));
+        const botCard = card('Bot clicks by kind',
+            h('p', { class: 'help', text: 'Crawlers, link previewers, scanners, HTTP libraries, headless browsers and prefetches. They are counted here and never in the figures above.' }),
+            bars(stats.bot_kinds, { total: stats.bot_clicks, empty: 'No bot clicks in this range.' }));
+        botCard.id = 'bots-card';
+        botCard.hidden = !showBots;
+        const recent = card('Last clicks', recentTable(stats.recent || []));
+        recent.id = 'recent-card';
+
+        // --- QR
+        const qrImg = h('img', { class: 'qr', alt: `QR code of ${link.short_url}`, width: '176', height: '176' });
+        const scaleSel = h('select', { id: 'qr-scale' }, [4, 8, 12, 20].map((s) => h('option', { value: String(s), text: `${s} px per module` })));
+        scaleSel.value = '12';
+        const qr = card('QR code', qrImg,
+            h('p', { class: 'help', text: `Encodes ${link.short_url}` }),
+            h('div', { class: 'qr-actions' },
+                h('label', { for: 'qr-scale', class: 'sr-only', text: 'PNG size' }), scaleSel),
+            h('div', { class: 'qr-actions' },
+                h('button', { type: 'button', class: 'button small', id: 'qr-png', text: 'Download PNG', onclick: () => save('png') }),
+                h('button', { type: 'button', class: 'button small', id: 'qr-svg', text: 'Download SVG', onclick: () => save('svg') })));
+        qr.id = 'qr-card';
+        async function save(format) {
+            try {
+                const blob = await qrBlob(link.code, format, format === 'png' ? Number(scaleSel.value) : 8);
+                download(blob, `${link.code}-qr.${format}`);
+            } catch (e) {
+                toast(`No QR code: ${e.message}`, 'error');
+            }
+        }
+
+        fill(view, h('div', { class: 'link-page' },
+            h('div', { class: 'link-top' }, head, qr),
+            rangeForm, kpis, series, heat, dims, botCard, recent));
+
+        const plot = timeSeries(chartBox, stats.days || [], { showBots });
+        ctx.onLeave(() => plot.destroy());
+        bots.addEventListener('change', () => {
+            plot.setBots(bots.checked);
+            botCard.hidden = !bots.checked;
+            const q = new URLSearchParams(location.hash.split('?')[1] || '');
+            if (bots.checked) q.set('bots', '1'); else q.delete('bots');
+            history.replaceState(null, '', `${base}?${q}`);
+        });
+
+        qrBlob(link.code, 'png', 8).then((blob) => {
+            if (!ctx.alive()) return;
+            const src = URL.createObjectURL(blob);
+            ctx.onLeave(() => URL.revokeObjectURL(src));
+            qrImg.src = src;
+        }, (e) => qrImg.replaceWith(h('p', { class: 'error', text: `No QR code: ${e.message}` })));
+    }
+}
+
+function recentTable(list) {
+    if (!list.length) return h('p', { class: 'muted empty', text: 'No human clicks yet.' });
+    // Newest first by time: clicks of the same moment handled by two server
+    // threads may be stored in either order.
+    const rows = [...list].sort((a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : 0));
+    return h('div', { class: 'table-wrap' }, h('table', { class: 'recent' },
+        h('thead', {}, h('tr', {}, ['Time', 'Referrer', 'Country', 'Device', 'Browser'].map((t) => h('th', { scope: 'col', text: t })))),
+        h('tbody', {}, rows.map((r) => h('tr', {},
+            h('td', { title: r.time, text: when(r.time) }),
+            h('td', { text: r.referrer || 'direct' }),
+            h('td', { text: r.country ? country(r.country) : 'Unknown' }),
+            h('td', { text: r.device || '' }),
+            h('td', { text: r.browser || '' }))))));
+}

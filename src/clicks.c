@@ -45,6 +45,7 @@ struct local {
 
 struct batch {
     struct buf data;
+    uint64_t end_pos;                   /* journal position after its last event */
     struct batch *next;
 };
 
@@ -179,6 +180,21 @@ static void job_done(uint64_t pos, uint64_t events, void *arg)
     atomic_store(&c->inflight, false);
 }
 
+/* Journals every event of a batch; remembers where the batch ends. */
+static void journal_batch(struct clicks *c, struct batch *b)
+{
+    const char *p = b->data.p, *end = b->data.p + b->data.len;
+    while (end - p >= 2) {
+        size_t n = (unsigned char)p[0] | (size_t)(unsigned char)p[1] << 8;
+        p += 2;
+        if ((size_t)(end - p) < n)
+            break;
+        if (journal_append(c->journal, p, n, &b->end_pos) != ERR_OK)
+            log_at(LOG_ERROR, "cannot journal a click");
+        p += n;
+    }
+}
+
 static void fold_batch(struct clicks *c, struct batch *b)
 {
     const char *p = b->data.p, *end = b->data.p + b->data.len;
@@ -187,9 +203,6 @@ static void fold_batch(struct clicks *c, struct batch *b)
         p += 2;
         if ((size_t)(end - p) < n)
             break;
-        uint64_t pos;
-        if (journal_append(c->journal, p, n, &pos) != ERR_OK)
-            log_at(LOG_ERROR, "cannot journal a click");
         struct click_event e;
         if (event_decode(p, n, &e) == ERR_OK)
             aggregate_add(c->agg, &e);
@@ -197,14 +210,19 @@ static void fold_batch(struct clicks *c, struct batch *b)
     }
 }
 
+/* Journaling comes first: every pass syncs all that has arrived before it
+ * folds one batch, so a slow fold (a burst, a busy machine) never widens
+ * what a crash can lose. The checkpoint handed to the store is the end of
+ * the last batch folded, never beyond. */
 static void *pipeline_main(void *arg)
 {
     struct clicks *c = arg;
-    uint64_t synced = c->released;
+    uint64_t synced = c->released, folded = c->released;
+    struct batch *fold = NULL, *fold_tail = NULL;     /* journaled, not yet folded */
     int64_t next_store = mono_ms() + c->flush_ms;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        if (!c->queue && !c->stop) {
+        if (!c->queue && !fold && !c->stop) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_nsec += 20 * 1000000L;
@@ -219,21 +237,35 @@ static void *pipeline_main(void *arg)
         bool stopping = c->stop;
         pthread_mutex_unlock(&c->mu);
 
-        bool appended = b != NULL;
-        while (b) {
-            struct batch *next = b->next;
-            fold_batch(c, b);
-            buf_release(&b->data);
-            free(b);
-            b = next;
+        if (b) {
+            for (struct batch *x = b; x; x = x->next)
+                journal_batch(c, x);
+            if (journal_sync(c->journal, &synced) != ERR_OK)
+                log_at(LOG_ERROR, "cannot sync the click journal");
+            if (fold_tail)
+                fold_tail->next = b;
+            else
+                fold = b;
+            for (fold_tail = b; fold_tail->next; fold_tail = fold_tail->next)
+                ;
         }
-        if (appended && journal_sync(c->journal, &synced) != ERR_OK)
-            log_at(LOG_ERROR, "cannot sync the click journal");
+        if (fold) {
+            struct batch *x = fold;
+            fold = x->next;
+            if (!fold)
+                fold_tail = NULL;
+            fold_batch(c, x);
+            if (x->end_pos)
+                folded = x->end_pos;
+            buf_release(&x->data);
+            free(x);
+        }
 
         bool idle = !atomic_load(&c->inflight);
-        if (idle && !aggregate_empty(c->agg) && (stopping || mono_ms() >= next_store)) {
+        bool due = stopping ? !fold : mono_ms() >= next_store;
+        if (idle && !aggregate_empty(c->agg) && due) {
             atomic_store(&c->inflight, true);
-            aggregate_submit(c->agg, c->writer, synced, job_done, c);
+            aggregate_submit(c->agg, c->writer, folded, job_done, c);
             next_store = mono_ms() + c->flush_ms;
         }
         uint64_t done = atomic_load(&c->committed_pos);
@@ -242,15 +274,17 @@ static void *pipeline_main(void *arg)
             c->released = done;
         }
         pthread_mutex_lock(&c->mu);
-        if (stopping && !c->queue && !atomic_load(&c->inflight) && aggregate_empty(c->agg))
+        if (stopping && !c->queue && !fold && !atomic_load(&c->inflight) &&
+            aggregate_empty(c->agg))
             break;
-        if (stopping && atomic_load(&c->inflight)) {
+        if (stopping && !fold && atomic_load(&c->inflight)) {
             pthread_mutex_unlock(&c->mu);
             usleep(1000);
             pthread_mutex_lock(&c->mu);
         }
     }
     pthread_mutex_unlock(&c->mu);
+    (void)synced;
     return NULL;
 }
 

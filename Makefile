@@ -8,7 +8,7 @@
 
 CC      ?= cc
 PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb libmaxminddb zlib libpcre2-8 libpq \
-           libqrencode libpng
+           libqrencode libpng hiredis
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
 BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -Ibuild/gen -I/usr/share/include/llhttp

@@ -8,7 +8,7 @@ pkgs=(
     build-essential pkg-config
     libuv1-dev node-llhttp libsqlite3-dev libsodium-dev libjansson-dev liburcu-dev zlib1g-dev
     libmaxminddb-dev libmaxmind-db-writer-perl libpcre2-dev
-    postgresql libpq-dev
+    postgresql libpq-dev redis-server libhiredis-dev
     libqrencode-dev libpng-dev
     sqlite3 curl nodejs
     chromium zbar-tools

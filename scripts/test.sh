@@ -11,11 +11,16 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export SHORTD_BIN="${SHORTD_BIN:-build/asan/shortd}"
 
 status=0
-echo "== unit tests (build/asan/unit_tests, SQLite and a throwaway PostgreSQL)"
-tests/pg.sh build/asan/unit_tests || status=1
+echo "== unit tests (build/asan/unit_tests, SQLite, a throwaway PostgreSQL and Redis)"
+tests/pg.sh tests/redis.sh build/asan/unit_tests || status=1
 
 echo "== end-to-end tests ($SHORTD_BIN, node --test, with a throwaway PostgreSQL)"
 tests/pg.sh node --test --test-concurrency=2 tests/e2e/ || status=1
+
+# The cluster: several nodes on one PostgreSQL and one Redis, which the tests
+# stop and restart, so it gets servers of its own.
+echo "== cluster tests (4 nodes, PostgreSQL and Redis stopped under load)"
+tests/pg.sh tests/redis.sh node --test tests/e2e/cluster.test.mjs || status=1
 
 # The dashboard in Debian's chromium (playwright-core, from package-lock.json),
 # against the same binary; screenshots land in tests/browser/screenshots/.

@@ -294,19 +294,47 @@ static int store_ring(struct store *st, const struct cell *c)
     return ERR_OK;
 }
 
+static int cmp_visitor(const void *x, const void *y)
+{
+    const struct cell *a = *(const struct cell *const *)x, *b = *(const struct cell *const *)y;
+    if (a->day != b->day)
+        return a->day < b->day ? -1 : 1;
+    int c = strcmp(a->code, b->code);
+    return c ? c : strcmp(a->value, b->value);
+}
+
 static int agg_run(struct wjob *j, struct store *st)
 {
     struct agg_job *a = (struct agg_job *)j;
     int rc = ERR_OK;
-    /* Visitors first: each one new that day adds to the day's unique count. */
-    for (struct cell *c = a->t.first; c && rc == ERR_OK; c = c->order) {
-        if (c->kind != K_VISITOR)
-            continue;
+    /* Visitors first: each one new that day adds to the day's unique count.
+     * They are written in one global order (day, code, visitor) so that two
+     * nodes' batches can never deadlock on each other's rows, and the counts
+     * start from zero on every try, so a retried job counts nothing twice. */
+    size_t nv = 0;
+    for (struct cell *c = a->t.first; c; c = c->order) {
+        if (c->kind == K_DAILY)
+            c->n3 = 0;
+        else if (c->kind == K_VISITOR)
+            nv++;
+    }
+    struct cell **vs = nv ? calloc(nv, sizeof(*vs)) : NULL;
+    if (nv && !vs)
+        abort();
+    size_t k = 0;
+    for (struct cell *c = a->t.first; c; c = c->order)
+        if (c->kind == K_VISITOR)
+            vs[k++] = c;
+    if (nv)
+        qsort(vs, nv, sizeof(*vs), cmp_visitor);
+    for (size_t i = 0; i < nv && rc == ERR_OK; i++) {
+        struct cell *c = vs[i];
         bool is_new = false;
         rc = st->ops->agg_visitor(st, c->code, c->day, strtoull(c->value, NULL, 16), &is_new);
         if (rc == ERR_OK && is_new)
             cell_get(&a->t, c->code, c->day, K_DAILY, NULL)->n3++;
     }
+    free(vs);
     for (struct cell *c = a->t.first; c && rc == ERR_OK; c = c->order) {
         if (c->kind == K_DAILY)
             rc = st->ops->agg_daily(st, c->code, c->day, c->n, c->n2, c->n3);

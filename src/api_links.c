@@ -10,11 +10,13 @@
 
 #include "apijob.h"
 #include "app.h"
+#include "bus.h"
 #include "cache.h"
 #include "err.h"
 #include "handlers.h"
 #include "links.h"
 #include "log.h"
+#include "rcache.h"
 #include "timeutil.h"
 #include "banned.h"
 
@@ -112,6 +114,22 @@ static int create_run(struct wjob *wj, struct store *st)
     if (c->idem) {
         struct idem_rec rec;
         int rc = st->ops->idem_get(st, c->owner, c->idem, c->idem_since, &rec);
+        if (rc == ERR_NOTFOUND) {
+            /* Claim the key in this transaction: a request with the same key
+             * on another node waits here until this one commits, then finds
+             * its answer. (An expired record in the way is simply replaced.) */
+            struct idem_rec claim = {.status = 0, .created_at = c->now};
+            memcpy(claim.fingerprint, c->fingerprint, 32);
+            rc = st->ops->idem_claim(st, c->owner, c->idem, &claim);
+            if (rc == ERR_EXISTS)
+                rc = st->ops->idem_get(st, c->owner, c->idem, c->idem_since, &rec);
+            else if (rc == ERR_OK)
+                rc = ERR_NOTFOUND;
+        }
+        if (rc == ERR_OK && rec.status == 0) {
+            free(rec.body);     /* claimed, never answered (cannot outlive its transaction) */
+            rc = ERR_NOTFOUND;
+        }
         if (rc == ERR_OK) {
             bool same = sodium_memcmp(rec.fingerprint, c->fingerprint, 32) == 0;
             if (!same) {
@@ -153,12 +171,19 @@ static int create_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
-/* A new code may be cached as a miss: drop that, the first click reads it. */
+/* A new code may be cached as a miss: drop that, the first click reads it.
+ * An alias may have been asked for before it existed, on any node: tell
+ * them all (a generated code never was, and its miss would expire anyway). */
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
-    if (c->created)
-        cache_remove(j->r->app->cache, c->link.code, strlen(c->link.code));
+    struct app *app = j->r->app;
+    if (!c->created)
+        return;
+    size_t n = strlen(c->link.code);
+    cache_remove(app->cache, c->link.code, n);
+    if (app->bus && c->in.alias)
+        bus_publish(app->bus, c->link.code, n);
 }
 
 static void create_render(struct api_job *j)
@@ -409,11 +434,19 @@ static int state_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
+/* Every cache that may hold the old state learns the new one: this node's
+ * at once, the shared one, and the other nodes' through the bus. */
 static void state_after_commit(struct api_job *j)
 {
     struct state_job *s = (struct state_job *)j;
-    if (s->changed)
-        cache_put(j->r->app->cache, &s->link);
+    struct app *app = j->r->app;
+    if (!s->changed)
+        return;
+    cache_put(app->cache, &s->link);
+    if (app->rcache)
+        rcache_put(app->rcache, &s->link, s->now);
+    if (app->bus)
+        bus_publish(app->bus, s->link.code, strlen(s->link.code));
 }
 
 static int change_state(struct request *r, int state)

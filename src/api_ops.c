@@ -9,6 +9,8 @@
 #include "err.h"
 #include "handlers.h"
 #include "metrics.h"
+#include "bus.h"
+#include "rcache.h"
 #include "store.h"
 #include "banned.h"
 
@@ -62,6 +64,35 @@ int handle_metrics(struct request *r)
                 "# TYPE shortd_clicks_pending gauge\nshortd_clicks_pending ");
     buf_add_u64(b, clicks_pending(app->clicks));
     buf_addc(b, '\n');
+    if (app->rcache) {
+        uint64_t rh = 0, rm = 0, re = 0;
+        bool down = false;
+        rcache_counts(app->rcache, &rh, &rm, &re, &down);
+        buf_printf(b, "# HELP shortd_redis_up Whether the shared cache answers (0 while skipped).\n"
+                      "# TYPE shortd_redis_up gauge\nshortd_redis_up %d\n"
+                      "# HELP shortd_redis_hits_total Redirect misses answered by Redis.\n"
+                      "# TYPE shortd_redis_hits_total counter\nshortd_redis_hits_total %llu\n"
+                      "# HELP shortd_redis_misses_total Lookups Redis did not have.\n"
+                      "# TYPE shortd_redis_misses_total counter\nshortd_redis_misses_total %llu\n"
+                      "# HELP shortd_redis_errors_total Failed or timed-out Redis calls.\n"
+                      "# TYPE shortd_redis_errors_total counter\nshortd_redis_errors_total %llu\n",
+                   down ? 0 : 1, (unsigned long long)rh, (unsigned long long)rm,
+                   (unsigned long long)re);
+    }
+    if (app->bus) {
+        uint64_t bp = 0, br = 0, be = 0;
+        bus_counts(app->bus, &bp, &br, &be);
+        buf_printf(b, "# HELP shortd_invalidations_sent_total Codes announced to other nodes.\n"
+                      "# TYPE shortd_invalidations_sent_total counter\n"
+                      "shortd_invalidations_sent_total %llu\n"
+                      "# HELP shortd_invalidations_received_total Codes other nodes announced.\n"
+                      "# TYPE shortd_invalidations_received_total counter\n"
+                      "shortd_invalidations_received_total %llu\n"
+                      "# HELP shortd_invalidation_errors_total Failed sends, receives, connects.\n"
+                      "# TYPE shortd_invalidation_errors_total counter\n"
+                      "shortd_invalidation_errors_total %llu\n",
+                   (unsigned long long)bp, (unsigned long long)br, (unsigned long long)be);
+    }
     r->content_type = "text/plain; version=0.0.4; charset=utf-8";
     return 200;
 }

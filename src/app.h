@@ -11,11 +11,13 @@
 
 struct cache;
 struct aggregate;
+struct bus;
 struct classify;
 struct clicks;
 struct geo;
 struct links;
 struct metrics;
+struct rcache;
 struct server;
 struct store;
 struct writer;
@@ -30,6 +32,8 @@ struct app {
     struct classify *classify; /* user agents, referrers: off the hot path */
     struct aggregate *aggregate;
     struct geo *geo;           /* NULL unless geoip-db is set */
+    struct rcache *rcache;     /* the shared Redis cache, NULL unless --cache */
+    struct bus *bus;           /* invalidations between nodes, NULL on one node */
     struct metrics *metrics;
     struct server *server;
     atomic_bool stopping;

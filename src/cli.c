@@ -9,11 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "err.h"
 #include "links.h"
 #include "log.h"
+#include "migrate_store.h"
+#include "rcache.h"
 #include "report.h"
 #include "router.h"
 #include "serve.h"
@@ -57,6 +60,7 @@ static int cmd_export(struct opts *o);
 static int cmd_prune(struct opts *o);
 static int cmd_version(struct opts *o);
 static int cmd_migrate(struct opts *o);
+static int cmd_migrate_store(struct opts *o);
 
 #define STORE_OPTS "db store"
 
@@ -82,9 +86,10 @@ static const struct command commands[] = {
     {"link list", cmd_link_list, "all", STORE_OPTS " limit", 0,
      "shortd link list --db PATH [--limit N] [--all]\n"
      "  Lists links, newest first (--all: deleted and disabled too)."},
-    {"link delete", cmd_link_delete, "", STORE_OPTS, 1,
-     "shortd link delete --db PATH CODE\n"
-     "  Deletes a link: its code answers 410 for ever and is never reused."},
+    {"link delete", cmd_link_delete, "", STORE_OPTS " cache", 1,
+     "shortd link delete --db PATH CODE [--cache redis://HOST:PORT]\n"
+     "  Deletes a link: its code answers 410 for ever and is never reused. Running servers\n"
+     "  drop it from their caches within a second; with a shared Redis cache, name it too."},
     {"backup", cmd_backup, "", STORE_OPTS " to", 0,
      "shortd backup --db PATH --to FILE\n"
      "  Copies the database with SQLite's online backup; safe while serving."},
@@ -105,6 +110,13 @@ static const struct command commands[] = {
      "  Brings the store's schema up to this shortd's, in one transaction; safe to rerun and\n"
      "  to run from several machines at once. A PostgreSQL store must be migrated before\n"
      "  any node serves it; SQLite files migrate themselves when opened."},
+    {"migrate-store", cmd_migrate_store, "", "from to batch-rows", 0,
+     "shortd migrate-store --from sqlite:PATH --to postgres://USER@HOST:PORT/DB [--batch-rows N]\n"
+     "  Copies a store into another that shortd migrate has prepared: links (tombstones and\n"
+     "  disabled ones too), API keys, secrets, the code counter, click counts, the blocklist\n"
+     "  and idempotency records; then counts both and prints the counts. Safe to rerun: a\n"
+     "  rerun writes only what changed since. Run the last pass with the source stopped,\n"
+     "  before any node serves the target. Each transaction writes N rows (default 2000)."},
 };
 #define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 
@@ -584,6 +596,17 @@ static int cmd_link_delete(struct opts *o)
         st->ops->rollback(st);
     if (rc == ERR_OK)
         bump_generation(st);
+    const char *cache = opt(o, "cache") ? opt(o, "cache") : getenv("SHORTD_CACHE");
+    struct link l;
+    if (rc == ERR_OK && cache && st->ops->link_get(st, code, &l) == ERR_OK) {
+        struct rcache *rc_cache = NULL;
+        if (rcache_new(cache, 1000, &rc_cache) != ERR_OK ||
+            rcache_put(rc_cache, &l, now_ms()) != ERR_OK)
+            fprintf(stderr, "shortd: warning: could not update the shared cache; it keeps the "
+                            "old state of '%s' for up to 24 h\n", code);
+        rcache_free(rc_cache);
+        link_release(&l);
+    }
     st->ops->close(st);
     if (rc == ERR_NOTFOUND)
         return fail("no link with code '%s'", code);
@@ -773,5 +796,106 @@ static int cmd_migrate(struct opts *o)
     st->ops->close(st);
     if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
         printf("sqlite store is current (it migrates itself when opened)\n");
+    return 0;
+}
+
+/* ---- migrate-store ---- */
+
+struct copy_progress {
+    int64_t shown;      /* rows of the current table last reported */
+};
+
+static void copy_progress(const char *table, int64_t rows, bool done, void *arg)
+{
+    struct copy_progress *p = arg;
+    if (done) {
+        fprintf(stderr, "migrate-store: %s: %lld rows read\n", table, (long long)rows);
+        p->shown = 0;
+    } else if (rows - p->shown >= 100000) {
+        fprintf(stderr, "migrate-store: %s: %lld rows so far\n", table, (long long)rows);
+        p->shown = rows;
+    }
+}
+
+static void print_count(const char *what, int64_t a, int64_t b, const char *extra)
+{
+    printf("%-22s %12lld %12lld %s%s\n", what, (long long)a, (long long)b, extra,
+           a == b ? "ok" : "DIFFERS");
+}
+
+static int cmd_migrate_store(struct opts *o)
+{
+    const char *from = opt(o, "from"), *to = opt(o, "to");
+    if (!from || !*from || !to || !*to)
+        return fail("'migrate-store' needs --from URL and --to URL");
+    /* Never print a URL as given: it may hold a password. */
+    char from_shown[512], to_shown[512];
+    store_redact(from, from_shown, sizeof(from_shown));
+    store_redact(to, to_shown, sizeof(to_shown));
+    if (!strcmp(from, to))
+        return fail("--from and --to are the same store");
+    long long batch = MIGRATE_BATCH_ROWS;
+    if (opt(o, "batch-rows")) {
+        char *end = NULL;
+        batch = strtoll(opt(o, "batch-rows"), &end, 10);
+        if (!*opt(o, "batch-rows") || *end || batch < 1 || batch > 100000)
+            return fail("--batch-rows must be a whole number from 1 to 100000");
+    }
+    if (!store_is_shared(from)) {
+        /* Opening a SQLite path that does not exist would create it. */
+        const char *path = strncmp(from, "sqlite:", 7) ? from : from + 7;
+        if (access(path, F_OK) != 0)
+            return fail("no database at '%s'", path);
+    }
+    struct store *src, *dst;
+    if (store_open(from, &src) != ERR_OK) {
+        fail("cannot open the source store '%s'", from_shown);
+        return 1;
+    }
+    if (store_open(to, &dst) != ERR_OK) {
+        src->ops->close(src);
+        fail("cannot open the target store '%s' (the log above says why): a new PostgreSQL "
+             "database must be prepared first with shortd migrate --store URL", to_shown);
+        return 1;
+    }
+    fprintf(stderr, "migrate-store: copying '%s' into '%s'\n", from_shown, to_shown);
+    struct migrate_result r;
+    struct copy_progress p = {0};
+    char why[512] = "";
+    int rc = migrate_store(src, dst, (size_t)batch, copy_progress, &p, &r, why, sizeof(why));
+    src->ops->close(src);
+    dst->ops->close(dst);
+    if (rc == ERR_INVALID) {
+        fail("refusing to copy into '%s': %s", to_shown, why);
+        return 1;
+    }
+    if (rc != ERR_OK) {
+        fail("the copy stopped: %s (the log above says where); what was written stays, and "
+             "running the same command again carries on", err_str(rc));
+        return 1;
+    }
+    printf("%-22s %12s %12s %s\n", "TABLE", "SOURCE", "TARGET", "WRITTEN");
+    for (int i = 0; i < TABLE__COUNT; i++) {
+        char written[32];
+        snprintf(written, sizeof(written), "%-8lld", (long long)r.t[i].written);
+        print_count(store_tables[i].name, r.t[i].from.rows, r.t[i].to.rows, written);
+    }
+    for (int i = 0; i < TABLE__COUNT; i++) {
+        for (int k = 0; k < 2; k++) {
+            if (!store_tables[i].sum[k])
+                continue;
+            char what[64];
+            snprintf(what, sizeof(what), "sum %s.%s", store_tables[i].name, store_tables[i].sum[k]);
+            print_count(what, r.t[i].from.sum[k], r.t[i].to.sum[k], "");
+        }
+    }
+    fflush(stdout);
+    if (!migrate_store_verified(&r)) {
+        fail("the counts differ: either the source changed during the copy (stop what writes "
+             "to it and run the same command again), or the target holds links or keys that "
+             "the source does not (a copy never removes those)");
+        return 1;
+    }
+    printf("verified: the target holds every row of the source\n");
     return 0;
 }

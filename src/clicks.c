@@ -454,14 +454,22 @@ static int salt_run(struct wjob *j, struct store *st)
     for (int i = 0; i < 2; i++) {
         char name[40];
         snprintf(name, sizeof(name), "salt:%lld", (long long)(s->day + i));
+        /* Nodes racing to make the day's salt: one insert wins, all read it. */
         struct buf v = BUF_INIT;
         int rc = st->ops->meta_get(st, name, &v);
-        if (rc == ERR_OK && v.len == sizeof(s->key[i])) {
-            memcpy(s->key[i], v.p, v.len);
-        } else if (rc == ERR_NOTFOUND || rc == ERR_OK) {
-            randombytes_buf(s->key[i], sizeof(s->key[i]));
-            rc = st->ops->meta_put(st, name, s->key[i], sizeof(s->key[i]));
+        if (rc == ERR_NOTFOUND) {
+            uint8_t fresh[sizeof(s->key[i])];
+            randombytes_buf(fresh, sizeof(fresh));
+            rc = st->ops->meta_add(st, name, fresh, sizeof(fresh));
+            sodium_memzero(fresh, sizeof(fresh));
+            if (rc == ERR_OK || rc == ERR_EXISTS)
+                rc = st->ops->meta_get(st, name, &v);
         }
+        if (rc == ERR_OK && v.len != sizeof(s->key[i]))
+            rc = log_fail(ERR_STORAGE, "salt '%s' has the wrong size", name);
+        if (rc == ERR_OK)
+            memcpy(s->key[i], v.p, v.len);
+        sodium_memzero(v.p, v.len);
         buf_release(&v);
         if (rc != ERR_OK)
             return rc;

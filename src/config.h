@@ -20,6 +20,8 @@ struct config {
     char *journal;           /* click journal directory; default DB.clicks */
     char *country_header;    /* CDN header with the client's country */
     char *geoip_db;          /* MaxMind country database, optional */
+    char *cache;             /* redis:// URL of the shared cache, optional */
+    char *node_id;           /* this node's name in logs and metrics */
     int64_t threads;         /* event-loop threads; 0 = one per core */
     int64_t max_connections;
     int64_t max_header_bytes;
@@ -37,6 +39,7 @@ struct config {
     int64_t journal_sync_ms; /* clicks to the journal (the crash-loss window) */
     int64_t retention_days;  /* per-day analytics rows kept */
     int64_t ua_cache;        /* classified user agents remembered */
+    int64_t cache_timeout_ms; /* bound on every call to the shared cache */
     int64_t commit_batch;    /* most creates in one group commit */
     int64_t sweep_interval;  /* seconds between sweeps */
     int64_t sweep_grace;     /* seconds an expired link keeps its data */

@@ -3,8 +3,9 @@
  * 1. A code that cannot exist (wrong length or characters) is a 404 at once.
  * 2. The cache answers, under an RCU read lock: no lock shared by threads,
  *    no allocation (the answer is built in the connection's reused buffers).
- * 3. On a miss, the store is read by primary key on this thread's own
- *    connection and the result (or the fact that the code is unknown) cached.
+ * 3. On a miss, the shared cache (Redis, when configured) and then the store
+ *    are read by primary key, on this thread's own connections, and the
+ *    result (or the fact that the code is unknown) cached here.
  * 4. A live link answers 302 (301 when permanent) with Location and, for a
  *    GET, records one click in this thread's buffer; HEAD is never counted.
  *    Expiry is decided here, from the stored time, on every request.
@@ -26,6 +27,7 @@
 #include "geo.h"
 #include "err.h"
 #include "handlers.h"
+#include "rcache.h"
 #include "server.h"
 #include "store.h"
 #include "timeutil.h"
@@ -185,7 +187,12 @@ int handle_redirect(struct request *r, struct slice code)
     memcpy(key, code.p, code.n);
     key[code.n] = '\0';
     struct link l;
-    int rc = app->store->ops->link_get(app->store, key, &l);
+    int rc = app->rcache ? rcache_get(app->rcache, key, code.n, &l) : ERR_NOTFOUND;
+    if (rc != ERR_OK) {
+        rc = app->store->ops->link_get(app->store, key, &l);
+        if (rc == ERR_OK && app->rcache)
+            rcache_fill(app->rcache, &l, now);  /* ERR_BUSY while Redis is down: fine */
+    }
     if (rc == ERR_NOTFOUND) {
         cache_fill_miss(app->cache, code.p, code.n, now);
         return text(r, 404, "Not Found: no link has this code\n");

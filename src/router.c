@@ -158,8 +158,10 @@ static int authenticate(struct request *r)
         http_add_header(r, "WWW-Authenticate", "Bearer error=\"invalid_token\"", 28);
         return http_error(r, 401, "unauthorized", NULL, "unknown or revoked API key");
     }
-    if (rc != ERR_OK)
+    if (rc != ERR_OK) {
+        http_add_header(r, "Retry-After", "1", 1);
         return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+    }
     return 0;
 }
 

@@ -19,6 +19,7 @@
 
 #include "app.h"
 #include "aggregate.h"
+#include "bus.h"
 #include "cache.h"
 #include "classify.h"
 #include "clicks.h"
@@ -27,6 +28,7 @@
 #include "links.h"
 #include "log.h"
 #include "metrics.h"
+#include "rcache.h"
 #include "router.h"
 #include "server.h"
 #include "store.h"
@@ -88,6 +90,41 @@ static int64_t generation(struct store *st)
         memcpy(&g, v.p, sizeof(g));
     buf_release(&v);
     return g;
+}
+
+/* An invalidation from any node (this one too): the code leaves this node's
+ * cache, on an event-loop thread (they are the registered cache users). */
+struct invalidation {
+    struct task task;
+    struct app *app;
+    size_t n;                       /* 0: drop everything */
+    char code[CODE_MAX + 1];
+};
+
+static void invalidate_run(struct task *t)
+{
+    struct invalidation *iv = (struct invalidation *)t;
+    if (iv->n)
+        cache_remove(iv->app->cache, iv->code, iv->n);
+    else
+        cache_clear(iv->app->cache);
+    free(iv);
+}
+
+static void on_invalidate(const char *code, size_t n, void *arg)
+{
+    struct app *app = arg;
+    if (n > CODE_MAX)
+        return;
+    struct invalidation *iv = calloc(1, sizeof(*iv));
+    if (!iv)
+        abort();
+    iv->task.fn = invalidate_run;
+    iv->app = app;
+    iv->n = code ? n : 0;
+    if (iv->n)
+        memcpy(iv->code, code, n);
+    worker_post(server_worker(app->server, 0), &iv->task);
 }
 
 static void print_admin_key(struct app *app)
@@ -171,6 +208,15 @@ int serve_run(struct config *cfg)
         goto out;
     if (server_new(&app, &app.server) != ERR_OK)
         goto out;
+    const char *store_url = app.cfg.store ? app.cfg.store : app.cfg.db;
+    if (app.cfg.cache && rcache_new(app.cfg.cache, (int)app.cfg.cache_timeout_ms, &app.rcache) !=
+                             ERR_OK)
+        goto out;
+    if (app.cfg.cache || store_is_shared(store_url)) {
+        if (bus_new(app.cfg.cache, store_is_shared(store_url) ? store_url : NULL,
+                    (int)app.cfg.cache_timeout_ms * 20, on_invalidate, &app, &app.bus) != ERR_OK)
+            goto out;
+    }
     app.clicks = clicks_new(app.store, app.writer, app.aggregate, server_nworkers(app.server));
     if (clicks_rotate_salts(app.clicks, now_ms()) != ERR_OK)
         goto out;
@@ -218,6 +264,8 @@ int serve_run(struct config *cfg)
 
 out:
     atomic_store(&app.stopping, true);
+    bus_free(app.bus);                  /* no invalidation arrives after this */
+    app.bus = NULL;
     if (app.server) {
         server_stop_accepting(app.server);
         if (app.writer)
@@ -235,6 +283,7 @@ out:
                (unsigned long long)clicks_pending(app.clicks));
     server_free(app.server);
     clicks_free(app.clicks);
+    rcache_free(app.rcache);
     aggregate_free(app.aggregate);
     classify_free(app.classify);
     geo_close(app.geo);

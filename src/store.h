@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "codes.h"
+#include "tables.h"
 
 enum link_state {
     LINK_ACTIVE = 0,    /* live unless expires_at has passed */
@@ -91,6 +92,7 @@ typedef int (*recent_cb)(const struct recent_click *r, void *arg);
 typedef int (*top_cb)(const char *code, int64_t clicks, void *arg);
 typedef int (*key_cb)(const struct apikey *k, void *arg);
 typedef int (*host_cb)(const char *host, int64_t created_at, void *arg);
+typedef int (*row_cb)(const struct store_value *row, void *arg);    /* non-zero stops */
 
 struct store;
 
@@ -114,6 +116,9 @@ struct store_ops {
     int (*meta_get)(struct store *st, const char *key, struct buf *val); /* ERR_NOTFOUND */
     int (*meta_put)(struct store *st, const char *key, const void *val, size_t n);
     int (*meta_del)(struct store *st, const char *key);
+    /* Inserts only when absent (ERR_EXISTS otherwise): of nodes racing to
+     * create a value, one wins and all then read the same. */
+    int (*meta_add)(struct store *st, const char *key, const void *val, size_t n);
     int (*claim_block)(struct store *st, uint64_t size, uint64_t *start);
 
     /* Links */
@@ -166,6 +171,11 @@ struct store_ops {
                     struct idem_rec *out);
     int (*idem_put)(struct store *st, int64_t key_id, const char *idem,
                     const struct idem_rec *rec);
+    /* Claims a key for this transaction (a record without an answer yet):
+     * ERR_OK when claimed, ERR_EXISTS when a record is there; a concurrent
+     * claimer in another transaction waits for this one to finish. */
+    int (*idem_claim)(struct store *st, int64_t key_id, const char *idem,
+                      const struct idem_rec *rec);
     int (*idem_sweep)(struct store *st, int64_t before);
 
     /* Destination blocklist (lowercase hosts) */
@@ -173,6 +183,20 @@ struct store_ops {
     int (*block_del)(struct store *st, const char *host);                /* ERR_NOTFOUND */
     int (*block_has)(struct store *st, const char *host, bool *yes);
     int (*block_list)(struct store *st, host_cb cb, void *arg);
+
+    /* Whole tables, for moving a store (`shortd migrate-store`): rows of a
+     * table of tables.h as arrays of values, in key order. */
+    int (*export_rows)(struct store *st, int table, row_cb cb, void *arg);
+    /* Inside begin/commit: 'n' rows in key order, all after the key 'after'
+     * (the previous batch's last row; NULL for the first batch). A row is
+     * inserted, or replaces the row with its key (meta's 'counter' keeps the
+     * larger number). For a mirror table, rows from after 'after' up to the
+     * last row's key (to the end of the table when 'to_end') that are not in
+     * the batch are removed, so one pass makes the table the source's.
+     * '*changed' gets the rows added, changed or removed. */
+    int (*import_rows)(struct store *st, int table, const struct store_value *rows, size_t n,
+                       const struct store_value *after, bool to_end, int64_t *changed);
+    int (*table_count)(struct store *st, int table, struct table_count *out);
 };
 
 /* Every backend's store begins with this. */

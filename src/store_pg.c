@@ -67,6 +67,8 @@ enum stmt {
     S_META_GET,
     S_META_PUT,
     S_META_DEL,
+    S_META_ADD,
+    S_IDEM_CLAIM,
     S_CLAIM,
     S_LINK_GET,
     S_LINK_INSERT,
@@ -116,6 +118,9 @@ static const char *const sql[S__COUNT] = {
     [S_META_PUT] = "INSERT INTO meta (k, v) VALUES ($1, $2) "
                    "ON CONFLICT (k) DO UPDATE SET v = excluded.v",
     [S_META_DEL] = "DELETE FROM meta WHERE k = $1",
+    [S_META_ADD] = "INSERT INTO meta (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING",
+    [S_IDEM_CLAIM] = "INSERT INTO idempotency (key_id, idem, fingerprint, status, body, created_at) "
+                     "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key_id, idem) DO NOTHING",
     /* The counter is ASCII digits in a bytea, as SQLite shows it. */
     [S_CLAIM] = "UPDATE meta SET v = convert_to((convert_from(v, 'UTF8')::bigint "
                 "+ $1::bigint)::text, 'UTF8') WHERE k = 'counter' "
@@ -1330,6 +1335,35 @@ static int pg_idem_get(struct store *st, int64_t key_id, const char *idem, int64
     return rc;
 }
 
+static int pg_meta_add(struct store *st, const char *key, const void *val, size_t n)
+{
+    struct params p = {0};
+    p_text(&p, key);
+    p_bytes(&p, val, n);
+    int changes = 0;
+    int rc = run_count(st, S_META_ADD, &p, "meta add", &changes);
+    if (rc != ERR_OK)
+        return rc;
+    return changes ? ERR_OK : ERR_EXISTS;
+}
+
+static int pg_idem_claim(struct store *st, int64_t key_id, const char *idem,
+                         const struct idem_rec *rec)
+{
+    struct params p = {0};
+    p_i64(&p, key_id);
+    p_text(&p, idem);
+    p_bytes(&p, rec->fingerprint, 32);
+    p_i64(&p, rec->status);
+    p_text(&p, rec->body ? rec->body : "");
+    p_i64(&p, rec->created_at);
+    int changes = 0;
+    int rc = run_count(st, S_IDEM_CLAIM, &p, "idempotency claim", &changes);
+    if (rc != ERR_OK)
+        return rc;
+    return changes ? ERR_OK : ERR_EXISTS;
+}
+
 static int pg_idem_put(struct store *st, int64_t key_id, const char *idem,
                        const struct idem_rec *rec)
 {
@@ -1397,6 +1431,12 @@ static int pg_block_list(struct store *st, host_cb cb, void *arg)
     return ERR_OK;
 }
 
+/* Moving a store: defined in the last section of this file. */
+static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg);
+static int pg_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
+                          const struct store_value *after, bool to_end, int64_t *nchanged);
+static int pg_table_count(struct store *st, int table, struct table_count *out);
+
 const struct store_ops store_pg_ops = {
     .name = "postgres",
     .open = pg_open,
@@ -1411,6 +1451,8 @@ const struct store_ops store_pg_ops = {
     .meta_get = pg_meta_get,
     .meta_put = pg_meta_put,
     .meta_del = pg_meta_del,
+    .meta_add = pg_meta_add,
+    .idem_claim = pg_idem_claim,
     .claim_block = pg_claim_block,
     .link_get = pg_link_get,
     .link_insert = pg_link_insert,
@@ -1442,4 +1484,327 @@ const struct store_ops store_pg_ops = {
     .block_del = pg_block_del,
     .block_has = pg_block_has,
     .block_list = pg_block_list,
+    .export_rows = pg_export_rows,
+    .import_rows = pg_import_rows,
+    .table_count = pg_table_count,
 };
+
+/* ---- moving a store: whole tables of tables.h (shortd migrate-store) ----
+ *
+ * A batch is written as one upsert over unnest() of one array parameter per
+ * column, as the counter batches are, updating only rows that differ; a
+ * mirror table first loses, in one DELETE by index range, the rows of the
+ * batch's key range that the batch does not hold. A column the store
+ * numbers (an identity) has its sequence moved past the copied numbers, so
+ * new rows never take one. The statements are made from the table
+ * descriptions (names from tables.h only, values bound) and run unprepared,
+ * one per batch. An export streams in single-row mode: a table is never held
+ * in memory whole. */
+
+static const char *const move_type[] = {
+    [COL_INT] = "bigint", [COL_BOOL] = "boolean", [COL_TEXT] = "text", [COL_BLOB] = "bytea"};
+
+/* "a, b, c" over columns [from, to), each name after 'prefix'. */
+static void move_cols(struct buf *s, const struct store_table *t, int from, int to,
+                      const char *prefix)
+{
+    for (int i = from; i < to; i++)
+        buf_printf(s, "%s%s%s", i > from ? ", " : "", prefix, t->cols[i].name);
+}
+
+/* One element of an array literal: NULL, a number, or a quoted string (a
+ * bytea in hex, its backslash escaped for the array parser). */
+static void move_elem(struct buf *o, const struct store_value *v)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (v->type == VAL_NULL) {
+        buf_adds(o, "NULL");
+        return;
+    }
+    if (v->type == VAL_INT) {
+        buf_add_i64(o, v->i);
+        return;
+    }
+    buf_addc(o, '"');
+    if (v->type == VAL_BLOB) {
+        buf_adds(o, "\\\\x");
+        for (size_t i = 0; i < v->n; i++) {
+            buf_addc(o, hex[(unsigned char)v->p[i] >> 4]);
+            buf_addc(o, hex[(unsigned char)v->p[i] & 15]);
+        }
+    } else {
+        for (size_t i = 0; i < v->n; i++) {
+            if (v->p[i] == '"' || v->p[i] == '\\')
+                buf_addc(o, '\\');
+            buf_addc(o, v->p[i]);
+        }
+    }
+    buf_addc(o, '"');
+}
+
+static void move_param(struct params *p, const struct store_value *v)
+{
+    if (v->type == VAL_INT)
+        p_i64(p, v->i);
+    else if (v->type == VAL_BLOB)
+        p_bytes(p, v->p, v->n);
+    else
+        p_text(p, v->type == VAL_TEXT ? v->p : NULL);
+}
+
+/* " AND (x.k1, x.k2) OP ($n::type, ...)" with the key of 'row' bound. */
+static void move_key_bound(struct buf *s, struct params *p, const struct store_table *t,
+                           const struct store_value *row, const char *op)
+{
+    buf_adds(s, " AND (");
+    move_cols(s, t, 0, t->nkeys, "x.");
+    buf_printf(s, ") %s (", op);
+    for (int i = 0; i < t->nkeys; i++) {
+        move_param(p, &row[i]);
+        buf_printf(s, "%s$%d::%s", i ? ", " : "", p->n, move_type[t->cols[i].type]);
+    }
+    buf_adds(s, ")");
+}
+
+/* "unnest($a::type[], ...)" over columns [0, to), the arrays bound. */
+static void move_unnest(struct buf *s, struct params *p, const struct store_table *t, int to,
+                        struct buf *col)
+{
+    buf_adds(s, "unnest(");
+    for (int i = 0; i < to; i++) {
+        p_text(p, col[i].p);
+        buf_printf(s, "%s$%d::%s[]", i ? ", " : "", p->n, move_type[t->cols[i].type]);
+    }
+    buf_adds(s, ")");
+}
+
+static int move_exec(struct conn *c, const struct buf *s, const struct params *p,
+                     const char *what, int64_t *nchanged)
+{
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    PGresult *r = PQexecParams(c->pg, s->p, p->n, NULL, p->v, p->len, p->fmt, 0);
+    rc = check_result(r, c->pg, what, &r);
+    if (rc == ERR_OK) {
+        if (nchanged)
+            *nchanged += changed(r);
+        PQclear(r);
+    }
+    return rc;
+}
+
+static void move_upsert_sql(struct buf *s, struct params *p, const struct store_table *t,
+                            struct buf *col)
+{
+    buf_printf(s, "INSERT INTO %s AS x (", t->name);
+    move_cols(s, t, 0, t->ncols, "");
+    buf_adds(s, ") SELECT * FROM ");
+    move_unnest(s, p, t, t->ncols, col);
+    buf_adds(s, " ON CONFLICT (");
+    move_cols(s, t, 0, t->nkeys, "");
+    if (t == &store_tables[TABLE_META]) {
+        /* The counter (ASCII digits) only moves up; CASE keeps the secrets'
+         * bytes away from convert_from. */
+        buf_adds(s, ") DO UPDATE SET v = excluded.v WHERE x.v IS DISTINCT FROM excluded.v "
+                    "AND CASE WHEN x.k = 'counter' THEN convert_from(excluded.v, 'UTF8')::bigint "
+                    "> convert_from(x.v, 'UTF8')::bigint ELSE true END");
+        return;
+    }
+    if (t->ncols == t->nkeys) {
+        buf_adds(s, ") DO NOTHING");
+        return;
+    }
+    buf_adds(s, ") DO UPDATE SET ");
+    for (int i = t->nkeys; i < t->ncols; i++)
+        buf_printf(s, "%s%s = excluded.%s", i > t->nkeys ? ", " : "", t->cols[i].name,
+                   t->cols[i].name);
+    buf_adds(s, " WHERE (");
+    move_cols(s, t, t->nkeys, t->ncols, "x.");
+    buf_adds(s, ") IS DISTINCT FROM (");
+    move_cols(s, t, t->nkeys, t->ncols, "excluded.");
+    buf_adds(s, ")");
+}
+
+static int pg_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
+                          const struct store_value *after, bool to_end, int64_t *nchanged)
+{
+    const struct store_table *t = &store_tables[table];
+    *nchanged = 0;
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = flush(c);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf col[TABLE_COLS_MAX];
+    for (int i = 0; i < t->ncols; i++) {
+        buf_init(&col[i]);
+        buf_addc(&col[i], '{');
+        for (size_t r = 0; r < n; r++) {
+            if (r)
+                buf_addc(&col[i], ',');
+            move_elem(&col[i], &rows[r * (size_t)t->ncols + (size_t)i]);
+        }
+        buf_addc(&col[i], '}');
+    }
+    struct buf s = BUF_INIT;
+    if (t->mirror && (n || to_end)) {
+        struct params p = {0};
+        buf_printf(&s, "DELETE FROM %s AS x WHERE true", t->name);
+        if (after)
+            move_key_bound(&s, &p, t, after, ">");
+        if (n && !to_end)
+            move_key_bound(&s, &p, t, rows + (n - 1) * (size_t)t->ncols, "<=");
+        if (n) {
+            buf_adds(&s, " AND (");
+            move_cols(&s, t, 0, t->nkeys, "x.");
+            buf_adds(&s, ") NOT IN (SELECT * FROM ");
+            move_unnest(&s, &p, t, t->nkeys, col);
+            buf_adds(&s, ")");
+        }
+        if (t == &store_tables[TABLE_META])
+            buf_adds(&s, " AND x.k <> 'counter'");
+        rc = move_exec(c, &s, &p, "mirror delete", nchanged);
+    }
+    if (rc == ERR_OK && n) {
+        struct params p = {0};
+        buf_reset(&s);
+        move_upsert_sql(&s, &p, t, col);
+        rc = move_exec(c, &s, &p, "import", nchanged);
+    }
+    if (rc == ERR_OK && n && t->serial) {
+        struct params p = {0};
+        buf_reset(&s);
+        buf_printf(&s, "SELECT setval(pg_get_serial_sequence('%s', '%s'), greatest(max(%s), "
+                   "coalesce(pg_sequence_last_value(pg_get_serial_sequence('%s', '%s')::regclass), "
+                   "0))) FROM %s HAVING max(%s) IS NOT NULL",
+                   t->name, t->serial, t->serial, t->name, t->serial, t->name, t->serial);
+        rc = move_exec(c, &s, &p, "sequence update", NULL);
+    }
+    if (rc == ERR_EXISTS)
+        rc = log_fail(ERR_STORAGE, "postgres import of '%s': a row collides with a different "
+                      "one on a unique column", t->name);
+    for (int i = 0; i < t->ncols; i++)
+        buf_release(&col[i]);
+    buf_release(&s);
+    return rc;
+}
+
+/* One row of a single-row result as values; bytea is decoded into 'bytes'. */
+static int move_row(const PGresult *r, const struct store_table *t, struct store_value *v,
+                    struct buf *bytes)
+{
+    for (int i = 0; i < t->ncols; i++) {
+        memset(&v[i], 0, sizeof(v[i]));
+        if (PQgetisnull(r, 0, i)) {
+            v[i].type = VAL_NULL;
+        } else if (t->cols[i].type == COL_INT) {
+            v[i].type = VAL_INT;
+            v[i].i = val_i64(r, 0, i);
+        } else if (t->cols[i].type == COL_BOOL) {
+            v[i].type = VAL_INT;
+            v[i].i = val_bool(r, 0, i);
+        } else if (t->cols[i].type == COL_TEXT) {
+            v[i].type = VAL_TEXT;
+            v[i].p = PQgetvalue(r, 0, i);
+            v[i].n = (size_t)PQgetlength(r, 0, i);
+        } else {
+            int rc = val_bytes(r, 0, i, &bytes[i]);
+            if (rc != ERR_OK)
+                return rc;
+            v[i].type = VAL_BLOB;
+            v[i].p = bytes[i].p ? bytes[i].p : "";
+            v[i].n = bytes[i].len;
+        }
+    }
+    return ERR_OK;
+}
+
+static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg)
+{
+    const struct store_table *t = &store_tables[table];
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = flush(c);
+    if (rc == ERR_OK)
+        rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT ");
+    move_cols(&s, t, 0, t->ncols, "");
+    buf_printf(&s, " FROM %s ORDER BY ", t->name);
+    move_cols(&s, t, 0, t->nkeys, "");
+    int sent = PQsendQuery(c->pg, s.p);
+    buf_release(&s);
+    if (!sent) {
+        const char *msg = PQerrorMessage(c->pg);
+        return log_fail(ERR_STORAGE, "postgres export of '%s' failed: %.*s", t->name,
+                        (int)strcspn(msg, "\n"), msg);
+    }
+    /* Cannot fail right after the send; if it did, the result is read and
+     * thrown away below. */
+    if (!PQsetSingleRowMode(c->pg))
+        rc = log_fail(ERR_STORAGE, "postgres export of '%s': cannot stream its rows", t->name);
+    struct buf bytes[TABLE_COLS_MAX];
+    for (int i = 0; i < TABLE_COLS_MAX; i++)
+        buf_init(&bytes[i]);
+    bool stop = false;
+    PGresult *r;
+    while ((r = PQgetResult(c->pg))) {
+        ExecStatusType rs = PQresultStatus(r);
+        if (rs == PGRES_SINGLE_TUPLE && !stop && rc == ERR_OK) {
+            struct store_value v[TABLE_COLS_MAX];
+            rc = move_row(r, t, v, bytes);
+            if (rc == ERR_OK && cb(v, arg))
+                stop = true;
+            if (stop || rc != ERR_OK) {
+                /* The rows still coming are not wanted: stop sending them. */
+                PGcancel *k = PQgetCancel(c->pg);
+                char err[256];
+                if (k)
+                    PQcancel(k, err, sizeof(err));
+                PQfreeCancel(k);
+            }
+        } else if (rs != PGRES_SINGLE_TUPLE && rs != PGRES_TUPLES_OK && !stop && rc == ERR_OK) {
+            rc = result_fail(r, c->pg, "export");
+            rc = rc == ERR_EXISTS ? ERR_STORAGE : rc;
+            continue;   /* result_fail cleared 'r' */
+        }
+        PQclear(r);
+    }
+    for (int i = 0; i < TABLE_COLS_MAX; i++)
+        buf_release(&bytes[i]);
+    return rc;
+}
+
+static int pg_table_count(struct store *st, int table, struct table_count *out)
+{
+    const struct store_table *t = &store_tables[table];
+    memset(out, 0, sizeof(*out));
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = flush(c);
+    if (rc == ERR_OK)
+        rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT count(*)");
+    for (int i = 0; i < 2; i++)
+        buf_printf(&s, ", coalesce(sum(%s), 0)::bigint", t->sum[i] ? t->sum[i] : "0");
+    buf_printf(&s, " FROM %s", t->name);
+    PGresult *r = PQexec(c->pg, s.p);
+    buf_release(&s);
+    rc = check_result(r, c->pg, "count", &r);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    out->rows = val_i64(r, 0, 0);
+    out->sum[0] = val_i64(r, 0, 1);
+    out->sum[1] = val_i64(r, 0, 2);
+    PQclear(r);
+    return ERR_OK;
+}

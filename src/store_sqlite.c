@@ -75,6 +75,8 @@ enum stmt {
     S_LINK_COUNT,
     S_LINK_SWEEP,
     S_META_DEL,
+    S_META_ADD,
+    S_IDEM_CLAIM,
     S_AGG_DAILY,
     S_AGG_TOTAL,
     S_AGG_VISITOR,
@@ -132,6 +134,9 @@ static const char *const sql[S__COUNT] = {
                      "WHERE id IN (SELECT id FROM links WHERE expires_at > 0 "
                      "AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
     [S_META_DEL] = "DELETE FROM meta WHERE k = ?1",
+    [S_META_ADD] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO NOTHING",
+    [S_IDEM_CLAIM] = "INSERT INTO idempotency(key_id, idem, fingerprint, status, body, created_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key_id, idem) DO NOTHING",
     [S_AGG_DAILY] = "INSERT INTO daily(code, day, clicks, bots, uniques) VALUES (?1, ?2, ?3, ?4, ?5) "
                     "ON CONFLICT(code, day) DO UPDATE SET clicks = clicks + ?3, bots = bots + ?4, "
                     "uniques = uniques + ?5",
@@ -690,6 +695,37 @@ static int sq_meta_del(struct store *st, const char *key)
     return run_done(q, "meta delete");
 }
 
+static int sq_meta_add(struct store *st, const char *key, const void *val, size_t n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_META_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, val, (int)n, SQLITE_TRANSIENT);
+    int rc = run_done(q, "meta add");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_EXISTS;
+}
+
+static int sq_idem_claim(struct store *st, int64_t key_id, const char *idem,
+                         const struct idem_rec *rec)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_CLAIM);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, key_id);
+    sqlite3_bind_text(q, 2, idem, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 3, rec->fingerprint, 32, SQLITE_STATIC);
+    sqlite3_bind_int(q, 4, rec->status);
+    sqlite3_bind_text(q, 5, rec->body ? rec->body : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 6, rec->created_at);
+    int rc = run_done(q, "idempotency claim");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_EXISTS;
+}
+
 static int sq_agg_daily(struct store *st, const char *code, int64_t day, int64_t clicks,
                         int64_t bots, int64_t uniques)
 {
@@ -1072,6 +1108,12 @@ static int sq_block_list(struct store *st, host_cb cb, void *arg)
     return ERR_OK;
 }
 
+/* Moving a store: defined in the last section of this file. */
+static int sq_export_rows(struct store *st, int table, row_cb cb, void *arg);
+static int sq_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
+                          const struct store_value *after, bool to_end, int64_t *changed);
+static int sq_table_count(struct store *st, int table, struct table_count *out);
+
 const struct store_ops store_sqlite_ops = {
     .name = "sqlite",
     .open = sq_open,
@@ -1094,6 +1136,8 @@ const struct store_ops store_sqlite_ops = {
     .link_count = sq_link_count,
     .link_sweep = sq_link_sweep,
     .meta_del = sq_meta_del,
+    .meta_add = sq_meta_add,
+    .idem_claim = sq_idem_claim,
     .agg_daily = sq_agg_daily,
     .agg_visitor = sq_agg_visitor,
     .agg_dim = sq_agg_dim,
@@ -1117,4 +1161,238 @@ const struct store_ops store_sqlite_ops = {
     .block_del = sq_block_del,
     .block_has = sq_block_has,
     .block_list = sq_block_list,
+    .export_rows = sq_export_rows,
+    .import_rows = sq_import_rows,
+    .table_count = sq_table_count,
 };
+
+/* ---- moving a store: whole tables of tables.h (shortd migrate-store) ----
+ *
+ * The statements are made from the table descriptions: names come from
+ * tables.h only, values are always bound. Each is prepared for one call
+ * (one export, one batch), which is nothing next to the rows it moves. */
+
+/* "a, b, c" over columns [from, to), each name after 'prefix'. */
+static void move_cols(struct buf *s, const struct store_table *t, int from, int to,
+                      const char *prefix)
+{
+    for (int i = from; i < to; i++)
+        buf_printf(s, "%s%s%s", i > from ? ", " : "", prefix, t->cols[i].name);
+}
+
+static int move_prepare(struct conn *c, const struct buf *s, sqlite3_stmt **q)
+{
+    if (sqlite3_prepare_v2(c->db, s->p, -1, q, NULL) != SQLITE_OK)
+        return log_fail(ERR_STORAGE, "cannot prepare '%.60s...': %s", s->p,
+                        sqlite3_errmsg(c->db));
+    return ERR_OK;
+}
+
+static void move_get(sqlite3_stmt *q, int i, enum col_type type, struct store_value *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (sqlite3_column_type(q, i) == SQLITE_NULL) {
+        v->type = VAL_NULL;
+    } else if (type == COL_INT || type == COL_BOOL) {
+        v->type = VAL_INT;
+        v->i = sqlite3_column_int64(q, i);
+    } else {
+        /* A blob column may hold an integer (meta's counter): its digits. */
+        v->type = type == COL_TEXT ? VAL_TEXT : VAL_BLOB;
+        v->p = type == COL_TEXT ? (const char *)sqlite3_column_text(q, i)
+                                : (const char *)sqlite3_column_blob(q, i);
+        v->n = (size_t)sqlite3_column_bytes(q, i);
+        if (!v->p)
+            v->p = "";
+    }
+}
+
+static void move_bind(sqlite3_stmt *q, int i, const struct store_value *v)
+{
+    if (v->type == VAL_INT)
+        sqlite3_bind_int64(q, i, v->i);
+    else if (v->type == VAL_TEXT)
+        sqlite3_bind_text(q, i, v->p ? v->p : "", (int)v->n, SQLITE_STATIC);
+    else if (v->type == VAL_BLOB)
+        sqlite3_bind_blob(q, i, v->p ? v->p : "", (int)v->n, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+static int sq_export_rows(struct store *st, int table, row_cb cb, void *arg)
+{
+    const struct store_table *t = &store_tables[table];
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT ");
+    move_cols(&s, t, 0, t->ncols, "");
+    buf_printf(&s, " FROM %s ORDER BY ", t->name);
+    move_cols(&s, t, 0, t->nkeys, "");
+    sqlite3_stmt *q = NULL;
+    int rc = move_prepare(c, &s, &q);
+    if (rc != ERR_OK)
+        goto out;
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        struct store_value v[TABLE_COLS_MAX];
+        for (int i = 0; i < t->ncols; i++)
+            move_get(q, i, t->cols[i].type, &v[i]);
+        if (cb(v, arg))
+            break;
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        rc = log_fail(ERR_STORAGE, "sqlite export of '%s' failed: %s", t->name,
+                      sqlite3_errmsg(c->db));
+out:
+    sqlite3_finalize(q);
+    buf_release(&s);
+    return rc;
+}
+
+/* Removes the rows of a mirror table whose keys lie strictly between two
+ * keys (NULL: no bound). Neither bound is removed; meta's counter stays. */
+static int move_delete_between(struct conn *c, const struct store_table *t,
+                               sqlite3_stmt *del[2][2], const struct store_value *lo,
+                               const struct store_value *hi, int64_t *changed)
+{
+    sqlite3_stmt **q = &del[lo != NULL][hi != NULL];
+    if (!*q) {
+        struct buf s = BUF_INIT;
+        buf_printf(&s, "DELETE FROM %s WHERE true", t->name);
+        for (int b = 0; b < 2; b++) {
+            if (!(b ? hi : lo))
+                continue;
+            buf_adds(&s, " AND (");
+            move_cols(&s, t, 0, t->nkeys, "");
+            buf_adds(&s, b ? ") < (" : ") > (");
+            for (int i = 0; i < t->nkeys; i++)
+                buf_printf(&s, "%s?%d", i ? ", " : "", b * t->nkeys + i + 1);
+            buf_adds(&s, ")");
+        }
+        if (t == &store_tables[TABLE_META])
+            buf_adds(&s, " AND k <> 'counter'");
+        int rc = move_prepare(c, &s, q);
+        buf_release(&s);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    for (int i = 0; i < t->nkeys; i++) {
+        if (lo)
+            move_bind(*q, i + 1, &lo[i]);
+        if (hi)
+            move_bind(*q, t->nkeys + i + 1, &hi[i]);
+    }
+    int rc = run_done(*q, "mirror delete");
+    if (rc == ERR_OK)
+        *changed += sqlite3_changes(c->db);
+    return rc;
+}
+
+/* INSERT ... ON CONFLICT DO UPDATE of every column that is not the key, and
+ * only when one differs, so a row that is already there counts no change. */
+static void move_upsert_sql(struct buf *s, const struct store_table *t)
+{
+    if (t == &store_tables[TABLE_META]) {
+        buf_adds(s, "INSERT INTO meta (k, v) VALUES (?1, CASE WHEN ?1 = 'counter' "
+                    "THEN CAST(?2 AS INTEGER) ELSE ?2 END) ON CONFLICT (k) DO UPDATE "
+                    "SET v = excluded.v WHERE v IS NOT excluded.v "
+                    "AND (k <> 'counter' OR excluded.v > v)");
+        return;
+    }
+    /* The conflict target must be a unique index: recent's is its rowid. */
+    int from = t == &store_tables[TABLE_RECENT] ? 1 : 0;
+    int to = t == &store_tables[TABLE_RECENT] ? 2 : t->nkeys;
+    buf_printf(s, "INSERT INTO %s (", t->name);
+    move_cols(s, t, 0, t->ncols, "");
+    buf_adds(s, ") VALUES (");
+    for (int i = 0; i < t->ncols; i++)
+        buf_printf(s, "%s?%d", i ? ", " : "", i + 1);
+    buf_adds(s, ") ON CONFLICT (");
+    move_cols(s, t, from, to, "");
+    if (t->ncols == t->nkeys) {
+        buf_adds(s, ") DO NOTHING");
+        return;
+    }
+    buf_adds(s, ") DO UPDATE SET ");
+    struct buf mine = BUF_INIT, theirs = BUF_INIT;
+    for (int i = 0; i < t->ncols; i++) {
+        if (i >= from && i < to)
+            continue;
+        const char *sep = mine.len ? ", " : "";
+        buf_printf(s, "%s%s = excluded.%s", sep, t->cols[i].name, t->cols[i].name);
+        buf_printf(&mine, "%s%s", sep, t->cols[i].name);
+        buf_printf(&theirs, "%sexcluded.%s", sep, t->cols[i].name);
+    }
+    buf_printf(s, " WHERE (%s) IS NOT (%s)", mine.p, theirs.p);
+    buf_release(&mine);
+    buf_release(&theirs);
+}
+
+/* The rows not in a batch are removed range by range between the batch's
+ * own keys: one index probe each, whatever the size of the table. */
+static int sq_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
+                          const struct store_value *after, bool to_end, int64_t *changed)
+{
+    const struct store_table *t = &store_tables[table];
+    *changed = 0;
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    sqlite3_stmt *del[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    sqlite3_stmt *up = NULL;
+    struct buf s = BUF_INIT;
+    move_upsert_sql(&s, t);
+    int rc = move_prepare(c, &s, &up);
+    const struct store_value *prev = after;
+    for (size_t r = 0; rc == ERR_OK && r < n; r++) {
+        const struct store_value *row = rows + r * (size_t)t->ncols;
+        if (t->mirror)
+            rc = move_delete_between(c, t, del, prev, row, changed);
+        for (int i = 0; rc == ERR_OK && i < t->ncols; i++)
+            move_bind(up, i + 1, &row[i]);
+        if (rc == ERR_OK)
+            rc = run_done(up, "import");
+        if (rc == ERR_OK)
+            *changed += sqlite3_changes(c->db);
+        prev = row;
+    }
+    if (rc == ERR_OK && t->mirror && to_end)
+        rc = move_delete_between(c, t, del, prev, NULL, changed);
+    if (rc == ERR_EXISTS)
+        rc = log_fail(ERR_STORAGE, "sqlite import of '%s': a row collides with a different "
+                      "one on a unique column", t->name);
+    for (int i = 0; i < 4; i++)
+        sqlite3_finalize(del[i / 2][i % 2]);
+    sqlite3_finalize(up);
+    buf_release(&s);
+    return rc;
+}
+
+static int sq_table_count(struct store *st, int table, struct table_count *out)
+{
+    const struct store_table *t = &store_tables[table];
+    memset(out, 0, sizeof(*out));
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT count(*)");
+    for (int i = 0; i < 2; i++)
+        buf_printf(&s, ", coalesce(sum(%s), 0)", t->sum[i] ? t->sum[i] : "0");
+    buf_printf(&s, " FROM %s", t->name);
+    sqlite3_stmt *q = NULL;
+    int rc = move_prepare(c, &s, &q);
+    if (rc == ERR_OK && sqlite3_step(q) != SQLITE_ROW)
+        rc = log_fail(ERR_STORAGE, "sqlite count of '%s' failed: %s", t->name,
+                      sqlite3_errmsg(c->db));
+    if (rc == ERR_OK) {
+        out->rows = sqlite3_column_int64(q, 0);
+        out->sum[0] = sqlite3_column_int64(q, 1);
+        out->sum[1] = sqlite3_column_int64(q, 2);
+    }
+    sqlite3_finalize(q);
+    buf_release(&s);
+    return rc;
+}

@@ -96,6 +96,14 @@ url="postgres://postgres@127.0.0.1:$port/shortd_test"
     { cat "$tmp/migrate.log" >&2; fail "shortd migrate failed"; }
 
 export SHORTD_TEST_PG="$url"
+# How a test stops and restarts this PostgreSQL (fault tests):
+#   ${SHORTD_TEST_PGUSER:+runuser -u $SHORTD_TEST_PGUSER --} $SHORTD_TEST_PGCTL -D $SHORTD_TEST_PGDATA \
+#       -l $SHORTD_TEST_PGLOG -w -o "$SHORTD_TEST_PGOPTS" start   (and -m fast -w stop)
+export SHORTD_TEST_PGCTL="$bindir/pg_ctl"
+export SHORTD_TEST_PGDATA="$data"
+export SHORTD_TEST_PGOPTS="$opts"
+export SHORTD_TEST_PGLOG="$tmp/log"
+export SHORTD_TEST_PGUSER="${as[2]:-}"
 echo "pg.sh: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
 # In the background, so that a TERM or INT sent to this script stops the
 # command and PostgreSQL at once rather than after the command has ended.

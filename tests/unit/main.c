@@ -90,7 +90,15 @@
     X(store_pg)                                                                                    \
     X(cache_put_get)                                                                               \
     X(cache_fill_never_overwrites)                                                                 \
-    X(cache_bounds)
+    X(cache_bounds)                                                                                \
+    X(rcache_url)                                                                                  \
+    X(rcache_breaker)                                                                              \
+    X(rcache_round_trip)                                                                           \
+    X(rcache_stalled)                                                                              \
+    X(rcache_restart)                                                                              \
+    X(bus_redis)                                                                                   \
+    X(bus_pg)                                                                                      \
+    X(bus_redis_killed)
 
 #define X(name) void test_##name(void);
 TESTS(X)

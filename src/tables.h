@@ -1,0 +1,118 @@
+/* tables.h - the tables every store backend keeps, column by column: the
+ * shape in which rows leave one store and enter another (store.h's
+ * export_rows, import_rows and table_count, used by `shortd migrate-store`).
+ * Both schemas (store_sqlite.c's schema_v1, migrations/pg/) have these
+ * tables with these column names; a column added to both schemas that must
+ * survive a move between backends is added here too.
+ *
+ * A row is an array of 'ncols' values in the column order below. The first
+ * 'nkeys' columns are the table's unique key: rows travel in key order, which
+ * is the same in both backends (integers by value, text by bytes: SQLite's
+ * BINARY collation, PostgreSQL's "C"). The list is small and constant, so
+ * each file that includes this header gets its own copy. */
+#ifndef SHORTD_TABLES_H
+#define SHORTD_TABLES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum col_type {
+    COL_INT,    /* int64 */
+    COL_BOOL,   /* int64 0 or 1: boolean in PostgreSQL, integer in SQLite */
+    COL_TEXT,   /* UTF-8 */
+    COL_BLOB,   /* bytes: bytea in PostgreSQL */
+};
+
+enum val_type { VAL_NULL, VAL_INT, VAL_TEXT, VAL_BLOB };
+
+/* One column of one row. Bytes are borrowed from whoever made the row; text
+ * has p[n] == '\0'. A COL_BOOL column travels as VAL_INT. */
+struct store_value {
+    enum val_type type;
+    int64_t i;          /* VAL_INT */
+    const char *p;      /* VAL_TEXT, VAL_BLOB */
+    size_t n;
+};
+
+/* PostgreSQL binds a parameter per column (an upsert) or three per key
+ * column (a range delete): both stay within store_pg.c's MAX_PARAMS. */
+#define TABLE_COLS_MAX 13
+#define TABLE_KEYS_MAX 4
+
+struct store_table {
+    const char *name;
+    int ncols;
+    int nkeys;              /* the first nkeys columns are the unique key */
+    bool mirror;            /* an import removes target rows the source does not have */
+    const char *serial;     /* column the store numbers new rows by, or NULL */
+    const char *sum[2];     /* columns whose sums check a copy, or NULL */
+    struct {
+        const char *name;
+        enum col_type type;
+    } cols[TABLE_COLS_MAX];
+};
+
+enum table_id {
+    TABLE_META,         /* first: a copy brings the secrets before the rows made with them */
+    TABLE_API_KEYS,
+    TABLE_LINKS,
+    TABLE_BLOCKLIST,
+    TABLE_IDEMPOTENCY,
+    TABLE_DAILY,
+    TABLE_DIMS,
+    TABLE_VISITORS,
+    TABLE_RECENT,
+    TABLE__COUNT
+};
+
+/* Links and keys are never removed (a tombstone keeps its code for ever), so
+ * a copy never removes them either; the other tables hold windows that the
+ * source trims (salts, recent clicks, pruned days, swept idempotency records,
+ * an unblocked host) and a copy follows. In meta, 'counter' is the next code
+ * number: an import keeps the larger of the two, so codes never repeat. */
+static const struct store_table store_tables[TABLE__COUNT] = {
+    [TABLE_META] = {
+        "meta", 2, 1, true, NULL, {NULL, NULL},
+        {{"k", COL_TEXT}, {"v", COL_BLOB}}},
+    [TABLE_API_KEYS] = {
+        "api_keys", 6, 1, false, "id", {NULL, NULL},
+        {{"id", COL_INT}, {"hash", COL_BLOB}, {"name", COL_TEXT}, {"admin", COL_BOOL},
+         {"created_at", COL_INT}, {"revoked_at", COL_INT}}},
+    [TABLE_LINKS] = {
+        "links", 13, 1, false, NULL, {"clicks", "bot_clicks"},
+        {{"code", COL_TEXT}, {"owner", COL_INT}, {"url", COL_TEXT}, {"title", COL_TEXT},
+         {"note", COL_TEXT}, {"tags", COL_TEXT}, {"created_at", COL_INT},
+         {"expires_at", COL_INT}, {"changed_at", COL_INT}, {"state", COL_INT},
+         {"permanent", COL_BOOL}, {"clicks", COL_INT}, {"bot_clicks", COL_INT}}},
+    [TABLE_BLOCKLIST] = {
+        "blocklist", 2, 1, true, NULL, {NULL, NULL},
+        {{"host", COL_TEXT}, {"created_at", COL_INT}}},
+    [TABLE_IDEMPOTENCY] = {
+        "idempotency", 6, 2, true, NULL, {NULL, NULL},
+        {{"key_id", COL_INT}, {"idem", COL_TEXT}, {"fingerprint", COL_BLOB},
+         {"status", COL_INT}, {"body", COL_TEXT}, {"created_at", COL_INT}}},
+    [TABLE_DAILY] = {
+        "daily", 5, 2, true, NULL, {"clicks", "bots"},
+        {{"code", COL_TEXT}, {"day", COL_INT}, {"clicks", COL_INT}, {"bots", COL_INT},
+         {"uniques", COL_INT}}},
+    [TABLE_DIMS] = {
+        "dims", 5, 4, true, NULL, {"n", NULL},
+        {{"code", COL_TEXT}, {"day", COL_INT}, {"dim", COL_INT}, {"value", COL_TEXT},
+         {"n", COL_INT}}},
+    [TABLE_VISITORS] = {
+        "visitors", 3, 3, true, NULL, {NULL, NULL},
+        {{"day", COL_INT}, {"code", COL_TEXT}, {"v", COL_INT}}},
+    [TABLE_RECENT] = {
+        "recent", 7, 2, true, "id", {NULL, NULL},
+        {{"code", COL_TEXT}, {"id", COL_INT}, {"ts", COL_INT}, {"referrer", COL_TEXT},
+         {"country", COL_TEXT}, {"device", COL_TEXT}, {"browser", COL_TEXT}}},
+};
+
+/* What table_count reports: the rows, and the sums of the 'sum' columns. */
+struct table_count {
+    int64_t rows;
+    int64_t sum[2];
+};
+
+#endif

@@ -42,6 +42,12 @@ int handle_metrics(struct request *r)
     struct app *app = r->app;
     struct buf *b = &r->resp_body;
     buf_reset(b);
+    buf_adds(b, "# HELP shortd_node_info This node's name.\n# TYPE shortd_node_info gauge\n"
+                "shortd_node_info{node=\"");
+    for (const char *p = app->cfg.node_id ? app->cfg.node_id : ""; *p; p++)
+        if (*p != '"' && *p != '\\' && *p != '\n')
+            buf_addc(b, *p);
+    buf_adds(b, "\"} 1\n");
     metrics_render(app->metrics, b);
     buf_adds(b, "# HELP shortd_cache_entries Codes in the redirect cache (links and misses).\n"
                 "# TYPE shortd_cache_entries gauge\nshortd_cache_entries ");

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app.h"
 #include "aggregate.h"
@@ -171,6 +172,11 @@ int serve_run(struct config *cfg)
         buf_printf(&b, "http://%s", app.cfg.listen);
         app.cfg.base_url = buf_detach(&b, NULL);
     }
+    if (!app.cfg.node_id) {
+        char host[256] = "node";
+        gethostname(host, sizeof(host) - 1);
+        app.cfg.node_id = xstrdup(host);
+    }
     size_t bl = strlen(app.cfg.base_url);
     while (bl > 0 && app.cfg.base_url[bl - 1] == '/')
         app.cfg.base_url[--bl] = '\0';
@@ -236,6 +242,8 @@ int serve_run(struct config *cfg)
         goto out;
     if (server_start(app.server) != ERR_OK)
         goto out;
+    log_at(LOG_INFO, "node '%s' serving (store %s%s)", app.cfg.node_id,
+           store_is_shared(store_url) ? "postgres" : "sqlite", app.rcache ? ", redis cache" : "");
 
     int64_t gen = generation(app.store);
     int64_t next_sweep = 0;

@@ -219,10 +219,7 @@ static int open_db(const char *path, sqlite3 **out)
     char *msg = NULL;
     rc = sqlite3_exec(db,
                       "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
-                      "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
-                      /* Reads through a shared mapping instead of copies; a
-                       * page cache big enough for the hot index pages. */
-                      "PRAGMA mmap_size = 4294967296; PRAGMA cache_size = -65536;",
+                      "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
                       NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
         log_at(LOG_ERROR, "cannot set up database '%s': %s", path, msg ? msg : "?");

@@ -17,6 +17,9 @@ tests/pg.sh tests/redis.sh build/asan/unit_tests || status=1
 echo "== end-to-end tests ($SHORTD_BIN, node --test, with a throwaway PostgreSQL)"
 tests/pg.sh node --test --test-concurrency=2 tests/e2e/ || status=1
 
+echo "== end-to-end tests on PostgreSQL (SHORTD_E2E_STORE=pg: every server on a schema of its own)"
+tests/pg.sh env SHORTD_E2E_STORE=pg node --test --test-concurrency=2 tests/e2e/ || status=1
+
 # The cluster: several nodes on one PostgreSQL and one Redis, which the tests
 # stop and restart, so it gets servers of its own.
 echo "== cluster tests (4 nodes, PostgreSQL and Redis stopped under load)"

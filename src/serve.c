@@ -226,7 +226,7 @@ int serve_run(struct config *cfg)
     app.clicks = clicks_new(app.store, app.writer, app.aggregate, server_nworkers(app.server));
     if (clicks_rotate_salts(app.clicks, now_ms()) != ERR_OK)
         goto out;
-    if (!app.cfg.journal && app.cfg.store && store_is_shared(app.cfg.store)) {
+    if (!app.cfg.journal && store_is_shared(app.cfg.store ? app.cfg.store : app.cfg.db)) {
         log_at(LOG_ERROR, "a shared store needs --journal DIR: each node keeps its own journal");
         goto out;
     }

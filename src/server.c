@@ -1018,6 +1018,7 @@ void server_free(struct server *s)
         return;
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
+        run_tasks(w);       /* posted to a worker that never ran: still owned here */
         uv_walk(&w->loop, close_handle, w);
         uv_run(&w->loop, UV_RUN_DEFAULT);
         uv_loop_close(&w->loop);

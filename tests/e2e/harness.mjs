@@ -3,8 +3,17 @@
 // Every test file starts its own server(s) in `before` and stops them in
 // `after`. A server gets a fresh temporary directory, a free port and its own
 // SQLite file; its stdout and stderr are kept so that a failing test can show
-// them. stop() insists on a clean exit (code 0): under AddressSanitizer a leak
-// or any sanitizer report makes the exit code non-zero, which is a real bug.
+// them.
+//
+// With SHORTD_E2E_STORE=pg (and SHORTD_TEST_PG, which tests/pg.sh sets) every
+// server startServer() makes gets a fresh PostgreSQL schema of its own
+// instead (created, then prepared with `shortd migrate --store URL`), and is
+// started with `--store URL --journal DIR/journal`; its `db` is that URL,
+// which every data subcommand takes in --db as well. Tests that are about the
+// SQLite file itself skip there through sqliteOnly(t, why).
+//
+// stop() insists on a clean exit (code 0): under AddressSanitizer a leak or
+// any sanitizer report makes the exit code non-zero, which is a real bug.
 //
 // Only Node's built-in modules are used.
 
@@ -23,6 +32,91 @@ export const BIN = path.resolve(ROOT, process.env.SHORTD_BIN || 'build/asan/shor
  * the tests must count as human clicks. */
 export const BROWSER_UA =
     'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
+
+/* ------------------------------------------------------------ store mode */
+
+const STORE_MODE = process.env.SHORTD_E2E_STORE || 'sqlite';
+if (STORE_MODE !== 'sqlite' && STORE_MODE !== 'pg') {
+    throw new Error(`SHORTD_E2E_STORE must be sqlite or pg, not ${JSON.stringify(STORE_MODE)}`);
+}
+const PG_BASE = process.env.SHORTD_TEST_PG || '';
+if (STORE_MODE === 'pg' && !PG_BASE) {
+    throw new Error('SHORTD_E2E_STORE=pg needs SHORTD_TEST_PG (a postgres:// URL): run the tests under tests/pg.sh');
+}
+
+/* True when startServer() puts servers on PostgreSQL (SHORTD_E2E_STORE=pg). */
+export const PG_MODE = STORE_MODE === 'pg';
+
+/* The skip reason of a test about SQLite itself (its file, its WAL, `shortd
+ * backup`, sqlite3) in PostgreSQL mode; false in SQLite mode. For a
+ * `{ skip }` option: it('...', fn, { skip: sqliteOnlyReason('why') }). */
+export function sqliteOnlyReason(why) {
+    return PG_MODE ? `SQLite only (${why}); this run uses PostgreSQL (SHORTD_E2E_STORE=pg)` : false;
+}
+
+/* Inside a test: in PostgreSQL mode marks it skipped and returns true (the
+ * test then returns: `if (sqliteOnly(t, 'reads the .db file')) return;`); in
+ * SQLite mode returns false. Placed part way down a test, what comes before it
+ * still runs on PostgreSQL. */
+export function sqliteOnly(t, why) {
+    const reason = sqliteOnlyReason(why);
+    if (reason) t.skip(reason);
+    return !!reason;
+}
+
+const pgSchemas = [];          // the schemas this file made, dropped at a clean exit
+let pgSchemaSeq = 0;
+
+function withSearchPath(base, schema) {
+    return `${base}${base.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
+}
+
+/* Runs a program without blocking the event loop: {code, stdout, stderr}. */
+function runAsync(cmd, args, { env, timeoutMs = 60_000 } = {}) {
+    return new Promise((resolve, reject) => {
+        const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        p.stdout.setEncoding('utf8');
+        p.stderr.setEncoding('utf8');
+        p.stdout.on('data', (d) => { stdout += d; });
+        p.stderr.on('data', (d) => { stderr += d; });
+        const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+        p.on('error', (e) => { clearTimeout(timer); reject(new Error(`cannot run ${cmd}: ${e.message}`)); });
+        p.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });
+    });
+}
+
+const PSQL = ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d'];
+const PSQL_ENV = { PGOPTIONS: '-c client_min_messages=warning' };
+
+/* A fresh, migrated schema; resolves with the store URL that reaches it. */
+async function freshPgStore() {
+    const schema = `e2e_${process.pid}_${++pgSchemaSeq}`;
+    pgSchemas.push(schema);
+    const sql = `DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`;
+    const c = await runAsync('psql', [...PSQL, PG_BASE, '-c', sql], { env: PSQL_ENV, timeoutMs: 30_000 });
+    if (c.code !== 0) {
+        throw new Error(`psql could not create schema ${schema} (exit ${c.code}, ${c.signal}): ${c.stderr}`);
+    }
+    const url = withSearchPath(PG_BASE, schema);
+    const m = await runAsync(BIN, ['migrate', '--store', url]);
+    if (m.code !== 0) {
+        throw new Error(`shortd migrate --store ${url} failed (exit ${m.code}, ${m.signal})\n` +
+            `stdout: ${m.stdout}\nstderr: ${m.stderr}`);
+    }
+    return url;
+}
+
+/* At exit (synchronous): drops the schemas this file made. */
+function dropPgSchemas() {
+    const sql = pgSchemas.map((s) => `DROP SCHEMA IF EXISTS ${s} CASCADE;`).join(' ');
+    const r = spawnSync('psql', [...PSQL, PG_BASE, '-c', sql],
+        { encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...PSQL_ENV } });
+    if (r.error || r.status !== 0) {
+        console.error(`harness: could not drop the test schemas: ${r.error ? r.error.message : r.stderr}`);
+    }
+}
 
 const SANITIZER_REPORT = /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|SUMMARY: UndefinedBehaviorSanitizer/;
 
@@ -76,13 +170,16 @@ process.on('exit', (code) => {
     }
     if (!code && !process.exitCode && !process.env.SHORTD_KEEP_TMP) {
         for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
+        if (pgSchemas.length) dropPgSchemas();
     }
 });
 
 export class Server {
-    constructor({ dir, db, port, args, env, baseUrl }) {
+    constructor({ dir, db, store, journal, port, args, env, baseUrl }) {
         this.dir = dir;
-        this.db = db;
+        this.db = db;            // the SQLite file, or in PostgreSQL mode the store URL
+        this.store = store;      // PostgreSQL mode: the store URL (served with --store)
+        this.journal = journal;  // PostgreSQL mode: the journal directory
         this.port = port;
         this.url = `http://127.0.0.1:${port}`;
         this.args = args;
@@ -109,7 +206,9 @@ export class Server {
     }
 
     argv() {
-        const a = ['serve', '--listen', `127.0.0.1:${this.port}`, '--db', this.db];
+        const a = ['serve', '--listen', `127.0.0.1:${this.port}`];
+        if (this.store) a.push('--store', this.store, '--journal', this.journal);
+        else a.push('--db', this.db);
         if (this.baseUrl) a.push('--base-url', this.baseUrl);
         return a.concat(this.args);
     }
@@ -227,15 +326,23 @@ function adminKeyLine(out) {
  *   env:     extra environment
  *   baseUrl: passed as --base-url
  *   db:      an existing database to serve (not a first start: no admin key)
+ * In PostgreSQL mode (PG_MODE) a fresh server gets a schema of its own and is
+ * served with --store URL --journal DIR/journal instead of --db; one given
+ * `db`, or `--store` in args (a test that manages its own stores), is started
+ * as in SQLite mode.
  */
 export async function startServer(opts = {}) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shortd-e2e-'));
     tempDirs.add(dir);
     const port = await freePort();
     const fresh = !opts.db;
+    const onPg = PG_MODE && fresh && !(opts.args || []).includes('--store');
+    const store = onPg ? await freshPgStore() : undefined;
     const s = new Server({
         dir,
-        db: opts.db || path.join(dir, 'shortd.db'),
+        db: store || opts.db || path.join(dir, 'shortd.db'),
+        store,
+        journal: onPg ? path.join(dir, 'journal') : undefined,
         port,
         args: opts.args || [],
         env: opts.env || {},

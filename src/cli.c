@@ -166,6 +166,24 @@ static const char *opt(const struct opts *o, const char *name)
     return v;
 }
 
+/* --NAME as a whole number in [lo, hi], or 'fallback' when absent; the
+ * message names the option. Returns 0, or the exit status of a usage error. */
+static int opt_int(const struct opts *o, const char *name, long long lo, long long hi,
+                   long long fallback, long long *out)
+{
+    const char *v = opt(o, name);
+    *out = fallback;
+    if (!v)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi)
+        return fail("--%s must be a whole number from %lld to %lld", name, lo, hi);
+    *out = x;
+    return 0;
+}
+
 static int parse_opts(const struct command *c, int argc, char **argv, struct opts *o)
 {
     memset(o, 0, sizeof(*o));
@@ -560,13 +578,10 @@ static int print_link(const struct link *l, void *arg)
 
 static int cmd_link_list(struct opts *o)
 {
-    int64_t limit = 100;
-    if (opt(o, "limit")) {
-        char *end = NULL;
-        limit = strtoll(opt(o, "limit"), &end, 10);
-        if (!*opt(o, "limit") || *end || limit < 1 || limit > 1000000)
-            return fail("--limit must be a whole number from 1 to 1000000");
-    }
+    long long limit;
+    int bad = opt_int(o, "limit", 1, 1000000, 100, &limit);
+    if (bad)
+        return bad;
     struct store *st;
     if (open_store(o, &st))
         return 1;
@@ -736,13 +751,10 @@ static void prune_done(struct wjob *j)
 
 static int cmd_prune(struct opts *o)
 {
-    long long days = 400;
-    if (opt(o, "retention-days")) {
-        char *end = NULL;
-        days = strtoll(opt(o, "retention-days"), &end, 10);
-        if (!*opt(o, "retention-days") || *end || days < 1 || days > 36500)
-            return fail("--retention-days must be a whole number from 1 to 36500");
-    }
+    long long days;
+    int bad = opt_int(o, "retention-days", 1, 36500, 400, &days);
+    if (bad)
+        return bad;
     struct store *st;
     if (open_store(o, &st))
         return 1;

@@ -180,34 +180,38 @@ static void job_done(uint64_t pos, uint64_t events, void *arg)
     atomic_store(&c->inflight, false);
 }
 
+/* The next [u16 length][event] record of a batch; false at its end. */
+static bool next_record(const char **p, const char *end, const char **rec, size_t *n)
+{
+    if (end - *p < 2)
+        return false;
+    *n = (unsigned char)(*p)[0] | (size_t)(unsigned char)(*p)[1] << 8;
+    *p += 2;
+    if ((size_t)(end - *p) < *n)
+        return false;
+    *rec = *p;
+    *p += *n;
+    return true;
+}
+
 /* Journals every event of a batch; remembers where the batch ends. */
 static void journal_batch(struct clicks *c, struct batch *b)
 {
-    const char *p = b->data.p, *end = b->data.p + b->data.len;
-    while (end - p >= 2) {
-        size_t n = (unsigned char)p[0] | (size_t)(unsigned char)p[1] << 8;
-        p += 2;
-        if ((size_t)(end - p) < n)
-            break;
-        if (journal_append(c->journal, p, n, &b->end_pos) != ERR_OK)
+    const char *p = b->data.p, *end = b->data.p + b->data.len, *rec;
+    size_t n;
+    while (next_record(&p, end, &rec, &n))
+        if (journal_append(c->journal, rec, n, &b->end_pos) != ERR_OK)
             log_at(LOG_ERROR, "cannot journal a click");
-        p += n;
-    }
 }
 
 static void fold_batch(struct clicks *c, struct batch *b)
 {
-    const char *p = b->data.p, *end = b->data.p + b->data.len;
-    while (end - p >= 2) {
-        size_t n = (unsigned char)p[0] | (size_t)(unsigned char)p[1] << 8;
-        p += 2;
-        if ((size_t)(end - p) < n)
-            break;
-        struct click_event e;
-        if (event_decode(p, n, &e) == ERR_OK)
+    const char *p = b->data.p, *end = b->data.p + b->data.len, *rec;
+    size_t n;
+    struct click_event e;
+    while (next_record(&p, end, &rec, &n))
+        if (event_decode(rec, n, &e) == ERR_OK)
             aggregate_add(c->agg, &e);
-        p += n;
-    }
 }
 
 /* Journaling comes first: every pass syncs all that has arrived before it

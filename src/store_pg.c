@@ -1347,16 +1347,23 @@ static int pg_meta_add(struct store *st, const char *key, const void *val, size_
     return changes ? ERR_OK : ERR_EXISTS;
 }
 
+/* The columns of an idempotency record, in statement order. */
+static void idem_params(struct params *p, int64_t key_id, const char *idem,
+                        const struct idem_rec *rec)
+{
+    p_i64(p, key_id);
+    p_text(p, idem);
+    p_bytes(p, rec->fingerprint, 32);
+    p_i64(p, rec->status);
+    p_text(p, rec->body ? rec->body : "");
+    p_i64(p, rec->created_at);
+}
+
 static int pg_idem_claim(struct store *st, int64_t key_id, const char *idem,
                          const struct idem_rec *rec)
 {
     struct params p = {0};
-    p_i64(&p, key_id);
-    p_text(&p, idem);
-    p_bytes(&p, rec->fingerprint, 32);
-    p_i64(&p, rec->status);
-    p_text(&p, rec->body ? rec->body : "");
-    p_i64(&p, rec->created_at);
+    idem_params(&p, key_id, idem, rec);
     int changes = 0;
     int rc = run_count(st, S_IDEM_CLAIM, &p, "idempotency claim", &changes);
     if (rc != ERR_OK)
@@ -1368,12 +1375,7 @@ static int pg_idem_put(struct store *st, int64_t key_id, const char *idem,
                        const struct idem_rec *rec)
 {
     struct params p = {0};
-    p_i64(&p, key_id);
-    p_text(&p, idem);
-    p_bytes(&p, rec->fingerprint, 32);
-    p_i64(&p, rec->status);
-    p_text(&p, rec->body ? rec->body : "");
-    p_i64(&p, rec->created_at);
+    idem_params(&p, key_id, idem, rec);
     return run(st, S_IDEM_PUT, &p, "idempotency put", NULL);
 }
 

@@ -705,18 +705,24 @@ static int sq_meta_add(struct store *st, const char *key, const void *val, size_
     return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_EXISTS;
 }
 
-static int sq_idem_claim(struct store *st, int64_t key_id, const char *idem,
-                         const struct idem_rec *rec)
+static void bind_idem(sqlite3_stmt *q, int64_t key_id, const char *idem,
+                      const struct idem_rec *rec)
 {
-    sqlite3_stmt *q = stmt_get(st, S_IDEM_CLAIM);
-    if (!q)
-        return ERR_STORAGE;
     sqlite3_bind_int64(q, 1, key_id);
     sqlite3_bind_text(q, 2, idem, -1, SQLITE_STATIC);
     sqlite3_bind_blob(q, 3, rec->fingerprint, 32, SQLITE_STATIC);
     sqlite3_bind_int(q, 4, rec->status);
     sqlite3_bind_text(q, 5, rec->body ? rec->body : "", -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 6, rec->created_at);
+}
+
+static int sq_idem_claim(struct store *st, int64_t key_id, const char *idem,
+                         const struct idem_rec *rec)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_CLAIM);
+    if (!q)
+        return ERR_STORAGE;
+    bind_idem(q, key_id, idem, rec);
     int rc = run_done(q, "idempotency claim");
     if (rc != ERR_OK)
         return rc;
@@ -1033,12 +1039,7 @@ static int sq_idem_put(struct store *st, int64_t key_id, const char *idem,
     sqlite3_stmt *q = stmt_get(st, S_IDEM_PUT);
     if (!q)
         return ERR_STORAGE;
-    sqlite3_bind_int64(q, 1, key_id);
-    sqlite3_bind_text(q, 2, idem, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(q, 3, rec->fingerprint, 32, SQLITE_STATIC);
-    sqlite3_bind_int(q, 4, rec->status);
-    sqlite3_bind_text(q, 5, rec->body ? rec->body : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 6, rec->created_at);
+    bind_idem(q, key_id, idem, rec);
     return run_done(q, "idempotency put");
 }
 

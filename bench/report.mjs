@@ -40,6 +40,7 @@ const creates = tsv('create.tsv').map((r) => ({
 const mem = tsv('memory.tsv').map((r) => ({
     n: +r[0], layout: r[1], rss0: +r[2], rss1: +r[3], entries: +r[4], url: +r[5], per: +r[6],
     ngpss: r[7] === '' ? NaN : +r[7], warm: +r[8],
+    anon0: r[9] === undefined || r[9] === '' ? NaN : +r[9], anon1: r[10] === undefined || r[10] === '' ? NaN : +r[10],
 }));
 // N layout clicks bots lo hi ok
 const checks = tsv('checks.tsv').map((r) => ({
@@ -81,6 +82,7 @@ p('| | |');
 p('|---|---|');
 p(`| machine | ${env.NCPU} cores (\`nproc\`), ${env.CPU_MODEL}, ${env.MEM_GIB} GiB RAM, Linux ${env.KERNEL || ''} |`);
 p(`| commit | ${env.COMMIT} |`);
+if (env.NOTE) p(`| note | ${env.NOTE} |`);
 p(`| date | ${env.DATE_UTC} |`);
 p(`| command | \`${env.COMMAND}\` (total ${env.ELAPSED} s) |`);
 p(`| settings | links ${env.LINKS}; ${env.DURATION} s per run; ${env.PAIRS} alternating shortd/nginx pair(s) per layout; wrk ${env.CONNS} connections; creates with ${env.CREATE_CONNS} connections |`);
@@ -225,10 +227,14 @@ if (creates.length) {
 if (mem.length) {
     p('## Memory of the redirect cache (every link requested once with HEAD, which is never counted)');
     p();
-    p('| links | layout | shortd RSS before | RSS warm | cache entries | average URL | bytes per link beyond its URL | nginx PSS (master + workers) | warm-up |');
-    p('|---|---|---|---|---|---|---|---|---|');
-    for (const x of mem)
-        p(`| ${nname(x.n)} | ${x.layout} | ${fix(x.rss0 / 1024, 1)} MiB | ${fix(x.rss1 / 1024, 1)} MiB | ${int(x.entries)} | ${fix(x.url, 1)} B | ${fix(x.per, 1)}${x.n < 100000 ? ' (N too small to mean much)' : ''} | ${Number.isFinite(x.ngpss) ? fix(x.ngpss / 1024, 1) + ' MiB' : 'n/a'} | ${fix(x.warm, 1)} s |`);
+    p('| links | layout | shortd RSS before | RSS warm | cache entries | average URL | bytes per link beyond its URL | same from RssAnon only | nginx PSS (master + workers) | warm-up |');
+    p('|---|---|---|---|---|---|---|---|---|---|');
+    for (const x of mem) {
+        const anon = (x.anon1 - x.anon0) * 1024 / x.n - x.url;
+        p(`| ${nname(x.n)} | ${x.layout} | ${fix(x.rss0 / 1024, 1)} MiB | ${fix(x.rss1 / 1024, 1)} MiB | ${int(x.entries)} | ${fix(x.url, 1)} B | ${fix(x.per, 1)}${x.n < 100000 ? ' (N too small to mean much)' : ''} | ${fix(anon, 1)} | ${Number.isFinite(x.ngpss) ? fix(x.ngpss / 1024, 1) + ' MiB' : 'n/a'} | ${fix(x.warm, 1)} s |`);
+    }
+    p();
+    p('"bytes per link beyond its URL" = (VmRSS warm − VmRSS before) / N − average URL; the RssAnon column leaves out file-backed pages (a memory-mapped database file would count in VmRSS).');
     p();
 }
 

@@ -102,7 +102,11 @@ else
 fi
 [ -x "$ROOT/build/shortd" ] || fail "build/shortd is missing: run make"
 mkdir -p "$WORK" "$OUT"
-# one binary for the whole run, even if build/shortd is rebuilt meanwhile
+# one binary for the whole run, even if build/shortd is rebuilt meanwhile;
+# the commit is the one checked out now (the binary was built from it)
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain -- src Makefile 2>/dev/null)" ]; then COMMIT="$COMMIT (+ uncommitted changes in src/)"; fi
+NOTE=""
 SHORTD=$WORK/shortd
 cp "$ROOT/build/shortd" "$SHORTD.tmp" && mv "$SHORTD.tmp" "$SHORTD"
 SHORTD_MD5=$(md5sum <"$SHORTD" | cut -c1-12)
@@ -168,6 +172,7 @@ thread_ticks() {
     done
 }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+anon_kib() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status"; }
 pss_kib() { local s=0 p; for p in "$@"; do s=$((s + $(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup"))); done; echo $s; }
 nginx_pids() { echo "$NGINX_PID" $(pgrep -P "$NGINX_PID" || true); }
 metric() { curl -s --max-time 5 "http://127.0.0.1:$PORT_S/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
@@ -449,7 +454,7 @@ create_run() {
 # --- the report -----------------------------------------------------------------
 # Everything the report shows besides the TSVs; saved in RUN/env so that
 # `run.sh --report RUN` can render a finished run again.
-REPORT_VARS="KERNEL DATE_UTC COMMAND NGINX_VERSION WRK_VERSION SHORTD_MD5 RETRY_BUDGET FOREIGN_MAX RETRIES
+REPORT_VARS="NOTE KERNEL DATE_UTC COMMAND NGINX_VERSION WRK_VERSION SHORTD_MD5 RETRY_BUDGET FOREIGN_MAX RETRIES
     NCPU CPU_MODEL MEM_GIB COMMIT LINKS DURATION PAIRS CONNS CREATE_CONNS NGINX ELAPSED STAMP LAYOUTS"
 render_report() {
     # shellcheck disable=SC2086
@@ -458,7 +463,7 @@ render_report() {
     cp "$RUN/results.md" "$OUT/latest.md"
     cp "$RUN/results.md" "$OUT/$STAMP.md"
     if command -v gnuplot >/dev/null 2>&1 && [ -s "$RUN/chart.dat" ]; then
-        gnuplot -e "dat='$RUN/chart.dat'; out='$RUN/chart.png'; sub='$NCPU cores, $CPU_MODEL; commit ${COMMIT//\'/}; $DATE_UTC; ${DURATION} s runs, medians of up to $PAIRS'" \
+        gnuplot -e "dat='$RUN/chart.dat'; out='$RUN/chart.png'; sub='$NCPU cores, $CPU_MODEL; commit ${COMMIT%% *}; $DATE_UTC; ${DURATION} s runs, medians of up to $PAIRS'" \
             bench/chart.gp 2>"$RUN/gnuplot.err" || log "gnuplot failed: $(cat "$RUN/gnuplot.err")"
         if [ -s "$RUN/chart.png" ]; then
             cp "$RUN/chart.png" "$OUT/latest.png"
@@ -505,7 +510,7 @@ for N in "${NS[@]}"; do
         [ "$NGINX" = yes ] && start_nginx "$L"
         start_shortd "$L" "$WORK/run.db"
         sleep 0.5
-        rss0=$(rss_kib "$SHORTD_PID")
+        rss0=$(rss_kib "$SHORTD_PID"); anon0=$(anon_kib "$SHORTD_PID")
         t0=$(date +%s%N)
         # shellcheck disable=SC2046
         $(pin_client "$L") "$LOADGEN" warm -p "$PORT_S" -c 64 --depth 16 --codes "$DATA/codes.txt" --method HEAD >"$RUN/warm-$N-$L.txt" ||
@@ -513,12 +518,13 @@ for N in "${NS[@]}"; do
         warm_s=$(calc "($(date +%s%N) - $t0) / 1e9")
         [ "$(kv status_3xx "$RUN/warm-$N-$L.txt")" = "$N" ] || fail "warm-up: not every code answered 302 ($(tr '\n' ' ' <"$RUN/warm-$N-$L.txt"))"
         sleep 0.5
-        rss1=$(rss_kib "$SHORTD_PID")
+        rss1=$(rss_kib "$SHORTD_PID"); anon1=$(anon_kib "$SHORTD_PID")
         entries=$(metric shortd_cache_entries)
         ng_pss=""
         [ "$NGINX" = yes ] && ng_pss=$(pss_kib $(nginx_pids))
         per=$(calc "($rss1 - $rss0) * 1024 / $N - $AVG_URL")
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$N" "$L" "$rss0" "$rss1" "$entries" "$AVG_URL" "$per" "${ng_pss:-}" "$warm_s" >>"$RUN/memory.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n' "$N" "$L" "$rss0" "$rss1" "$entries" "$AVG_URL" "$per" \
+            "${ng_pss:-}" "$warm_s" "$anon0" "$anon1" >>"$RUN/memory.tsv"
         log "N=$N $L: warmed $entries entries in ${warm_s}s; RSS $rss0 -> $rss1 KiB: $(printf '%.1f' "$per") bytes/link beyond the URL"
 
         for ((p = 1; p <= PAIRS; p++)); do
@@ -549,8 +555,6 @@ done
 ELAPSED=$(($(date +%s) - T_START))
 
 # --- report -------------------------------------------------------------------
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain -- src Makefile 2>/dev/null)" ]; then COMMIT="$COMMIT (+ uncommitted changes in src/)"; fi
 CPU_MODEL=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 MEM_GIB=$(awk '/^MemTotal/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)
 KERNEL=$(uname -r)

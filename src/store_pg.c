@@ -29,7 +29,10 @@
  * same block.
  * open() checks the schema version and refuses any but this binary's; only
  * store_pg_migrate (`shortd migrate`) changes the schema. */
+#include <errno.h>
 #include <libpq-fe.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,7 @@
 #include "err.h"
 #include "log.h"
 #include "store.h"
+#include "timeutil.h"
 #include "banned.h"
 
 struct migration {
@@ -231,6 +235,7 @@ static const int batch_cols[B__COUNT] = {5, 5, 7};
 
 struct conn {
     PGconn *pg;
+    bool broken;                /* a call timed out: reconnect before the next */
     bool prepared[S__COUNT];
     uint64_t lists_prepared;    /* link_list variants, one bit per filter mask */
     bool in_tx;                 /* between begin and commit/rollback */
@@ -297,8 +302,10 @@ static void notice_log(void *arg, const PGresult *r)
 static PGconn *connect_url(const char *url)
 {
     static const char *const keys[] = {"fallback_application_name", "client_encoding",
-                                       "connect_timeout", "dbname", NULL};
-    const char *values[] = {"shortd", "UTF8", "10", url, NULL};
+                                       "connect_timeout", "keepalives", "keepalives_idle",
+                                       "keepalives_interval", "keepalives_count",
+                                       "tcp_user_timeout", "dbname", NULL};
+    const char *values[] = {"shortd", "UTF8", "3", "1", "5", "2", "2", "5000", url, NULL};
     PGconn *pg = PQconnectdbParams(keys, values, 1);
     if (!pg)
         abort();
@@ -362,8 +369,90 @@ static struct conn *conn_get(struct store *base)
 
 /* A broken connection is reopened, but never inside a transaction: the
  * statements after the break would run outside it. */
+/* ---- bounded calls ----
+ * libpq's synchronous calls wait for ever on a server that has stopped
+ * answering (a frozen process still has the kernel acknowledge its TCP).
+ * Every call of the serving path is therefore sent asynchronously and
+ * waited for with poll() up to PG_CALL_MS; past it the connection is dropped
+ * (it is reopened on the next call) and, for PG_PAUSE_MS, calls fail at once
+ * instead of each waiting again: an uncached redirect answers 503 quickly. */
+#define PG_CALL_MS 5000
+#define PG_PAUSE_MS 1000
+
+static _Atomic int64_t pg_paused_until;     /* mono ms */
+
+static PGresult *wait_result(struct conn *c, int sent, const char *what)
+{
+    if (!sent) {
+        c->broken = true;
+        return NULL;
+    }
+    int64_t deadline = mono_ms() + PG_CALL_MS;
+    PGresult *last = NULL;
+    for (;;) {
+        while (!PQisBusy(c->pg)) {
+            PGresult *r = PQgetResult(c->pg);
+            if (!r)
+                return last;
+            PQclear(last);
+            last = r;
+        }
+        int64_t left = deadline - mono_ms();
+        if (left <= 0)
+            break;
+        struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
+        int n = poll(&pfd, 1, (int)left);
+        if ((n < 0 && errno != EINTR) || (n > 0 && !PQconsumeInput(c->pg))) {
+            /* The connection itself failed: reopened on the next call. */
+            PQclear(last);
+            c->broken = true;
+            return NULL;
+        }
+    }
+    PQclear(last);
+    c->broken = true;
+    atomic_store(&pg_paused_until, mono_ms() + PG_PAUSE_MS);
+    log_at(LOG_ERROR, "postgres %s: no answer within %d ms; the connection is dropped", what,
+           PG_CALL_MS);
+    return NULL;
+}
+
+static PGresult *bx_exec(struct conn *c, const char *text)
+{
+    return wait_result(c, PQsendQuery(c->pg, text), "query");
+}
+
+static PGresult *bx_prepare(struct conn *c, const char *name, const char *text, int n,
+                            const Oid *types)
+{
+    return wait_result(c, PQsendPrepare(c->pg, name, text, n, types), "prepare");
+}
+
+static PGresult *bx_exec_prepared(struct conn *c, const char *name, int n, const char *const *v,
+                                  const int *len, const int *fmt)
+{
+    return wait_result(c, PQsendQueryPrepared(c->pg, name, n, v, len, fmt, 0), "statement");
+}
+
 static int conn_check(struct conn *c)
 {
+    if (atomic_load(&pg_paused_until) > mono_ms())
+        return ERR_STORAGE;
+    if (c->broken) {
+        if (c->in_tx)
+            return log_fail(ERR_STORAGE, "postgres connection lost inside a transaction");
+        /* Drop the connection that timed out (its server may be frozen) and
+         * open a new one; connect_timeout bounds this. */
+        c->broken = false;
+        PQreset(c->pg);
+        memset(c->prepared, 0, sizeof(c->prepared));
+        c->lists_prepared = 0;
+        if (PQstatus(c->pg) != CONNECTION_OK) {
+            atomic_store(&pg_paused_until, mono_ms() + PG_PAUSE_MS);
+            return log_fail(ERR_STORAGE, "cannot reconnect to postgres");
+        }
+        return ERR_OK;
+    }
     if (PQstatus(c->pg) == CONNECTION_OK)
         return ERR_OK;
     if (c->in_tx)
@@ -419,14 +508,14 @@ static int exec_on(struct conn *c, enum stmt id, const struct params *p, const c
     char name[16];
     snprintf(name, sizeof(name), "s%d", (int)id);
     if (!c->prepared[id]) {
-        PGresult *r = PQprepare(c->pg, name, sql[id], 0, NULL);
+        PGresult *r = bx_prepare(c, name, sql[id], 0, NULL);
         rc = check_result(r, c->pg, "prepare", NULL);
         if (rc != ERR_OK)
             return rc == ERR_EXISTS ? ERR_STORAGE : rc;
         c->prepared[id] = true;
     }
-    PGresult *r = PQexecPrepared(c->pg, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
-                                 p ? p->fmt : NULL, 0);
+    PGresult *r = bx_exec_prepared(c, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
+                                   p ? p->fmt : NULL);
     return check_result(r, c->pg, what, out);
 }
 
@@ -436,7 +525,7 @@ static int exec_simple(struct conn *c, const char *text, const char *what)
     int rc = conn_check(c);
     if (rc != ERR_OK)
         return rc;
-    return check_result(PQexec(c->pg, text), c->pg, what, NULL);
+    return check_result(bx_exec(c, text), c->pg, what, NULL);
 }
 
 static int flush(struct conn *c);
@@ -787,7 +876,7 @@ static int pg_commit(struct store *st)
     int rc = flush(c);
     if (rc == ERR_OK) {
         rc = conn_check(c);
-        PGresult *r = rc == ERR_OK ? PQexec(c->pg, "COMMIT") : NULL;
+        PGresult *r = rc == ERR_OK ? bx_exec(c, "COMMIT") : NULL;
         if (rc == ERR_OK)
             rc = check_result(r, c->pg, "commit", &r);
         if (rc == ERR_OK) {
@@ -799,9 +888,9 @@ static int pg_commit(struct store *st)
         if (rc == ERR_EXISTS)
             rc = ERR_STORAGE;
     }
-    if (rc != ERR_OK && PQstatus(c->pg) == CONNECTION_OK &&
+    if (rc != ERR_OK && !c->broken && PQstatus(c->pg) == CONNECTION_OK &&
         PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-        PQclear(PQexec(c->pg, "ROLLBACK"));
+        PQclear(bx_exec(c, "ROLLBACK"));
     c->in_tx = false;
     return rc;
 }
@@ -812,8 +901,9 @@ static void pg_rollback(struct store *st)
     if (!c)
         return;
     discard(c);
-    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-        PQclear(PQexec(c->pg, "ROLLBACK"));
+    if (!c->broken && PQstatus(c->pg) == CONNECTION_OK &&
+        PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(bx_exec(c, "ROLLBACK"));
     c->in_tx = false;
 }
 
@@ -999,7 +1089,7 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
             buf_adds(&s, " AND (created_at, code) < ($3, $4)");
         buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT $5");
         static const Oid types[5] = {20, 20, 20, 25, 20};   /* int8, int8, int8, text, int8 */
-        rc = check_result(PQprepare(c->pg, name, s.p, 5, types), c->pg, "prepare link list",
+        rc = check_result(bx_prepare(c, name, s.p, 5, types), c->pg, "prepare link list",
                           NULL);
         buf_release(&s);
         if (rc != ERR_OK)
@@ -1013,8 +1103,8 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     p_text(&p, lq->after_code ? lq->after_code : "");
     p_i64(&p, lq->limit);
     PGresult *r = NULL;
-    rc = check_result(PQexecPrepared(c->pg, name, p.n, p.v, p.len, p.fmt, 0), c->pg,
-                      "link list", &r);
+    rc = check_result(bx_exec_prepared(c, name, p.n, p.v, p.len, p.fmt), c->pg, "link list",
+                      &r);
     if (rc != ERR_OK)
         return rc == ERR_EXISTS ? ERR_STORAGE : rc;
     for (int i = 0; i < PQntuples(r); i++) {

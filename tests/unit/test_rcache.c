@@ -1017,8 +1017,8 @@ void test_bus_redis_killed(void)
     CHECK_EQ_INT(bus_new(redis_url(), pg_url(), 500, on_code, &ia, &a), ERR_OK);
     CHECK_EQ_INT(bus_new(redis_url(), pg_url(), 500, on_code, &ib, &b), ERR_OK);
     CHECK_EQ_INT(bus_new(redis_url(), NULL, 500, on_code, &ic, &c), ERR_OK);
-    if (!CHECK(wait_resyncs(&ia, 2, 5000) && wait_resyncs(&ib, 2, 5000) &&
-               wait_resyncs(&ic, 1, 5000)))
+    if (!CHECK(wait_resyncs(&ia, 2, 15000) && wait_resyncs(&ib, 2, 15000) &&
+               wait_resyncs(&ic, 1, 15000)))
         goto out;
     pub(a, "both1");
     CHECK(wait_code(&ib, "both1", 2, 1000) >= 0);   /* once per transport */

@@ -147,11 +147,17 @@ static void record_click(struct request *r, struct slice code, int64_t now)
     clicks_record(app->clicks, worker_index(worker_current()), &e);
 }
 
-static int answer(struct request *r, struct slice code, const struct cache_view *v, int64_t now)
+static int not_found(struct request *r)
+{
+    return text(r, 404, "Not Found: no link has this code\n");
+}
+
+/* The answer for a link as cached or stored; no click is recorded here. */
+static int answer(struct request *r, const struct cache_view *v, int64_t now)
 {
     const struct config *cfg = &r->app->cfg;
     if (v->miss)
-        return text(r, 404, "Not Found: no link has this code\n");
+        return not_found(r);
     if (v->state != LINK_ACTIVE || !v->url || (v->expires_at && v->expires_at <= now))
         return text(r, 410, "Gone: this link has expired or was removed\n");
     add_location(r, v->url, v->url_len, cfg->pass_query);
@@ -163,26 +169,13 @@ static int answer(struct request *r, struct slice code, const struct cache_view 
     } else {
         buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
     }
-    if (r->method == HTTP_GET)
-        record_click(r, code, now);
     return status;
 }
 
-int handle_redirect(struct request *r, struct slice code)
+/* A miss of this node's cache: the shared cache, then the store, by key. */
+static int answer_uncached(struct request *r, struct slice code, int64_t now)
 {
     struct app *app = r->app;
-    if (!code_is_plausible(code.p, code.n))
-        return text(r, 404, "Not Found: no link has this code\n");
-    int64_t now = now_ms();
-    struct cache_view v;
-
-    cache_read_lock();
-    bool hit = cache_get(app->cache, code.p, code.n, now, &v);
-    int status = hit ? answer(r, code, &v, now) : 0;
-    cache_read_unlock();
-    if (hit)
-        return status;
-
     char key[CODE_MAX + 1];
     memcpy(key, code.p, code.n);
     key[code.n] = '\0';
@@ -195,14 +188,14 @@ int handle_redirect(struct request *r, struct slice code)
     }
     if (rc == ERR_NOTFOUND) {
         cache_fill_miss(app->cache, code.p, code.n, now);
-        return text(r, 404, "Not Found: no link has this code\n");
+        return not_found(r);
     }
     if (rc != ERR_OK) {
         http_add_header(r, "Retry-After", "1", 1);
         return text(r, 503, "Service Unavailable: try again\n");
     }
     cache_fill(app->cache, &l, now);
-    v = (struct cache_view){
+    struct cache_view v = {
         .miss = false,
         .url = l.url,
         .url_len = l.url ? (uint32_t)strlen(l.url) : 0,
@@ -210,7 +203,26 @@ int handle_redirect(struct request *r, struct slice code)
         .state = (uint8_t)l.state,
         .permanent = l.permanent,
     };
-    status = answer(r, code, &v, now);
+    int status = answer(r, &v, now);
     link_release(&l);
+    return status;
+}
+
+int handle_redirect(struct request *r, struct slice code)
+{
+    if (!code_is_plausible(code.p, code.n))
+        return not_found(r);
+    int64_t now = now_ms();
+    struct cache_view v;
+
+    cache_read_lock();
+    bool hit = cache_get(r->app->cache, code.p, code.n, now, &v);
+    int status = hit ? answer(r, &v, now) : 0;
+    cache_read_unlock();
+    if (!hit)
+        status = answer_uncached(r, code, now);
+
+    if ((status == 301 || status == 302) && r->method == HTTP_GET)
+        record_click(r, code, now);
     return status;
 }

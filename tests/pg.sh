@@ -105,15 +105,5 @@ export SHORTD_TEST_PGOPTS="$opts"
 export SHORTD_TEST_PGLOG="$tmp/log"
 export SHORTD_TEST_PGUSER="${as[2]:-}"
 echo "pg.sh: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
-# In the background, so that a TERM or INT sent to this script stops the
-# command and PostgreSQL at once rather than after the command has ended.
-set +e
-child=""
-trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; exit 143' TERM
-trap '[ -n "$child" ] && kill -INT "$child" 2>/dev/null; exit 130' INT
-(exec "$@") &
-child=$!
-wait "$child"
-status=$?
-set -e
-exit $status
+. "$(dirname "$0")/run-child.sh"
+run_child "$@"

@@ -106,15 +106,5 @@ export SHORTD_TEST_REDIS="redis://127.0.0.1:$port"
 export SHORTD_TEST_REDIS_CONF="$conf"
 version="$("$server" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')"
 echo "redis.sh: Redis $version on 127.0.0.1:$port" >&2
-# In the background, so that a TERM or INT sent to this script stops the
-# command and Redis at once rather than after the command has ended.
-set +e
-child=""
-trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; exit 143' TERM
-trap '[ -n "$child" ] && kill -INT "$child" 2>/dev/null; exit 130' INT
-(exec "$@") &
-child=$!
-wait "$child"
-status=$?
-set -e
-exit $status
+. "$(dirname "$0")/run-child.sh"
+run_child "$@"

@@ -19,8 +19,9 @@
 #include "store.h"
 #include "banned.h"
 
-#define SCHEMA_VERSION 1
-
+/* The schema, as numbered steps: a new database runs them all, an older one
+ * the steps after its PRAGMA user_version, in one transaction. Never edit a
+ * step that has shipped: add the next one. */
 static const char *const schema_v1 =
     "CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE api_keys ("
@@ -61,6 +62,15 @@ static const char *const schema_v1 =
     "CREATE INDEX idempotency_created ON idempotency(created_at);"
     "CREATE TABLE blocklist (host TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT INTO meta(k, v) VALUES ('counter', 0);";
+
+static const struct {
+    int version;
+    const char *sql;
+} schema_steps[] = {
+    {1, schema_v1},
+};
+#define NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
+#define SCHEMA_VERSION (schema_steps[NSTEPS - 1].version)
 
 /* Prepared statements, by number; prepared on first use per connection. */
 enum stmt {
@@ -359,9 +369,17 @@ static int migrate(sqlite3 *db, const char *path)
         sqlite3_step(q) == SQLITE_ROW)
         version = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
-    if (version == 0 && sqlite3_exec(db, schema_v1, NULL, NULL, &msg) != SQLITE_OK)
-        goto fail;
-    if (sqlite3_exec(db, "PRAGMA user_version = 1; COMMIT", NULL, NULL, &msg) != SQLITE_OK)
+    for (int i = 0; i < NSTEPS; i++) {
+        if (schema_steps[i].version <= version)
+            continue;
+        if (sqlite3_exec(db, schema_steps[i].sql, NULL, NULL, &msg) != SQLITE_OK)
+            goto fail;
+        char set[64];
+        snprintf(set, sizeof(set), "PRAGMA user_version = %d", schema_steps[i].version);
+        if (sqlite3_exec(db, set, NULL, NULL, &msg) != SQLITE_OK)
+            goto fail;
+    }
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
         goto fail;
     return ERR_OK;
 fail:

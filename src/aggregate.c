@@ -2,15 +2,16 @@
  * path, and the batched store job.
  *
  * DESIGN
- * Events are folded into a hash table of cells keyed by (code, day, kind,
- * value): a per-day total, a dimension value, a visitor hash, or the ring of
- * a link's newest clicks. A take hands the whole table to a writer job and
- * starts an empty one, so the pipeline keeps folding while the job commits.
- * The job writes visitors first (learning which are new that day), then the
- * daily totals with their new-visitor counts, then dimensions and recent
- * clicks, and last the journal checkpoint, all in the writer's transaction.
- * Human and bot clicks are kept apart: a bot or a prefetch only counts as a
- * bot click of its kind. */
+ * Events are folded into a hash table of link days keyed by (code, day),
+ * each a struct dayrow (dayrow.h): the day's counts, its dimension tallies,
+ * its newest clicks and its visitors. A take hands the whole table to a
+ * writer job and starts an empty one, so the pipeline keeps folding while
+ * the job commits. The job merges each link day into its stored row, one
+ * row write per link and day however many clicks and dimensions it holds,
+ * in (code, day) order, and last writes the journal checkpoint, all in the
+ * writer's transaction. The job never changes its own rows, so a retried
+ * job counts nothing twice. Human and bot clicks are kept apart: a bot or a
+ * prefetch only counts as a bot click of its kind. */
 #include "aggregate.h"
 
 #include <stdio.h>
@@ -20,6 +21,8 @@
 
 #include "analytics.h"
 #include "classify.h"
+#include "codes.h"
+#include "dayrow.h"
 #include "err.h"
 #include "log.h"
 #include "store.h"
@@ -37,35 +40,21 @@ const char *const dim_names[DIM__COUNT] = {
     [DIM_DOWHOUR] = "dowhour",
 };
 
-/* Cell kinds beyond the dimensions */
 #define RETRY_PAUSE_US 200000
 
-#define K_DAILY (-1)        /* n = human clicks, n2 = bot clicks */
-#define K_VISITOR (-2)      /* value = the hash in hex */
-#define K_RECENT (-3)       /* ring of the newest human clicks of a code */
-
-struct recent_ring {
-    struct recent_click r[RECENT_KEEP];
-    char text[RECENT_KEEP][4][DIM_MAX + 1];     /* referrer, country, device, browser */
-    int next, count;
-};
-
-struct cell {
-    char *code;
+struct lday {
+    char code[CODE_MAX + 1];
     int64_t day;
-    int kind;
-    char *value;
-    int64_t n, n2, n3;     /* daily: human clicks, bot clicks, new visitors */
-    struct recent_ring *ring;
     uint64_t hash;
-    struct cell *chain;     /* same bucket */
-    struct cell *order;     /* insertion order */
+    struct dayrow row;
+    struct lday *chain;     /* same bucket */
+    struct lday *order;     /* insertion order */
 };
 
 struct table {
-    struct cell **buckets;
+    struct lday **buckets;
     size_t nbuckets, count;
-    struct cell *first, *last;
+    struct lday *first, *last;
     uint64_t events;
 };
 
@@ -76,7 +65,7 @@ struct aggregate {
     struct table t;
 };
 
-/* ---- the cell table ---- */
+/* ---- the table of link days ---- */
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -99,12 +88,10 @@ static void table_init(struct table *t)
 
 static void table_release(struct table *t)
 {
-    struct cell *c = t->first;
+    struct lday *c = t->first;
     while (c) {
-        struct cell *next = c->order;
-        free(c->code);
-        free(c->value);
-        free(c->ring);
+        struct lday *next = c->order;
+        dayrow_release(&c->row);
         free(c);
         c = next;
     }
@@ -115,10 +102,10 @@ static void table_release(struct table *t)
 static void table_grow(struct table *t)
 {
     size_t n = t->nbuckets * 2;
-    struct cell **b = calloc(n, sizeof(*b));
+    struct lday **b = calloc(n, sizeof(*b));
     if (!b)
         abort();
-    for (struct cell *c = t->first; c; c = c->order) {
+    for (struct lday *c = t->first; c; c = c->order) {
         c->chain = b[c->hash & (n - 1)];
         b[c->hash & (n - 1)] = c;
     }
@@ -127,28 +114,21 @@ static void table_grow(struct table *t)
     t->nbuckets = n;
 }
 
-static struct cell *cell_get(struct table *t, const char *code, int64_t day, int kind,
-                             const char *value)
+static struct lday *lday_get(struct table *t, const char *code, size_t n, int64_t day)
 {
-    uint64_t h = fnv(14695981039346656037ULL, code, strlen(code) + 1);
-    h = fnv(h, &day, sizeof(day));
-    h = fnv(h, &kind, sizeof(kind));
-    if (value)
-        h = fnv(h, value, strlen(value));
-    for (struct cell *c = t->buckets[h & (t->nbuckets - 1)]; c; c = c->chain)
-        if (c->hash == h && c->day == day && c->kind == kind && !strcmp(c->code, code) &&
-            (!value ? !c->value : c->value && !strcmp(c->value, value)))
+    uint64_t h = fnv(fnv(14695981039346656037ULL, code, n), &day, sizeof(day));
+    for (struct lday *c = t->buckets[h & (t->nbuckets - 1)]; c; c = c->chain)
+        if (c->hash == h && c->day == day && !strncmp(c->code, code, n) && !c->code[n])
             return c;
     if (t->count + 1 > t->nbuckets)
         table_grow(t);
-    struct cell *c = calloc(1, sizeof(*c));
+    struct lday *c = calloc(1, sizeof(*c));
     if (!c)
         abort();
-    c->code = xstrdup(code);
+    memcpy(c->code, code, n);
     c->day = day;
-    c->kind = kind;
-    c->value = value ? xstrdup(value) : NULL;
     c->hash = h;
+    dayrow_init(&c->row);
     c->chain = t->buckets[h & (t->nbuckets - 1)];
     t->buckets[h & (t->nbuckets - 1)] = c;
     if (t->last)
@@ -182,64 +162,35 @@ void aggregate_free(struct aggregate *a)
     free(a);
 }
 
-static void count_dim(struct table *t, const char *code, int64_t day, int dim, const char *v)
+static void count_dim(struct dayrow *r, int dim, const char *v)
 {
     if (v && *v)
-        cell_get(t, code, day, dim, v)->n++;
-}
-
-static void remember(struct table *t, const char *code, int64_t ts, const char *ref,
-                     const char *country, const char *device, const char *browser)
-{
-    struct cell *c = cell_get(t, code, 0, K_RECENT, NULL);
-    if (!c->ring) {
-        c->ring = calloc(1, sizeof(*c->ring));
-        if (!c->ring)
-            abort();
-    }
-    struct recent_ring *g = c->ring;
-    int i = g->next;
-    const char *src[4] = {ref, country, device, browser};
-    for (int k = 0; k < 4; k++)
-        snprintf(g->text[i][k], sizeof(g->text[i][k]), "%s", src[k]);
-    g->r[i] = (struct recent_click){ts, g->text[i][0], g->text[i][1], g->text[i][2], g->text[i][3]};
-    g->next = (i + 1) % RECENT_KEEP;
-    if (g->count < RECENT_KEEP)
-        g->count++;
+        dayrow_tally(r, dim, v, strlen(v), 1);
 }
 
 void aggregate_add(struct aggregate *a, const struct click_event *e)
 {
     struct table *t = &a->t;
-    char code[DIM_MAX + 1];
-    size_t n = e->code.n < DIM_MAX ? e->code.n : DIM_MAX;
-    memcpy(code, e->code.p, n);
-    code[n] = '\0';
+    size_t n = e->code.n < CODE_MAX ? e->code.n : CODE_MAX;
     int64_t day = day_number(e->ts);
-    struct cell *daily = cell_get(t, code, day, K_DAILY, NULL);
+    struct dayrow *r = &lday_get(t, e->code.p, n, day)->row;
     t->events++;
 
     struct ua_info ua;
     classify_ua(a->cl, e->ua.p, e->ua.n, &ua);
     if (e->flags & EVENT_PREFETCH) {
-        daily->n2++;
-        count_dim(t, code, day, DIM_BOT_KIND, "prefetch");
+        r->bots++;
+        count_dim(r, DIM_BOT_KIND, "prefetch");
         return;
     }
     if (ua.bot != BOT_NONE) {
-        daily->n2++;
-        count_dim(t, code, day, DIM_BOT_KIND, bot_kind_name(ua.bot));
+        r->bots++;
+        count_dim(r, DIM_BOT_KIND, bot_kind_name(ua.bot));
         return;
     }
-    daily->n++;
-    if (e->visitor) {
-        static const char digits[] = "0123456789abcdef";
-        char hex[17];
-        for (int i = 0; i < 16; i++)
-            hex[i] = digits[(e->visitor >> (60 - 4 * i)) & 15];
-        hex[16] = '\0';
-        cell_get(t, code, day, K_VISITOR, hex);
-    }
+    r->clicks++;
+    if (e->visitor)
+        dayrow_visitor(r, e->visitor);
     char host[DIM_MAX + 1], lang[16], src[DIM_MAX + 1], med[DIM_MAX + 1], camp[DIM_MAX + 1];
     enum ref_group group;
     classify_referrer(e->referer.p, e->referer.n, a->self_hosts, host, &group);
@@ -251,19 +202,20 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     char hh[3] = {(char)('0' + hour / 10), (char)('0' + hour % 10), '\0'};
     char dh[5] = {(char)('0' + dow), '-', hh[0], hh[1], '\0'};
 
-    count_dim(t, code, day, DIM_REFERRER, host);
-    count_dim(t, code, day, DIM_REF_GROUP, ref_group_name(group));
-    count_dim(t, code, day, DIM_COUNTRY, e->country);
-    count_dim(t, code, day, DIM_BROWSER, ua.browser);
-    count_dim(t, code, day, DIM_OS, ua.os);
-    count_dim(t, code, day, DIM_DEVICE, device_name(ua.device));
-    count_dim(t, code, day, DIM_LANGUAGE, lang);
-    count_dim(t, code, day, DIM_UTM_SOURCE, src);
-    count_dim(t, code, day, DIM_UTM_MEDIUM, med);
-    count_dim(t, code, day, DIM_UTM_CAMPAIGN, camp);
-    count_dim(t, code, day, DIM_HOUR, hh);
-    count_dim(t, code, day, DIM_DOWHOUR, dh);
-    remember(t, code, e->ts, host, e->country, device_name(ua.device), ua.browser);
+    count_dim(r, DIM_REFERRER, host);
+    count_dim(r, DIM_REF_GROUP, ref_group_name(group));
+    count_dim(r, DIM_COUNTRY, e->country);
+    count_dim(r, DIM_BROWSER, ua.browser);
+    count_dim(r, DIM_OS, ua.os);
+    count_dim(r, DIM_DEVICE, device_name(ua.device));
+    count_dim(r, DIM_LANGUAGE, lang);
+    count_dim(r, DIM_UTM_SOURCE, src);
+    count_dim(r, DIM_UTM_MEDIUM, med);
+    count_dim(r, DIM_UTM_CAMPAIGN, camp);
+    count_dim(r, DIM_HOUR, hh);
+    count_dim(r, DIM_DOWHOUR, dh);
+    const char *text[4] = {host, e->country, device_name(ua.device), ua.browser};
+    dayrow_remember(r, e->ts, text);
 }
 
 bool aggregate_empty(const struct aggregate *a) { return a->t.count == 0; }
@@ -275,6 +227,7 @@ struct agg_job {
     struct wjob job;
     const char *ckpt_key;
     struct table t;
+    struct day_delta *deltas;   /* the table's link days in (code, day) order */
     uint64_t pos;
     struct writer *writer;
     int failures;
@@ -282,67 +235,17 @@ struct agg_job {
     void *arg;
 };
 
-static int store_ring(struct store *st, const struct cell *c)
+static int cmp_delta(const void *x, const void *y)
 {
-    const struct recent_ring *g = c->ring;
-    int first = (g->next - g->count + RECENT_KEEP) % RECENT_KEEP;
-    for (int k = 0; k < g->count; k++) {
-        int rc = st->ops->agg_recent(st, c->code, &g->r[(first + k) % RECENT_KEEP], RECENT_KEEP);
-        if (rc != ERR_OK)
-            return rc;
-    }
-    return ERR_OK;
-}
-
-static int cmp_visitor(const void *x, const void *y)
-{
-    const struct cell *a = *(const struct cell *const *)x, *b = *(const struct cell *const *)y;
-    if (a->day != b->day)
-        return a->day < b->day ? -1 : 1;
+    const struct day_delta *a = x, *b = y;
     int c = strcmp(a->code, b->code);
-    return c ? c : strcmp(a->value, b->value);
+    return c ? c : (a->day > b->day) - (a->day < b->day);
 }
 
 static int agg_run(struct wjob *j, struct store *st)
 {
     struct agg_job *a = (struct agg_job *)j;
-    int rc = ERR_OK;
-    /* Visitors first: each one new that day adds to the day's unique count.
-     * They are written in one global order (day, code, visitor) so that two
-     * nodes' batches can never deadlock on each other's rows, and the counts
-     * start from zero on every try, so a retried job counts nothing twice. */
-    size_t nv = 0;
-    for (struct cell *c = a->t.first; c; c = c->order) {
-        if (c->kind == K_DAILY)
-            c->n3 = 0;
-        else if (c->kind == K_VISITOR)
-            nv++;
-    }
-    struct cell **vs = nv ? calloc(nv, sizeof(*vs)) : NULL;
-    if (nv && !vs)
-        abort();
-    size_t k = 0;
-    for (struct cell *c = a->t.first; c; c = c->order)
-        if (c->kind == K_VISITOR)
-            vs[k++] = c;
-    if (nv)
-        qsort(vs, nv, sizeof(*vs), cmp_visitor);
-    for (size_t i = 0; i < nv && rc == ERR_OK; i++) {
-        struct cell *c = vs[i];
-        bool is_new = false;
-        rc = st->ops->agg_visitor(st, c->code, c->day, strtoull(c->value, NULL, 16), &is_new);
-        if (rc == ERR_OK && is_new)
-            cell_get(&a->t, c->code, c->day, K_DAILY, NULL)->n3++;
-    }
-    free(vs);
-    for (struct cell *c = a->t.first; c && rc == ERR_OK; c = c->order) {
-        if (c->kind == K_DAILY)
-            rc = st->ops->agg_daily(st, c->code, c->day, c->n, c->n2, c->n3);
-        else if (c->kind == K_RECENT)
-            rc = store_ring(st, c);
-        else if (c->kind >= 0)
-            rc = st->ops->agg_dim(st, c->code, c->day, c->kind, c->value, c->n);
-    }
+    int rc = st->ops->agg_days(st, a->deltas, a->t.count);
     if (rc == ERR_OK) {
         unsigned char le[8];
         for (int i = 0; i < 8; i++)
@@ -366,6 +269,7 @@ static void agg_done(struct wjob *j)
     }
     a->done(a->pos, a->t.events, a->arg);
     table_release(&a->t);
+    free(a->deltas);
     free(a);
 }
 
@@ -378,6 +282,13 @@ void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_po
     j->job.run = agg_run;
     j->job.done = agg_done;
     j->t = a->t;
+    j->deltas = calloc(j->t.count ? j->t.count : 1, sizeof(*j->deltas));
+    if (!j->deltas)
+        abort();
+    size_t k = 0;
+    for (struct lday *c = j->t.first; c; c = c->order)
+        j->deltas[k++] = (struct day_delta){c->code, c->day, &c->row};
+    qsort(j->deltas, k, sizeof(*j->deltas), cmp_delta);
     j->pos = journal_pos;
     j->ckpt_key = a->ckpt_key;
     j->writer = w;

@@ -80,6 +80,14 @@ struct recent_click {
     const char *browser;
 };
 
+/* One link's clicks of one day, folded by the aggregator (dayrow.h). */
+struct dayrow;
+struct day_delta {
+    const char *code;
+    int64_t day;
+    const struct dayrow *row;
+};
+
 /* Service-wide (or one owner's) totals. */
 struct totals {
     int64_t links, clicks, bot_clicks;
@@ -132,20 +140,17 @@ struct store_ops {
     /* Removes the data of links expired before 'before', at most 'limit'. */
     int (*link_sweep)(struct store *st, int64_t before, int limit, int *swept);
 
-    /* Click analytics, written by the aggregator inside a write transaction.
-     * 'day' is days since the epoch; 'dim' a number of analytics.h. */
-    int (*agg_daily)(struct store *st, const char *code, int64_t day, int64_t clicks,
-                     int64_t bots, int64_t uniques);    /* also adds to the link's totals */
-    int (*agg_visitor)(struct store *st, const char *code, int64_t day, uint64_t visitor,
-                       bool *is_new);
-    int (*agg_dim)(struct store *st, const char *code, int64_t day, int dim, const char *value,
-                   int64_t n);
-    int (*agg_recent)(struct store *st, const char *code, const struct recent_click *r,
-                      int keep);                        /* keeps the newest 'keep' */
-    /* Removes per-day rows (days, dimensions, visitors) before 'before_day', at
-     * most 'limit' rows of each table; the links' all-time totals stay. */
+    /* Click analytics, written by the aggregator inside a write transaction:
+     * each delta is merged into its link's row of that day (dayrow_merge),
+     * which is created when absent. 'd' is sorted by (code, day), so nodes
+     * sharing a store take row locks in one order. Days are days since the
+     * epoch. */
+    int (*agg_days)(struct store *st, const struct day_delta *d, size_t n);
+    /* Removes day rows before 'before_day', at most 'limit', oldest first,
+     * adding their counts to their links' kept totals (which never shrink). */
     int (*prune_days)(struct store *st, int64_t before_day, int limit, int *pruned);
-    /* Visitor hashes are only needed while their day's salt lives. */
+    /* Visitor hashes are only needed while their day's salt lives: drops the
+     * visitor sets of days before 'before_day' (their unique counts stay). */
     int (*prune_visitors)(struct store *st, int64_t before_day);
 
     /* Reading analytics */

@@ -14,15 +14,12 @@
  * into a rollback (an earlier statement failed) is an error, and a
  * connection lost inside a transaction is never silently reopened: the rest
  * of that transaction fails until rollback.
- * Click counters are batched: agg_daily, agg_dim and agg_recent only append
- * to per-connection arrays, and the batch is written as a few upserts over
- * unnest() of array parameters (INSERT ... ON CONFLICT ... DO UPDATE SET
- * n = t.n + excluded.n) before any other statement runs on that connection,
- * at savepoint_end and at commit: so it lands in the same transaction as the
- * journal position the aggregator writes last, and an error shows on the
- * statement that follows (the checkpoint's meta_put) and rolls back the unit.
- * A batch first locks the link rows it adds to, in code order, so nodes
- * flushing the same links queue behind each other instead of deadlocking.
+ * Click counters: agg_days merges a batch of link days (dayrow.h) in three
+ * statements over unnest() of array parameters, DAY_CHUNK days at a time:
+ * insert the missing rows (ON CONFLICT DO NOTHING), read and lock them all
+ * (FOR UPDATE, in (code, day) order, so nodes merging the same days queue
+ * behind each other instead of deadlocking or losing an update), merge in C,
+ * and write them back with one UPDATE.
  * claim_block runs alone on a connection of its own, outside the writer's
  * transaction: a block once handed out stays claimed even if that
  * transaction rolls back, so no two nodes (or two runs of one) ever get the
@@ -38,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dayrow.h"
 #include "err.h"
 #include "log.h"
 #include "store.h"
@@ -60,7 +58,7 @@ static const struct migration migrations[] = {
 /* pg_advisory_xact_lock key of `shortd migrate`: "shortd" in ASCII. */
 #define MIGRATE_LOCK "116100114116111104"
 
-#define BATCH_MAX 4096  /* buffered counter rows of one kind before a write */
+#define DAY_CHUNK 2000  /* link days merged per round of statements */
 #define MAX_PARAMS 16
 
 /* Prepared statements, by number; prepared on first use per connection. */
@@ -81,14 +79,10 @@ enum stmt {
     S_LINK_SET_STATE,
     S_LINK_COUNT,
     S_LINK_SWEEP,
-    S_LOCK_LINKS,
-    S_FLUSH_DAILY,
-    S_FLUSH_DIMS,
-    S_FLUSH_RECENT,
-    S_TRIM_RECENT,
-    S_AGG_VISITOR,
-    S_PRUNE_DAILY,
-    S_PRUNE_DIMS,
+    S_DAYS_ADD,
+    S_DAYS_LOCK,
+    S_DAYS_PUT,
+    S_PRUNE_DAYS,
     S_PRUNE_VISITORS,
     S_STATS_DAYS,
     S_STATS_DIMS,
@@ -113,6 +107,12 @@ enum stmt {
 #define LINK_COLS                                                                           \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
     "permanent, clicks, bot_clicks"
+/* As read: the all-time totals are the pruned days' plus the kept days'. */
+#define LINK_READ                                                                           \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
+    "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                 \
+    "WHERE d.code = links.code), 0)::bigint, bot_clicks + coalesce((SELECT sum(d.bots) "    \
+    "FROM link_days d WHERE d.code = links.code), 0)::bigint"
 
 static const char *const sql[S__COUNT] = {
     [S_PING] = "SELECT 1",
@@ -129,11 +129,11 @@ static const char *const sql[S__COUNT] = {
     [S_CLAIM] = "UPDATE meta SET v = convert_to((convert_from(v, 'UTF8')::bigint "
                 "+ $1::bigint)::text, 'UTF8') WHERE k = 'counter' "
                 "RETURNING convert_from(v, 'UTF8')::bigint - $1::bigint",
-    [S_LINK_GET] = "SELECT " LINK_COLS " FROM links WHERE code = $1",
+    [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = $1",
     [S_LINK_INSERT] = "INSERT INTO links (" LINK_COLS ") "
                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
                       "ON CONFLICT DO NOTHING",
-    [S_LINK_FIND_LIVE] = "SELECT " LINK_COLS " FROM links WHERE owner = $1 "
+    [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = $1 "
                          "AND md5(url) = md5($2::text) AND url = $2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > $3) "
                          "ORDER BY created_at DESC LIMIT 1",
@@ -145,60 +145,43 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_SWEEP] = "UPDATE links SET url = NULL, title = NULL, note = NULL, tags = NULL "
                      "WHERE code IN (SELECT code FROM links WHERE expires_at > 0 "
                      "AND url IS NOT NULL AND expires_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)",
-    /* The batches: one row per (code, day) and per link, whatever the input.
-     * Every node takes the link rows it adds to in code order first, so
-     * two nodes flushing the same links wait for each other, not deadlock. */
-    [S_LOCK_LINKS] = "SELECT code FROM links WHERE code = ANY ($1::text[]) "
-                     "ORDER BY code FOR UPDATE",
-    [S_FLUSH_DAILY] =
-        "WITH r AS (SELECT code, day, sum(clicks)::bigint AS clicks, sum(bots)::bigint AS bots, "
-        "  sum(uniques)::bigint AS uniques "
-        "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) "
-        "  AS u (code, day, clicks, bots, uniques) GROUP BY code, day), "
-        "d AS (INSERT INTO daily AS t (code, day, clicks, bots, uniques) "
-        "  SELECT code, day, clicks, bots, uniques FROM r ORDER BY code, day "
-        "  ON CONFLICT (code, day) DO UPDATE SET clicks = t.clicks + excluded.clicks, "
-        "  bots = t.bots + excluded.bots, uniques = t.uniques + excluded.uniques) "
-        "UPDATE links AS l SET clicks = l.clicks + s.clicks, bot_clicks = l.bot_clicks + s.bots "
-        "FROM (SELECT code, sum(clicks)::bigint AS clicks, sum(bots)::bigint AS bots "
-        "  FROM r GROUP BY code) AS s WHERE l.code = s.code",
-    [S_FLUSH_DIMS] =
-        "INSERT INTO dims AS t (code, day, dim, value, n) "
-        "SELECT code, day, dim, value, sum(n)::bigint "
-        "FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::bigint[]) "
-        "AS u (code, day, dim, value, n) "
-        "GROUP BY code, day, dim, value ORDER BY code, day, dim, value "
-        "ON CONFLICT (code, day, dim, value) DO UPDATE SET n = t.n + excluded.n",
-    /* In the order they were added: the ids say which clicks are newest. */
-    [S_FLUSH_RECENT] =
-        "INSERT INTO recent (code, ts, referrer, country, device, browser) "
-        "SELECT code, ts, referrer, country, device, browser "
-        "FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) "
-        "WITH ORDINALITY AS u (code, ts, referrer, country, device, browser, i) ORDER BY i",
-    [S_TRIM_RECENT] =
-        "DELETE FROM recent AS r USING ("
-        "  SELECT x.code, x.id, row_number() OVER (PARTITION BY x.code ORDER BY x.id DESC) AS rn, "
-        "  k.keep FROM recent x JOIN (SELECT code, greatest(min(keep), 1) AS keep "
-        "  FROM unnest($1::text[], $2::integer[]) AS u (code, keep) GROUP BY code) k "
-        "  ON k.code = x.code) AS old "
-        "WHERE old.rn > old.keep AND r.code = old.code AND r.id = old.id",
-    [S_AGG_VISITOR] = "INSERT INTO visitors (day, code, v) VALUES ($2, $1, $3) "
-                      "ON CONFLICT DO NOTHING",
-    [S_PRUNE_DAILY] = "DELETE FROM daily WHERE (code, day) IN "
-                      "(SELECT code, day FROM daily WHERE day < $1 LIMIT $2)",
-    [S_PRUNE_DIMS] = "DELETE FROM dims WHERE (code, day, dim, value) IN "
-                     "(SELECT code, day, dim, value FROM dims WHERE day < $1 LIMIT $2)",
-    [S_PRUNE_VISITORS] = "DELETE FROM visitors WHERE day < $1",
-    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM daily "
+    [S_DAYS_ADD] = "INSERT INTO link_days (code, day, clicks, bots, uniques) "
+                   "SELECT code, day, 0, 0, 0 FROM unnest($1::text[], $2::bigint[]) "
+                   "AS u (code, day) ORDER BY code, day ON CONFLICT DO NOTHING",
+    [S_DAYS_LOCK] = "SELECT t.clicks, t.bots, t.uniques, t.dims, t.visitors, t.recent "
+                    "FROM link_days t JOIN unnest($1::text[], $2::bigint[]) "
+                    "AS u (code, day) ON t.code = u.code AND t.day = u.day "
+                    "ORDER BY t.code, t.day FOR UPDATE OF t",
+    [S_DAYS_PUT] = "UPDATE link_days AS t SET clicks = u.clicks, bots = u.bots, "
+                   "uniques = u.uniques, dims = u.dims, visitors = u.visitors, recent = u.recent "
+                   "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], "
+                   "$5::bigint[], $6::bytea[], $7::bytea[], $8::bytea[]) "
+                   "AS u (code, day, clicks, bots, uniques, dims, visitors, recent) "
+                   "WHERE t.code = u.code AND t.day = u.day",
+    /* A pruned day's counts move into its link's totals in the statement
+     * that deletes it; SKIP LOCKED: two nodes pruning take different rows. */
+    [S_PRUNE_DAYS] = "WITH gone AS (DELETE FROM link_days WHERE (code, day) IN "
+                     "(SELECT code, day FROM link_days WHERE day < $1 ORDER BY day, code "
+                     "LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING code, clicks, bots), "
+                     "carry AS (UPDATE links AS l SET clicks = l.clicks + g.c, "
+                     "bot_clicks = l.bot_clicks + g.b FROM (SELECT code, sum(clicks)::bigint AS c, "
+                     "sum(bots)::bigint AS b FROM gone GROUP BY code) AS g WHERE l.code = g.code) "
+                     "SELECT count(*) FROM gone",
+    [S_PRUNE_VISITORS] = "UPDATE link_days SET visitors = NULL "
+                         "WHERE day < $1 AND visitors IS NOT NULL",
+    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM link_days "
                      "WHERE code = $1 AND day BETWEEN $2 AND $3 ORDER BY day",
-    [S_STATS_DIMS] = "SELECT dim, value, sum(n) AS total FROM dims "
-                     "WHERE code = $1 AND day BETWEEN $2 AND $3 "
-                     "GROUP BY dim, value ORDER BY dim, total DESC, value",
-    [S_STATS_RECENT] = "SELECT ts, referrer, country, device, browser FROM recent "
-                       "WHERE code = $1 ORDER BY id DESC LIMIT $2",
-    [S_STATS_TOTALS] = "SELECT count(*), coalesce(sum(clicks), 0), coalesce(sum(bot_clicks), 0) "
+    [S_STATS_DIMS] = "SELECT dims FROM link_days WHERE code = $1 AND day BETWEEN $2 AND $3 "
+                     "AND dims IS NOT NULL",
+    [S_STATS_RECENT] = "SELECT recent FROM link_days WHERE code = $1 AND recent IS NOT NULL "
+                       "ORDER BY day DESC LIMIT $2",
+    [S_STATS_TOTALS] = "SELECT count(*), (coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
+                       "FROM link_days d WHERE $1::bigint < 0 OR d.code IN (SELECT code FROM links "
+                       "WHERE owner = $1::bigint)))::bigint, (coalesce(sum(bot_clicks), 0) + "
+                       "(SELECT coalesce(sum(d.bots), 0) FROM link_days d WHERE $1::bigint < 0 OR "
+                       "d.code IN (SELECT code FROM links WHERE owner = $1::bigint)))::bigint "
                        "FROM links WHERE $1::bigint < 0 OR owner = $1::bigint",
-    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM daily d JOIN links l ON l.code = d.code "
+    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
                     "WHERE d.day = $1 AND d.clicks > 0 "
                     "AND ($2::bigint < 0 OR l.owner = $2::bigint) "
                     "ORDER BY d.clicks DESC, d.code LIMIT $3",
@@ -223,23 +206,12 @@ static const char *const sql[S__COUNT] = {
     [S_BLOCK_LIST] = "SELECT host, created_at FROM blocklist ORDER BY host",
 };
 
-/* Counter rows waiting to be written: one array literal per column. */
-struct batch {
-    struct buf col[7];
-    int ncols;
-    int rows;
-};
-
-enum { B_DAILY, B_DIMS, B_RECENT, B__COUNT };
-static const int batch_cols[B__COUNT] = {5, 5, 7};
-
 struct conn {
     PGconn *pg;
     bool broken;                /* a call timed out: reconnect before the next */
     bool prepared[S__COUNT];
     uint64_t lists_prepared;    /* link_list variants, one bit per filter mask */
     bool in_tx;                 /* between begin and commit/rollback */
-    struct batch batch[B__COUNT];
     struct conn *next;
 };
 
@@ -328,24 +300,12 @@ static struct conn *conn_new(const char *url)
     if (!c)
         abort();
     c->pg = pg;
-    for (int b = 0; b < B__COUNT; b++)
-        c->batch[b].ncols = batch_cols[b];
     return c;
-}
-
-static void batch_clear(struct batch *b)
-{
-    for (int i = 0; i < b->ncols; i++)
-        buf_reset(&b->col[i]);
-    b->rows = 0;
 }
 
 static void conn_free(struct conn *c)
 {
     PQfinish(c->pg);
-    for (int b = 0; b < B__COUNT; b++)
-        for (int i = 0; i < c->batch[b].ncols; i++)
-            buf_release(&c->batch[b].col[i]);
     free(c);
 }
 
@@ -528,19 +488,13 @@ static int exec_simple(struct conn *c, const char *text, const char *what)
     return check_result(bx_exec(c, text), c->pg, what, NULL);
 }
 
-static int flush(struct conn *c);
-
-/* Runs a statement on this thread's connection, after the counter rows it
- * has buffered, so every statement sees them. */
+/* Runs a statement on this thread's connection. */
 static int run(struct store *st, enum stmt id, const struct params *p, const char *what,
                PGresult **out)
 {
     struct conn *c = conn_get(st);
     if (!c)
         return ERR_STORAGE;
-    int rc = flush(c);
-    if (rc != ERR_OK)
-        return rc;
     return exec_on(c, id, p, what, out);
 }
 
@@ -610,100 +564,6 @@ static void row_to_link(const PGresult *r, int row, struct link *l)
     l->permanent = val_bool(r, row, 10);
     l->clicks = val_i64(r, row, 11);
     l->bot_clicks = val_i64(r, row, 12);
-}
-
-/* ---- batched counters ---- */
-
-/* Starts a row: each column's array gets its opening brace or a comma. */
-static void batch_row(struct batch *b)
-{
-    for (int i = 0; i < b->ncols; i++)
-        buf_addc(&b->col[i], b->rows ? ',' : '{');
-    b->rows++;
-}
-
-static void batch_i64(struct batch *b, int col, int64_t v)
-{
-    buf_add_i64(&b->col[col], v);
-}
-
-/* An array element: double-quoted, with '"' and '\' escaped; NULL is
- * NULL, which the NOT NULL columns refuse, as SQLite's do. */
-static void batch_text(struct batch *b, int col, const char *s)
-{
-    struct buf *o = &b->col[col];
-    if (!s) {
-        buf_adds(o, "NULL");
-        return;
-    }
-    buf_addc(o, '"');
-    for (const char *p = s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            buf_addc(o, '\\');
-        buf_addc(o, *p);
-    }
-    buf_addc(o, '"');
-}
-
-static int batch_write(struct conn *c, int kind)
-{
-    static const enum stmt ids[B__COUNT] = {S_FLUSH_DAILY, S_FLUSH_DIMS, S_FLUSH_RECENT};
-    static const char *const what[B__COUNT] = {"daily upsert", "dimension upsert",
-                                               "recent insert"};
-    struct batch *b = &c->batch[kind];
-    if (!b->rows)
-        return ERR_OK;
-    struct params p = {0};
-    for (int i = 0; i < b->ncols; i++) {
-        buf_addc(&b->col[i], '}');
-        if (kind != B_RECENT || i < 6)
-            p_text(&p, b->col[i].p);
-    }
-    int rc = ERR_OK;
-    if (kind == B_DAILY) {
-        struct params k = {0};
-        p_text(&k, b->col[0].p);
-        rc = exec_on(c, S_LOCK_LINKS, &k, "link lock", NULL);
-    }
-    if (rc == ERR_OK)
-        rc = exec_on(c, ids[kind], &p, what[kind], NULL);
-    if (rc == ERR_OK && kind == B_RECENT) {
-        struct params t = {0};
-        p_text(&t, b->col[0].p);
-        p_text(&t, b->col[6].p);
-        rc = exec_on(c, S_TRIM_RECENT, &t, "recent trim", NULL);
-    }
-    batch_clear(b);
-    return rc == ERR_EXISTS ? ERR_STORAGE : rc;
-}
-
-/* Writes every buffered counter row of 'c'. The buffers are empty after,
- * whatever happened: a failed write has failed the transaction. */
-static int flush(struct conn *c)
-{
-    int rc = ERR_OK;
-    for (int k = 0; k < B__COUNT; k++) {
-        if (rc == ERR_OK)
-            rc = batch_write(c, k);
-        else
-            batch_clear(&c->batch[k]);
-    }
-    return rc;
-}
-
-static void discard(struct conn *c)
-{
-    for (int k = 0; k < B__COUNT; k++)
-        batch_clear(&c->batch[k]);
-}
-
-/* After a row was buffered: outside a transaction it is written at once, and
- * a full batch is written now. */
-static int batch_added(struct conn *c, int kind)
-{
-    if (!c->in_tx || c->batch[kind].rows >= BATCH_MAX)
-        return flush(c);
-    return ERR_OK;
 }
 
 /* ---- lifecycle ---- */
@@ -857,7 +717,6 @@ static int pg_begin(struct store *st)
         return ERR_STORAGE;
     if (c->in_tx)
         return log_fail(ERR_STORAGE, "postgres begin inside a transaction");
-    discard(c);
     int rc = exec_simple(c, "BEGIN", "begin");
     if (rc == ERR_OK)
         c->in_tx = true;
@@ -873,21 +732,18 @@ static int pg_commit(struct store *st)
         return ERR_STORAGE;
     if (!c->in_tx)
         return log_fail(ERR_STORAGE, "postgres commit without a transaction");
-    int rc = flush(c);
+    int rc = conn_check(c);
+    PGresult *r = rc == ERR_OK ? bx_exec(c, "COMMIT") : NULL;
+    if (rc == ERR_OK)
+        rc = check_result(r, c->pg, "commit", &r);
     if (rc == ERR_OK) {
-        rc = conn_check(c);
-        PGresult *r = rc == ERR_OK ? bx_exec(c, "COMMIT") : NULL;
-        if (rc == ERR_OK)
-            rc = check_result(r, c->pg, "commit", &r);
-        if (rc == ERR_OK) {
-            if (strcmp(PQcmdStatus(r), "COMMIT") != 0)
-                rc = log_fail(ERR_STORAGE, "postgres rolled back the transaction: a statement "
-                              "in it failed");
-            PQclear(r);
-        }
-        if (rc == ERR_EXISTS)
-            rc = ERR_STORAGE;
+        if (strcmp(PQcmdStatus(r), "COMMIT") != 0)
+            rc = log_fail(ERR_STORAGE, "postgres rolled back the transaction: a statement "
+                          "in it failed");
+        PQclear(r);
     }
+    if (rc == ERR_EXISTS)
+        rc = ERR_STORAGE;
     if (rc != ERR_OK && !c->broken && PQstatus(c->pg) == CONNECTION_OK &&
         PQtransactionStatus(c->pg) != PQTRANS_IDLE)
         PQclear(bx_exec(c, "ROLLBACK"));
@@ -900,7 +756,6 @@ static void pg_rollback(struct store *st)
     struct conn *c = conn_get(st);
     if (!c)
         return;
-    discard(c);
     if (!c->broken && PQstatus(c->pg) == CONNECTION_OK &&
         PQtransactionStatus(c->pg) != PQTRANS_IDLE)
         PQclear(bx_exec(c, "ROLLBACK"));
@@ -912,23 +767,16 @@ static int pg_savepoint(struct store *st)
     struct conn *c = conn_get(st);
     if (!c)
         return ERR_STORAGE;
-    int rc = flush(c);
-    return rc == ERR_OK ? exec_simple(c, "SAVEPOINT unit", "savepoint") : rc;
+    return exec_simple(c, "SAVEPOINT unit", "savepoint");
 }
 
-/* A batch that fails to write here leaves the transaction failed, so the
- * commit fails and nothing of it is kept. */
 static void pg_savepoint_end(struct store *st, bool keep)
 {
     struct conn *c = conn_get(st);
     if (!c)
         return;
-    if (keep) {
-        flush(c);
-    } else {
-        discard(c);
+    if (!keep)
         exec_simple(c, "ROLLBACK TO unit", "rollback to savepoint");
-    }
     exec_simple(c, "RELEASE unit", "release savepoint");
 }
 
@@ -1060,9 +908,7 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     struct conn *c = conn_get(st);
     if (!c)
         return ERR_STORAGE;
-    int rc = flush(c);
-    if (rc == ERR_OK)
-        rc = conn_check(c);
+    int rc = conn_check(c);
     if (rc != ERR_OK)
         return rc;
     bool cursor = lq->after_code && *lq->after_code;
@@ -1073,7 +919,7 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     snprintf(name, sizeof(name), "list%u", mask);
     if (!(c->lists_prepared & (1ull << mask))) {
         struct buf s = BUF_INIT;
-        buf_adds(&s, "SELECT " LINK_COLS " FROM links WHERE (false");
+        buf_adds(&s, "SELECT " LINK_READ " FROM links WHERE (false");
         if (mask & 1)
             buf_adds(&s, " OR state = 1");
         if (mask & 2)
@@ -1142,84 +988,169 @@ static int pg_link_sweep(struct store *st, int64_t before, int limit, int *swept
 
 /* ---- click analytics ---- */
 
-static int pg_agg_daily(struct store *st, const char *code, int64_t day, int64_t clicks,
-                        int64_t bots, int64_t uniques)
+/* Array parameters of one chunk of link days: codes, days, then (for the
+ * write) the merged counts and blobs. */
+struct day_arrays {
+    struct buf col[8];
+};
+
+static void arrays_open(struct day_arrays *a, int ncols)
+{
+    for (int i = 0; i < ncols; i++) {
+        buf_reset(&a->col[i]);
+        buf_addc(&a->col[i], '{');
+    }
+}
+
+static void arrays_sep(struct day_arrays *a, int ncols, size_t row)
+{
+    for (int i = 0; i < ncols && row; i++)
+        buf_addc(&a->col[i], ',');
+}
+
+/* One element of an array literal: NULL, a number, or a quoted string (a
+ * bytea in hex, its backslash escaped for the array parser). */
+static void array_elem(struct buf *o, const struct store_value *v)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (v->type == VAL_NULL) {
+        buf_adds(o, "NULL");
+        return;
+    }
+    if (v->type == VAL_INT) {
+        buf_add_i64(o, v->i);
+        return;
+    }
+    buf_addc(o, '"');
+    if (v->type == VAL_BLOB) {
+        buf_adds(o, "\\\\x");
+        for (size_t i = 0; i < v->n; i++) {
+            buf_addc(o, hex[(unsigned char)v->p[i] >> 4]);
+            buf_addc(o, hex[(unsigned char)v->p[i] & 15]);
+        }
+    } else {
+        for (size_t i = 0; i < v->n; i++) {
+            if (v->p[i] == '"' || v->p[i] == '\\')
+                buf_addc(o, '\\');
+            buf_addc(o, v->p[i]);
+        }
+    }
+    buf_addc(o, '"');
+}
+
+static void array_text(struct buf *o, const char *s)
+{
+    array_elem(o, &(struct store_value){VAL_TEXT, 0, s, strlen(s)});
+}
+
+static void array_bytea(struct buf *o, const void *p, size_t n)
+{
+    array_elem(o, &(struct store_value){p ? VAL_BLOB : VAL_NULL, 0, p, n});
+}
+
+static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struct day_arrays *a,
+                      struct buf bufs[3], struct buf raw[3])
+{
+    arrays_open(a, 2);
+    for (size_t i = 0; i < n; i++) {
+        arrays_sep(a, 2, i);
+        array_text(&a->col[0], d[i].code);
+        buf_add_i64(&a->col[1], d[i].day);
+    }
+    for (int i = 0; i < 2; i++)
+        buf_addc(&a->col[i], '}');
+    struct params k = {0};
+    p_text(&k, a->col[0].p);
+    p_text(&k, a->col[1].p);
+    int rc = exec_on(c, S_DAYS_ADD, &k, "day insert", NULL);
+    PGresult *r = NULL;
+    if (rc == ERR_OK)
+        rc = exec_on(c, S_DAYS_LOCK, &k, "day lock", &r);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    if ((size_t)PQntuples(r) != n) {
+        PQclear(r);
+        return log_fail(ERR_STORAGE, "postgres: %d of %zu day rows found", PQntuples(r), n);
+    }
+    /* The locked rows come in (code, day) order: the deltas' order. */
+    struct day_arrays w;
+    memset(&w, 0, sizeof(w));
+    arrays_open(&w, 8);
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        int row = (int)i;
+        struct day_blobs old = {val_i64(r, row, 0), val_i64(r, row, 1), val_i64(r, row, 2),
+                                NULL, NULL, NULL, 0, 0, 0};
+        const void **ptr[3] = {&old.dims, &old.visitors, &old.recent};
+        size_t *len[3] = {&old.ndims, &old.nvisitors, &old.nrecent};
+        for (int k2 = 0; k2 < 3 && rc == ERR_OK; k2++) {
+            if (PQgetisnull(r, row, 3 + k2))
+                continue;
+            rc = val_bytes(r, row, 3 + k2, &raw[k2]);
+            *ptr[k2] = raw[k2].p ? raw[k2].p : "";
+            *len[k2] = raw[k2].len;
+        }
+        struct day_blobs m;
+        if (rc == ERR_OK && dayrow_merge(&old, d[i].row, &bufs[0], &bufs[1], &bufs[2], &m) != ERR_OK)
+            rc = log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
+                          d[i].code, (long long)d[i].day);
+        if (rc != ERR_OK)
+            break;
+        arrays_sep(&w, 8, i);
+        array_text(&w.col[0], d[i].code);
+        buf_add_i64(&w.col[1], d[i].day);
+        buf_add_i64(&w.col[2], m.clicks);
+        buf_add_i64(&w.col[3], m.bots);
+        buf_add_i64(&w.col[4], m.uniques);
+        array_bytea(&w.col[5], m.dims, m.ndims);
+        array_bytea(&w.col[6], m.visitors, m.nvisitors);
+        array_bytea(&w.col[7], m.recent, m.nrecent);
+    }
+    PQclear(r);
+    if (rc == ERR_OK) {
+        struct params p = {0};
+        for (int i = 0; i < 8; i++) {
+            buf_addc(&w.col[i], '}');
+            p_text(&p, w.col[i].p);
+        }
+        rc = exec_on(c, S_DAYS_PUT, &p, "day write", NULL);
+    }
+    for (int i = 0; i < 8; i++)
+        buf_release(&w.col[i]);
+    return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+}
+
+static int pg_agg_days(struct store *st, const struct day_delta *d, size_t n)
 {
     struct conn *c = conn_get(st);
     if (!c)
         return ERR_STORAGE;
-    struct batch *b = &c->batch[B_DAILY];
-    batch_row(b);
-    batch_text(b, 0, code);
-    batch_i64(b, 1, day);
-    batch_i64(b, 2, clicks);
-    batch_i64(b, 3, bots);
-    batch_i64(b, 4, uniques);
-    return batch_added(c, B_DAILY);
-}
-
-static int pg_agg_visitor(struct store *st, const char *code, int64_t day, uint64_t visitor,
-                          bool *is_new)
-{
-    struct params p = {0};
-    p_text(&p, code);
-    p_i64(&p, day);
-    p_i64(&p, (int64_t)visitor);
-    int n = 0;
-    int rc = run_count(st, S_AGG_VISITOR, &p, "visitor insert", &n);
-    *is_new = rc == ERR_OK && n > 0;
+    struct day_arrays a;
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT}, raw[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    memset(&a, 0, sizeof(a));
+    int rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i += DAY_CHUNK)
+        rc = days_chunk(c, d + i, n - i < DAY_CHUNK ? n - i : DAY_CHUNK, &a, bufs, raw);
+    for (int i = 0; i < 8; i++)
+        buf_release(&a.col[i]);
+    for (int i = 0; i < 3; i++) {
+        buf_release(&bufs[i]);
+        buf_release(&raw[i]);
+    }
     return rc;
-}
-
-static int pg_agg_dim(struct store *st, const char *code, int64_t day, int dim, const char *value,
-                      int64_t n)
-{
-    struct conn *c = conn_get(st);
-    if (!c)
-        return ERR_STORAGE;
-    struct batch *b = &c->batch[B_DIMS];
-    batch_row(b);
-    batch_text(b, 0, code);
-    batch_i64(b, 1, day);
-    batch_i64(b, 2, dim);
-    batch_text(b, 3, value);
-    batch_i64(b, 4, n);
-    return batch_added(c, B_DIMS);
-}
-
-static int pg_agg_recent(struct store *st, const char *code, const struct recent_click *r,
-                         int keep)
-{
-    struct conn *c = conn_get(st);
-    if (!c)
-        return ERR_STORAGE;
-    struct batch *b = &c->batch[B_RECENT];
-    batch_row(b);
-    batch_text(b, 0, code);
-    batch_i64(b, 1, r->ts);
-    batch_text(b, 2, r->referrer);
-    batch_text(b, 3, r->country);
-    batch_text(b, 4, r->device);
-    batch_text(b, 5, r->browser);
-    batch_i64(b, 6, keep);
-    return batch_added(c, B_RECENT);
 }
 
 static int pg_prune_days(struct store *st, int64_t before_day, int limit, int *pruned)
 {
+    struct params p = {0};
+    p_i64(&p, before_day);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
     *pruned = 0;
-    const enum stmt ids[] = {S_PRUNE_DAILY, S_PRUNE_DIMS};
-    for (int i = 0; i < 2; i++) {
-        struct params p = {0};
-        p_i64(&p, before_day);
-        p_i64(&p, limit);
-        int n = 0;
-        int rc = run_count(st, ids[i], &p, "prune", &n);
-        if (rc != ERR_OK)
-            return rc;
-        *pruned += n;
-    }
-    return ERR_OK;
+    int rc = run(st, S_PRUNE_DAYS, &p, "prune", &r);
+    if (rc == ERR_OK)
+        *pruned = (int)val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
 }
 
 static int pg_prune_visitors(struct store *st, int64_t before_day)
@@ -1247,6 +1178,42 @@ static int pg_stats_days(struct store *st, const char *code, int64_t from, int64
     return ERR_OK;
 }
 
+/* Folds the blob column of every row of a stats query into 'acc'. */
+static int stats_blobs(struct store *st, enum stmt id, const struct params *p, bool dims,
+                       const char *code, struct dayrow *acc)
+{
+    PGresult *r = NULL;
+    dayrow_init(acc);
+    int rc = run(st, id, p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf raw = BUF_INIT;
+    bool bad = false;
+    for (int i = 0; i < PQntuples(r) && rc == ERR_OK; i++) {
+        rc = val_bytes(r, i, 0, &raw);
+        struct day_blobs b = {0};
+        if (dims) {
+            b.dims = raw.p;
+            b.ndims = raw.len;
+        } else {
+            b.recent = raw.p;
+            b.nrecent = raw.len;
+        }
+        struct dayrow one;
+        dayrow_init(&one);
+        if (rc == ERR_OK && dayrow_load(&one, &b) == ERR_OK)
+            dayrow_add(acc, &one);
+        else
+            bad = true;
+        dayrow_release(&one);
+    }
+    if (bad)
+        log_at(LOG_WARN, "some stored clicks of '%s' are damaged and were skipped", code);
+    buf_release(&raw);
+    PQclear(r);
+    return rc;
+}
+
 static int pg_stats_dims(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
                          void *arg)
 {
@@ -1254,34 +1221,39 @@ static int pg_stats_dims(struct store *st, const char *code, int64_t from, int64
     p_text(&p, code);
     p_i64(&p, from);
     p_i64(&p, to);
-    PGresult *r = NULL;
-    int rc = run(st, S_STATS_DIMS, &p, "stats", &r);
-    if (rc != ERR_OK)
-        return rc;
-    for (int i = 0; i < PQntuples(r); i++)
-        if (cb((int)val_i64(r, i, 0), PQgetvalue(r, i, 1), val_i64(r, i, 2), arg))
-            break;
-    PQclear(r);
-    return ERR_OK;
+    struct dayrow acc;
+    int rc = stats_blobs(st, S_STATS_DIMS, &p, true, code, &acc);
+    if (rc == ERR_OK)
+        dayrow_each_tally(&acc, cb, arg);
+    dayrow_release(&acc);
+    return rc;
+}
+
+struct recent_fwd {
+    recent_cb cb;
+    void *arg;
+};
+
+static int recent_fwd(const struct recent_rec *c, void *arg)
+{
+    struct recent_fwd *f = arg;
+    struct recent_click r = {c->ts, c->text[0], c->text[1], c->text[2], c->text[3]};
+    return f->cb(&r, f->arg);
 }
 
 static int pg_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
 {
+    /* Each day keeps its newest RECENT_KEEP: so many days are always enough. */
     struct params p = {0};
     p_text(&p, code);
-    p_i64(&p, limit);
-    PGresult *r = NULL;
-    int rc = run(st, S_STATS_RECENT, &p, "stats", &r);
-    if (rc != ERR_OK)
-        return rc;
-    for (int i = 0; i < PQntuples(r); i++) {
-        struct recent_click click = {val_i64(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-                                   PQgetvalue(r, i, 3), PQgetvalue(r, i, 4)};
-        if (cb(&click, arg))
-            break;
-    }
-    PQclear(r);
-    return ERR_OK;
+    p_i64(&p, limit < 1 ? 1 : limit);
+    struct dayrow acc;
+    int rc = stats_blobs(st, S_STATS_RECENT, &p, false, code, &acc);
+    struct recent_fwd f = {cb, arg};
+    if (rc == ERR_OK)
+        dayrow_each_recent(&acc, limit, recent_fwd, &f);
+    dayrow_release(&acc);
+    return rc;
 }
 
 static int pg_stats_totals(struct store *st, int64_t owner, struct totals *out)
@@ -1553,10 +1525,7 @@ const struct store_ops store_pg_ops = {
     .link_list = pg_link_list,
     .link_count = pg_link_count,
     .link_sweep = pg_link_sweep,
-    .agg_daily = pg_agg_daily,
-    .agg_visitor = pg_agg_visitor,
-    .agg_dim = pg_agg_dim,
-    .agg_recent = pg_agg_recent,
+    .agg_days = pg_agg_days,
     .prune_days = pg_prune_days,
     .prune_visitors = pg_prune_visitors,
     .stats_days = pg_stats_days,
@@ -1602,36 +1571,6 @@ static void move_cols(struct buf *s, const struct store_table *t, int from, int 
 {
     for (int i = from; i < to; i++)
         buf_printf(s, "%s%s%s", i > from ? ", " : "", prefix, t->cols[i].name);
-}
-
-/* One element of an array literal: NULL, a number, or a quoted string (a
- * bytea in hex, its backslash escaped for the array parser). */
-static void move_elem(struct buf *o, const struct store_value *v)
-{
-    static const char hex[] = "0123456789abcdef";
-    if (v->type == VAL_NULL) {
-        buf_adds(o, "NULL");
-        return;
-    }
-    if (v->type == VAL_INT) {
-        buf_add_i64(o, v->i);
-        return;
-    }
-    buf_addc(o, '"');
-    if (v->type == VAL_BLOB) {
-        buf_adds(o, "\\\\x");
-        for (size_t i = 0; i < v->n; i++) {
-            buf_addc(o, hex[(unsigned char)v->p[i] >> 4]);
-            buf_addc(o, hex[(unsigned char)v->p[i] & 15]);
-        }
-    } else {
-        for (size_t i = 0; i < v->n; i++) {
-            if (v->p[i] == '"' || v->p[i] == '\\')
-                buf_addc(o, '\\');
-            buf_addc(o, v->p[i]);
-        }
-    }
-    buf_addc(o, '"');
 }
 
 static void move_param(struct params *p, const struct store_value *v)
@@ -1726,9 +1665,7 @@ static int pg_import_rows(struct store *st, int table, const struct store_value 
     struct conn *c = conn_get(st);
     if (!c)
         return ERR_STORAGE;
-    int rc = flush(c);
-    if (rc != ERR_OK)
-        return rc;
+    int rc = ERR_OK;
     struct buf col[TABLE_COLS_MAX];
     for (int i = 0; i < t->ncols; i++) {
         buf_init(&col[i]);
@@ -1736,7 +1673,7 @@ static int pg_import_rows(struct store *st, int table, const struct store_value 
         for (size_t r = 0; r < n; r++) {
             if (r)
                 buf_addc(&col[i], ',');
-            move_elem(&col[i], &rows[r * (size_t)t->ncols + (size_t)i]);
+            array_elem(&col[i], &rows[r * (size_t)t->ncols + (size_t)i]);
         }
         buf_addc(&col[i], '}');
     }
@@ -1819,9 +1756,7 @@ static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg)
     struct conn *c = conn_get(st);
     if (!c)
         return ERR_STORAGE;
-    int rc = flush(c);
-    if (rc == ERR_OK)
-        rc = conn_check(c);
+    int rc = conn_check(c);
     if (rc != ERR_OK)
         return rc;
     struct buf s = BUF_INIT;
@@ -1879,9 +1814,7 @@ static int pg_table_count(struct store *st, int table, struct table_count *out)
     struct conn *c = conn_get(st);
     if (!c)
         return ERR_STORAGE;
-    int rc = flush(c);
-    if (rc == ERR_OK)
-        rc = conn_check(c);
+    int rc = conn_check(c);
     if (rc != ERR_OK)
         return rc;
     struct buf s = BUF_INIT;

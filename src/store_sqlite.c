@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dayrow.h"
 #include "err.h"
 #include "log.h"
 #include "store.h"
@@ -63,11 +64,28 @@ static const char *const schema_v1 =
     "CREATE TABLE blocklist (host TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT INTO meta(k, v) VALUES ('counter', 0);";
 
+/* Version 3: a link's day is one row (dayrow.h) instead of one row per
+ * dimension value, visitor and recent click. The old rows are converted by
+ * convert_v3() in the same transaction; links.clicks and bot_clicks become
+ * the totals of days no longer kept (pruned), and the all-time totals are
+ * those plus the kept days' sums. */
+static const char *const schema_v3 =
+    "CREATE TABLE link_days ("
+    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL, day INTEGER NOT NULL,"
+    "  clicks INTEGER NOT NULL, bots INTEGER NOT NULL, uniques INTEGER NOT NULL,"
+    "  dims BLOB, visitors BLOB, recent BLOB, UNIQUE (code, day));"
+    "CREATE INDEX link_days_day ON link_days(day);"
+    "CREATE INDEX link_days_visitors ON link_days(day) WHERE visitors IS NOT NULL;";
+
+static int convert_v3(sqlite3 *db);
+
 static const struct {
     int version;
     const char *sql;
+    int (*convert)(sqlite3 *db);    /* after the SQL, in its transaction, or NULL */
 } schema_steps[] = {
-    {1, schema_v1},
+    {1, schema_v1, NULL},
+    {3, schema_v3, convert_v3},
 };
 #define NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
 #define SCHEMA_VERSION (schema_steps[NSTEPS - 1].version)
@@ -87,14 +105,11 @@ enum stmt {
     S_META_DEL,
     S_META_ADD,
     S_IDEM_CLAIM,
-    S_AGG_DAILY,
-    S_AGG_TOTAL,
-    S_AGG_VISITOR,
-    S_AGG_DIM,
-    S_AGG_RECENT,
-    S_AGG_RECENT_TRIM,
-    S_PRUNE_DAILY,
-    S_PRUNE_DIMS,
+    S_DAY_GET,
+    S_DAY_INSERT,
+    S_DAY_UPDATE,
+    S_PRUNE_CARRY,
+    S_PRUNE_DAYS,
     S_PRUNE_VISITORS,
     S_STATS_DAYS,
     S_STATS_DIMS,
@@ -125,15 +140,21 @@ enum stmt {
 #define LINK_COLS                                                                           \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
     "permanent, clicks, bot_clicks"
+/* As read: the all-time totals are the pruned days' plus the kept days'. */
+#define LINK_READ                                                                           \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
+    "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                 \
+    "WHERE d.code = links.code), 0), bot_clicks + coalesce((SELECT sum(d.bots) "            \
+    "FROM link_days d WHERE d.code = links.code), 0)"
 
 static const char *const sql[S__COUNT] = {
     [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
     [S_META_PUT] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = ?2",
     [S_CLAIM] = "UPDATE meta SET v = v + ?1 WHERE k = 'counter' RETURNING v - ?1",
-    [S_LINK_GET] = "SELECT " LINK_COLS " FROM links WHERE code = ?1",
+    [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = ?1",
     [S_LINK_INSERT] = "INSERT INTO links(" LINK_COLS ") "
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-    [S_LINK_FIND_LIVE] = "SELECT " LINK_COLS " FROM links WHERE owner = ?1 AND url = ?2 "
+    [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = ?1 AND url = ?2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
                          "ORDER BY created_at DESC LIMIT 1",
     [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, url = NULL, title = NULL, "
@@ -147,33 +168,34 @@ static const char *const sql[S__COUNT] = {
     [S_META_ADD] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO NOTHING",
     [S_IDEM_CLAIM] = "INSERT INTO idempotency(key_id, idem, fingerprint, status, body, created_at) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key_id, idem) DO NOTHING",
-    [S_AGG_DAILY] = "INSERT INTO daily(code, day, clicks, bots, uniques) VALUES (?1, ?2, ?3, ?4, ?5) "
-                    "ON CONFLICT(code, day) DO UPDATE SET clicks = clicks + ?3, bots = bots + ?4, "
-                    "uniques = uniques + ?5",
-    [S_AGG_TOTAL] = "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 "
-                    "WHERE code = ?1",
-    [S_AGG_VISITOR] = "INSERT OR IGNORE INTO visitors(day, code, v) VALUES (?2, ?1, ?3)",
-    [S_AGG_DIM] = "INSERT INTO dims(code, day, dim, value, n) VALUES (?1, ?2, ?3, ?4, ?5) "
-                  "ON CONFLICT(code, day, dim, value) DO UPDATE SET n = n + ?5",
-    [S_AGG_RECENT] = "INSERT INTO recent(code, ts, referrer, country, device, browser) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [S_AGG_RECENT_TRIM] = "DELETE FROM recent WHERE code = ?1 AND id < (SELECT id FROM recent "
-                          "WHERE code = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
-    [S_PRUNE_DAILY] = "DELETE FROM daily WHERE (code, day) IN "
-                      "(SELECT code, day FROM daily WHERE day < ?1 LIMIT ?2)",
-    [S_PRUNE_DIMS] = "DELETE FROM dims WHERE (code, day, dim, value) IN "
-                     "(SELECT code, day, dim, value FROM dims WHERE day < ?1 LIMIT ?2)",
-    [S_PRUNE_VISITORS] = "DELETE FROM visitors WHERE day < ?1",
-    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM daily "
+    [S_DAY_GET] = "SELECT id, clicks, bots, uniques, dims, visitors, recent FROM link_days "
+                  "WHERE code = ?1 AND day = ?2",
+    [S_DAY_INSERT] = "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, visitors, "
+                     "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_DAY_UPDATE] = "UPDATE link_days SET clicks = ?3, bots = ?4, uniques = ?5, dims = ?6, "
+                     "visitors = ?7, recent = ?8 WHERE id = ?2",
+    /* A pruned day's counts move into its link's totals, in one statement
+     * over the same rows the next one deletes. */
+    [S_PRUNE_CARRY] = "UPDATE links SET clicks = links.clicks + p.c, "
+                      "bot_clicks = links.bot_clicks + p.b FROM (SELECT code, sum(clicks) AS c, "
+                      "sum(bots) AS b FROM link_days WHERE id IN (SELECT id FROM link_days "
+                      "WHERE day < ?1 ORDER BY day, id LIMIT ?2) GROUP BY code) AS p "
+                      "WHERE links.code = p.code",
+    [S_PRUNE_DAYS] = "DELETE FROM link_days WHERE id IN (SELECT id FROM link_days "
+                     "WHERE day < ?1 ORDER BY day, id LIMIT ?2)",
+    [S_PRUNE_VISITORS] = "UPDATE link_days SET visitors = NULL "
+                         "WHERE day < ?1 AND visitors IS NOT NULL",
+    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM link_days "
                      "WHERE code = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day",
-    [S_STATS_DIMS] = "SELECT dim, value, sum(n) AS total FROM dims "
-                     "WHERE code = ?1 AND day BETWEEN ?2 AND ?3 "
-                     "GROUP BY dim, value ORDER BY dim, total DESC, value",
-    [S_STATS_RECENT] = "SELECT ts, referrer, country, device, browser FROM recent "
-                       "WHERE code = ?1 ORDER BY id DESC LIMIT ?2",
-    [S_STATS_TOTALS] = "SELECT count(*), coalesce(sum(clicks), 0), coalesce(sum(bot_clicks), 0) "
-                       "FROM links WHERE ?1 < 0 OR owner = ?1",
-    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM daily d JOIN links l ON l.code = d.code "
+    [S_STATS_DIMS] = "SELECT dims FROM link_days WHERE code = ?1 AND day BETWEEN ?2 AND ?3",
+    [S_STATS_RECENT] = "SELECT recent FROM link_days WHERE code = ?1 AND recent IS NOT NULL "
+                       "ORDER BY day DESC",
+    [S_STATS_TOTALS] = "SELECT count(*), coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
+                       "FROM link_days d WHERE ?1 < 0 OR d.code IN (SELECT code FROM links "
+                       "WHERE owner = ?1)), coalesce(sum(bot_clicks), 0) + (SELECT "
+                       "coalesce(sum(d.bots), 0) FROM link_days d WHERE ?1 < 0 OR d.code IN "
+                       "(SELECT code FROM links WHERE owner = ?1)) FROM links WHERE ?1 < 0 OR owner = ?1",
+    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
                     "WHERE d.day = ?1 AND d.clicks > 0 AND (?2 < 0 OR l.owner = ?2) "
                     "ORDER BY d.clicks DESC, d.code LIMIT ?3",
     [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
@@ -346,7 +368,93 @@ static void row_to_link(sqlite3_stmt *q, struct link *l)
     l->bot_clicks = sqlite3_column_int64(q, 12);
 }
 
+static void bind_blob(sqlite3_stmt *q, int i, const void *p, size_t n)
+{
+    if (p)
+        sqlite3_bind_blob(q, i, p, (int)n, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, i);
+}
+
 /* ---- lifecycle ---- */
+
+/* Version 1's rows of a link's day (daily, dims, and recent for its newest
+ * day) become its link_days row; visitor hashes are not carried over (the
+ * unique counts are). Then links keep only the totals of pruned days. */
+static int convert_v3(sqlite3 *db)
+{
+    static const char *const text[] = {
+        "SELECT d.code, d.day, d.clicks, d.bots, d.uniques, "
+        "d.day = (SELECT max(day) FROM daily m WHERE m.code = d.code) FROM daily d",
+        "SELECT dim, value, n FROM dims WHERE code = ?1 AND day = ?2",
+        "SELECT ts, referrer, country, device, browser FROM recent WHERE code = ?1 ORDER BY id",
+        "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, recent) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    };
+    sqlite3_stmt *q[4] = {NULL, NULL, NULL, NULL};
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    int rc = ERR_OK;
+    for (int i = 0; i < 4 && rc == ERR_OK; i++)
+        if (sqlite3_prepare_v2(db, text[i], -1, &q[i], NULL) != SQLITE_OK)
+            rc = log_fail(ERR_STORAGE, "cannot convert the clicks: %s", sqlite3_errmsg(db));
+    while (rc == ERR_OK && sqlite3_step(q[0]) == SQLITE_ROW) {
+        struct dayrow r;
+        dayrow_init(&r);
+        r.clicks = sqlite3_column_int64(q[0], 2);
+        r.bots = sqlite3_column_int64(q[0], 3);
+        r.uniques_base = sqlite3_column_int64(q[0], 4);
+        for (int k = 1; k <= 2; k++) {
+            if (k == 2 && !sqlite3_column_int(q[0], 5))
+                break;
+            sqlite3_reset(q[k]);
+            sqlite3_bind_value(q[k], 1, sqlite3_column_value(q[0], 0));
+            if (k == 1)
+                sqlite3_bind_value(q[k], 2, sqlite3_column_value(q[0], 1));
+            while (sqlite3_step(q[k]) == SQLITE_ROW) {
+                if (k == 1) {
+                    dayrow_tally(&r, sqlite3_column_int(q[1], 0),
+                                 (const char *)sqlite3_column_text(q[1], 1),
+                                 (size_t)sqlite3_column_bytes(q[1], 1),
+                                 sqlite3_column_int64(q[1], 2));
+                } else {
+                    const char *t[4];
+                    for (int f = 0; f < 4; f++)
+                        t[f] = (const char *)sqlite3_column_text(q[2], f + 1);
+                    dayrow_remember(&r, sqlite3_column_int64(q[2], 0), t);
+                }
+            }
+        }
+        struct day_blobs b;
+        dayrow_encode(&r, &bufs[0], &bufs[1], &bufs[2], &b);
+        dayrow_release(&r);
+        sqlite3_reset(q[3]);
+        sqlite3_bind_value(q[3], 1, sqlite3_column_value(q[0], 0));
+        sqlite3_bind_value(q[3], 2, sqlite3_column_value(q[0], 1));
+        sqlite3_bind_int64(q[3], 3, b.clicks);
+        sqlite3_bind_int64(q[3], 4, b.bots);
+        sqlite3_bind_int64(q[3], 5, b.uniques);
+        bind_blob(q[3], 6, b.dims, b.ndims);
+        bind_blob(q[3], 7, b.recent, b.nrecent);
+        if (sqlite3_step(q[3]) != SQLITE_DONE)
+            rc = log_fail(ERR_STORAGE, "cannot convert the clicks: %s", sqlite3_errmsg(db));
+    }
+    for (int i = 0; i < 4; i++)
+        sqlite3_finalize(q[i]);
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
+    char *msg = NULL;
+    if (rc == ERR_OK &&
+        sqlite3_exec(db, "UPDATE links SET clicks = clicks - s.c, bot_clicks = bot_clicks - s.b "
+                         "FROM (SELECT code, sum(clicks) AS c, sum(bots) AS b FROM daily "
+                         "GROUP BY code) AS s WHERE links.code = s.code;"
+                         "DROP TABLE daily; DROP TABLE dims; DROP TABLE visitors; "
+                         "DROP TABLE recent;",
+                     NULL, NULL, &msg) != SQLITE_OK) {
+        rc = log_fail(ERR_STORAGE, "cannot convert the clicks: %s", msg);
+        sqlite3_free(msg);
+    }
+    return rc;
+}
 
 static int migrate(sqlite3 *db, const char *path)
 {
@@ -373,6 +481,8 @@ static int migrate(sqlite3 *db, const char *path)
         if (schema_steps[i].version <= version)
             continue;
         if (sqlite3_exec(db, schema_steps[i].sql, NULL, NULL, &msg) != SQLITE_OK)
+            goto fail;
+        if (schema_steps[i].convert && schema_steps[i].convert(db) != ERR_OK)
             goto fail;
         char set[64];
         snprintf(set, sizeof(set), "PRAGMA user_version = %d", schema_steps[i].version);
@@ -627,7 +737,7 @@ static int sq_link_list(struct store *st, const struct link_query *lq, link_cb c
     if (!c)
         return ERR_STORAGE;
     struct buf s = BUF_INIT;
-    buf_adds(&s, "SELECT " LINK_COLS " FROM links WHERE (0");
+    buf_adds(&s, "SELECT " LINK_READ " FROM links WHERE (0");
     if (lq->states & (1u << LINK_DELETED))
         buf_adds(&s, " OR state = 1");
     if (lq->states & (1u << LINK_DISABLED))
@@ -747,84 +857,75 @@ static int sq_idem_claim(struct store *st, int64_t key_id, const char *idem,
     return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_EXISTS;
 }
 
-static int sq_agg_daily(struct store *st, const char *code, int64_t day, int64_t clicks,
-                        int64_t bots, int64_t uniques)
+/* ---- analytics: one row per link and day (dayrow.h) ---- */
+
+static const void *col_blob(sqlite3_stmt *q, int i, size_t *n)
 {
-    sqlite3_stmt *q = stmt_get(st, S_AGG_DAILY);
-    if (!q)
-        return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, day);
-    sqlite3_bind_int64(q, 3, clicks);
-    sqlite3_bind_int64(q, 4, bots);
-    sqlite3_bind_int64(q, 5, uniques);
-    int rc = run_done(q, "daily upsert");
-    if (rc != ERR_OK)
-        return rc;
-    q = stmt_get(st, S_AGG_TOTAL);
-    if (!q)
-        return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, clicks);
-    sqlite3_bind_int64(q, 3, bots);
-    return run_done(q, "link totals");
+    *n = (size_t)sqlite3_column_bytes(q, i);
+    return sqlite3_column_type(q, i) == SQLITE_NULL ? NULL : sqlite3_column_blob(q, i);
 }
 
-static int sq_agg_visitor(struct store *st, const char *code, int64_t day, uint64_t visitor,
-                          bool *is_new)
+
+/* Reads the stored row (if any), merges the delta in and writes it back. */
+static int day_merge(struct store *st, const struct day_delta *d, struct buf bufs[3])
 {
-    sqlite3_stmt *q = stmt_get(st, S_AGG_VISITOR);
+    sqlite3_stmt *q = stmt_get(st, S_DAY_GET);
     if (!q)
         return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, day);
-    sqlite3_bind_int64(q, 3, (sqlite3_int64)visitor);
-    int rc = run_done(q, "visitor insert");
-    *is_new = rc == ERR_OK && sqlite3_changes(sqlite3_db_handle(q)) > 0;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, d->day);
+    int step = sqlite3_step(q);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return fail(q, "day read");
+    int64_t id = 0;
+    struct day_blobs old, merged;
+    if (step == SQLITE_ROW) {
+        id = sqlite3_column_int64(q, 0);
+        old = (struct day_blobs){.clicks = sqlite3_column_int64(q, 1),
+                                 .bots = sqlite3_column_int64(q, 2),
+                                 .uniques = sqlite3_column_int64(q, 3)};
+        old.dims = col_blob(q, 4, &old.ndims);
+        old.visitors = col_blob(q, 5, &old.nvisitors);
+        old.recent = col_blob(q, 6, &old.nrecent);
+    }
+    int rc = dayrow_merge(step == SQLITE_ROW ? &old : NULL, d->row, &bufs[0], &bufs[1],
+                          &bufs[2], &merged);
+    finish(q);
+    if (rc != ERR_OK)
+        return log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
+                        d->code, (long long)d->day);
+    q = stmt_get(st, id ? S_DAY_UPDATE : S_DAY_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    if (id)
+        sqlite3_bind_int64(q, 2, id);
+    else
+        sqlite3_bind_int64(q, 2, d->day);
+    sqlite3_bind_int64(q, 3, merged.clicks);
+    sqlite3_bind_int64(q, 4, merged.bots);
+    sqlite3_bind_int64(q, 5, merged.uniques);
+    bind_blob(q, 6, merged.dims, merged.ndims);
+    bind_blob(q, 7, merged.visitors, merged.nvisitors);
+    bind_blob(q, 8, merged.recent, merged.nrecent);
+    return run_done(q, "day write");
+}
+
+static int sq_agg_days(struct store *st, const struct day_delta *d, size_t n)
+{
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i++)
+        rc = day_merge(st, &d[i], bufs);
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
     return rc;
-}
-
-static int sq_agg_dim(struct store *st, const char *code, int64_t day, int dim, const char *value,
-                      int64_t n)
-{
-    sqlite3_stmt *q = stmt_get(st, S_AGG_DIM);
-    if (!q)
-        return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, day);
-    sqlite3_bind_int(q, 3, dim);
-    sqlite3_bind_text(q, 4, value, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 5, n);
-    return run_done(q, "dimension upsert");
-}
-
-static int sq_agg_recent(struct store *st, const char *code, const struct recent_click *r,
-                         int keep)
-{
-    sqlite3_stmt *q = stmt_get(st, S_AGG_RECENT);
-    if (!q)
-        return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, r->ts);
-    sqlite3_bind_text(q, 3, r->referrer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 4, r->country, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 5, r->device, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 6, r->browser, -1, SQLITE_STATIC);
-    int rc = run_done(q, "recent insert");
-    if (rc != ERR_OK)
-        return rc;
-    q = stmt_get(st, S_AGG_RECENT_TRIM);
-    if (!q)
-        return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
-    sqlite3_bind_int(q, 2, keep - 1);
-    return run_done(q, "recent trim");
 }
 
 static int sq_prune_days(struct store *st, int64_t before_day, int limit, int *pruned)
 {
     *pruned = 0;
-    const enum stmt ids[] = {S_PRUNE_DAILY, S_PRUNE_DIMS};
+    const enum stmt ids[] = {S_PRUNE_CARRY, S_PRUNE_DAYS};
     for (int i = 0; i < 2; i++) {
         sqlite3_stmt *q = stmt_get(st, ids[i]);
         if (!q)
@@ -834,7 +935,8 @@ static int sq_prune_days(struct store *st, int64_t before_day, int limit, int *p
         int rc = run_done(q, "prune");
         if (rc != ERR_OK)
             return rc;
-        *pruned += sqlite3_changes(sqlite3_db_handle(q));
+        if (ids[i] == S_PRUNE_DAYS)
+            *pruned = sqlite3_changes(sqlite3_db_handle(q));
     }
     return ERR_OK;
 }
@@ -880,16 +982,52 @@ static int day_row(sqlite3_stmt *q, void *cb, void *arg)
                         sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 3), arg);
 }
 
-static int dim_row(sqlite3_stmt *q, void *cb, void *arg)
+struct blobs_read {
+    struct dayrow acc;
+    bool bad;
+};
+
+/* Adds a row's dims or recent blob (column 0) to the accumulator. */
+static int blob_row(sqlite3_stmt *q, void *which, void *arg)
 {
-    return ((dim_cb)cb)(sqlite3_column_int(q, 0), col_text(q, 1), sqlite3_column_int64(q, 2), arg);
+    struct blobs_read *br = arg;
+    struct day_blobs b = {0};
+    if (which == (void *)S_STATS_DIMS)
+        b.dims = col_blob(q, 0, &b.ndims);
+    else
+        b.recent = col_blob(q, 0, &b.nrecent);
+    struct dayrow one;
+    dayrow_init(&one);
+    if (dayrow_load(&one, &b) == ERR_OK)
+        dayrow_add(&br->acc, &one);
+    else
+        br->bad = true;
+    dayrow_release(&one);
+    /* Recent clicks: the newest days' rows come first; a full ring is enough. */
+    return which == (void *)S_STATS_RECENT && br->acc.rcount >= RECENT_KEEP;
 }
 
-static int recent_row(sqlite3_stmt *q, void *cb, void *arg)
+static int stats_blobs(struct store *st, enum stmt id, const char *code, int64_t from,
+                       int64_t to, struct blobs_read *br)
 {
-    struct recent_click r = {sqlite3_column_int64(q, 0), col_text(q, 1), col_text(q, 2),
-                             col_text(q, 3), col_text(q, 4)};
-    return ((recent_cb)cb)(&r, arg);
+    dayrow_init(&br->acc);
+    br->bad = false;
+    int rc = each_row(st, id, code, from, to, blob_row, (void *)(intptr_t)id, br);
+    if (rc == ERR_OK && br->bad)
+        log_at(LOG_WARN, "some stored clicks of '%s' are damaged and were skipped", code);
+    return rc;
+}
+
+struct recent_fwd {
+    recent_cb cb;
+    void *arg;
+};
+
+static int recent_fwd(const struct recent_rec *c, void *arg)
+{
+    struct recent_fwd *f = arg;
+    struct recent_click r = {c->ts, c->text[0], c->text[1], c->text[2], c->text[3]};
+    return f->cb(&r, f->arg);
 }
 
 static int sq_stats_days(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
@@ -901,12 +1039,23 @@ static int sq_stats_days(struct store *st, const char *code, int64_t from, int64
 static int sq_stats_dims(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
                          void *arg)
 {
-    return each_row(st, S_STATS_DIMS, code, from, to, dim_row, (void *)cb, arg);
+    struct blobs_read br;
+    int rc = stats_blobs(st, S_STATS_DIMS, code, from, to, &br);
+    if (rc == ERR_OK)
+        dayrow_each_tally(&br.acc, cb, arg);
+    dayrow_release(&br.acc);
+    return rc;
 }
 
 static int sq_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
 {
-    return each_row(st, S_STATS_RECENT, code, limit, 0, recent_row, (void *)cb, arg);
+    struct blobs_read br;
+    int rc = stats_blobs(st, S_STATS_RECENT, code, 0, 0, &br);
+    struct recent_fwd f = {cb, arg};
+    if (rc == ERR_OK)
+        dayrow_each_recent(&br.acc, limit, recent_fwd, &f);
+    dayrow_release(&br.acc);
+    return rc;
 }
 
 static int sq_stats_totals(struct store *st, int64_t owner, struct totals *out)
@@ -1154,10 +1303,7 @@ const struct store_ops store_sqlite_ops = {
     .meta_del = sq_meta_del,
     .meta_add = sq_meta_add,
     .idem_claim = sq_idem_claim,
-    .agg_daily = sq_agg_daily,
-    .agg_visitor = sq_agg_visitor,
-    .agg_dim = sq_agg_dim,
-    .agg_recent = sq_agg_recent,
+    .agg_days = sq_agg_days,
     .prune_days = sq_prune_days,
     .prune_visitors = sq_prune_visitors,
     .stats_days = sq_stats_days,
@@ -1317,9 +1463,7 @@ static void move_upsert_sql(struct buf *s, const struct store_table *t)
                     "AND (k <> 'counter' OR excluded.v > v)");
         return;
     }
-    /* The conflict target must be a unique index: recent's is its rowid. */
-    int from = t == &store_tables[TABLE_RECENT] ? 1 : 0;
-    int to = t == &store_tables[TABLE_RECENT] ? 2 : t->nkeys;
+    int from = 0, to = t->nkeys;
     buf_printf(s, "INSERT INTO %s (", t->name);
     move_cols(s, t, 0, t->ncols, "");
     buf_adds(s, ") VALUES (");

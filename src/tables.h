@@ -1,7 +1,7 @@
 /* tables.h - the tables every store backend keeps, column by column: the
  * shape in which rows leave one store and enter another (store.h's
  * export_rows, import_rows and table_count, used by `shortd migrate-store`).
- * Both schemas (store_sqlite.c's schema_v1, migrations/pg/) have these
+ * Both schemas (store_sqlite.c's schema steps, migrations/pg/) have these
  * tables with these column names; a column added to both schemas that must
  * survive a move between backends is added here too.
  *
@@ -59,17 +59,15 @@ enum table_id {
     TABLE_LINKS,
     TABLE_BLOCKLIST,
     TABLE_IDEMPOTENCY,
-    TABLE_DAILY,
-    TABLE_DIMS,
-    TABLE_VISITORS,
-    TABLE_RECENT,
+    TABLE_LINK_DAYS,
     TABLE__COUNT
 };
 
 /* Links and keys are never removed (a tombstone keeps its code for ever), so
  * a copy never removes them either; the other tables hold windows that the
- * source trims (salts, recent clicks, pruned days, swept idempotency records,
- * an unblocked host) and a copy follows. In meta, 'counter' is the next code
+ * source trims (salts, pruned days, swept idempotency records, an unblocked
+ * host) and a copy follows. A link's clicks and bot_clicks are the totals of
+ * its pruned days; link_days holds the others. In meta, 'counter' is the next code
  * number: an import keeps the larger of the two, so codes never repeat. */
 static const struct store_table store_tables[TABLE__COUNT] = {
     [TABLE_META] = {
@@ -92,21 +90,11 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         "idempotency", 6, 2, true, NULL, {NULL, NULL},
         {{"key_id", COL_INT}, {"idem", COL_TEXT}, {"fingerprint", COL_BLOB},
          {"status", COL_INT}, {"body", COL_TEXT}, {"created_at", COL_INT}}},
-    [TABLE_DAILY] = {
-        "daily", 5, 2, true, NULL, {"clicks", "bots"},
+    [TABLE_LINK_DAYS] = {
+        "link_days", 8, 2, true, NULL, {"clicks", "bots"},
         {{"code", COL_TEXT}, {"day", COL_INT}, {"clicks", COL_INT}, {"bots", COL_INT},
-         {"uniques", COL_INT}}},
-    [TABLE_DIMS] = {
-        "dims", 5, 4, true, NULL, {"n", NULL},
-        {{"code", COL_TEXT}, {"day", COL_INT}, {"dim", COL_INT}, {"value", COL_TEXT},
-         {"n", COL_INT}}},
-    [TABLE_VISITORS] = {
-        "visitors", 3, 3, true, NULL, {NULL, NULL},
-        {{"day", COL_INT}, {"code", COL_TEXT}, {"v", COL_INT}}},
-    [TABLE_RECENT] = {
-        "recent", 7, 2, true, "id", {NULL, NULL},
-        {{"code", COL_TEXT}, {"id", COL_INT}, {"ts", COL_INT}, {"referrer", COL_TEXT},
-         {"country", COL_TEXT}, {"device", COL_TEXT}, {"browser", COL_TEXT}}},
+         {"uniques", COL_INT}, {"dims", COL_BLOB}, {"visitors", COL_BLOB},
+         {"recent", COL_BLOB}}},
 };
 
 /* What table_count reports: the rows, and the sums of the 'sum' columns. */

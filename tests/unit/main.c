@@ -86,6 +86,7 @@
     X(store_analytics)                                                                             \
     X(store_concurrent_counts)                                                                     \
     X(store_prune)                                                                                 \
+    X(store_upgrade)                                                                               \
     X(store_lifecycle)                                                                             \
     X(store_pg)                                                                                    \
     X(cache_put_get)                                                                               \
@@ -98,7 +99,12 @@
     X(rcache_restart)                                                                              \
     X(bus_redis)                                                                                   \
     X(bus_pg)                                                                                      \
-    X(bus_redis_killed)
+    X(bus_redis_killed)                                                                            \
+    X(dayrow_tallies)                                                                              \
+    X(dayrow_many_values)                                                                          \
+    X(dayrow_recent)                                                                               \
+    X(dayrow_visitors)                                                                             \
+    X(dayrow_bad_blobs)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -1,5 +1,8 @@
 /* router.c - one literal route table, and the dispatcher that applies each
  * route's flags (authentication, admin, JSON body) before its handler runs.
+ * Rate limits (ratelimit.h) apply around authentication: the `auth` limit
+ * per client address before a key is looked at, counting each 401; the
+ * `create` and `read` limits per key and per address once it is valid.
  * A path of exactly one segment that no route claims is a short code: the
  * redirect, checked first because it is the hot path. */
 #include "router.h"

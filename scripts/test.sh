@@ -24,6 +24,8 @@ tests/pg.sh env SHORTD_E2E_STORE=pg node --test --test-concurrency=2 tests/e2e/ 
 # stop and restart, so it gets servers of its own.
 echo "== cluster tests (4 nodes, PostgreSQL and Redis stopped under load)"
 tests/pg.sh tests/redis.sh node --test tests/e2e/cluster.test.mjs || status=1
+echo "== cluster rate limit tests (2 nodes sharing limits through Redis, Redis killed)"
+tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-ratelimit.test.mjs || status=1
 
 # The dashboard in Debian's chromium (playwright-core, from package-lock.json),
 # against the same binary; screenshots land in tests/browser/screenshots/.

@@ -13,10 +13,12 @@ struct cache;
 struct aggregate;
 struct bus;
 struct classify;
+struct clientaddr;
 struct clicks;
 struct geo;
 struct links;
 struct metrics;
+struct ratelimit;
 struct rcache;
 struct server;
 struct store;
@@ -34,6 +36,8 @@ struct app {
     struct geo *geo;           /* NULL unless geoip-db is set */
     struct rcache *rcache;     /* the shared Redis cache, NULL unless --cache */
     struct bus *bus;           /* invalidations between nodes, NULL on one node */
+    struct clientaddr *clientaddr; /* trusted proxies: who the client is */
+    struct ratelimit *ratelimit;   /* request limits per client and key */
     struct metrics *metrics;
     struct server *server;
     atomic_bool stopping;

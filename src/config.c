@@ -14,7 +14,7 @@
 #include "err.h"
 #include "banned.h"
 
-enum ctype { C_STR, C_INT, C_BOOL };
+enum ctype { C_STR, C_INT, C_BOOL, C_RATE };
 
 struct setting {
     const char *name;
@@ -83,6 +83,21 @@ static const struct setting settings[] = {
     {"sweep-grace", C_INT, F(sweep_grace), "604800", 0, 315360000,
      "seconds an expired link keeps its URL and title before the sweeper removes them"},
     {"sweep-batch", C_INT, F(sweep_batch), "1000", 1, 100000, "links swept per transaction"},
+    {"trusted-proxies", C_STR, F(trusted_proxies), NULL, 0, 0,
+     "CIDRs of proxies whose X-Forwarded-For is believed, comma separated (default: none)"},
+    {"rate-auth", C_RATE, F(rate_auth), "20/60", 0, 0,
+     "API requests without a valid key per client address: LIMIT/SECONDS, or off"},
+    {"rate-password", C_RATE, F(rate_password), "5/60", 0, 0,
+     "password attempts per client address and link"},
+    {"rate-password-client", C_RATE, F(rate_password_client), "30/60", 0, 0,
+     "password attempts per client address over all links"},
+    {"rate-create-addr", C_RATE, F(rate_create_addr), "off", 0, 0,
+     "creates (POST /api/links, bulk) per client address"},
+    {"rate-create-key", C_RATE, F(rate_create_key), "off", 0, 0, "creates per API key"},
+    {"rate-read-addr", C_RATE, F(rate_read_addr), "off", 0, 0,
+     "other authenticated API requests per client address"},
+    {"rate-read-key", C_RATE, F(rate_read_key), "off", 0, 0,
+     "other authenticated API requests per API key"},
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -100,6 +115,35 @@ bool config_is_setting(const char *name)
     return find(name) != NULL;
 }
 
+/* "LIMIT/SECONDS" (1..10^9 per 1..86400 s), or "0"/"off" for no limit. */
+static int set_rate(struct config_rate *r, const char *name, const char *value, char *err,
+                    size_t errlen)
+{
+    if (!strcmp(value, "off") || !strcmp(value, "0")) {
+        r->limit = 0;
+        r->window = 60;
+        return ERR_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long limit = strtoll(value, &end, 10), window = 0;
+    bool ok = !errno && end != value && *end == '/' && limit >= 1 && limit <= 1000000000;
+    if (ok) {
+        const char *w = end + 1;
+        window = strtoll(w, &end, 10);
+        ok = !errno && end != w && !*end && window >= 1 && window <= 86400;
+    }
+    if (!ok) {
+        snprintf(err, errlen,
+                 "'%s' must be LIMIT/SECONDS (e.g. 20/60: 1 to 1000000000 requests per 1 to "
+                 "86400 seconds) or off, not '%s'", name, value);
+        return ERR_INVALID;
+    }
+    r->limit = limit;
+    r->window = window;
+    return ERR_OK;
+}
+
 static int set(struct config *c, const struct setting *s, const char *value, char *err,
                size_t errlen)
 {
@@ -110,6 +154,8 @@ static int set(struct config *c, const struct setting *s, const char *value, cha
         *field = value ? xstrdup(value) : NULL;
         return ERR_OK;
     }
+    if (s->type == C_RATE)
+        return set_rate((struct config_rate *)(base + s->off), s->name, value, err, errlen);
     int64_t v;
     if (s->type == C_BOOL) {
         if (!strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes") ||
@@ -240,7 +286,10 @@ void config_print_help(FILE *f)
         const struct setting *s = &settings[i];
         char flag[64];
         snprintf(flag, sizeof(flag), "--%s %s", s->name,
-                 s->type == C_STR ? "TEXT" : s->type == C_BOOL ? "BOOL" : "N");
+                 s->type == C_STR    ? "TEXT"
+                 : s->type == C_BOOL ? "BOOL"
+                 : s->type == C_RATE ? "N/SECONDS"
+                                     : "N");
         fprintf(f, "  %-26s %s", flag, s->help);
         if (s->def)
             fprintf(f, " (default: %s)", s->def);

@@ -9,6 +9,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* A rate limit setting: "LIMIT/SECONDS" (requests per window), "0" or "off". */
+struct config_rate {
+    int64_t limit;           /* 0: off */
+    int64_t window;          /* seconds */
+};
+
 struct config {
     char *listen;            /* ADDR:PORT */
     char *db;                /* SQLite file */
@@ -22,6 +28,7 @@ struct config {
     char *geoip_db;          /* MaxMind country database, optional */
     char *cache;             /* redis:// URL of the shared cache, optional */
     char *node_id;           /* this node's name in logs and metrics */
+    char *trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
     int64_t threads;         /* event-loop threads; 0 = one per core */
     int64_t max_connections;
     int64_t max_header_bytes;
@@ -44,6 +51,9 @@ struct config {
     int64_t sweep_interval;  /* seconds between sweeps */
     int64_t sweep_grace;     /* seconds an expired link keeps its data */
     int64_t sweep_batch;
+    struct config_rate rate_create_addr, rate_create_key;   /* ratelimit.h's classes */
+    struct config_rate rate_read_addr, rate_read_key;
+    struct config_rate rate_auth, rate_password, rate_password_client;
 };
 
 /* Defaults for every setting. */

@@ -460,6 +460,12 @@ fail:
     return ERR_BUSY;
 }
 
+int rcache_command(struct rcache *r, int argc, const char **argv, const size_t *lens,
+                   redisReply **out)
+{
+    return call(r, argc, argv, lens, out);
+}
+
 static void make_key(char key[KEY_PREFIX_LEN + CODE_MAX + 1], const char *code, size_t n)
 {
     memcpy(key, KEY_PREFIX, KEY_PREFIX_LEN);

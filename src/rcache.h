@@ -54,6 +54,14 @@ int rcache_del(struct rcache *r, const char *code, size_t n);
 void rcache_counts(const struct rcache *r, uint64_t *hits, uint64_t *misses, uint64_t *errors,
                    bool *down);
 
+/* Any other module's command (ratelimit.c's script), on this thread's
+ * connection, under the same timeout and circuit breaker: ERR_OK with '*out'
+ * (freeReplyObject it) for any reply but an error one; ERR_BUSY when Redis is
+ * down, slow or the breaker is open. */
+struct redisReply;
+int rcache_command(struct rcache *r, int argc, const char **argv, const size_t *lens,
+                   struct redisReply **out);
+
 /* Shared with bus.c */
 struct rcache_addr {
     char host[256];

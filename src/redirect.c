@@ -10,8 +10,10 @@
  *    GET, records one click in this thread's buffer; HEAD is never counted.
  *    Expiry is decided here, from the stored time, on every request.
  * The click event carries the raw headers analytics needs; classification
- * happens later, off this path. The client's address only ever enters a
- * keyed visitor hash and a country lookup here: it is never recorded. */
+ * happens later, off this path. The client's address (clientaddr.h: the
+ * peer, or behind a trusted proxy its X-Forwarded-For) only ever enters a
+ * keyed visitor hash and a country lookup here: it is never recorded.
+ * Redirects are never rate limited. */
 #include <llhttp.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "clicks.h"
 #include "codes.h"
 #include "classify.h"
+#include "clientaddr.h"
 #include "config.h"
 #include "event.h"
 #include "geo.h"
@@ -72,18 +75,6 @@ static void add_location(struct request *r, const char *url, size_t n, bool pass
         buf_add(h, url + before, n - before);
     }
     buf_add(h, "\r\n", 2);
-}
-
-/* The address bytes of the peer, for the visitor hash and the country. */
-static const void *peer_bytes(const struct request *r, size_t *n)
-{
-    const struct sockaddr_storage *ss = r->peer;
-    if (ss->ss_family == AF_INET6) {
-        *n = 16;
-        return &((const struct sockaddr_in6 *)ss)->sin6_addr;
-    }
-    *n = 4;
-    return &((const struct sockaddr_in *)ss)->sin_addr;
 }
 
 /* The utm_* parameters of the query, copied into 'out' as "k=v&k=v": only
@@ -137,13 +128,17 @@ static void record_click(struct request *r, struct slice code, int64_t now)
         classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n,
                              xmoz.p, xmoz.n))
         e.flags |= EVENT_PREFETCH;
-    if (app->geo)
-        geo_country(app->geo, (const struct sockaddr *)r->peer, e.country);
-    else if (country.p)
+    /* The client: the peer, or behind a trusted proxy its X-Forwarded-For. */
+    struct client_ip ip;
+    clientaddr_of(r, &ip);
+    if (app->geo) {
+        struct sockaddr_storage sa;
+        clientaddr_to_sockaddr(&ip, &sa);
+        geo_country(app->geo, (const struct sockaddr *)&sa, e.country);
+    } else if (country.p) {
         geo_from_header(country.p, country.n, e.country);
-    size_t an = 0;
-    const void *addr = peer_bytes(r, &an);
-    e.visitor = clicks_visitor(app->clicks, day_number(now), addr, an, e.ua.p, e.ua.n);
+    }
+    e.visitor = clicks_visitor(app->clicks, day_number(now), ip.bytes, ip.n, e.ua.p, e.ua.n);
     clicks_record(app->clicks, worker_index(worker_current()), &e);
 }
 

@@ -1,5 +1,8 @@
 /* router.c - one literal route table, and the dispatcher that applies each
  * route's flags (authentication, admin, JSON body) before its handler runs.
+ * Rate limits (ratelimit.h) apply around authentication: the `auth` limit
+ * per client address before a key is looked at, counting each 401; the
+ * `create` and `read` limits per key and per address once it is valid.
  * A path of exactly one segment that no route claims is a short code: the
  * redirect, checked first because it is the hot path. */
 #include "router.h"
@@ -9,10 +12,13 @@
 #include <string.h>
 
 #include "app.h"
+#include "clientaddr.h"
 #include "codes.h"
 #include "err.h"
 #include "handlers.h"
 #include "links.h"
+#include "ratelimit.h"
+#include "timeutil.h"
 #include "banned.h"
 
 static const struct route routes[] = {
@@ -165,6 +171,69 @@ static int authenticate(struct request *r)
     return 0;
 }
 
+/* The client's address as rate limit key material (ratelimit.c hashes it). */
+static size_t addr_key(const struct request *r, char *out, size_t cap)
+{
+    struct client_ip ip;
+    clientaddr_of(r, &ip);
+    return ratelimit_key_addr(&ip, out, cap);
+}
+
+/* Authentication under the `auth` limit: a client over it is turned away
+ * before its key is looked at (so a guess past the limit proves nothing), and
+ * every 401 counts against its address. */
+static int authenticate_limited(struct request *r)
+{
+    struct ratelimit *rl = r->app->ratelimit;
+    if (!ratelimit_enabled(rl, RL_AUTH))
+        return authenticate(r);
+    char key[64];
+    size_t kn = addr_key(r, key, sizeof(key));
+    int64_t now = now_ms();
+    struct rl_info info;
+    if (!ratelimit_peek(rl, RL_AUTH, key, kn, now, &info))
+        return ratelimit_refuse(r, &info);
+    int status = authenticate(r);
+    if (status != 401)
+        return status;
+    if (!ratelimit_take(rl, RL_AUTH, key, kn, now, &info)) {
+        buf_reset(&r->resp_headers);    /* the 401's WWW-Authenticate */
+        return ratelimit_refuse(r, &info);
+    }
+    ratelimit_headers(r, &info);
+    return status;
+}
+
+/* The `create` and `read` limits of an authenticated request, per key and
+ * per client address (both off by default). */
+static int limit_authenticated(struct request *r)
+{
+    struct ratelimit *rl = r->app->ratelimit;
+    bool create = r->method == HTTP_POST && (!strcmp(r->route->pattern, "/api/links") ||
+                                             !strcmp(r->route->pattern, "/api/links/bulk"));
+    enum rl_class by_key = create ? RL_CREATE_KEY : RL_READ_KEY;
+    enum rl_class by_addr = create ? RL_CREATE_ADDR : RL_READ_ADDR;
+    if (!ratelimit_enabled(rl, by_key) && !ratelimit_enabled(rl, by_addr))
+        return 0;
+    int64_t now = now_ms();
+    char key[64];
+    struct rl_info k, a = {0};
+    size_t kn = ratelimit_key_apikey(r->key.id, key, sizeof(key));
+    bool ok = ratelimit_take(rl, by_key, key, kn, now, &k);
+    if (ok) {
+        kn = addr_key(r, key, sizeof(key));
+        ok = ratelimit_take(rl, by_addr, key, kn, now, &a);
+    }
+    /* The tighter limit speaks: the one that refused, or the one with less left. */
+    const struct rl_info *info = &k;
+    if (a.limit && (!k.limit || (!ok ? a.retry_after > 0 : a.remaining < k.remaining)))
+        info = &a;
+    if (!ok)
+        return ratelimit_refuse(r, info);
+    ratelimit_headers(r, info);
+    return 0;
+}
+
 static int parse_json(struct request *r)
 {
     json_error_t err;
@@ -207,7 +276,10 @@ int router_dispatch(struct request *r)
         r->route_id = i + 2;
         int status;
         if (rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) {
-            status = authenticate(r);
+            status = authenticate_limited(r);
+            if (status)
+                return status;
+            status = limit_authenticated(r);
             if (status)
                 return status;
         }

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,13 @@
 #include "cache.h"
 #include "classify.h"
 #include "clicks.h"
+#include "clientaddr.h"
 #include "err.h"
 #include "geo.h"
 #include "links.h"
 #include "log.h"
 #include "metrics.h"
+#include "ratelimit.h"
 #include "rcache.h"
 #include "router.h"
 #include "server.h"
@@ -218,6 +221,20 @@ int serve_run(struct config *cfg)
     if (app.cfg.cache && rcache_new(app.cfg.cache, (int)app.cfg.cache_timeout_ms, &app.rcache) !=
                              ERR_OK)
         goto out;
+    char why[200];
+    if (clientaddr_new(app.cfg.trusted_proxies, &app.clientaddr, why, sizeof(why)) != ERR_OK) {
+        log_at(LOG_ERROR, "%s", why);
+        goto out;
+    }
+    uint8_t rl_secret[RL_SECRET_BYTES];
+    if (ratelimit_secret(app.store, rl_secret) != ERR_OK)
+        goto out;
+    struct config_rate limits[RL_NCLASSES];
+    ratelimit_limits(&app.cfg, limits);
+    /* Limits are shared through Redis between nodes on PostgreSQL. */
+    app.ratelimit = ratelimit_new(limits, rl_secret,
+                                  store_is_shared(store_url) ? app.rcache : NULL);
+    sodium_memzero(rl_secret, sizeof(rl_secret));
     if (app.cfg.cache || store_is_shared(store_url)) {
         if (bus_new(app.cfg.cache, store_is_shared(store_url) ? store_url : NULL,
                     (int)app.cfg.cache_timeout_ms * 20, on_invalidate, &app, &app.bus) != ERR_OK)
@@ -291,6 +308,8 @@ out:
                (unsigned long long)clicks_pending(app.clicks));
     server_free(app.server);
     clicks_free(app.clicks);
+    ratelimit_free(app.ratelimit);
+    clientaddr_free(app.clientaddr);
     rcache_free(app.rcache);
     aggregate_free(app.aggregate);
     classify_free(app.classify);

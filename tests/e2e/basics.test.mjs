@@ -16,7 +16,9 @@ let alice;
 let bob;
 
 before(async () => {
-    srv = await startServer();
+    // The 401 test below makes 21 failed requests: over the default auth
+    // rate limit (20 a minute), which ratelimit.test.mjs tests on its own.
+    srv = await startServer({ args: ['--rate-auth', '100/60'] });
     admin = srv.adminKey;
     alice = createKey(srv, 'alice');
     bob = createKey(srv, 'bob');

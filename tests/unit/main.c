@@ -99,6 +99,15 @@
     X(rcache_restart)                                                                              \
     X(bus_redis)                                                                                   \
     X(bus_pg)                                                                                      \
+    X(clientaddr_parse)                                                                            \
+    X(clientaddr_cidrs)                                                                            \
+    X(clientaddr_resolve)                                                                          \
+    X(ratelimit_window_math)                                                                       \
+    X(ratelimit_memory)                                                                            \
+    X(ratelimit_bounded)                                                                           \
+    X(ratelimit_threads)                                                                           \
+    X(ratelimit_password)                                                                          \
+    X(ratelimit_redis)                                                                             \
     X(bus_redis_killed)                                                                            \
     X(dayrow_tallies)                                                                              \
     X(dayrow_many_values)                                                                          \

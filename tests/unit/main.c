@@ -86,6 +86,7 @@
     X(store_analytics)                                                                             \
     X(store_concurrent_counts)                                                                     \
     X(store_prune)                                                                                 \
+    X(store_controls)                                                                              \
     X(store_lifecycle)                                                                             \
     X(store_pg)                                                                                    \
     X(cache_put_get)                                                                               \

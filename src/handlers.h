@@ -18,6 +18,13 @@ int handle_link_get(struct request *r);
 int handle_link_delete(struct request *r);
 int handle_link_disable(struct request *r);
 int handle_link_enable(struct request *r);
+int handle_link_patch(struct request *r);
+int handle_link_history(struct request *r);
+
+/* api_domains.c */
+int handle_domain_add(struct request *r);
+int handle_domain_list(struct request *r);
+int handle_domain_delete(struct request *r);
 
 /* api_stats.c */
 int handle_link_stats(struct request *r);

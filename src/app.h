@@ -15,6 +15,7 @@ struct bus;
 struct classify;
 struct clicks;
 struct geo;
+struct hostlist;
 struct links;
 struct metrics;
 struct rcache;
@@ -34,6 +35,7 @@ struct app {
     struct geo *geo;           /* NULL unless geoip-db is set */
     struct rcache *rcache;     /* the shared Redis cache, NULL unless --cache */
     struct bus *bus;           /* invalidations between nodes, NULL on one node */
+    struct hostlist *hosts;    /* default short hosts; NULL: every host is one */
     struct metrics *metrics;
     struct server *server;
     atomic_bool stopping;

@@ -9,11 +9,20 @@
  * 4. A live link answers 302 (301 when permanent) with Location and, for a
  *    GET, records one click in this thread's buffer; HEAD is never counted.
  *    Expiry is decided here, from the stored time, on every request.
+ * 5. Hosts: when default short hosts are configured, the Host must be one of
+ *    them or the link's own custom domain (kept in its cache entry), else
+ *    404 and no click: a few string compares, nothing when none are set.
+ * 6. A link with controls (password, A/B variants, max_clicks) is flagged in
+ *    the cache and read whole from the store: see "controlled links" below.
+ *    Plain links pay nothing for them.
  * The click event carries the raw headers analytics needs; classification
  * happens later, off this path. The client's address only ever enters a
  * keyed visitor hash and a country lookup here: it is never recorded. */
 #include <llhttp.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -27,11 +36,28 @@
 #include "geo.h"
 #include "err.h"
 #include "handlers.h"
+#include "hosts.h"
+#include "links.h"
 #include "rcache.h"
 #include "server.h"
 #include "store.h"
 #include "timeutil.h"
+#include "writer.h"
 #include "banned.h"
+
+#define CONTROLLED (-2)     /* internal status: the link needs the controlled path */
+
+/* The Host of the request as the host check sees it. */
+struct hostcheck {
+    bool any;               /* no default hosts, or the Host is one of them */
+    size_t n;
+    char name[HOST_NAME_MAX_LEN + 1];
+};
+
+static bool host_allows(const struct hostcheck *h, const char *domain, size_t dn)
+{
+    return h->any || (domain && dn == h->n && memcmp(domain, h->name, dn) == 0);
+}
 
 static int text(struct request *r, int status, const char *msg)
 {
@@ -152,14 +178,22 @@ static int not_found(struct request *r)
     return text(r, 404, "Not Found: no link has this code\n");
 }
 
+static int gone(struct request *r)
+{
+    return text(r, 410, "Gone: this link has expired or was removed\n");
+}
+
 /* The answer for a link as cached or stored; no click is recorded here. */
-static int answer(struct request *r, const struct cache_view *v, int64_t now)
+static int answer(struct request *r, const struct cache_view *v, const struct hostcheck *h,
+                  int64_t now)
 {
     const struct config *cfg = &r->app->cfg;
-    if (v->miss)
+    if (v->miss || !host_allows(h, v->domain, v->domain_len))
         return not_found(r);
     if (v->state != LINK_ACTIVE || !v->url || (v->expires_at && v->expires_at <= now))
-        return text(r, 410, "Gone: this link has expired or was removed\n");
+        return gone(r);
+    if (v->controlled)
+        return CONTROLLED;
     add_location(r, v->url, v->url_len, cfg->pass_query);
     int status = 302;
     if (v->permanent) {
@@ -173,7 +207,8 @@ static int answer(struct request *r, const struct cache_view *v, int64_t now)
 }
 
 /* A miss of this node's cache: the shared cache, then the store, by key. */
-static int answer_uncached(struct request *r, struct slice code, int64_t now)
+static int answer_uncached(struct request *r, struct slice code, const struct hostcheck *h,
+                           int64_t now)
 {
     struct app *app = r->app;
     char key[CODE_MAX + 1];
@@ -202,8 +237,160 @@ static int answer_uncached(struct request *r, struct slice code, int64_t now)
         .expires_at = l.expires_at,
         .state = (uint8_t)l.state,
         .permanent = l.permanent,
+        .controlled = link_controlled(&l),
+        .domain = l.domain,
+        .domain_len = l.domain ? (uint8_t)strlen(l.domain) : 0,
     };
-    int status = answer(r, &v, now);
+    if (l.url && l.dest) {
+        v.url = l.dest;
+        v.url_len = (uint32_t)strlen(l.dest);
+    }
+    int status = answer(r, &v, h, now);
+    link_release(&l);
+    return status;
+}
+
+/* ---- controlled links ----
+ *
+ * A link with a password, A/B variants or a click limit is read whole from
+ * the store on every request (its cache entry only says so), on this
+ * thread's own connection. A click limit is enforced by reserving a slot
+ * before the answer: the reservation (store.h's link_reserve) is a write, so
+ * it goes through the group commit like a create and the request waits for
+ * it (HTTP_ASYNC): durable before the redirect is sent, hence exact across a
+ * kill -9 restart, and in PostgreSQL a conditional UPDATE under the row's
+ * lock, hence exact across nodes. Bots, prefetches and HEAD never reserve:
+ * they get the redirect while slots remain, and 410 once none is left. */
+
+/* Bot detection on an event-loop thread: classify_ua is single-threaded, so
+ * each thread has its own (without a per-UA cache), made on first use and
+ * freed at exit. */
+static pthread_mutex_t bots_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct classify *all_bots[256];
+static int nbots;
+static _Thread_local struct classify *my_bots;
+
+static void __attribute__((destructor)) free_bots(void)
+{
+    pthread_mutex_lock(&bots_mu);
+    for (int i = 0; i < nbots; i++)
+        classify_free(all_bots[i]);
+    nbots = 0;
+    pthread_mutex_unlock(&bots_mu);
+}
+
+static bool is_bot(const struct request *r)
+{
+    struct slice ua = http_header(r, "user-agent");
+    struct slice sec = http_header(r, "sec-purpose"), purpose = http_header(r, "purpose");
+    struct slice xpurpose = http_header(r, "x-purpose"), xmoz = http_header(r, "x-moz");
+    if (classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n, xmoz.p,
+                             xmoz.n))
+        return true;
+    if (!my_bots) {
+        pthread_mutex_lock(&bots_mu);
+        if (nbots < (int)(sizeof(all_bots) / sizeof(all_bots[0])) &&
+            classify_new(0, &my_bots) == ERR_OK)
+            all_bots[nbots++] = my_bots;
+        pthread_mutex_unlock(&bots_mu);
+        if (!my_bots)
+            return false;
+    }
+    struct ua_info info;
+    classify_ua(my_bots, ua.p, ua.p ? ua.n : 0, &info);
+    return info.bot != BOT_NONE;
+}
+
+/* The redirect of a controlled link once it may be sent. */
+static int send_controlled(struct request *r, const struct link *l)
+{
+    const char *url = l->dest ? l->dest : l->url;
+    add_location(r, url, strlen(url), r->app->cfg.pass_query);
+    buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
+    return 302;
+}
+
+struct reserve_job {
+    struct wjob job;
+    struct task task;
+    struct request *r;
+    struct worker *w;
+    struct link link;
+    int64_t now;
+    int result;             /* ERR_OK: a slot is ours; ERR_TOOBIG: none left */
+};
+
+static int reserve_run(struct wjob *wj, struct store *st)
+{
+    struct reserve_job *j = (struct reserve_job *)wj;
+    int64_t used = 0;
+    j->result = st->ops->link_reserve(st, j->link.code, &used);
+    return j->result == ERR_TOOBIG ? ERR_OK : j->result;
+}
+
+static void reserve_on_loop(struct task *t)
+{
+    struct reserve_job *j = (struct reserve_job *)((char *)t - offsetof(struct reserve_job, task));
+    struct request *r = j->r;
+    int status;
+    if (j->job.rc != ERR_OK) {
+        http_add_header(r, "Retry-After", "1", 1);
+        status = text(r, 503, "Service Unavailable: try again\n");
+    } else if (j->result != ERR_OK) {
+        status = gone(r);
+    } else {
+        status = send_controlled(r, &j->link);
+        record_click(r, (struct slice){j->link.code, strlen(j->link.code)}, j->now);
+    }
+    http_resume(r, status);
+    link_release(&j->link);
+    free(j);
+}
+
+static void reserve_done(struct wjob *wj)
+{
+    struct reserve_job *j = (struct reserve_job *)wj;
+    worker_post(j->w, &j->task);
+}
+
+/* Returns the status (the caller records the click of a 302) or HTTP_ASYNC. */
+static int answer_controlled(struct request *r, struct slice code, int64_t now, bool *counted)
+{
+    struct app *app = r->app;
+    char key[CODE_MAX + 1];
+    memcpy(key, code.p, code.n);
+    key[code.n] = '\0';
+    struct link l;
+    int rc = app->store->ops->link_get(app->store, key, &l);
+    if (rc == ERR_NOTFOUND)
+        return not_found(r);
+    if (rc != ERR_OK) {
+        http_add_header(r, "Retry-After", "1", 1);
+        return text(r, 503, "Service Unavailable: try again\n");
+    }
+    int status;
+    if (!link_is_live(&l, now)) {
+        status = gone(r);
+    } else if (l.max_clicks > 0 && l.used >= l.max_clicks) {
+        status = gone(r);
+    } else if (l.max_clicks > 0 && r->method == HTTP_GET && !is_bot(r)) {
+        struct reserve_job *j = calloc(1, sizeof(*j));
+        if (!j)
+            abort();
+        j->r = r;
+        j->w = worker_current();
+        j->link = l;            /* owned by the job now */
+        j->now = now;
+        j->job.run = reserve_run;
+        j->job.done = reserve_done;
+        j->job.single_write = true;
+        j->task.fn = reserve_on_loop;
+        *counted = true;        /* reserve_on_loop records it */
+        writer_submit(app->writer, &j->job);
+        return HTTP_ASYNC;
+    } else {
+        status = send_controlled(r, &l);
+    }
     link_release(&l);
     return status;
 }
@@ -214,15 +401,23 @@ int handle_redirect(struct request *r, struct slice code)
         return not_found(r);
     int64_t now = now_ms();
     struct cache_view v;
+    struct hostcheck h = {.any = true};
+    if (r->app->hosts) {
+        h.n = host_of_header(r->host, h.name);
+        h.any = h.n && hostlist_has(r->app->hosts, h.name, h.n);
+    }
 
     cache_read_lock();
     bool hit = cache_get(r->app->cache, code.p, code.n, now, &v);
-    int status = hit ? answer(r, &v, now) : 0;
+    int status = hit ? answer(r, &v, &h, now) : 0;
     cache_read_unlock();
     if (!hit)
-        status = answer_uncached(r, code, now);
+        status = answer_uncached(r, code, &h, now);
+    bool counted = false;
+    if (status == CONTROLLED)
+        status = answer_controlled(r, code, now, &counted);
 
-    if ((status == 301 || status == 302) && r->method == HTTP_GET)
+    if ((status == 301 || status == 302) && r->method == HTTP_GET && !counted)
         record_click(r, code, now);
     return status;
 }

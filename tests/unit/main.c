@@ -98,7 +98,11 @@
     X(rcache_restart)                                                                              \
     X(bus_redis)                                                                                   \
     X(bus_pg)                                                                                      \
-    X(bus_redis_killed)
+    X(bus_redis_killed)                                                                            \
+    X(utm_json)                                                                                    \
+    X(utm_json_errors)                                                                             \
+    X(utm_merge)                                                                                   \
+    X(utm_merge_limit)
 
 #define X(name) void test_##name(void);
 TESTS(X)

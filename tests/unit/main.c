@@ -102,7 +102,10 @@
     X(utm_json)                                                                                    \
     X(utm_json_errors)                                                                             \
     X(utm_merge)                                                                                   \
-    X(utm_merge_limit)
+    X(utm_merge_limit)                                                                             \
+    X(variants_parse)                                                                              \
+    X(variants_parse_errors)                                                                       \
+    X(variants_pick)
 
 #define X(name) void test_##name(void);
 TESTS(X)

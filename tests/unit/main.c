@@ -105,7 +105,10 @@
     X(utm_merge_limit)                                                                             \
     X(variants_parse)                                                                              \
     X(variants_parse_errors)                                                                       \
-    X(variants_pick)
+    X(variants_pick)                                                                               \
+    X(pwhash_valid)                                                                                \
+    X(pwhash_sync)                                                                                 \
+    X(pwhash_async)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -108,7 +108,12 @@
     X(variants_pick)                                                                               \
     X(pwhash_valid)                                                                                \
     X(pwhash_sync)                                                                                 \
-    X(pwhash_async)
+    X(pwhash_async)                                                                                \
+    X(gate_page)                                                                                   \
+    X(gate_escaping)                                                                               \
+    X(gate_csp)                                                                                    \
+    X(gate_form)                                                                                   \
+    X(gate_continue)
 
 #define X(name) void test_##name(void);
 TESTS(X)

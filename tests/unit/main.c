@@ -99,7 +99,22 @@
     X(rcache_restart)                                                                              \
     X(bus_redis)                                                                                   \
     X(bus_pg)                                                                                      \
-    X(bus_redis_killed)
+    X(bus_redis_killed)                                                                            \
+    X(utm_json)                                                                                    \
+    X(utm_json_errors)                                                                             \
+    X(utm_merge)                                                                                   \
+    X(utm_merge_limit)                                                                             \
+    X(variants_parse)                                                                              \
+    X(variants_parse_errors)                                                                       \
+    X(variants_pick)                                                                               \
+    X(pwhash_valid)                                                                                \
+    X(pwhash_sync)                                                                                 \
+    X(pwhash_async)                                                                                \
+    X(gate_page)                                                                                   \
+    X(gate_escaping)                                                                               \
+    X(gate_csp)                                                                                    \
+    X(gate_form)                                                                                   \
+    X(gate_continue)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -17,7 +17,9 @@
 #include "handlers.h"
 #include "links.h"
 #include "log.h"
+#include "pwhash.h"
 #include "rcache.h"
+#include "server.h"
 #include "timeutil.h"
 #include "banned.h"
 
@@ -101,6 +103,54 @@ static int storage_error(struct request *r)
 {
     http_add_header(r, "Retry-After", "1", 1);
     return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+}
+
+/* ---- passwords: hashed on libuv's thread pool before the writer job ---- */
+
+struct hash_wait {
+    struct request *r;
+    struct api_job *job;
+    char **slot;                /* where the hash goes in the job */
+    int (*run)(struct wjob *, struct store *);
+};
+
+static void hashed(int rc, const char *hash, void *arg)
+{
+    struct hash_wait *w = arg;
+    struct request *r = w->r;
+    if (rc == ERR_OK) {
+        *w->slot = xstrdup(hash);
+        api_job_submit(r, w->job, w->run);
+    } else {
+        w->job->release(w->job);
+        http_add_header(r, "Retry-After", "1", 1);
+        http_resume(r, http_error(r, 503, "unavailable", NULL, "cannot hash the password now; "
+                                                              "try again"));
+    }
+    free(w);
+}
+
+/* Submits 'job' once the body's "password" (checked by the parser) is
+ * hashed into *slot; at once when the body has none (or null). Never blocks
+ * the event loop: Argon2id runs on the thread pool. */
+static int submit_hashed(struct request *r, struct api_job *job, char **slot,
+                         int (*run)(struct wjob *, struct store *))
+{
+    json_t *pw = json_object_get(r->json, "password");
+    if (!json_is_string(pw))
+        return api_job_submit(r, job, run);
+    struct hash_wait *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    *w = (struct hash_wait){.r = r, .job = job, .slot = slot, .run = run};
+    if (pwhash_make_async(worker_loop(worker_current()), json_string_value(pw),
+                          json_string_length(pw), hashed, w) != ERR_OK) {
+        free(w);
+        job->release(job);
+        http_add_header(r, "Retry-After", "1", 1);
+        return http_error(r, 503, "unavailable", NULL, "cannot hash the password now; try again");
+    }
+    return HTTP_ASYNC;
 }
 
 /* ---- create ---- */
@@ -273,7 +323,7 @@ int handle_link_create(struct request *r)
     c->base.after_commit = create_after_commit;
     c->base.render = create_render;
     c->base.release = create_release;
-    return api_job_submit(r, &c->base, create_run);
+    return submit_hashed(r, &c->base, &c->in.password, create_run);
 }
 
 /* ---- list ---- */
@@ -543,6 +593,12 @@ static int patch_run(struct wjob *wj, struct store *st)
     char *old_url = xstrdup(pj->link.url);
     bool url_changed = false;
     rc = links_apply_patch(&pj->link, &pj->p, pj->now, &url_changed);
+    if (rc == ERR_MISMATCH) {
+        free(old_url);
+        return api_job_error(j, 400, "invalid_field", "utm",
+                             "utm cannot be combined with variants (put the utm_* parameters in "
+                             "each variant's url)");
+    }
     if (rc == ERR_INVALID) {
         free(old_url);
         return api_job_error(j, 400, "invalid_field", "utm",
@@ -606,7 +662,7 @@ int handle_link_patch(struct request *r)
     pj->base.after_commit = patch_after_commit;
     pj->base.render = patch_render;
     pj->base.release = patch_release;
-    return api_job_submit(r, &pj->base, patch_run);
+    return submit_hashed(r, &pj->base, &pj->p.password, patch_run);
 }
 
 static int history_row(const struct link_change *c, void *arg)

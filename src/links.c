@@ -18,6 +18,9 @@
 
 #include "codes.h"
 #include "err.h"
+#include "pwhash.h"
+#include "utm.h"
+#include "variants.h"
 #include "log.h"
 #include "timeutil.h"
 #include "urlcheck.h"
@@ -32,6 +35,7 @@ struct links {
     const char *const *self_hosts;
     struct scramble scramble;
     uint8_t key_secret[KEY_SECRET_BYTES];
+    uint8_t variant_secret[KEY_SECRET_BYTES];   /* per-link A/B keys are derived from it */
     uint64_t next, end;     /* the claimed block not yet used */
     _Atomic int64_t nblocked;   /* blocklist size; -1: count it again */
 };
@@ -110,6 +114,8 @@ int links_new(struct store *st, const char *const *reserved, const char *const *
     int rc = load_secret(st, "code_key", code_key, sizeof(code_key));
     if (rc == ERR_OK)
         rc = load_secret(st, "key_secret", l->key_secret, sizeof(l->key_secret));
+    if (rc == ERR_OK)
+        rc = load_secret(st, "variant_secret", l->variant_secret, sizeof(l->variant_secret));
     if (rc != ERR_OK) {
         free(l);
         return rc;
@@ -254,6 +260,76 @@ static int parse_tags(json_t *body, char **out, const char **field, char *why, s
     return ERR_OK;
 }
 
+int links_dest(const char *url, const char *utm, char **dest)
+{
+    free(*dest);
+    *dest = NULL;
+    if (!utm || !url)
+        return ERR_OK;
+    json_t *o = json_loads(utm, 0, NULL);
+    struct utm u;
+    const char *field = NULL;
+    int rc = o ? utm_from_json(o, &u, &field) : ERR_INVALID;
+    json_decref(o);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf out = BUF_INIT;
+    rc = utm_merge(url, &u, &out);
+    if (rc == ERR_OK)
+        *dest = buf_detach(&out, NULL);
+    buf_release(&out);
+    return rc;
+}
+
+void links_variant_key(const struct links *l, const char *code, uint8_t out[32])
+{
+    crypto_generichash(out, 32, (const unsigned char *)code, strlen(code), l->variant_secret,
+                       sizeof(l->variant_secret));
+}
+
+/* utm, variants and password of a create or a PATCH: the JSON texts as
+ * stored; the password is only checked here (the caller hashes it). */
+static int parse_controls(struct links *l, json_t *body, char **utm, char **variants,
+                          const char **field, char *why, size_t whylen)
+{
+    json_t *v = json_object_get(body, "utm");
+    if (v && !json_is_null(v)) {
+        struct utm u;
+        if (utm_from_json(v, &u, field) != ERR_OK) {
+            snprintf(why, whylen, "must be an object of source, medium, campaign, term, content: "
+                                  "strings of 1 to 128 bytes");
+            return ERR_INVALID;
+        }
+        json_t *o = utm_to_json(&u);
+        *utm = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+    }
+    v = json_object_get(body, "variants");
+    if (v && !json_is_null(v)) {
+        struct variants vs;
+        struct urlcheck_opts uo = {.self_hosts = l->self_hosts, .blocked = NULL};
+        char err[256];
+        if (variants_parse(v, &uo, &vs, err, sizeof(err)) != ERR_OK) {
+            *field = "variants";
+            snprintf(why, whylen, "%s", err);
+            return ERR_INVALID;
+        }
+        json_t *o = variants_to_json(&vs);
+        *variants = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        variants_release(&vs);
+    }
+    v = json_object_get(body, "password");
+    if (v && !json_is_null(v)) {
+        const char *reason = NULL;
+        if (!json_is_string(v))
+            return bad(field, "password", why, whylen, "must be a string");
+        if (pwhash_valid(json_string_value(v), json_string_length(v), &reason) != ERR_OK)
+            return bad(field, "password", why, whylen, reason);
+    }
+    return ERR_OK;
+}
+
 static bool known(const char *const *names, const char *key)
 {
     for (int i = 0; names[i]; i++)
@@ -378,6 +454,16 @@ int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *i
     if (rc == ERR_OK && in->permanent && in->max_clicks)
         rc = bad(field, "max_clicks", why, whylen,
                  "cannot be used with permanent (a cached 301 would skip the count)");
+    if (rc == ERR_OK)
+        rc = parse_controls(l, body, &in->utm, &in->variants, field, why, whylen);
+    if (rc == ERR_OK && in->permanent && (in->variants || json_object_get(body, "password")))
+        rc = bad(field, in->variants ? "variants" : "password", why, whylen,
+                 "cannot be used with permanent (a cached 301 would skip it)");
+    if (rc == ERR_OK && in->utm && in->variants)
+        rc = bad(field, "utm", why, whylen,
+                 "cannot be combined with variants (put the utm_* parameters in each variant's url)");
+    if (rc == ERR_OK && links_dest(in->url, in->utm, &in->dest) != ERR_OK)
+        rc = bad(field, "utm", why, whylen, "would make the destination longer than 8 KiB");
     return rc;
 }
 
@@ -415,6 +501,8 @@ int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_pa
         rc = opt_string(body, "note", NOTE_MAX, &p->note, field, why, whylen);
     if (rc == ERR_OK)
         rc = parse_tags(body, &p->tags, field, why, whylen);
+    if (rc == ERR_OK)
+        rc = parse_controls(l, body, &p->utm, &p->variants, field, why, whylen);
     p->fields |= (json_object_get(body, "title") ? PATCH_TITLE : 0) |
                  (json_object_get(body, "note") ? PATCH_NOTE : 0) |
                  (json_object_get(body, "tags") ? PATCH_TAGS : 0) |
@@ -422,15 +510,6 @@ int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_pa
                  (json_object_get(body, "variants") ? PATCH_VARIANTS : 0) |
                  (json_object_get(body, "utm") ? PATCH_UTM : 0);
     return rc;
-}
-
-int links_dest(const char *url, const char *utm, char **dest)
-{
-    free(*dest);
-    *dest = NULL;
-    if (!utm || !url)
-        return ERR_OK;
-    return ERR_INVALID;     /* utm.h is not here yet */
 }
 
 static void replace(char **slot, const char *v)
@@ -460,6 +539,8 @@ int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now,
     if (p->fields & PATCH_UTM)
         replace(&lk->utm, p->utm);
     lk->changed_at = now;
+    if (lk->utm && lk->variants)
+        return ERR_MISMATCH;
     return links_dest(lk->url, lk->utm, &lk->dest);
 }
 

@@ -84,13 +84,19 @@ int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *i
  * ERR_INVALID when the result would be too long. */
 int links_dest(const char *url, const char *utm, char **dest);
 
+/* The A/B key of a link: BLAKE2b keyed with the install's variant secret
+ * over the code (variants.h's variants_pick takes it). Any thread. */
+void links_variant_key(const struct links *l, const char *code, uint8_t out[32]);
+
 /* Checks a PATCH body: the fields of link_patch, null removing one (not url).
  * ERR_INVALID with the offending field and a reason. */
 int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_patch *p,
                       const char **field, char *why, size_t whylen);
 
 /* Applies a parsed patch to 'lk' (as read in the write transaction), and
- * recomputes its dest. *url_changed tells whether the destination moved. */
+ * recomputes its dest. *url_changed tells whether the destination moved.
+ * ERR_INVALID: the dest would be too long; ERR_MISMATCH: utm and variants
+ * would both be set. */
 int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now,
                       bool *url_changed);
 

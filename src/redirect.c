@@ -21,6 +21,7 @@
 #include <llhttp.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +34,18 @@
 #include "classify.h"
 #include "config.h"
 #include "event.h"
+#include "gate.h"
 #include "geo.h"
 #include "err.h"
 #include "handlers.h"
 #include "hosts.h"
 #include "links.h"
+#include "pwhash.h"
 #include "rcache.h"
 #include "server.h"
 #include "store.h"
 #include "timeutil.h"
+#include "variants.h"
 #include "writer.h"
 #include "banned.h"
 
@@ -132,11 +136,11 @@ static struct slice utm_only(struct slice q, char *out, size_t cap)
     return (struct slice){out, n};
 }
 
-static void record_click(struct request *r, struct slice code, int64_t now)
+static void record_click(struct request *r, struct slice code, int64_t now, uint8_t flags)
 {
     const struct app *app = r->app;
     char utm[EVENT_QUERY_MAX];
-    struct click_event e = {.ts = now, .code = code};
+    struct click_event e = {.ts = now, .code = code, .flags = flags};
     if (r->query.n)
         e.query = utm_only(r->query, utm, sizeof(utm));
     struct slice sec = {0}, purpose = {0}, xpurpose = {0}, xmoz = {0}, country = {0};
@@ -301,13 +305,53 @@ static bool is_bot(const struct request *r)
     return info.bot != BOT_NONE;
 }
 
-/* The redirect of a controlled link once it may be sent. */
-static int send_controlled(struct request *r, const struct link *l)
+/* Where a controlled link sends this visitor: its A/B variant (chosen from
+ * the per-link key, the address and the user agent, so a visitor keeps it),
+ * or its destination. *flags gets the variant for the click event. */
+static char *destination_of(const struct request *r, const struct link *l, uint8_t *flags)
 {
-    const char *url = l->dest ? l->dest : l->url;
-    add_location(r, url, strlen(url), r->app->cfg.pass_query);
-    buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
-    return 302;
+    *flags = 0;
+    struct variants vs;
+    if (l->variants && variants_from_text(l->variants, &vs) == ERR_OK) {
+        uint8_t key[32];
+        links_variant_key(r->app->links, l->code, key);
+        size_t an = 0;
+        const void *addr = peer_bytes(r, &an);
+        struct slice ua = http_header(r, "user-agent");
+        int i = variants_pick(&vs, key, addr, an, ua.p ? ua.p : "", ua.p ? ua.n : 0);
+        char *url = xstrdup(vs.v[i].url);
+        variants_release(&vs);
+        *flags = (uint8_t)(((unsigned)(i + 1) << EVENT_VARIANT_SHIFT) & EVENT_VARIANT_MASK);
+        return url;
+    }
+    return xstrdup(l->dest ? l->dest : l->url);
+}
+
+/* The answer that lets the visitor through, and its click (not for HEAD).
+ * After a right password a browser gets the gate's continue page (gate.h:
+ * a 302 after the form's POST would be blocked by the gate's form-action
+ * 'self'); other clients get the 302. */
+static int deliver(struct request *r, const struct link *l, int64_t now, bool via_gate)
+{
+    uint8_t flags;
+    char *url = destination_of(r, l, &flags);
+    int status = 302;
+    struct slice accept = http_header(r, "accept");
+    if (via_gate && accept.p && memmem(accept.p, accept.n, "text/html", 9)) {
+        struct buf page = BUF_INIT;
+        gate_render_continue(&page, l->code, url);
+        http_add_header(r, "Content-Security-Policy", gate_csp, strlen(gate_csp));
+        http_add_header(r, "Cache-Control", "no-store", 8);
+        status = http_body(r, 200, "text/html; charset=utf-8", page.p, page.len);
+        buf_release(&page);
+    } else {
+        add_location(r, url, strlen(url), r->app->cfg.pass_query && !via_gate);
+        buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
+    }
+    free(url);
+    if (r->method != HTTP_HEAD)
+        record_click(r, (struct slice){l->code, strlen(l->code)}, now, flags);
+    return status;
 }
 
 struct reserve_job {
@@ -317,6 +361,7 @@ struct reserve_job {
     struct worker *w;
     struct link link;
     int64_t now;
+    bool via_gate;
     int result;             /* ERR_OK: a slot is ours; ERR_TOOBIG: none left */
 };
 
@@ -339,8 +384,7 @@ static void reserve_on_loop(struct task *t)
     } else if (j->result != ERR_OK) {
         status = gone(r);
     } else {
-        status = send_controlled(r, &j->link);
-        record_click(r, (struct slice){j->link.code, strlen(j->link.code)}, j->now);
+        status = deliver(r, &j->link, j->now, j->via_gate);
     }
     http_resume(r, status);
     link_release(&j->link);
@@ -353,46 +397,177 @@ static void reserve_done(struct wjob *wj)
     worker_post(j->w, &j->task);
 }
 
-/* Returns the status (the caller records the click of a 302) or HTTP_ASYNC. */
-static int answer_controlled(struct request *r, struct slice code, int64_t now, bool *counted)
+/* A human click of a link with max_clicks first reserves its slot (the
+ * writer, then back on this thread); anything else is delivered at once.
+ * Takes 'l' over. Returns the status or HTTP_ASYNC. */
+static int reserve_or_deliver(struct request *r, struct link *l, int64_t now, bool via_gate)
 {
-    struct app *app = r->app;
-    char key[CODE_MAX + 1];
-    memcpy(key, code.p, code.n);
-    key[code.n] = '\0';
-    struct link l;
-    int rc = app->store->ops->link_get(app->store, key, &l);
-    if (rc == ERR_NOTFOUND)
-        return not_found(r);
-    if (rc != ERR_OK) {
-        http_add_header(r, "Retry-After", "1", 1);
-        return text(r, 503, "Service Unavailable: try again\n");
-    }
-    int status;
-    if (!link_is_live(&l, now)) {
-        status = gone(r);
-    } else if (l.max_clicks > 0 && l.used >= l.max_clicks) {
-        status = gone(r);
-    } else if (l.max_clicks > 0 && r->method == HTTP_GET && !is_bot(r)) {
+    if (l->max_clicks > 0 && r->method != HTTP_HEAD && !is_bot(r)) {
         struct reserve_job *j = calloc(1, sizeof(*j));
         if (!j)
             abort();
         j->r = r;
         j->w = worker_current();
-        j->link = l;            /* owned by the job now */
+        j->link = *l;           /* owned by the job now */
+        memset(l, 0, sizeof(*l));
         j->now = now;
+        j->via_gate = via_gate;
         j->job.run = reserve_run;
         j->job.done = reserve_done;
         j->job.single_write = true;
         j->task.fn = reserve_on_loop;
-        *counted = true;        /* reserve_on_loop records it */
-        writer_submit(app->writer, &j->job);
+        writer_submit(r->app->writer, &j->job);
         return HTTP_ASYNC;
-    } else {
-        status = send_controlled(r, &l);
     }
-    link_release(&l);
+    int status = deliver(r, l, now, via_gate);
+    link_release(l);
     return status;
+}
+
+/* The gate of a protected link: 200 (or 'status') with the page, never cached. */
+static int gate_page(struct request *r, const char *code, int status, const char *message)
+{
+    struct buf page = BUF_INIT;
+    gate_render(&page, code, message);
+    http_add_header(r, "Content-Security-Policy", gate_csp, strlen(gate_csp));
+    http_add_header(r, "Cache-Control", "no-store", 8);
+    status = http_body(r, status, "text/html; charset=utf-8", page.p, page.len);
+    buf_release(&page);
+    return status;
+}
+
+/* Reads a controlled link from the store: ERR_OK with 'l', or the answer. */
+static int load_controlled(struct request *r, struct slice code, int64_t now, struct link *l,
+                           int *status)
+{
+    struct app *app = r->app;
+    char key[CODE_MAX + 1];
+    memcpy(key, code.p, code.n);
+    key[code.n] = '\0';
+    int rc = app->store->ops->link_get(app->store, key, l);
+    if (rc == ERR_NOTFOUND) {
+        *status = not_found(r);
+        return rc;
+    }
+    if (rc != ERR_OK) {
+        http_add_header(r, "Retry-After", "1", 1);
+        *status = text(r, 503, "Service Unavailable: try again\n");
+        return rc;
+    }
+    if (!link_is_live(l, now) || (l->max_clicks > 0 && l->used >= l->max_clicks)) {
+        link_release(l);
+        *status = gone(r);
+        return ERR_GONE;
+    }
+    return ERR_OK;
+}
+
+/* GET or HEAD of a controlled link: the gate, or the way through. Records
+ * its own click. Returns the status or HTTP_ASYNC. */
+static int answer_controlled(struct request *r, struct slice code, int64_t now)
+{
+    struct link l;
+    int status;
+    if (load_controlled(r, code, now, &l, &status) != ERR_OK)
+        return status;
+    if (l.password) {
+        status = gate_page(r, l.code, 200, NULL);
+        link_release(&l);
+        return status;
+    }
+    return reserve_or_deliver(r, &l, now, false);
+}
+
+/* ---- POST /CODE: a password for the gate ---- */
+
+/* The per-(client, link) limit of password attempts. The rate limiter
+ * (ratelimit.h, another branch) plugs in here; until then every attempt is
+ * allowed and only Argon2id's cost slows guessing. *retry_after gets the
+ * seconds to wait when refused. */
+static bool gate_attempt_allowed(const struct request *r, const char *code, int *retry_after)
+{
+    (void)r;
+    (void)code;
+    *retry_after = 0;
+    return true;
+}
+
+struct gate_check {
+    struct request *r;
+    struct link link;
+    int64_t now;
+};
+
+static void gate_checked(bool ok, void *arg)
+{
+    struct gate_check *g = arg;
+    struct request *r = g->r;
+    int status;
+    if (ok) {
+        status = reserve_or_deliver(r, &g->link, now_ms(), true);
+    } else {
+        status = gate_page(r, g->link.code, 401, "Wrong password");
+        link_release(&g->link);
+    }
+    if (status != HTTP_ASYNC)
+        http_resume(r, status);
+    free(g);
+}
+
+int handle_gate_post(struct request *r, struct slice code)
+{
+    if (!code_is_plausible(code.p, code.n))
+        return not_found(r);
+    int64_t now = now_ms();
+    struct hostcheck h = {.any = true};
+    if (r->app->hosts) {
+        h.n = host_of_header(r->host, h.name);
+        h.any = h.n && hostlist_has(r->app->hosts, h.name, h.n);
+    }
+    struct link l;
+    int status;
+    if (load_controlled(r, code, now, &l, &status) != ERR_OK)
+        return status;
+    if (!host_allows(&h, l.domain, l.domain ? strlen(l.domain) : 0)) {
+        link_release(&l);
+        return not_found(r);
+    }
+    if (!l.password) {
+        link_release(&l);
+        http_add_header(r, "Allow", "GET, HEAD", 9);
+        return text(r, 405, "Method Not Allowed: this link has no password\n");
+    }
+    int retry = 0;
+    if (!gate_attempt_allowed(r, l.code, &retry)) {
+        char s[16];
+        int n = snprintf(s, sizeof(s), "%d", retry > 0 ? retry : 1);
+        http_add_header(r, "Retry-After", s, (size_t)n);
+        status = gate_page(r, l.code, 429, "Too many attempts: wait a little and try again");
+        link_release(&l);
+        return status;
+    }
+    char pw[PWHASH_PW_MAX + 1];
+    size_t n = 0;
+    if (gate_form_password(r->body.p, r->body.n, pw, sizeof(pw), &n) != ERR_OK || !n) {
+        status = gate_page(r, l.code, 400, "Please enter the password");
+        link_release(&l);
+        return status;
+    }
+    struct gate_check *g = calloc(1, sizeof(*g));
+    if (!g)
+        abort();
+    g->r = r;
+    g->link = l;
+    g->now = now;
+    int rc = pwhash_check_async(worker_loop(worker_current()), l.password, pw, n, gate_checked, g);
+    sodium_memzero(pw, sizeof(pw));
+    if (rc != ERR_OK) {
+        link_release(&g->link);
+        free(g);
+        http_add_header(r, "Retry-After", "1", 1);
+        return text(r, 503, "Service Unavailable: try again\n");
+    }
+    return HTTP_ASYNC;
 }
 
 int handle_redirect(struct request *r, struct slice code)
@@ -413,11 +588,10 @@ int handle_redirect(struct request *r, struct slice code)
     cache_read_unlock();
     if (!hit)
         status = answer_uncached(r, code, &h, now);
-    bool counted = false;
     if (status == CONTROLLED)
-        status = answer_controlled(r, code, now, &counted);
+        return answer_controlled(r, code, now);   /* records its own click */
 
-    if ((status == 301 || status == 302) && r->method == HTTP_GET && !counted)
-        record_click(r, code, now);
+    if ((status == 301 || status == 302) && r->method == HTTP_GET)
+        record_click(r, code, now, 0);
     return status;
 }

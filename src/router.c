@@ -194,6 +194,13 @@ int router_dispatch(struct request *r)
             return handle_redirect(r, seg);
         }
     }
+    if (r->method == HTTP_POST && is_single_segment(r->path)) {
+        struct slice seg = {r->path.p + 1, r->path.n - 1};
+        if (!is_reserved(seg)) {
+            r->route_id = ROUTE_ID_REDIRECT;
+            return handle_gate_post(r, seg);
+        }
+    }
     const char *method = llhttp_method_name((llhttp_method_t)r->method);
     bool path_matched = false;
     char allow[64] = "";

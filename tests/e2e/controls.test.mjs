@@ -226,3 +226,137 @@ it('host check: default hosts and the link\'s domain open it; any other host is 
         await own.stop();
     }
 });
+
+/* --------------------------------------------------------------- passwords */
+
+function postPassword(server, code, password, { accept = 'text/html', host } = {}) {
+    const headers = { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0' };
+    if (accept) headers.accept = accept;
+    if (host) headers.host = host;
+    return api(server, 'POST', `/${code}`, { headers, raw: `password=${encodeURIComponent(password)}` });
+}
+
+it('password: the gate page under a strict CSP, wrong → 401 and no click, right → through and one click', async () => {
+    const secret = 'pässwörd & more+';
+    const l = await createLink(srv, alice, { url: 'https://secret.example/doc', password: secret });
+    assert.equal(l.protected, true);
+    assert.ok(!('password' in l) && !JSON.stringify(l).includes(secret));
+    const g = await api(srv, 'GET', `/api/links/${l.code}`, { key: alice });
+    assert.ok(!JSON.stringify(g.json).includes('argon2') && g.json.protected === true);
+
+    let r = await visit(srv, l.code);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type'), /text\/html/);
+    const csp = r.headers.get('content-security-policy');
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /form-action 'self'/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.ok(!/unsafe-inline/.test(csp));
+    assert.match(r.headers.get('cache-control'), /no-store/);
+    assert.match(r.text, /name="password"/);
+    assert.ok(!r.text.includes('secret.example'), 'the gate leaks the destination');
+    r = await visit(srv, l.code, { method: 'HEAD' });
+    assert.equal(r.status, 200);
+    assert.ok(r.headers.get('content-security-policy'));
+
+    r = await postPassword(srv, l.code, 'wrong');
+    assert.equal(r.status, 401);
+    assert.match(r.text, /Wrong password/);
+    assert.ok(!r.text.includes('secret.example'));
+    r = await postPassword(srv, l.code, secret, { accept: null });
+    assert.equal(r.status, 302);
+    assert.equal(r.headers.get('location'), 'https://secret.example/doc');
+    r = await postPassword(srv, l.code, secret);     // a browser: the continue page
+    assert.equal(r.status, 200);
+    assert.match(r.text, /https:\/\/secret\.example\/doc/);
+    assert.match(r.text, /http-equiv="refresh"/i);
+    // Two right answers are two clicks; the gate views and wrong tries none.
+    await clicksOf(l.code, 2);
+    const logs = srv.stdout() + srv.stderr();
+    assert.ok(!logs.includes(secret) && !logs.includes(encodeURIComponent(secret)), 'the password is in the logs');
+});
+
+it('password: PATCH sets, changes and removes it', async () => {
+    const l = await createLink(srv, alice, { url: 'https://later.example/' });
+    assert.equal((await visit(srv, l.code)).status, 302);
+    let r = await api(srv, 'PATCH', `/api/links/${l.code}`, { key: alice, body: { password: 'one' } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.protected, true);
+    assert.equal((await visit(srv, l.code)).status, 200, 'the cached plain link still redirects');
+    assert.equal((await postPassword(srv, l.code, 'one', { accept: null })).status, 302);
+    r = await api(srv, 'PATCH', `/api/links/${l.code}`, { key: alice, body: { password: 'two' } });
+    assert.equal((await postPassword(srv, l.code, 'one', { accept: null })).status, 401);
+    assert.equal((await postPassword(srv, l.code, 'two', { accept: null })).status, 302);
+    r = await api(srv, 'PATCH', `/api/links/${l.code}`, { key: alice, body: { password: null } });
+    assert.equal(r.json.protected, false);
+    assert.equal((await visit(srv, l.code)).status, 302);
+    for (const bad of ['', 'x'.repeat(129), 5]) {
+        r = await api(srv, 'POST', '/api/links', { key: alice, body: { url: 'https://x.example/', password: bad } });
+        assert.equal(r.status, 400, r.text);
+        assert.equal(errorOf(r).field, 'password');
+    }
+});
+
+it('password with max_clicks: only right answers use slots', async () => {
+    const l = await createLink(srv, alice, { url: 'https://both.example/', password: 'pw', max_clicks: 2 });
+    for (let i = 0; i < 5; i++) assert.equal((await postPassword(srv, l.code, 'nope')).status, 401);
+    assert.equal((await postPassword(srv, l.code, 'pw', { accept: null })).status, 302);
+    assert.equal((await postPassword(srv, l.code, 'pw', { accept: null })).status, 302);
+    assert.equal((await postPassword(srv, l.code, 'pw', { accept: null })).status, 410);
+    assert.equal((await visit(srv, l.code)).status, 410);
+});
+
+/* -------------------------------------------------------------------- UTM */
+
+it('utm: merged into the destination, an existing utm_* parameter replaced, never duplicated', async () => {
+    const l = await createLink(srv, alice, {
+        url: 'https://shop.example/p?utm_source=old&id=7&utm_source=older#top',
+        utm: { source: 'news letter', medium: 'email', campaign: 'a&b' },
+    });
+    assert.deepEqual(l.utm, { source: 'news letter', medium: 'email', campaign: 'a&b' });
+    const want = 'https://shop.example/p?utm_source=news%20letter&id=7&utm_medium=email&utm_campaign=a%26b#top';
+    assert.equal(l.destination, want);
+    assert.equal((await visit(srv, l.code)).headers.get('location'), want);
+    const r = await api(srv, 'PATCH', `/api/links/${l.code}`, { key: alice, body: { utm: { source: 'x' } } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal((await visit(srv, l.code)).headers.get('location'), 'https://shop.example/p?utm_source=x&id=7#top');
+    await api(srv, 'PATCH', `/api/links/${l.code}`, { key: alice, body: { utm: null } });
+    assert.equal((await visit(srv, l.code)).headers.get('location'), 'https://shop.example/p?utm_source=old&id=7&utm_source=older#top');
+    for (const [utm, field] of [[{ sorce: 'x' }, 'utm'], [{ source: '' }, 'utm.source'], [{ source: 'x'.repeat(129) }, 'utm.source'], ['x', 'utm'], [{}, 'utm']]) {
+        const e = await api(srv, 'POST', '/api/links', { key: alice, body: { url: 'https://x.example/', utm } });
+        assert.equal(e.status, 400, `${JSON.stringify(utm)}: ${e.text}`);
+        assert.equal(errorOf(e).field, field, JSON.stringify(utm));
+    }
+});
+
+/* ---------------------------------------------------------------- variants */
+
+it('variants: a visitor keeps a variant; the split follows the weights over distinct user agents', async () => {
+    const l = await createLink(srv, alice, {
+        url: 'https://ab.example/',
+        variants: [{ url: 'https://ab.example/a', weight: 1 }, { url: 'https://ab.example/b', weight: 3 }],
+    });
+    assert.deepEqual(l.variants, [{ url: 'https://ab.example/a', weight: 1 }, { url: 'https://ab.example/b', weight: 3 }]);
+    const ua = (i) => `Mozilla/5.0 (X11; Linux x86_64) Firefox/${i}.0 test-${i}`;
+    const first = (await visit(srv, l.code, { headers: { 'user-agent': ua(1) } })).headers.get('location');
+    for (let i = 0; i < 5; i++) {
+        assert.equal((await visit(srv, l.code, { headers: { 'user-agent': ua(1) } })).headers.get('location'), first);
+    }
+    const counts = { 'https://ab.example/a': 0, 'https://ab.example/b': 0 };
+    const N = 400;
+    const rs = await Promise.all(Array.from({ length: N }, (_, i) => visit(srv, l.code, { headers: { 'user-agent': ua(1000 + i) } })));
+    for (const r of rs) counts[r.headers.get('location')]++;
+    assert.equal(counts['https://ab.example/a'] + counts['https://ab.example/b'], N);
+    const shareB = counts['https://ab.example/b'] / N;
+    assert.ok(shareB > 0.65 && shareB < 0.85, `b got ${shareB} of the clicks (want about 0.75)`);
+    for (const [variants, why] of [
+        [[{ url: 'https://a.example/' }], 'one variant'],
+        [[{ url: 'ftp://a.example/' }, { url: 'https://b.example/' }], 'bad url'],
+        [[{ url: 'https://a.example/', weight: 0 }, { url: 'https://b.example/' }], 'weight 0'],
+        ['x', 'not an array'],
+    ]) {
+        const e = await api(srv, 'POST', '/api/links', { key: alice, body: { url: 'https://x.example/', variants } });
+        assert.equal(e.status, 400, `${why}: ${e.text}`);
+        assert.equal(errorOf(e).field, 'variants', why);
+    }
+});

@@ -480,10 +480,12 @@ static int answer_controlled(struct request *r, struct slice code, int64_t now)
 
 /* ---- POST /CODE: a password for the gate ---- */
 
-/* The per-(client, link) limit of password attempts. The rate limiter
- * (ratelimit.h, another branch) plugs in here; until then every attempt is
- * allowed and only Argon2id's cost slows guessing. *retry_after gets the
- * seconds to wait when refused. */
+/* The per-(client, link) limit of password attempts: THE call site for the
+ * rate limiter (ratelimit.h on the `rl` branch: class RL_PASSWORD keyed by
+ * the client address of clientaddr.h and the code, and RL_PASSWORD_CLIENT by
+ * the address alone). Until it is merged every attempt is allowed and only
+ * Argon2id's cost slows guessing. *retry_after gets the seconds to wait when
+ * refused (answered 429 with Retry-After and the gate). */
 static bool gate_attempt_allowed(const struct request *r, const char *code, int *retry_after)
 {
     (void)r;

@@ -151,6 +151,13 @@ before(async () => {
     links.expired = await createLink(src, admin, { url: 'https://example.com/expired', ttl: 1 });
     links.expiring = await createLink(src, admin, { url: 'https://example.com/expiring', ttl: 86400 });
     links.idem = await createLink(src, admin, { url: 'https://example.com/idem' }, { 'idempotency-key': 'ms-idem-1' });
+    // Link controls (schema 2): a custom domain, a click limit, UTM, an edit in the history.
+    const dom = await api(src, 'POST', '/api/domains', { key: user, body: { host: 'go-ms.example' } });
+    assert.equal(dom.status, 201, dom.text);
+    links.controls = await createLink(src, user, { url: 'https://example.com/ctl', domain: 'go-ms.example', max_clicks: 10, utm: { source: 'ms' } });
+    const edit = await api(src, 'PATCH', `/api/links/${links.controls.code}`, { key: user, body: { url: 'https://example.com/ctl2' } });
+    assert.equal(edit.status, 200, edit.text);
+    for (let i = 0; i < 2; i++) assert.equal((await visit(src, links.controls.code)).status, 302);
 
     // Clicks: human and bot, on a few links, before they change state.
     for (let i = 0; i < 7; i++) assert.equal((await visit(src, links.gen0.code)).status, 302);
@@ -162,6 +169,7 @@ before(async () => {
     assert.equal((await visit(src, links.deleted.code)).status, 302);
     await flushed(src, links.gen0.code, 7);
     await flushed(src, links.deleted.code, 1);
+    await flushed(src, links.controls.code, 2);
 
     assert.equal((await api(src, 'DELETE', `/api/links/${links.deleted.code}`, { key: admin })).status, 204);
     assert.equal((await api(src, 'POST', `/api/links/${links.disabled.code}/disable`, { key: admin })).status, 200);
@@ -210,9 +218,13 @@ it('copies every table, verifies the counts and never prints the password', () =
     assert.ok(Number(targetValue(counter)) > 0, 'the code counter was not copied');
     assert.notEqual(targetValue(secrets), made, 'the secrets were not copied');
     assert.equal(r.rows.idempotency.source, 1);
-    assert.equal(r.sums['links.clicks'][0], 7 + 3 + 2 + 1);
+    assert.equal(r.sums['links.clicks'][0], 7 + 3 + 2 + 1 + 2);
+    assert.equal(r.rows.domains.source, 1);
+    assert.equal(r.rows.link_history.source, 1);
+    assert.equal(targetValue(`SELECT used || ',' || max_clicks || ',' || domain || ',' || dest FROM links WHERE code = '${links.controls.code}'`),
+        '2,10,go-ms.example,https://example.com/ctl2?utm_source=ms');
     assert.equal(r.sums['links.bot_clicks'][0], 4);
-    for (const t of ['meta', 'api_keys', 'links', 'daily', 'dims', 'visitors', 'recent']) {
+    for (const t of ['meta', 'api_keys', 'links', 'daily', 'dims', 'visitors', 'recent', 'domains', 'link_history']) {
         assert.ok(r.rows[t].source > 0, `${t} is empty: the test copies nothing there`);
         assert.equal(r.rows[t].written, r.rows[t].source, `${t}: a first copy writes every row`);
     }
@@ -243,7 +255,7 @@ it('clicks added to the SQLite store after a copy come over exactly once', async
 
     const r = migrateStore(url, ['--batch-rows', '3']);
     assertVerified(r);
-    assert.equal(r.sums['links.clicks'][1], 13 + 5 + 20);
+    assert.equal(r.sums['links.clicks'][1], 15 + 5 + 20);
     assert.equal(r.sums['links.bot_clicks'][1], 4 + 1);
     assert.ok(r.rows.links.written >= 1 && r.rows.daily.written >= 1, r.stdout);
     // A row the source no longer has goes from the target too.
@@ -252,7 +264,7 @@ it('clicks added to the SQLite store after a copy come over exactly once', async
     assert.equal(r.rows.recent.written, 5 + 20 + 7, 'recent: 25 clicks added, 7 trimmed');
     const again = migrateStore(url, ['--batch-rows', '3']);
     assertVerified(again);
-    assert.equal(again.sums['links.clicks'][1], 38);
+    assert.equal(again.sums['links.clicks'][1], 40);
     for (const [t, x] of Object.entries(again.rows)) assert.equal(x.written, 0, `${t} was written again`);
 }, { skip });
 

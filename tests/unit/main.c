@@ -86,6 +86,8 @@
     X(store_analytics)                                                                             \
     X(store_concurrent_counts)                                                                     \
     X(store_prune)                                                                                 \
+    X(hosts_header)                                                                                \
+    X(hosts_list)                                                                                  \
     X(store_controls)                                                                              \
     X(store_lifecycle)                                                                             \
     X(store_pg)                                                                                    \

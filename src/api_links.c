@@ -227,6 +227,14 @@ static int create_run(struct wjob *wj, struct store *st)
             return api_job_error(j, 403, "forbidden", "domain",
                                  "domain is registered to another owner");
     }
+    if (c->in.variants) {
+        const char *field = NULL;
+        int rc = links_check_blocked(app->links, st, NULL, c->in.variants, &field);
+        if (rc == ERR_FORBIDDEN)
+            return api_job_error(j, 400, "invalid_field", field, "a variant's host is blocked");
+        if (rc != ERR_OK)
+            return rc;
+    }
     bool reused = false;
     int rc = links_create(app->links, st, &c->in, c->owner, c->now, &c->link, &reused);
     if (rc == ERR_OK) {
@@ -554,6 +562,11 @@ int handle_link_enable(struct request *r) { return change_state(r, LINK_ACTIVE);
 
 /* ---- edit: PATCH /api/links/CODE, and its history ---- */
 
+static struct links *app_links(const struct api_job *j)
+{
+    return j->r->app->links;
+}
+
 struct patch_job {
     struct api_job base;
     char code[CODE_MAX + 1];
@@ -603,6 +616,15 @@ static int patch_run(struct wjob *wj, struct store *st)
         free(old_url);
         return api_job_error(j, 400, "invalid_field", "utm",
                              "utm: the destination with these parameters would exceed 8 KiB");
+    }
+    const char *field = NULL;
+    if (rc == ERR_OK && (pj->p.fields & (PATCH_URL | PATCH_VARIANTS))) {
+        rc = links_check_blocked(app_links(j), st, (pj->p.fields & PATCH_URL) ? pj->link.url : NULL,
+                                 (pj->p.fields & PATCH_VARIANTS) ? pj->link.variants : NULL, &field);
+        if (rc == ERR_FORBIDDEN) {
+            free(old_url);
+            return api_job_error(j, 400, "invalid_field", field, "destination host is blocked");
+        }
     }
     if (rc == ERR_OK)
         rc = st->ops->link_update(st, &pj->link);

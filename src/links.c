@@ -612,6 +612,36 @@ static int blocked(struct links *l, struct store *st, const char *host, bool *ye
     return ERR_OK;
 }
 
+int links_check_blocked(struct links *l, struct store *st, const char *url, const char *variants,
+                        const char **field)
+{
+    const char *urls[VARIANTS_MAX + 1];
+    int n = 0;
+    struct variants vs = {.n = 0};
+    if (url)
+        urls[n++] = url;
+    if (variants && variants_from_text(variants, &vs) == ERR_OK)
+        for (int i = 0; i < vs.n; i++)
+            urls[n++] = vs.v[i].url;
+    int rc = ERR_OK;
+    for (int i = 0; rc == ERR_OK && i < n; i++) {
+        struct buf norm = BUF_INIT, host = BUF_INIT;
+        const char *why = NULL;
+        struct urlcheck_opts uo = {.self_hosts = NULL, .blocked = NULL};
+        bool yes = false;
+        if (urlcheck(urls[i], strlen(urls[i]), &uo, &norm, &host, &why) == ERR_OK)
+            rc = blocked(l, st, host.p, &yes);
+        if (rc == ERR_OK && yes) {
+            *field = url && i == 0 ? "url" : "variants";
+            rc = ERR_FORBIDDEN;
+        }
+        buf_release(&norm);
+        buf_release(&host);
+    }
+    variants_release(&vs);
+    return rc;
+}
+
 int links_create(struct links *l, struct store *st, const struct link_input *in, int64_t owner,
                  int64_t now, struct link *out, bool *reused)
 {

@@ -106,6 +106,11 @@ int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now,
  * destination blocked. */
 int links_create(struct links *l, struct store *st, const struct link_input *in, int64_t owner,
                  int64_t now, struct link *out, bool *reused);
+/* Inside a write transaction: ERR_FORBIDDEN when 'url' or one of the
+ * 'variants' (stored JSON text; either may be NULL) points at a blocked host,
+ * *field naming which ("url", "variants"). */
+int links_check_blocked(struct links *l, struct store *st, const char *url, const char *variants,
+                        const char **field);
 /* After a failed transaction: forget the code block it may have claimed. */
 void links_forget_block(struct links *l);
 /* After the blocklist changed: recount it (while it is empty, creates skip it). */

@@ -360,3 +360,21 @@ it('variants: a visitor keeps a variant; the split follows the weights over dist
         assert.equal(errorOf(e).field, 'variants', why);
     }
 });
+
+it('the blocklist holds for variants and for a PATCH of the destination', async () => {
+    const host = `${unique('blk')}.example`.toLowerCase();
+    const b = await api(srv, 'POST', '/api/admin/blocklist', { key: admin, body: { host } });
+    assert.equal(b.status, 201, b.text);
+    let r = await api(srv, 'POST', '/api/links', { key: alice, body: { url: 'https://ok.example/', variants: [{ url: 'https://ok.example/a' }, { url: `https://x.${host}/b` }] } });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(errorOf(r).field, 'variants');
+    const l = await createLink(srv, alice, { url: 'https://ok.example/' });
+    r = await api(srv, 'PATCH', `/api/links/${l.code}`, { key: alice, body: { url: `https://${host}/` } });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(errorOf(r).field, 'url');
+    r = await api(srv, 'PATCH', `/api/links/${l.code}`, { key: alice, body: { variants: [{ url: 'https://ok.example/a' }, { url: `https://${host}/b` }] } });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(errorOf(r).field, 'variants');
+    assert.equal((await visit(srv, l.code)).headers.get('location'), 'https://ok.example/');
+    await api(srv, 'DELETE', `/api/admin/blocklist/${host}`, { key: admin });
+});

@@ -70,6 +70,15 @@ $(WEB_INC): package-lock.json scripts/embed-web.mjs $(wildcard web/*) | $(ISBOT_
 	@if ! node scripts/embed-web.mjs --check; then npm ci --no-audit --no-fund; fi
 	node scripts/embed-web.mjs $@
 
+# The password gate's one style block (src/gate.css) and its SHA-256, which
+# the gate page's Content-Security-Policy names instead of 'unsafe-inline'.
+GATE_INC := build/gen/gate_style.inc
+$(OUT)/obj/gate.o: $(GATE_INC)
+
+$(GATE_INC): src/gate.css scripts/gen-gate-style.mjs
+	@echo "  GEN     $@"
+	$(Q)node scripts/gen-gate-style.mjs src/gate.css $@
+
 # PostgreSQL migrations are SQL files, embedded as C strings: one
 # {version, "name", "sql"} entry per migrations/pg/NNNN_name.sql, in order.
 PGMIG     := $(sort $(wildcard migrations/pg/*.sql))

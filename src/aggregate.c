@@ -37,7 +37,7 @@ const char *const dim_names[DIM__COUNT] = {
     [DIM_LANGUAGE] = "languages",       [DIM_UTM_SOURCE] = "utm_source",
     [DIM_UTM_MEDIUM] = "utm_medium",    [DIM_UTM_CAMPAIGN] = "utm_campaign",
     [DIM_BOT_KIND] = "bot_kinds",       [DIM_HOUR] = "hours",
-    [DIM_DOWHOUR] = "dowhour",
+    [DIM_DOWHOUR] = "dowhour",         [DIM_VARIANT] = "variants",
 };
 
 #define RETRY_PAUSE_US 200000
@@ -214,6 +214,12 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     count_dim(r, DIM_UTM_CAMPAIGN, camp);
     count_dim(r, DIM_HOUR, hh);
     count_dim(r, DIM_DOWHOUR, dh);
+    unsigned variant = (e->flags & EVENT_VARIANT_MASK) >> EVENT_VARIANT_SHIFT;
+    if (variant) {
+        char vn[4];
+        snprintf(vn, sizeof(vn), "%u", variant);
+        count_dim(r, DIM_VARIANT, vn);
+    }
     const char *text[4] = {host, e->country, device_name(ua.device), ua.browser};
     dayrow_remember(r, e->ts, text);
 }

@@ -18,6 +18,7 @@ enum dim {
     DIM_BOT_KIND = 10,      /* bot clicks only */
     DIM_HOUR = 11,          /* "00".."23", UTC */
     DIM_DOWHOUR = 12,       /* "D-HH": ISO weekday 1 (Monday)..7, hour 00..23, UTC */
+    DIM_VARIANT = 13,       /* A/B: the variant's number, "1".."10", in the link's order */
     DIM__COUNT
 };
 

@@ -1,4 +1,5 @@
-/* api_links.c - /api/links: create, list, read, delete, disable, enable.
+/* api_links.c - /api/links: create, list, read, edit (PATCH) and its
+ * history, delete, disable, enable.
  * Reads run on the event-loop thread against its own store connection;
  * writes go through the group commit (apijob.h) and are durable before they
  * are answered. */
@@ -16,7 +17,9 @@
 #include "handlers.h"
 #include "links.h"
 #include "log.h"
+#include "pwhash.h"
 #include "rcache.h"
+#include "server.h"
 #include "timeutil.h"
 #include "banned.h"
 
@@ -38,7 +41,14 @@ json_t *link_json(const struct app *app, const struct link *l, int64_t now)
     json_t *o = json_object();
     json_object_set_new(o, "code", json_string(l->code));
     struct buf su = BUF_INIT;
-    buf_adds(&su, app->cfg.base_url);
+    const char *scheme_end = strstr(app->cfg.base_url, "://");
+    if (l->domain && scheme_end) {
+        /* The link's own domain, with the scheme of the configured public URL. */
+        buf_add(&su, app->cfg.base_url, (size_t)(scheme_end - app->cfg.base_url) + 3);
+        buf_adds(&su, l->domain);
+    } else {
+        buf_adds(&su, app->cfg.base_url);
+    }
     buf_addc(&su, '/');
     buf_adds(&su, l->code);
     json_object_set_new(o, "short_url", json_stringn(su.p, su.len));
@@ -54,6 +64,18 @@ json_t *link_json(const struct app *app, const struct link *l, int64_t now)
     json_object_set_new(o, "note", l->note ? json_string(l->note) : json_null());
     json_object_set_new(o, "tags", tags);
     json_object_set_new(o, "permanent", json_boolean(l->permanent));
+    json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
+    json_object_set_new(o, "protected", json_boolean(l->password != NULL));
+    json_object_set_new(o, "max_clicks", l->max_clicks ? json_integer(l->max_clicks) : json_null());
+    json_object_set_new(o, "clicks_left", l->max_clicks ? json_integer(l->max_clicks > l->used ?
+                                                                       l->max_clicks - l->used : 0)
+                                                        : json_null());
+    json_t *variants = l->variants ? json_loads(l->variants, 0, NULL) : NULL;
+    json_object_set_new(o, "variants", variants ? variants : json_null());
+    json_t *utm = l->utm ? json_loads(l->utm, 0, NULL) : NULL;
+    json_object_set_new(o, "utm", utm ? utm : json_null());
+    if (l->dest)
+        json_object_set_new(o, "destination", json_string(l->dest));
     return o;
 }
 
@@ -81,6 +103,54 @@ static int storage_error(struct request *r)
 {
     http_add_header(r, "Retry-After", "1", 1);
     return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+}
+
+/* ---- passwords: hashed on libuv's thread pool before the writer job ---- */
+
+struct hash_wait {
+    struct request *r;
+    struct api_job *job;
+    char **slot;                /* where the hash goes in the job */
+    int (*run)(struct wjob *, struct store *);
+};
+
+static void hashed(int rc, const char *hash, void *arg)
+{
+    struct hash_wait *w = arg;
+    struct request *r = w->r;
+    if (rc == ERR_OK) {
+        *w->slot = xstrdup(hash);
+        api_job_submit(r, w->job, w->run);
+    } else {
+        w->job->release(w->job);
+        http_add_header(r, "Retry-After", "1", 1);
+        http_resume(r, http_error(r, 503, "unavailable", NULL, "cannot hash the password now; "
+                                                              "try again"));
+    }
+    free(w);
+}
+
+/* Submits 'job' once the body's "password" (checked by the parser) is
+ * hashed into *slot; at once when the body has none (or null). Never blocks
+ * the event loop: Argon2id runs on the thread pool. */
+static int submit_hashed(struct request *r, struct api_job *job, char **slot,
+                         int (*run)(struct wjob *, struct store *))
+{
+    json_t *pw = json_object_get(r->json, "password");
+    if (!json_is_string(pw))
+        return api_job_submit(r, job, run);
+    struct hash_wait *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    *w = (struct hash_wait){.r = r, .job = job, .slot = slot, .run = run};
+    if (pwhash_make_async(worker_loop(worker_current()), json_string_value(pw),
+                          json_string_length(pw), hashed, w) != ERR_OK) {
+        free(w);
+        job->release(job);
+        http_add_header(r, "Retry-After", "1", 1);
+        return http_error(r, 503, "unavailable", NULL, "cannot hash the password now; try again");
+    }
+    return HTTP_ASYNC;
 }
 
 /* ---- create ---- */
@@ -143,6 +213,26 @@ static int create_run(struct wjob *wj, struct store *st)
             return ERR_OK;
         }
         if (rc != ERR_NOTFOUND)
+            return rc;
+    }
+    if (c->in.domain) {
+        int64_t owner = -1;
+        int rc = st->ops->domain_get(st, c->in.domain, &owner);
+        if (rc == ERR_NOTFOUND)
+            return api_job_error(j, 400, "invalid_field", "domain",
+                                 "domain is not registered (POST /api/domains first)");
+        if (rc != ERR_OK)
+            return rc;
+        if (owner != c->owner)
+            return api_job_error(j, 403, "forbidden", "domain",
+                                 "domain is registered to another owner");
+    }
+    if (c->in.variants) {
+        const char *field = NULL;
+        int rc = links_check_blocked(app->links, st, NULL, c->in.variants, &field);
+        if (rc == ERR_FORBIDDEN)
+            return api_job_error(j, 400, "invalid_field", field, "a variant's host is blocked");
+        if (rc != ERR_OK)
             return rc;
     }
     bool reused = false;
@@ -241,7 +331,7 @@ int handle_link_create(struct request *r)
     c->base.after_commit = create_after_commit;
     c->base.render = create_render;
     c->base.release = create_release;
-    return api_job_submit(r, &c->base, create_run);
+    return submit_hashed(r, &c->base, &c->in.password, create_run);
 }
 
 /* ---- list ---- */
@@ -469,3 +559,164 @@ static int change_state(struct request *r, int state)
 int handle_link_delete(struct request *r) { return change_state(r, LINK_DELETED); }
 int handle_link_disable(struct request *r) { return change_state(r, LINK_DISABLED); }
 int handle_link_enable(struct request *r) { return change_state(r, LINK_ACTIVE); }
+
+/* ---- edit: PATCH /api/links/CODE, and its history ---- */
+
+static struct links *app_links(const struct api_job *j)
+{
+    return j->r->app->links;
+}
+
+struct patch_job {
+    struct api_job base;
+    char code[CODE_MAX + 1];
+    struct link_patch p;
+    int64_t now;
+    int64_t owner;          /* -1: admin */
+    int64_t key_id;         /* who changes it, for the history */
+    struct link link;
+    bool changed;
+};
+
+static void patch_release(struct api_job *j)
+{
+    struct patch_job *pj = (struct patch_job *)j;
+    link_patch_release(&pj->p);
+    link_release(&pj->link);
+    free(pj);
+}
+
+/* Reads, changes and writes the link in one transaction; a new destination
+ * is appended to the history in the same one. */
+static int patch_run(struct wjob *wj, struct store *st)
+{
+    struct patch_job *pj = (struct patch_job *)wj;
+    struct api_job *j = &pj->base;
+    int rc = st->ops->link_get(st, pj->code, &pj->link);
+    if (rc == ERR_NOTFOUND || (rc == ERR_OK && pj->owner >= 0 && pj->link.owner != pj->owner))
+        return api_job_error(j, 404, "not_found", NULL, "no link with this code");
+    if (rc != ERR_OK)
+        return rc;
+    if (pj->link.state == LINK_DELETED || !pj->link.url)
+        return api_job_error(j, 409, "deleted", NULL,
+                             "a deleted (or swept) link cannot be changed");
+    if ((pj->p.fields & PATCH_PASSWORD) && pj->p.password && pj->link.permanent)
+        return api_job_error(j, 400, "invalid_field", "password",
+                             "password cannot protect a permanent link (a cached 301 skips it)");
+    char *old_url = xstrdup(pj->link.url);
+    bool url_changed = false;
+    rc = links_apply_patch(&pj->link, &pj->p, pj->now, &url_changed);
+    if (rc == ERR_MISMATCH) {
+        free(old_url);
+        return api_job_error(j, 400, "invalid_field", "utm",
+                             "utm cannot be combined with variants (put the utm_* parameters in "
+                             "each variant's url)");
+    }
+    if (rc == ERR_INVALID) {
+        free(old_url);
+        return api_job_error(j, 400, "invalid_field", "utm",
+                             "utm: the destination with these parameters would exceed 8 KiB");
+    }
+    const char *field = NULL;
+    if (rc == ERR_OK && (pj->p.fields & (PATCH_URL | PATCH_VARIANTS))) {
+        rc = links_check_blocked(app_links(j), st, (pj->p.fields & PATCH_URL) ? pj->link.url : NULL,
+                                 (pj->p.fields & PATCH_VARIANTS) ? pj->link.variants : NULL, &field);
+        if (rc == ERR_FORBIDDEN) {
+            free(old_url);
+            return api_job_error(j, 400, "invalid_field", field, "destination host is blocked");
+        }
+    }
+    if (rc == ERR_OK)
+        rc = st->ops->link_update(st, &pj->link);
+    if (rc == ERR_OK && url_changed)
+        rc = st->ops->history_add(st, pj->code, old_url, pj->link.url, pj->now, pj->key_id);
+    free(old_url);
+    if (rc != ERR_OK)
+        return rc;
+    pj->changed = true;
+    j->status = 200;
+    return ERR_OK;
+}
+
+/* As a state change: this node's cache gets the new link at once, the
+ * shared cache too, and every other node drops its copy through the bus. */
+static void patch_after_commit(struct api_job *j)
+{
+    struct patch_job *pj = (struct patch_job *)j;
+    struct app *app = j->r->app;
+    if (!pj->changed)
+        return;
+    cache_put(app->cache, &pj->link);
+    if (app->rcache)
+        rcache_put(app->rcache, &pj->link, pj->now);
+    if (app->bus)
+        bus_publish(app->bus, pj->link.code, strlen(pj->link.code));
+}
+
+static void patch_render(struct api_job *j)
+{
+    struct patch_job *pj = (struct patch_job *)j;
+    if (j->status == 200)
+        j->answer = link_json(j->r->app, &pj->link, pj->now);
+}
+
+int handle_link_patch(struct request *r)
+{
+    struct app *app = r->app;
+    struct patch_job *pj = calloc(1, sizeof(*pj));
+    if (!pj)
+        abort();
+    if (!code_param(r, pj->code)) {
+        free(pj);
+        return not_found(r);
+    }
+    pj->now = now_ms();
+    const char *field = NULL;
+    char why[256];
+    if (links_parse_patch(app->links, r->json, pj->now, &pj->p, &field, why, sizeof(why)) !=
+        ERR_OK) {
+        link_patch_release(&pj->p);
+        free(pj);
+        return http_error(r, 400, "invalid_field", field, "%s %s", field ? field : "body", why);
+    }
+    pj->owner = r->key.admin ? -1 : r->key.id;
+    pj->key_id = r->key.id;
+    pj->base.after_commit = patch_after_commit;
+    pj->base.render = patch_render;
+    pj->base.release = patch_release;
+    return submit_hashed(r, &pj->base, &pj->p.password, patch_run);
+}
+
+static int history_row(const struct link_change *c, void *arg)
+{
+    char at[RFC3339_MAX];
+    rfc3339_format(c->changed_at, at);
+    json_array_append_new(arg, json_pack("{s:I,s:s?,s:s?,s:s,s:I}", "seq", (json_int_t)c->seq,
+                                         "old_url", c->old_url, "new_url", c->new_url,
+                                         "changed_at", at, "by_key", (json_int_t)c->by_key));
+    return 0;
+}
+
+int handle_link_history(struct request *r)
+{
+    struct app *app = r->app;
+    char code[CODE_MAX + 1];
+    if (!code_param(r, code))
+        return not_found(r);
+    struct link l;
+    int rc = app->store->ops->link_get(app->store, code, &l);
+    if (rc == ERR_NOTFOUND)
+        return not_found(r);
+    if (rc != ERR_OK)
+        return storage_error(r);
+    bool mine = owns(r, &l);
+    link_release(&l);
+    if (!mine)
+        return not_found(r);
+    json_t *arr = json_array();
+    if (app->store->ops->history_list(app->store, code, LIST_MAX, history_row, arr) != ERR_OK) {
+        json_decref(arr);
+        return storage_error(r);
+    }
+    return http_json(r, 200, arr);
+}

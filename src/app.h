@@ -16,6 +16,7 @@ struct classify;
 struct clientaddr;
 struct clicks;
 struct geo;
+struct hostlist;
 struct links;
 struct metrics;
 struct ratelimit;
@@ -38,6 +39,7 @@ struct app {
     struct bus *bus;           /* invalidations between nodes, NULL on one node */
     struct clientaddr *clientaddr; /* trusted proxies: who the client is */
     struct ratelimit *ratelimit;   /* request limits per client and key */
+    struct hostlist *hosts;    /* default short hosts; NULL: every host is one */
     struct metrics *metrics;
     struct server *server;
     atomic_bool stopping;

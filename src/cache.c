@@ -13,7 +13,9 @@
  * without expiry costs about 45 bytes beyond its URL. Freed entries go to a
  * free list of their size class and are reused. The hash is
  * SipHash under a random per-process key so clients cannot aim codes at one
- * bucket. The table is bounded by entry count, and remembered misses by an
+ * bucket. A link with a custom domain keeps it after its URL (a length
+ * byte and the host); a link with controls (password, A/B variants, a click
+ * limit) is only flagged: the redirect reads such a link from the store. The table is bounded by entry count, and remembered misses by an
  * eighth of it, so a scan of random codes cannot crowd out real links; when
  * full, new entries are simply not cached and lookups go to the store. */
 #include "cache.h"
@@ -33,18 +35,22 @@
 #define F_PERMANENT 0x04
 #define F_MISS 0x08
 #define F_EXPIRES 0x10      /* data starts with an 8-byte expiry time */
+#define F_DOMAIN 0x20       /* after the URL: a length byte and the custom domain */
+#define F_CONTROLLED 0x40   /* password, variants or max_clicks (link_controlled) */
 
 struct entry {
     struct cds_lfht_node node;
     uint16_t url_len;       /* URL_MAX is 8192 */
     uint8_t code_len;
     uint8_t flags;
-    char data[];            /* [expiry (ms, 8 bytes) if F_EXPIRES], code, url; no terminators */
+    char data[];            /* [expiry (ms, 8 bytes) if F_EXPIRES], code, url,
+                               [domain length (1 byte), domain if F_DOMAIN]; no terminators */
 };
 
 #define SLAB_BLOCK (1u << 20)
 #define SLAB_GRAIN 8
-#define SLAB_CLASSES ((sizeof(struct entry) + 8 + CODE_MAX + 8192 + SLAB_GRAIN) / SLAB_GRAIN + 1)
+#define SLAB_CLASSES \
+    ((sizeof(struct entry) + 8 + CODE_MAX + 8192 + 256 + SLAB_GRAIN) / SLAB_GRAIN + 1)
 
 /* Memory for entries: bump allocation from blocks, reuse by size class.
  * Written by hand because entries are small and many; a general allocator
@@ -100,9 +106,14 @@ static unsigned long hash_code(const struct cache *c, const char *code, size_t n
     return (unsigned long)h;
 }
 
+static const char *entry_code(const struct entry *e);
+
 static size_t entry_size(const struct entry *e)
 {
-    return sizeof(*e) + (e->flags & F_EXPIRES ? 8 : 0) + e->code_len + e->url_len;
+    size_t n = sizeof(*e) + (e->flags & F_EXPIRES ? 8 : 0) + e->code_len + e->url_len;
+    if (e->flags & F_DOMAIN)
+        n += 1 + (uint8_t)entry_code(e)[e->code_len + e->url_len];
+    return n;
 }
 
 static const char *entry_code(const struct entry *e)
@@ -309,6 +320,14 @@ bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
     out->expires_at = expires;
     out->state = e->flags & F_STATE;
     out->permanent = e->flags & F_PERMANENT;
+    out->controlled = e->flags & F_CONTROLLED;
+    out->domain = NULL;
+    out->domain_len = 0;
+    if (e->flags & F_DOMAIN) {
+        const char *d = entry_code(e) + e->code_len + e->url_len;
+        out->domain_len = (uint8_t)d[0];
+        out->domain = d + 1;
+    }
     return true;
 }
 
@@ -363,11 +382,18 @@ static void fill(struct cache *c, struct entry *e, int64_t now_ms)
 }
 
 static struct entry *entry_new(struct cache *c, const char *code, size_t n, const char *url,
-                               size_t url_len, int64_t expires, uint8_t flags)
+                               size_t url_len, int64_t expires, uint8_t flags, const char *domain)
 {
     size_t x = expires ? 8 : 0;
-    struct entry *e = slab_alloc(&c->slab, sizeof(*e) + x + n + url_len);
-    e->flags = (uint8_t)(flags | (expires ? F_EXPIRES : 0));
+    size_t dn = domain ? strlen(domain) : 0;
+    if (dn > 255)
+        dn = 0;     /* cannot happen (links_domain_check) */
+    struct entry *e = slab_alloc(&c->slab, sizeof(*e) + x + n + url_len + (dn ? 1 + dn : 0));
+    e->flags = (uint8_t)(flags | (expires ? F_EXPIRES : 0) | (dn ? F_DOMAIN : 0));
+    if (dn) {
+        e->data[x + n + url_len] = (char)(uint8_t)dn;
+        memcpy(e->data + x + n + url_len + 1, domain, dn);
+    }
     e->code_len = (uint8_t)n;
     e->url_len = (uint16_t)url_len;
     if (expires)
@@ -380,7 +406,9 @@ static struct entry *entry_new(struct cache *c, const char *code, size_t n, cons
 
 static struct entry *entry_of_link(struct cache *c, const struct link *l, size_t n)
 {
-    size_t url_len = l->url ? strlen(l->url) : 0;
+    /* What the redirect sends: the destination with its UTM merged, if any. */
+    const char *url = l->url && l->dest ? l->dest : l->url;
+    size_t url_len = url ? strlen(url) : 0;
     int state = l->state;
     if (url_len > UINT16_MAX) {
         url_len = 0;    /* cannot happen (URL_MAX); never serve a cut URL */
@@ -388,8 +416,10 @@ static struct entry *entry_of_link(struct cache *c, const struct link *l, size_t
     }
     if (!l->url && state == LINK_ACTIVE)
         state = LINK_DELETED;   /* swept: nothing to redirect to */
-    return entry_new(c, l->code, n, l->url, url_len, l->expires_at,
-                     (uint8_t)((state & F_STATE) | (l->permanent ? F_PERMANENT : 0)));
+    return entry_new(c, l->code, n, url, url_len, l->expires_at,
+                     (uint8_t)((state & F_STATE) | (l->permanent ? F_PERMANENT : 0) |
+                               (link_controlled(l) ? F_CONTROLLED : 0)),
+                     l->domain);
 }
 
 static bool full(const struct cache *c)
@@ -422,7 +452,7 @@ void cache_fill_miss(struct cache *c, const char *code, size_t n, int64_t now_ms
     if (n > CODE_MAX || c->miss_ttl <= 0 || full(c) ||
         atomic_load(&c->misses) >= c->max_entries / 8)
         return;
-    fill(c, entry_new(c, code, n, NULL, 0, now_ms + c->miss_ttl, F_MISS), now_ms);
+    fill(c, entry_new(c, code, n, NULL, 0, now_ms + c->miss_ttl, F_MISS, NULL), now_ms);
 }
 
 void cache_remove(struct cache *c, const char *code, size_t n)

@@ -22,6 +22,9 @@ struct cache_view {
     int64_t expires_at;     /* 0: never */
     uint8_t state;          /* enum link_state */
     bool permanent;
+    bool controlled;        /* password, variants or max_clicks: ask the store */
+    const char *domain;     /* the link's custom short host, NULL for none */
+    uint8_t domain_len;
 };
 
 struct cache *cache_new(size_t max_entries, int64_t miss_ttl_ms);

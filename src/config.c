@@ -33,6 +33,9 @@ static const struct setting settings[] = {
     {"db", C_STR, F(db), "data/shortd.db", 0, 0, "SQLite database file"},
     {"store", C_STR, F(store), NULL, 0, 0, "store URL (sqlite:PATH); overrides db"},
     {"base-url", C_STR, F(base_url), NULL, 0, 0, "start of every short URL (default http://LISTEN)"},
+    {"hosts", C_STR, F(hosts), NULL, 0, 0,
+     "default short hosts, comma-separated; when set, any other host (apart from a link's own "
+     "domain) answers 404 (default: every host)"},
     {"home", C_STR, F(home), "/dashboard", 0, 0, "where GET / redirects"},
     {"log-level", C_STR, F(log_level), "info", 0, 0, "debug, info, warn, error or off"},
     {"config", C_STR, F(config), NULL, 0, 0, "a file of key = value lines"},

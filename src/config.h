@@ -21,6 +21,7 @@ struct config {
     char *store;             /* store URL; overrides db when set */
     char *base_url;          /* short URLs start with this; default http://LISTEN */
     char *home;              /* where GET / redirects */
+    char *hosts;             /* default short hosts, comma-separated; NULL: any host */
     char *log_level;
     char *config;            /* the config file that was read, if any */
     char *journal;           /* click journal directory; default DB.clicks */

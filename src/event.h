@@ -14,6 +14,10 @@
 #include "buf.h"
 
 #define EVENT_PREFETCH (1u << 0)    /* Sec-Purpose/Purpose/X-Purpose/X-Moz said so */
+/* A link with A/B variants: the chosen variant's index + 1 in bits 1-4 of
+ * flags (0: the link has none). Journaled as part of flags, as it is. */
+#define EVENT_VARIANT_SHIFT 1
+#define EVENT_VARIANT_MASK (0x0fu << EVENT_VARIANT_SHIFT)
 
 #define EVENT_UA_MAX 512
 #define EVENT_REFERER_MAX 512

@@ -7,6 +7,8 @@
 
 /* redirect.c - GET|HEAD /<code>, the hot path */
 int handle_redirect(struct request *r, struct slice code);
+/* POST /<code>: the password form of a protected link */
+int handle_gate_post(struct request *r, struct slice code);
 
 /* api_links.c */
 struct app;
@@ -18,6 +20,13 @@ int handle_link_get(struct request *r);
 int handle_link_delete(struct request *r);
 int handle_link_disable(struct request *r);
 int handle_link_enable(struct request *r);
+int handle_link_patch(struct request *r);
+int handle_link_history(struct request *r);
+
+/* api_domains.c */
+int handle_domain_add(struct request *r);
+int handle_domain_list(struct request *r);
+int handle_domain_delete(struct request *r);
 
 /* api_stats.c */
 int handle_link_stats(struct request *r);

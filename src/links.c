@@ -18,6 +18,9 @@
 
 #include "codes.h"
 #include "err.h"
+#include "pwhash.h"
+#include "utm.h"
+#include "variants.h"
 #include "log.h"
 #include "timeutil.h"
 #include "urlcheck.h"
@@ -32,6 +35,7 @@ struct links {
     const char *const *self_hosts;
     struct scramble scramble;
     uint8_t key_secret[KEY_SECRET_BYTES];
+    uint8_t variant_secret[KEY_SECRET_BYTES];   /* per-link A/B keys are derived from it */
     uint64_t next, end;     /* the claimed block not yet used */
     _Atomic int64_t nblocked;   /* blocklist size; -1: count it again */
 };
@@ -44,7 +48,27 @@ void link_input_release(struct link_input *in)
     free(in->title);
     free(in->note);
     free(in->tags);
+    free(in->domain);
+    if (in->password)
+        sodium_memzero(in->password, strlen(in->password));
+    free(in->password);
+    free(in->variants);
+    free(in->utm);
+    free(in->dest);
     memset(in, 0, sizeof(*in));
+}
+
+void link_patch_release(struct link_patch *p)
+{
+    free(p->url);
+    free(p->host);
+    free(p->title);
+    free(p->note);
+    free(p->tags);
+    free(p->password);
+    free(p->variants);
+    free(p->utm);
+    memset(p, 0, sizeof(*p));
 }
 
 /* Reads a secret from meta, or creates it in its own transaction. */
@@ -90,6 +114,8 @@ int links_new(struct store *st, const char *const *reserved, const char *const *
     int rc = load_secret(st, "code_key", code_key, sizeof(code_key));
     if (rc == ERR_OK)
         rc = load_secret(st, "key_secret", l->key_secret, sizeof(l->key_secret));
+    if (rc == ERR_OK)
+        rc = load_secret(st, "variant_secret", l->variant_secret, sizeof(l->variant_secret));
     if (rc != ERR_OK) {
         free(l);
         return rc;
@@ -117,9 +143,63 @@ static int bad(const char **field, const char *name, char *why, size_t whylen, c
     return ERR_INVALID;
 }
 
-static const char *const known_fields[] = {"url",        "alias",     "ttl",   "expires_at",
-                                           "title",      "note",      "tags",  "permanent",
-                                           "reuse",      NULL};
+static const char *const known_fields[] = {
+    "url",  "alias",     "ttl",    "expires_at", "title",    "note", "tags", "permanent",
+    "reuse", "domain",   "max_clicks", "password", "variants", "utm", NULL};
+
+static const char *const patch_fields[] = {"url",      "title",    "note", "tags", "expires_at",
+                                           "ttl",      "password", "variants", "utm", NULL};
+
+int links_domain_check(const char *host, size_t n, const char **why)
+{
+    if (n < 1 || n > 253) {
+        *why = "must be a host name of 1 to 253 bytes";
+        return ERR_INVALID;
+    }
+    if (host[n - 1] == '.') {
+        *why = "must not end with a dot";
+        return ERR_INVALID;
+    }
+    size_t label = 0, labels = 1;
+    bool alpha_tld = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = host[i];
+        if (ch == '.') {
+            if (!label || host[i - 1] == '-') {
+                *why = "is not a valid DNS name (empty label, or one ending with '-')";
+                return ERR_INVALID;
+            }
+            label = 0;
+            labels++;
+            alpha_tld = false;
+            continue;
+        }
+        if (ch == ':') {
+            *why = "must not have a port";
+            return ERR_INVALID;
+        }
+        if (ch >= 'A' && ch <= 'Z') {
+            *why = "must be lower case";
+            return ERR_INVALID;
+        }
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
+        if (!ok || (ch == '-' && !label) || ++label > 63) {
+            *why = "is not a valid DNS name (labels of 1 to 63 letters, digits and inner '-')";
+            return ERR_INVALID;
+        }
+        if (ch >= 'a' && ch <= 'z')
+            alpha_tld = true;
+    }
+    if (host[n - 1] == '-') {
+        *why = "is not a valid DNS name (a label ends with '-')";
+        return ERR_INVALID;
+    }
+    if (labels < 2 || !alpha_tld) {
+        *why = "must be a DNS name of two or more labels (not an IP address)";
+        return ERR_INVALID;
+    }
+    return ERR_OK;
+}
 
 static int opt_string(json_t *body, const char *name, size_t max, char **out, const char **field,
                       char *why, size_t whylen)
@@ -153,8 +233,7 @@ static int opt_bool(json_t *body, const char *name, bool *out, const char **fiel
     return ERR_OK;
 }
 
-static int parse_tags(json_t *body, struct link_input *in, const char **field, char *why,
-                      size_t whylen)
+static int parse_tags(json_t *body, char **out, const char **field, char *why, size_t whylen)
 {
     json_t *v = json_object_get(body, "tags");
     if (!v || json_is_null(v))
@@ -175,9 +254,138 @@ static int parse_tags(json_t *body, struct link_input *in, const char **field, c
             if ((unsigned char)json_string_value(t)[k] < 0x20)
                 return bad(field, "tags", why, whylen, "tags must not contain control characters");
     }
-    in->tags = json_dumps(v, JSON_COMPACT);
-    if (!in->tags)
+    *out = json_dumps(v, JSON_COMPACT);
+    if (!*out)
         abort();
+    return ERR_OK;
+}
+
+int links_dest(const char *url, const char *utm, char **dest)
+{
+    free(*dest);
+    *dest = NULL;
+    if (!utm || !url)
+        return ERR_OK;
+    json_t *o = json_loads(utm, 0, NULL);
+    struct utm u;
+    const char *field = NULL;
+    int rc = o ? utm_from_json(o, &u, &field) : ERR_INVALID;
+    json_decref(o);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf out = BUF_INIT;
+    rc = utm_merge(url, &u, &out);
+    if (rc == ERR_OK)
+        *dest = buf_detach(&out, NULL);
+    buf_release(&out);
+    return rc;
+}
+
+void links_variant_key(const struct links *l, const char *code, uint8_t out[32])
+{
+    crypto_generichash(out, 32, (const unsigned char *)code, strlen(code), l->variant_secret,
+                       sizeof(l->variant_secret));
+}
+
+/* utm, variants and password of a create or a PATCH: the JSON texts as
+ * stored; the password is only checked here (the caller hashes it). */
+static int parse_controls(struct links *l, json_t *body, char **utm, char **variants,
+                          const char **field, char *why, size_t whylen)
+{
+    json_t *v = json_object_get(body, "utm");
+    if (v && !json_is_null(v)) {
+        struct utm u;
+        if (utm_from_json(v, &u, field) != ERR_OK) {
+            snprintf(why, whylen, "must be an object of source, medium, campaign, term, content: "
+                                  "strings of 1 to 128 bytes");
+            return ERR_INVALID;
+        }
+        json_t *o = utm_to_json(&u);
+        *utm = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+    }
+    v = json_object_get(body, "variants");
+    if (v && !json_is_null(v)) {
+        struct variants vs;
+        struct urlcheck_opts uo = {.self_hosts = l->self_hosts, .blocked = NULL};
+        char err[256];
+        if (variants_parse(v, &uo, &vs, err, sizeof(err)) != ERR_OK) {
+            *field = "variants";
+            snprintf(why, whylen, "%s", err);
+            return ERR_INVALID;
+        }
+        json_t *o = variants_to_json(&vs);
+        *variants = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        variants_release(&vs);
+    }
+    v = json_object_get(body, "password");
+    if (v && !json_is_null(v)) {
+        const char *reason = NULL;
+        if (!json_is_string(v))
+            return bad(field, "password", why, whylen, "must be a string");
+        if (pwhash_valid(json_string_value(v), json_string_length(v), &reason) != ERR_OK)
+            return bad(field, "password", why, whylen, reason);
+    }
+    return ERR_OK;
+}
+
+static bool known(const char *const *names, const char *key)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(key, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* url: required at create, optional (never null) in a patch. */
+static int parse_url(struct links *l, json_t *url, char **out, char **host, const char **field,
+                     char *why, size_t whylen)
+{
+    if (!url || json_is_null(url))
+        return bad(field, "url", why, whylen, "is required");
+    if (!json_is_string(url))
+        return bad(field, "url", why, whylen, "must be a string");
+    struct buf norm = BUF_INIT, h = BUF_INIT;
+    const char *reason = NULL;
+    struct urlcheck_opts uo = {.self_hosts = l->self_hosts, .blocked = NULL};
+    int rc = urlcheck(json_string_value(url), json_string_length(url), &uo, &norm, &h, &reason);
+    if (rc != ERR_OK) {
+        buf_release(&norm);
+        buf_release(&h);
+        return bad(field, "url", why, whylen, reason ? reason : "is not a valid URL");
+    }
+    *out = buf_detach(&norm, NULL);
+    *host = buf_detach(&h, NULL);
+    return ERR_OK;
+}
+
+/* ttl or expires_at: *set tells whether either was given (null: removed). */
+static int parse_expiry(json_t *body, int64_t now, int64_t *expires_at, bool *set,
+                        const char **field, char *why, size_t whylen)
+{
+    json_t *ttl = json_object_get(body, "ttl");
+    json_t *exp = json_object_get(body, "expires_at");
+    *set = ttl || exp;
+    bool has_ttl = ttl && !json_is_null(ttl), has_exp = exp && !json_is_null(exp);
+    if (has_ttl && has_exp)
+        return bad(field, "ttl", why, whylen, "give ttl or expires_at, not both");
+    *expires_at = 0;
+    if (has_ttl) {
+        if (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
+            json_integer_value(ttl) > 100LL * 365 * 86400)
+            return bad(field, "ttl", why, whylen,
+                       "must be a whole number of seconds from 1 to 3153600000");
+        *expires_at = now + (int64_t)json_integer_value(ttl) * 1000;
+    }
+    if (has_exp) {
+        if (!json_is_string(exp) ||
+            rfc3339_parse(json_string_value(exp), json_string_length(exp), expires_at) != ERR_OK)
+            return bad(field, "expires_at", why, whylen,
+                       "must be an RFC 3339 time such as 2030-01-31T12:00:00Z");
+        if (*expires_at <= now)
+            return bad(field, "expires_at", why, whylen, "is in the past");
+    }
     return ERR_OK;
 }
 
@@ -189,33 +397,18 @@ int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *i
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v) {
-        bool known = false;
-        for (int i = 0; known_fields[i]; i++)
-            known = known || strcmp(key, known_fields[i]) == 0;
-        if (!known) {
+        if (!known(known_fields, key)) {
             *field = key;
             snprintf(why, whylen, "unknown field");
             return ERR_INVALID;
         }
     }
 
-    json_t *url = json_object_get(body, "url");
-    if (!url || json_is_null(url))
-        return bad(field, "url", why, whylen, "is required");
-    if (!json_is_string(url))
-        return bad(field, "url", why, whylen, "must be a string");
-    struct buf norm = BUF_INIT, host = BUF_INIT;
-    const char *reason = NULL;
-    struct urlcheck_opts uo = {.self_hosts = l->self_hosts, .blocked = NULL};
-    int rc = urlcheck(json_string_value(url), json_string_length(url), &uo, &norm, &host, &reason);
-    if (rc != ERR_OK) {
-        buf_release(&norm);
-        buf_release(&host);
-        return bad(field, "url", why, whylen, reason ? reason : "is not a valid URL");
-    }
-    in->url = buf_detach(&norm, NULL);
-    in->host = buf_detach(&host, NULL);
+    int rc = parse_url(l, json_object_get(body, "url"), &in->url, &in->host, field, why, whylen);
+    if (rc != ERR_OK)
+        return rc;
 
+    const char *reason = NULL;
     json_t *alias = json_object_get(body, "alias");
     if (alias && !json_is_null(alias)) {
         if (!json_is_string(alias))
@@ -226,38 +419,129 @@ int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *i
         in->alias = xstrdup(s);
     }
 
-    json_t *ttl = json_object_get(body, "ttl");
-    json_t *exp = json_object_get(body, "expires_at");
-    bool has_ttl = ttl && !json_is_null(ttl), has_exp = exp && !json_is_null(exp);
-    if (has_ttl && has_exp)
-        return bad(field, "ttl", why, whylen, "give ttl or expires_at, not both");
-    if (has_ttl) {
-        if (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
-            json_integer_value(ttl) > 100LL * 365 * 86400)
-            return bad(field, "ttl", why, whylen,
-                       "must be a whole number of seconds from 1 to 3153600000");
-        in->expires_at = now + (int64_t)json_integer_value(ttl) * 1000;
+    bool exp_set;
+    rc = parse_expiry(body, now, &in->expires_at, &exp_set, field, why, whylen);
+    if (rc != ERR_OK)
+        return rc;
+
+    json_t *dom = json_object_get(body, "domain");
+    if (dom && !json_is_null(dom)) {
+        if (!json_is_string(dom))
+            return bad(field, "domain", why, whylen, "must be a string");
+        if (links_domain_check(json_string_value(dom), json_string_length(dom), &reason) !=
+            ERR_OK)
+            return bad(field, "domain", why, whylen, reason);
+        in->domain = xstrdup(json_string_value(dom));
     }
-    if (has_exp) {
-        if (!json_is_string(exp) ||
-            rfc3339_parse(json_string_value(exp), json_string_length(exp), &in->expires_at) !=
-                ERR_OK)
-            return bad(field, "expires_at", why, whylen,
-                       "must be an RFC 3339 time such as 2030-01-31T12:00:00Z");
-        if (in->expires_at <= now)
-            return bad(field, "expires_at", why, whylen, "is in the past");
+    json_t *mc = json_object_get(body, "max_clicks");
+    if (mc && !json_is_null(mc)) {
+        if (!json_is_integer(mc) || json_integer_value(mc) < 1 ||
+            json_integer_value(mc) > 1000000000000LL)
+            return bad(field, "max_clicks", why, whylen,
+                       "must be a whole number from 1 to 1000000000000");
+        in->max_clicks = (int64_t)json_integer_value(mc);
     }
 
     rc = opt_string(body, "title", TITLE_MAX, &in->title, field, why, whylen);
     if (rc == ERR_OK)
         rc = opt_string(body, "note", NOTE_MAX, &in->note, field, why, whylen);
     if (rc == ERR_OK)
-        rc = parse_tags(body, in, field, why, whylen);
+        rc = parse_tags(body, &in->tags, field, why, whylen);
     if (rc == ERR_OK)
         rc = opt_bool(body, "permanent", &in->permanent, field, why, whylen);
     if (rc == ERR_OK)
         rc = opt_bool(body, "reuse", &in->reuse, field, why, whylen);
+    if (rc == ERR_OK && in->permanent && in->max_clicks)
+        rc = bad(field, "max_clicks", why, whylen,
+                 "cannot be used with permanent (a cached 301 would skip the count)");
+    if (rc == ERR_OK)
+        rc = parse_controls(l, body, &in->utm, &in->variants, field, why, whylen);
+    if (rc == ERR_OK && in->permanent && (in->variants || json_object_get(body, "password")))
+        rc = bad(field, in->variants ? "variants" : "password", why, whylen,
+                 "cannot be used with permanent (a cached 301 would skip it)");
+    if (rc == ERR_OK && in->utm && in->variants)
+        rc = bad(field, "utm", why, whylen,
+                 "cannot be combined with variants (put the utm_* parameters in each variant's url)");
+    if (rc == ERR_OK && links_dest(in->url, in->utm, &in->dest) != ERR_OK)
+        rc = bad(field, "utm", why, whylen, "would make the destination longer than 8 KiB");
     return rc;
+}
+
+int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_patch *p,
+                      const char **field, char *why, size_t whylen)
+{
+    memset(p, 0, sizeof(*p));
+    *field = NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v) {
+        if (!known(patch_fields, key)) {
+            *field = key;
+            snprintf(why, whylen, "unknown field (a PATCH may change url, title, note, tags, "
+                                  "expires_at/ttl, password, variants, utm)");
+            return ERR_INVALID;
+        }
+    }
+    if (!json_object_size(body))
+        return bad(field, "body", why, whylen, "has nothing to change");
+    int rc = ERR_OK;
+    json_t *url = json_object_get(body, "url");
+    if (url) {
+        rc = parse_url(l, url, &p->url, &p->host, field, why, whylen);
+        p->fields |= PATCH_URL;
+    }
+    bool exp_set = false;
+    if (rc == ERR_OK)
+        rc = parse_expiry(body, now, &p->expires_at, &exp_set, field, why, whylen);
+    if (exp_set)
+        p->fields |= PATCH_EXPIRES;
+    if (rc == ERR_OK)
+        rc = opt_string(body, "title", TITLE_MAX, &p->title, field, why, whylen);
+    if (rc == ERR_OK)
+        rc = opt_string(body, "note", NOTE_MAX, &p->note, field, why, whylen);
+    if (rc == ERR_OK)
+        rc = parse_tags(body, &p->tags, field, why, whylen);
+    if (rc == ERR_OK)
+        rc = parse_controls(l, body, &p->utm, &p->variants, field, why, whylen);
+    p->fields |= (json_object_get(body, "title") ? PATCH_TITLE : 0) |
+                 (json_object_get(body, "note") ? PATCH_NOTE : 0) |
+                 (json_object_get(body, "tags") ? PATCH_TAGS : 0) |
+                 (json_object_get(body, "password") ? PATCH_PASSWORD : 0) |
+                 (json_object_get(body, "variants") ? PATCH_VARIANTS : 0) |
+                 (json_object_get(body, "utm") ? PATCH_UTM : 0);
+    return rc;
+}
+
+static void replace(char **slot, const char *v)
+{
+    free(*slot);
+    *slot = v ? xstrdup(v) : NULL;
+}
+
+int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now,
+                      bool *url_changed)
+{
+    *url_changed = (p->fields & PATCH_URL) && (!lk->url || strcmp(lk->url, p->url) != 0);
+    if (p->fields & PATCH_URL)
+        replace(&lk->url, p->url);
+    if (p->fields & PATCH_TITLE)
+        replace(&lk->title, p->title);
+    if (p->fields & PATCH_NOTE)
+        replace(&lk->note, p->note);
+    if (p->fields & PATCH_TAGS)
+        replace(&lk->tags, p->tags);
+    if (p->fields & PATCH_EXPIRES)
+        lk->expires_at = p->expires_at;
+    if (p->fields & PATCH_PASSWORD)
+        replace(&lk->password, p->password);
+    if (p->fields & PATCH_VARIANTS)
+        replace(&lk->variants, p->variants);
+    if (p->fields & PATCH_UTM)
+        replace(&lk->utm, p->utm);
+    lk->changed_at = now;
+    if (lk->utm && lk->variants)
+        return ERR_MISMATCH;
+    return links_dest(lk->url, lk->utm, &lk->dest);
 }
 
 /* ---- creating ---- */
@@ -328,6 +612,36 @@ static int blocked(struct links *l, struct store *st, const char *host, bool *ye
     return ERR_OK;
 }
 
+int links_check_blocked(struct links *l, struct store *st, const char *url, const char *variants,
+                        const char **field)
+{
+    const char *urls[VARIANTS_MAX + 1];
+    int n = 0;
+    struct variants vs = {.n = 0};
+    if (url)
+        urls[n++] = url;
+    if (variants && variants_from_text(variants, &vs) == ERR_OK)
+        for (int i = 0; i < vs.n; i++)
+            urls[n++] = vs.v[i].url;
+    int rc = ERR_OK;
+    for (int i = 0; rc == ERR_OK && i < n; i++) {
+        struct buf norm = BUF_INIT, host = BUF_INIT;
+        const char *why = NULL;
+        struct urlcheck_opts uo = {.self_hosts = NULL, .blocked = NULL};
+        bool yes = false;
+        if (urlcheck(urls[i], strlen(urls[i]), &uo, &norm, &host, &why) == ERR_OK)
+            rc = blocked(l, st, host.p, &yes);
+        if (rc == ERR_OK && yes) {
+            *field = url && i == 0 ? "url" : "variants";
+            rc = ERR_FORBIDDEN;
+        }
+        buf_release(&norm);
+        buf_release(&host);
+    }
+    variants_release(&vs);
+    return rc;
+}
+
 int links_create(struct links *l, struct store *st, const struct link_input *in, int64_t owner,
                  int64_t now, struct link *out, bool *reused)
 {
@@ -373,6 +687,12 @@ int links_create(struct links *l, struct store *st, const struct link_input *in,
     out->expires_at = in->expires_at;
     out->state = LINK_ACTIVE;
     out->permanent = in->permanent;
+    out->domain = in->domain ? xstrdup(in->domain) : NULL;
+    out->max_clicks = in->max_clicks;
+    out->password = in->password ? xstrdup(in->password) : NULL;
+    out->variants = in->variants ? xstrdup(in->variants) : NULL;
+    out->utm = in->utm ? xstrdup(in->utm) : NULL;
+    out->dest = in->dest ? xstrdup(in->dest) : NULL;
     rc = st->ops->link_insert(st, out);
     if (rc != ERR_OK)
         link_release(out);

@@ -30,9 +30,42 @@ struct link_input {
     int64_t expires_at;     /* 0: never */
     bool permanent;
     bool reuse;
+    char *domain;           /* custom short host (lowercase), NULL: none */
+    int64_t max_clicks;     /* 0: no limit */
+    char *password;         /* Argon2id string, set by the caller after hashing */
+    char *variants;         /* JSON text, NULL: none */
+    char *utm;              /* JSON text, NULL: none */
+    char *dest;             /* url with utm merged, NULL when no utm */
 };
 
 void link_input_release(struct link_input *in);
+
+/* What a PATCH changes: the fields given (PATCH_* bits) and their new values
+ * (NULL or 0 for a field that is removed). */
+#define PATCH_URL      (1u << 0)
+#define PATCH_TITLE    (1u << 1)
+#define PATCH_NOTE     (1u << 2)
+#define PATCH_TAGS     (1u << 3)
+#define PATCH_EXPIRES  (1u << 4)
+#define PATCH_PASSWORD (1u << 5)
+#define PATCH_VARIANTS (1u << 6)
+#define PATCH_UTM      (1u << 7)
+
+struct link_patch {
+    unsigned fields;
+    char *url, *host;
+    char *title, *note, *tags;
+    int64_t expires_at;
+    char *password;         /* Argon2id string, set by the caller after hashing */
+    char *variants, *utm;
+};
+
+void link_patch_release(struct link_patch *p);
+
+/* A custom short host as the API takes it: lowercase, no port, no trailing
+ * dot, a DNS name of at least two labels that is not an IP address.
+ * ERR_INVALID with a reason. */
+int links_domain_check(const char *host, size_t n, const char **why);
 
 /* Loads (or on first use creates) the per-install secrets. 'reserved' is a
  * NULL-terminated list of words aliases may not be; 'self_hosts' the hosts
@@ -46,12 +79,38 @@ void links_free(struct links *l);
 int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *in,
                 const char **field, char *why, size_t whylen);
 
+/* The destination a redirect sends: 'url' with the 'utm' object (JSON text)
+ * merged into its query, into *dest (freed first); NULL when utm is NULL.
+ * ERR_INVALID when the result would be too long. */
+int links_dest(const char *url, const char *utm, char **dest);
+
+/* The A/B key of a link: BLAKE2b keyed with the install's variant secret
+ * over the code (variants.h's variants_pick takes it). Any thread. */
+void links_variant_key(const struct links *l, const char *code, uint8_t out[32]);
+
+/* Checks a PATCH body: the fields of link_patch, null removing one (not url).
+ * ERR_INVALID with the offending field and a reason. */
+int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_patch *p,
+                      const char **field, char *why, size_t whylen);
+
+/* Applies a parsed patch to 'lk' (as read in the write transaction), and
+ * recomputes its dest. *url_changed tells whether the destination moved.
+ * ERR_INVALID: the dest would be too long; ERR_MISMATCH: utm and variants
+ * would both be set. */
+int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now,
+                      bool *url_changed);
+
 /* Inside a write transaction (writer thread or CLI). On ERR_OK 'out' is the
  * new link, or with in->reuse the caller's existing live link to the same URL
  * (*reused true). ERR_EXISTS: alias taken (or a tombstone); ERR_FORBIDDEN:
  * destination blocked. */
 int links_create(struct links *l, struct store *st, const struct link_input *in, int64_t owner,
                  int64_t now, struct link *out, bool *reused);
+/* Inside a write transaction: ERR_FORBIDDEN when 'url' or one of the
+ * 'variants' (stored JSON text; either may be NULL) points at a blocked host,
+ * *field naming which ("url", "variants"). */
+int links_check_blocked(struct links *l, struct store *st, const char *url, const char *variants,
+                        const char **field);
 /* After a failed transaction: forget the code block it may have claimed. */
 void links_forget_block(struct links *l);
 /* After the blocklist changed: recount it (while it is empty, creates skip it). */

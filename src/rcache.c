@@ -473,12 +473,15 @@ static void make_key(char key[KEY_PREFIX_LEN + CODE_MAX + 1], const char *code, 
     key[KEY_PREFIX_LEN + n] = '\0';
 }
 
-/* Reads a value written by set(); false when it is not one. */
+/* Reads a value written by set(); false when it is not one. Version 1 is
+ * "1|state|permanent|expires_at|url"; version 2, for a link with a custom
+ * domain, "2|state|permanent|expires_at|domain|url". */
 static bool decode_value(const char *v, size_t n, struct link *out)
 {
     const char *end = v + n;
-    if (n < 8 || memcmp(v, "1|", 2) != 0)
+    if (n < 8 || (v[0] != '1' && v[0] != '2') || v[1] != '|')
         return false;
+    bool has_domain = v[0] == '2';
     const char *p = v + 2;
     if (p + 4 > end || p[0] < '0' || p[0] > '2' || p[1] != '|' || (p[2] != '0' && p[2] != '1') ||
         p[3] != '|')
@@ -494,6 +497,13 @@ static bool decode_value(const char *v, size_t n, struct link *out)
         return false;
     p++;
     out->expires_at = exp;
+    if (has_domain) {
+        const char *bar = memchr(p, '|', (size_t)(end - p));
+        if (!bar || bar == p)
+            return false;
+        out->domain = slice_dup((struct slice){p, (size_t)(bar - p)});
+        p = bar + 1;
+    }
     out->url = p < end ? slice_dup((struct slice){p, (size_t)(end - p)}) : NULL;
     return true;
 }
@@ -539,10 +549,17 @@ static int set(struct rcache *r, const struct link *l, int64_t now, bool only_ne
         if (l->expires_at && l->expires_at - now < ttl)
             ttl = l->expires_at - now;
     }
+    /* A link with controls (password, variants, click limit) is read from
+     * the store by every node: what is here must not answer for it. */
+    if (link_controlled(l))
+        return only_new ? ERR_OK : rcache_del(r, l->code, n);
     struct buf v = BUF_INIT;
-    buf_printf(&v, "1|%d|%d|%lld|", l->state, l->permanent ? 1 : 0, (long long)l->expires_at);
+    buf_printf(&v, "%c|%d|%d|%lld|", l->domain ? '2' : '1', l->state, l->permanent ? 1 : 0,
+               (long long)l->expires_at);
+    if (l->domain)
+        buf_printf(&v, "%s|", l->domain);
     if (l->url)
-        buf_adds(&v, l->url);
+        buf_adds(&v, l->dest ? l->dest : l->url);
     char ttls[24];
     snprintf(ttls, sizeof(ttls), "%lld", (long long)ttl);
     const char *argv[6] = {"SET", key, buf_cstr(&v), "PX", ttls, "NX"};

@@ -9,6 +9,12 @@
  * 4. A live link answers 302 (301 when permanent) with Location and, for a
  *    GET, records one click in this thread's buffer; HEAD is never counted.
  *    Expiry is decided here, from the stored time, on every request.
+ * 5. Hosts: when default short hosts are configured, the Host must be one of
+ *    them or the link's own custom domain (kept in its cache entry), else
+ *    404 and no click: a few string compares, nothing when none are set.
+ * 6. A link with controls (password, A/B variants, max_clicks) is flagged in
+ *    the cache and read whole from the store: see "controlled links" below.
+ *    Plain links pay nothing for them.
  * The click event carries the raw headers analytics needs; classification
  * happens later, off this path. The client's address (clientaddr.h: the
  * peer, or behind a trusted proxy its X-Forwarded-For) only ever enters a
@@ -16,6 +22,10 @@
  * Redirects are never rate limited. */
 #include <llhttp.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -27,14 +37,35 @@
 #include "clientaddr.h"
 #include "config.h"
 #include "event.h"
+#include "gate.h"
 #include "geo.h"
 #include "err.h"
 #include "handlers.h"
+#include "hosts.h"
+#include "links.h"
+#include "pwhash.h"
+#include "ratelimit.h"
 #include "rcache.h"
 #include "server.h"
 #include "store.h"
 #include "timeutil.h"
+#include "variants.h"
+#include "writer.h"
 #include "banned.h"
+
+#define CONTROLLED (-2)     /* internal status: the link needs the controlled path */
+
+/* The Host of the request as the host check sees it. */
+struct hostcheck {
+    bool any;               /* no default hosts, or the Host is one of them */
+    size_t n;
+    char name[HOST_NAME_MAX_LEN + 1];
+};
+
+static bool host_allows(const struct hostcheck *h, const char *domain, size_t dn)
+{
+    return h->any || (domain && dn == h->n && memcmp(domain, h->name, dn) == 0);
+}
 
 static int text(struct request *r, int status, const char *msg)
 {
@@ -97,11 +128,11 @@ static struct slice utm_only(struct slice q, char *out, size_t cap)
     return (struct slice){out, n};
 }
 
-static void record_click(struct request *r, struct slice code, int64_t now)
+static void record_click(struct request *r, struct slice code, int64_t now, uint8_t flags)
 {
     const struct app *app = r->app;
     char utm[EVENT_QUERY_MAX];
-    struct click_event e = {.ts = now, .code = code};
+    struct click_event e = {.ts = now, .code = code, .flags = flags};
     if (r->query.n)
         e.query = utm_only(r->query, utm, sizeof(utm));
     struct slice sec = {0}, purpose = {0}, xpurpose = {0}, xmoz = {0}, country = {0};
@@ -147,14 +178,22 @@ static int not_found(struct request *r)
     return text(r, 404, "Not Found: no link has this code\n");
 }
 
+static int gone(struct request *r)
+{
+    return text(r, 410, "Gone: this link has expired or was removed\n");
+}
+
 /* The answer for a link as cached or stored; no click is recorded here. */
-static int answer(struct request *r, const struct cache_view *v, int64_t now)
+static int answer(struct request *r, const struct cache_view *v, const struct hostcheck *h,
+                  int64_t now)
 {
     const struct config *cfg = &r->app->cfg;
-    if (v->miss)
+    if (v->miss || !host_allows(h, v->domain, v->domain_len))
         return not_found(r);
     if (v->state != LINK_ACTIVE || !v->url || (v->expires_at && v->expires_at <= now))
-        return text(r, 410, "Gone: this link has expired or was removed\n");
+        return gone(r);
+    if (v->controlled)
+        return CONTROLLED;
     add_location(r, v->url, v->url_len, cfg->pass_query);
     int status = 302;
     if (v->permanent) {
@@ -168,7 +207,8 @@ static int answer(struct request *r, const struct cache_view *v, int64_t now)
 }
 
 /* A miss of this node's cache: the shared cache, then the store, by key. */
-static int answer_uncached(struct request *r, struct slice code, int64_t now)
+static int answer_uncached(struct request *r, struct slice code, const struct hostcheck *h,
+                           int64_t now)
 {
     struct app *app = r->app;
     char key[CODE_MAX + 1];
@@ -197,10 +237,335 @@ static int answer_uncached(struct request *r, struct slice code, int64_t now)
         .expires_at = l.expires_at,
         .state = (uint8_t)l.state,
         .permanent = l.permanent,
+        .controlled = link_controlled(&l),
+        .domain = l.domain,
+        .domain_len = l.domain ? (uint8_t)strlen(l.domain) : 0,
     };
-    int status = answer(r, &v, now);
+    if (l.url && l.dest) {
+        v.url = l.dest;
+        v.url_len = (uint32_t)strlen(l.dest);
+    }
+    int status = answer(r, &v, h, now);
     link_release(&l);
     return status;
+}
+
+/* ---- controlled links ----
+ *
+ * A link with a password, A/B variants or a click limit is read whole from
+ * the store on every request (its cache entry only says so), on this
+ * thread's own connection. A click limit is enforced by reserving a slot
+ * before the answer: the reservation (store.h's link_reserve) is a write, so
+ * it goes through the group commit like a create and the request waits for
+ * it (HTTP_ASYNC): durable before the redirect is sent, hence exact across a
+ * kill -9 restart, and in PostgreSQL a conditional UPDATE under the row's
+ * lock, hence exact across nodes. Bots, prefetches and HEAD never reserve:
+ * they get the redirect while slots remain, and 410 once none is left. */
+
+/* Bot detection on an event-loop thread: classify_ua is single-threaded, so
+ * each thread has its own (without a per-UA cache), made on first use and
+ * freed at exit. */
+static pthread_mutex_t bots_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct classify *all_bots[256];
+static int nbots;
+static _Thread_local struct classify *my_bots;
+
+static void __attribute__((destructor)) free_bots(void)
+{
+    pthread_mutex_lock(&bots_mu);
+    for (int i = 0; i < nbots; i++)
+        classify_free(all_bots[i]);
+    nbots = 0;
+    pthread_mutex_unlock(&bots_mu);
+}
+
+static bool is_bot(const struct request *r)
+{
+    struct slice ua = http_header(r, "user-agent");
+    struct slice sec = http_header(r, "sec-purpose"), purpose = http_header(r, "purpose");
+    struct slice xpurpose = http_header(r, "x-purpose"), xmoz = http_header(r, "x-moz");
+    if (classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n, xmoz.p,
+                             xmoz.n))
+        return true;
+    if (!my_bots) {
+        pthread_mutex_lock(&bots_mu);
+        if (nbots < (int)(sizeof(all_bots) / sizeof(all_bots[0])) &&
+            classify_new(0, &my_bots) == ERR_OK)
+            all_bots[nbots++] = my_bots;
+        pthread_mutex_unlock(&bots_mu);
+        if (!my_bots)
+            return false;
+    }
+    struct ua_info info;
+    classify_ua(my_bots, ua.p, ua.p ? ua.n : 0, &info);
+    return info.bot != BOT_NONE;
+}
+
+/* Where a controlled link sends this visitor: its A/B variant (chosen from
+ * the per-link key, the address and the user agent, so a visitor keeps it),
+ * or its destination. *flags gets the variant for the click event. */
+static char *destination_of(const struct request *r, const struct link *l, uint8_t *flags)
+{
+    *flags = 0;
+    struct variants vs;
+    if (l->variants && variants_from_text(l->variants, &vs) == ERR_OK) {
+        uint8_t key[32];
+        links_variant_key(r->app->links, l->code, key);
+        struct client_ip ip;
+        clientaddr_of(r, &ip);
+        struct slice ua = http_header(r, "user-agent");
+        int i = variants_pick(&vs, key, ip.bytes, ip.n, ua.p ? ua.p : "", ua.p ? ua.n : 0);
+        char *url = xstrdup(vs.v[i].url);
+        variants_release(&vs);
+        *flags = (uint8_t)(((unsigned)(i + 1) << EVENT_VARIANT_SHIFT) & EVENT_VARIANT_MASK);
+        return url;
+    }
+    return xstrdup(l->dest ? l->dest : l->url);
+}
+
+/* The answer that lets the visitor through, and its click (not for HEAD).
+ * After a right password a browser gets the gate's continue page (gate.h:
+ * a 302 after the form's POST would be blocked by the gate's form-action
+ * 'self'); other clients get the 302. */
+static int deliver(struct request *r, const struct link *l, int64_t now, bool via_gate)
+{
+    uint8_t flags;
+    char *url = destination_of(r, l, &flags);
+    int status = 302;
+    struct slice accept = http_header(r, "accept");
+    if (via_gate && accept.p && memmem(accept.p, accept.n, "text/html", 9)) {
+        struct buf page = BUF_INIT;
+        gate_render_continue(&page, l->code, url);
+        http_add_header(r, "Content-Security-Policy", gate_csp, strlen(gate_csp));
+        http_add_header(r, "Cache-Control", "no-store", 8);
+        status = http_body(r, 200, "text/html; charset=utf-8", page.p, page.len);
+        buf_release(&page);
+    } else {
+        add_location(r, url, strlen(url), r->app->cfg.pass_query && !via_gate);
+        buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
+    }
+    free(url);
+    if (r->method != HTTP_HEAD)
+        record_click(r, (struct slice){l->code, strlen(l->code)}, now, flags);
+    return status;
+}
+
+struct reserve_job {
+    struct wjob job;
+    struct task task;
+    struct request *r;
+    struct worker *w;
+    struct link link;
+    int64_t now;
+    bool via_gate;
+    int result;             /* ERR_OK: a slot is ours; ERR_TOOBIG: none left */
+};
+
+static int reserve_run(struct wjob *wj, struct store *st)
+{
+    struct reserve_job *j = (struct reserve_job *)wj;
+    int64_t used = 0;
+    j->result = st->ops->link_reserve(st, j->link.code, &used);
+    return j->result == ERR_TOOBIG ? ERR_OK : j->result;
+}
+
+static void reserve_on_loop(struct task *t)
+{
+    struct reserve_job *j = (struct reserve_job *)((char *)t - offsetof(struct reserve_job, task));
+    struct request *r = j->r;
+    int status;
+    if (j->job.rc != ERR_OK) {
+        http_add_header(r, "Retry-After", "1", 1);
+        status = text(r, 503, "Service Unavailable: try again\n");
+    } else if (j->result != ERR_OK) {
+        status = gone(r);
+    } else {
+        status = deliver(r, &j->link, j->now, j->via_gate);
+    }
+    http_resume(r, status);
+    link_release(&j->link);
+    free(j);
+}
+
+static void reserve_done(struct wjob *wj)
+{
+    struct reserve_job *j = (struct reserve_job *)wj;
+    worker_post(j->w, &j->task);
+}
+
+/* A human click of a link with max_clicks first reserves its slot (the
+ * writer, then back on this thread); anything else is delivered at once.
+ * Takes 'l' over. Returns the status or HTTP_ASYNC. */
+static int reserve_or_deliver(struct request *r, struct link *l, int64_t now, bool via_gate)
+{
+    if (l->max_clicks > 0 && r->method != HTTP_HEAD && !is_bot(r)) {
+        struct reserve_job *j = calloc(1, sizeof(*j));
+        if (!j)
+            abort();
+        j->r = r;
+        j->w = worker_current();
+        j->link = *l;           /* owned by the job now */
+        memset(l, 0, sizeof(*l));
+        j->now = now;
+        j->via_gate = via_gate;
+        j->job.run = reserve_run;
+        j->job.done = reserve_done;
+        j->job.single_write = true;
+        j->task.fn = reserve_on_loop;
+        writer_submit(r->app->writer, &j->job);
+        return HTTP_ASYNC;
+    }
+    int status = deliver(r, l, now, via_gate);
+    link_release(l);
+    return status;
+}
+
+/* The gate of a protected link: 200 (or 'status') with the page, never cached. */
+static int gate_page(struct request *r, const char *code, int status, const char *message)
+{
+    struct buf page = BUF_INIT;
+    gate_render(&page, code, message);
+    http_add_header(r, "Content-Security-Policy", gate_csp, strlen(gate_csp));
+    http_add_header(r, "Cache-Control", "no-store", 8);
+    status = http_body(r, status, "text/html; charset=utf-8", page.p, page.len);
+    buf_release(&page);
+    return status;
+}
+
+/* Reads a controlled link from the store: ERR_OK with 'l', or the answer. */
+static int load_controlled(struct request *r, struct slice code, int64_t now, struct link *l,
+                           int *status)
+{
+    struct app *app = r->app;
+    char key[CODE_MAX + 1];
+    memcpy(key, code.p, code.n);
+    key[code.n] = '\0';
+    int rc = app->store->ops->link_get(app->store, key, l);
+    if (rc == ERR_NOTFOUND) {
+        *status = not_found(r);
+        return rc;
+    }
+    if (rc != ERR_OK) {
+        http_add_header(r, "Retry-After", "1", 1);
+        *status = text(r, 503, "Service Unavailable: try again\n");
+        return rc;
+    }
+    if (!link_is_live(l, now) || (l->max_clicks > 0 && l->used >= l->max_clicks)) {
+        link_release(l);
+        *status = gone(r);
+        return ERR_GONE;
+    }
+    return ERR_OK;
+}
+
+/* GET or HEAD of a controlled link: the gate, or the way through. Records
+ * its own click. Returns the status or HTTP_ASYNC. */
+static int answer_controlled(struct request *r, struct slice code, int64_t now)
+{
+    struct link l;
+    int status;
+    if (load_controlled(r, code, now, &l, &status) != ERR_OK)
+        return status;
+    if (l.password) {
+        status = gate_page(r, l.code, 200, NULL);
+        link_release(&l);
+        return status;
+    }
+    return reserve_or_deliver(r, &l, now, false);
+}
+
+/* ---- POST /CODE: a password for the gate ---- */
+
+/* Password attempts are limited per client and link, and per client over
+ * all links (ratelimit.h): a right password counts as an attempt too. */
+static bool gate_attempt_allowed(struct request *r, const char *code, int *retry_after)
+{
+    struct client_ip ip;
+    clientaddr_of(r, &ip);
+    struct rl_info info;
+    bool ok = ratelimit_take_password(r->app->ratelimit, &ip, code, strlen(code), now_ms(),
+                                      &info);
+    ratelimit_headers(r, &info);
+    *retry_after = (int)info.retry_after;
+    return ok;
+}
+
+struct gate_check {
+    struct request *r;
+    struct link link;
+    int64_t now;
+};
+
+static void gate_checked(bool ok, void *arg)
+{
+    struct gate_check *g = arg;
+    struct request *r = g->r;
+    int status;
+    if (ok) {
+        status = reserve_or_deliver(r, &g->link, now_ms(), true);
+    } else {
+        status = gate_page(r, g->link.code, 401, "Wrong password");
+        link_release(&g->link);
+    }
+    if (status != HTTP_ASYNC)
+        http_resume(r, status);
+    free(g);
+}
+
+int handle_gate_post(struct request *r, struct slice code)
+{
+    if (!code_is_plausible(code.p, code.n))
+        return not_found(r);
+    int64_t now = now_ms();
+    struct hostcheck h = {.any = true};
+    if (r->app->hosts) {
+        h.n = host_of_header(r->host, h.name);
+        h.any = h.n && hostlist_has(r->app->hosts, h.name, h.n);
+    }
+    struct link l;
+    int status;
+    if (load_controlled(r, code, now, &l, &status) != ERR_OK)
+        return status;
+    if (!host_allows(&h, l.domain, l.domain ? strlen(l.domain) : 0)) {
+        link_release(&l);
+        return not_found(r);
+    }
+    if (!l.password) {
+        link_release(&l);
+        http_add_header(r, "Allow", "GET, HEAD", 9);
+        return text(r, 405, "Method Not Allowed: this link has no password\n");
+    }
+    int retry = 0;
+    if (!gate_attempt_allowed(r, l.code, &retry)) {
+        char s[16];
+        int n = snprintf(s, sizeof(s), "%d", retry > 0 ? retry : 1);
+        http_add_header(r, "Retry-After", s, (size_t)n);
+        status = gate_page(r, l.code, 429, "Too many attempts: wait a little and try again");
+        link_release(&l);
+        return status;
+    }
+    char pw[PWHASH_PW_MAX + 1];
+    size_t n = 0;
+    if (gate_form_password(r->body.p, r->body.n, pw, sizeof(pw), &n) != ERR_OK || !n) {
+        status = gate_page(r, l.code, 400, "Please enter the password");
+        link_release(&l);
+        return status;
+    }
+    struct gate_check *g = calloc(1, sizeof(*g));
+    if (!g)
+        abort();
+    g->r = r;
+    g->link = l;
+    g->now = now;
+    int rc = pwhash_check_async(worker_loop(worker_current()), l.password, pw, n, gate_checked, g);
+    sodium_memzero(pw, sizeof(pw));
+    if (rc != ERR_OK) {
+        link_release(&g->link);
+        free(g);
+        http_add_header(r, "Retry-After", "1", 1);
+        return text(r, 503, "Service Unavailable: try again\n");
+    }
+    return HTTP_ASYNC;
 }
 
 int handle_redirect(struct request *r, struct slice code)
@@ -209,15 +574,22 @@ int handle_redirect(struct request *r, struct slice code)
         return not_found(r);
     int64_t now = now_ms();
     struct cache_view v;
+    struct hostcheck h = {.any = true};
+    if (r->app->hosts) {
+        h.n = host_of_header(r->host, h.name);
+        h.any = h.n && hostlist_has(r->app->hosts, h.name, h.n);
+    }
 
     cache_read_lock();
     bool hit = cache_get(r->app->cache, code.p, code.n, now, &v);
-    int status = hit ? answer(r, &v, now) : 0;
+    int status = hit ? answer(r, &v, &h, now) : 0;
     cache_read_unlock();
     if (!hit)
-        status = answer_uncached(r, code, now);
+        status = answer_uncached(r, code, &h, now);
+    if (status == CONTROLLED)
+        return answer_controlled(r, code, now);   /* records its own click */
 
     if ((status == 301 || status == 302) && r->method == HTTP_GET)
-        record_click(r, code, now);
+        record_click(r, code, now, 0);
     return status;
 }

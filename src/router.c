@@ -38,6 +38,11 @@ static const struct route routes[] = {
     {"GET",    "/api/stats",                     handle_stats,           ROUTE_AUTH},
     {"GET",    "/api/export",                    handle_export,          ROUTE_AUTH},
     {"DELETE", "/api/links/:code",               handle_link_delete,     ROUTE_AUTH},
+    {"PATCH",  "/api/links/:code",               handle_link_patch,      ROUTE_AUTH | ROUTE_JSON},
+    {"GET",    "/api/links/:code/history",       handle_link_history,    ROUTE_AUTH},
+    {"POST",   "/api/domains",                   handle_domain_add,      ROUTE_AUTH | ROUTE_JSON},
+    {"GET",    "/api/domains",                   handle_domain_list,     ROUTE_AUTH},
+    {"DELETE", "/api/domains/:host",             handle_domain_delete,   ROUTE_AUTH},
     {"POST",   "/api/links/:code/disable",       handle_link_disable,    ROUTE_ADMIN},
     {"POST",   "/api/links/:code/enable",        handle_link_enable,     ROUTE_ADMIN},
     {"GET",    "/api/admin/blocklist",           handle_blocklist_list,  ROUTE_ADMIN},
@@ -256,6 +261,13 @@ int router_dispatch(struct request *r)
         if (!is_reserved(seg)) {
             r->route_id = ROUTE_ID_REDIRECT;
             return handle_redirect(r, seg);
+        }
+    }
+    if (r->method == HTTP_POST && is_single_segment(r->path)) {
+        struct slice seg = {r->path.p + 1, r->path.n - 1};
+        if (!is_reserved(seg)) {
+            r->route_id = ROUTE_ID_REDIRECT;
+            return handle_gate_post(r, seg);
         }
     }
     const char *method = llhttp_method_name((llhttp_method_t)r->method);

@@ -28,6 +28,7 @@
 #include "clientaddr.h"
 #include "err.h"
 #include "geo.h"
+#include "hosts.h"
 #include "links.h"
 #include "log.h"
 #include "metrics.h"
@@ -195,6 +196,11 @@ int serve_run(struct config *cfg)
     struct buf hostbufs[2] = {BUF_INIT, BUF_INIT};
     const char *hosts[3];
     self_hosts(&app.cfg, hostbufs, hosts);
+    char herr[256];
+    if (hostlist_parse(app.cfg.hosts, &app.hosts, herr, sizeof(herr)) != ERR_OK) {
+        log_at(LOG_ERROR, "%s", herr);
+        goto out;
+    }
 
     if (store_open(app.cfg.store ? app.cfg.store : app.cfg.db, &app.store) != ERR_OK)
         goto out;
@@ -314,6 +320,7 @@ out:
     aggregate_free(app.aggregate);
     classify_free(app.classify);
     geo_close(app.geo);
+    hostlist_free(app.hosts);
     cache_free(app.cache);
     cache_thread_unregister();
     metrics_free(app.metrics);

@@ -880,6 +880,11 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss)
     return ERR_OK;
 }
 
+struct uv_loop_s *worker_loop(struct worker *w)
+{
+    return &w->loop;
+}
+
 static int open_listener(struct sockaddr_storage *ss, int *fd_out)
 {
     int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

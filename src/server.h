@@ -34,5 +34,8 @@ void worker_post(struct worker *w, struct task *t);
 /* The worker whose thread this is, or NULL on another thread. */
 struct worker *worker_current(void);
 int worker_index(const struct worker *w);
+/* The worker's libuv loop, for work queued to libuv's thread pool from a
+ * handler (uv_queue_work); its callbacks run on the worker's thread. */
+struct uv_loop_s *worker_loop(struct worker *w);
 
 #endif

@@ -15,7 +15,18 @@ void link_release(struct link *l)
     free(l->title);
     free(l->note);
     free(l->tags);
+    free(l->password);
+    free(l->domain);
+    free(l->variants);
+    free(l->utm);
+    free(l->dest);
     l->url = l->title = l->note = l->tags = NULL;
+    l->password = l->domain = l->variants = l->utm = l->dest = NULL;
+}
+
+bool link_controlled(const struct link *l)
+{
+    return l->password || l->variants || l->max_clicks > 0;
 }
 
 int store_open(const char *url, struct store **out)

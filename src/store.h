@@ -39,7 +39,19 @@ struct link {
     bool permanent;     /* 301 instead of 302 */
     int64_t clicks;     /* all-time human clicks */
     int64_t bot_clicks; /* all-time bot and prefetch clicks */
+    /* Link controls (schema 2) */
+    char *password;     /* Argon2id string (pwhash.h), NULL: not protected */
+    char *domain;       /* lowercase custom short host, NULL: the default hosts only */
+    char *variants;     /* A/B destinations, JSON text, NULL for none */
+    char *utm;          /* UTM object, JSON text, NULL for none */
+    char *dest;         /* url with utm merged (what the redirect sends), NULL: url */
+    int64_t max_clicks; /* 0: no limit */
+    int64_t used;       /* click slots reserved (max_clicks) */
 };
+
+/* True when a redirect of the link needs more than its destination: a
+ * password, A/B variants or a click limit (the redirect's controlled path). */
+bool link_controlled(const struct link *l);
 
 void link_release(struct link *l);
 
@@ -102,6 +114,17 @@ typedef int (*key_cb)(const struct apikey *k, void *arg);
 typedef int (*host_cb)(const char *host, int64_t created_at, void *arg);
 typedef int (*row_cb)(const struct store_value *row, void *arg);    /* non-zero stops */
 
+/* One change of a link's destination (PATCH), newest first when listed. */
+struct link_change {
+    int64_t seq;        /* 1, 2, ... per code */
+    const char *old_url;
+    const char *new_url;
+    int64_t changed_at;
+    int64_t by_key;     /* API key id that made the change */
+};
+typedef int (*change_cb)(const struct link_change *c, void *arg);
+typedef int (*domain_cb)(const char *host, int64_t owner, int64_t created_at, void *arg);
+
 struct store;
 
 struct store_ops {
@@ -139,6 +162,25 @@ struct store_ops {
     int (*link_count)(struct store *st, int64_t *n);
     /* Removes the data of links expired before 'before', at most 'limit'. */
     int (*link_sweep)(struct store *st, int64_t before, int limit, int *swept);
+    /* Writes the changeable fields of an existing link (url, title, note,
+     * tags, expires_at, changed_at, password, variants, utm, dest);
+     * ERR_NOTFOUND when there is no such code. */
+    int (*link_update)(struct store *st, const struct link *l);
+    /* Takes one click slot of a link with max_clicks: ERR_OK with the slots
+     * now used, ERR_TOOBIG when none is left (or the link has no limit). In
+     * PostgreSQL one conditional UPDATE, exact across nodes. */
+    int (*link_reserve)(struct store *st, const char *code, int64_t *used);
+
+    /* Destination history (link_history), appended in the change's transaction */
+    int (*history_add)(struct store *st, const char *code, const char *old_url,
+                       const char *new_url, int64_t at, int64_t by_key);
+    int (*history_list)(struct store *st, const char *code, int limit, change_cb cb, void *arg);
+
+    /* Custom short domains, one owner each */
+    int (*domain_add)(struct store *st, const char *host, int64_t owner, int64_t now); /* ERR_EXISTS */
+    int (*domain_get)(struct store *st, const char *host, int64_t *owner);   /* ERR_NOTFOUND */
+    int (*domain_del)(struct store *st, const char *host, int64_t owner);    /* ERR_NOTFOUND */
+    int (*domain_list)(struct store *st, int64_t owner, domain_cb cb, void *arg); /* -1: all */
 
     /* Click analytics, written by the aggregator inside a write transaction:
      * each delta is merged into its link's row of that day (dayrow_merge),

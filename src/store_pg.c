@@ -59,7 +59,7 @@ static const struct migration migrations[] = {
 #define MIGRATE_LOCK "116100114116111104"
 
 #define DAY_CHUNK 2000  /* link days merged per round of statements */
-#define MAX_PARAMS 16
+#define MAX_PARAMS 24
 
 /* Prepared statements, by number; prepared on first use per connection. */
 enum stmt {
@@ -101,18 +101,32 @@ enum stmt {
     S_BLOCK_DEL,
     S_BLOCK_HAS,
     S_BLOCK_LIST,
+    S_LINK_UPDATE,
+    S_LINK_RESERVE,
+    S_HISTORY_ADD,
+    S_HISTORY_LIST,
+    S_DOMAIN_ADD,
+    S_DOMAIN_GET,
+    S_DOMAIN_DEL,
+    S_DOMAIN_LIST,
     S__COUNT
 };
 
 #define LINK_COLS                                                                           \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
-    "permanent, clicks, bot_clicks"
+    "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used"
 /* As read: the all-time totals are the pruned days' plus the kept days'. */
 #define LINK_READ                                                                           \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
     "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                 \
     "WHERE d.code = links.code), 0)::bigint, bot_clicks + coalesce((SELECT sum(d.bots) "    \
-    "FROM link_days d WHERE d.code = links.code), 0)::bigint"
+    "FROM link_days d WHERE d.code = links.code), 0)::bigint, password, domain, variants, " \
+    "utm, dest, max_clicks, used"
+
+/* What a deleted or swept link loses (its code and counters stay). */
+#define LINK_DATA_NULL                                                                      \
+    "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, " \
+    "utm = NULL, dest = NULL"
 
 static const char *const sql[S__COUNT] = {
     [S_PING] = "SELECT 1",
@@ -131,20 +145,21 @@ static const char *const sql[S__COUNT] = {
                 "RETURNING convert_from(v, 'UTF8')::bigint - $1::bigint",
     [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = $1",
     [S_LINK_INSERT] = "INSERT INTO links (" LINK_COLS ") "
-                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
+                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+                      "$16, $17, $18, $19, $20) "
                       "ON CONFLICT DO NOTHING",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = $1 "
                          "AND md5(url) = md5($2::text) AND url = $2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > $3) "
                          "ORDER BY created_at DESC LIMIT 1",
-    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = $2, url = NULL, title = NULL, "
-                      "note = NULL, tags = NULL WHERE code = $1",
+    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = $2, " LINK_DATA_NULL
+                      " WHERE code = $1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = $2, changed_at = $3 WHERE code = $1",
     [S_LINK_COUNT] = "SELECT count(*) FROM links",
     /* SKIP LOCKED: two nodes sweeping at once take different rows. */
-    [S_LINK_SWEEP] = "UPDATE links SET url = NULL, title = NULL, note = NULL, tags = NULL "
-                     "WHERE code IN (SELECT code FROM links WHERE expires_at > 0 "
-                     "AND url IS NOT NULL AND expires_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)",
+    [S_LINK_SWEEP] = "UPDATE links SET " LINK_DATA_NULL " WHERE code IN (SELECT code FROM links "
+                     "WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < $1 LIMIT $2 "
+                     "FOR UPDATE SKIP LOCKED)",
     [S_DAYS_ADD] = "INSERT INTO link_days (code, day, clicks, bots, uniques) "
                    "SELECT code, day, 0, 0, 0 FROM unnest($1::text[], $2::bigint[]) "
                    "AS u (code, day) ORDER BY code, day ON CONFLICT DO NOTHING",
@@ -204,6 +219,24 @@ static const char *const sql[S__COUNT] = {
     [S_BLOCK_DEL] = "DELETE FROM blocklist WHERE host = $1",
     [S_BLOCK_HAS] = "SELECT 1 FROM blocklist WHERE host = $1",
     [S_BLOCK_LIST] = "SELECT host, created_at FROM blocklist ORDER BY host",
+    [S_LINK_UPDATE] = "UPDATE links SET url = $2, title = $3, note = $4, tags = $5, "
+                      "expires_at = $6, changed_at = $7, password = $8, variants = $9, "
+                      "utm = $10, dest = $11 WHERE code = $1",
+    /* The row lock makes concurrent reservations on every node queue here:
+     * exactly max_clicks of them see a row. */
+    [S_LINK_RESERVE] = "UPDATE links SET used = used + 1 WHERE code = $1 AND max_clicks > 0 "
+                       "AND used < max_clicks RETURNING used",
+    [S_HISTORY_ADD] = "INSERT INTO link_history (code, seq, old_url, new_url, changed_at, by_key) "
+                      "SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5 FROM link_history "
+                      "WHERE code = $1",
+    [S_HISTORY_LIST] = "SELECT seq, old_url, new_url, changed_at, by_key FROM link_history "
+                       "WHERE code = $1 ORDER BY seq DESC LIMIT $2",
+    [S_DOMAIN_ADD] = "INSERT INTO domains (host, owner, created_at) VALUES ($1, $2, $3) "
+                     "ON CONFLICT DO NOTHING",
+    [S_DOMAIN_GET] = "SELECT owner FROM domains WHERE host = $1",
+    [S_DOMAIN_DEL] = "DELETE FROM domains WHERE host = $1 AND owner = $2",
+    [S_DOMAIN_LIST] = "SELECT host, owner, created_at FROM domains "
+                      "WHERE $1::bigint < 0 OR owner = $1::bigint ORDER BY host",
 };
 
 struct conn {
@@ -564,6 +597,13 @@ static void row_to_link(const PGresult *r, int row, struct link *l)
     l->permanent = val_bool(r, row, 10);
     l->clicks = val_i64(r, row, 11);
     l->bot_clicks = val_i64(r, row, 12);
+    l->password = val_dup(r, row, 13);
+    l->domain = val_dup(r, row, 14);
+    l->variants = val_dup(r, row, 15);
+    l->utm = val_dup(r, row, 16);
+    l->dest = val_dup(r, row, 17);
+    l->max_clicks = val_i64(r, row, 18);
+    l->used = val_i64(r, row, 19);
 }
 
 /* ---- lifecycle ---- */
@@ -873,9 +913,140 @@ static int pg_link_insert(struct store *st, const struct link *l)
     p_bool(&p, l->permanent);
     p_i64(&p, l->clicks);
     p_i64(&p, l->bot_clicks);
+    p_text(&p, l->password);
+    p_text(&p, l->domain);
+    p_text(&p, l->variants);
+    p_text(&p, l->utm);
+    p_text(&p, l->dest);
+    p_i64(&p, l->max_clicks);
+    p_i64(&p, l->used);
     int n = 0;
     int rc = run_count(st, S_LINK_INSERT, &p, "link insert", &n);
     return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_link_update(struct store *st, const struct link *l)
+{
+    struct params p = {0};
+    p_text(&p, l->code);
+    p_text(&p, l->url);
+    p_text(&p, l->title);
+    p_text(&p, l->note);
+    p_text(&p, l->tags);
+    p_i64(&p, l->expires_at);
+    p_i64(&p, l->changed_at);
+    p_text(&p, l->password);
+    p_text(&p, l->variants);
+    p_text(&p, l->utm);
+    p_text(&p, l->dest);
+    int n = 0;
+    int rc = run_count(st, S_LINK_UPDATE, &p, "link update", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_link_reserve(struct store *st, const char *code, int64_t *used)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    PGresult *r = NULL;
+    int rc = run(st, S_LINK_RESERVE, &p, "link reserve", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_TOOBIG;
+    else
+        *used = val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_history_add(struct store *st, const char *code, const char *old_url,
+                          const char *new_url, int64_t at, int64_t by_key)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_text(&p, old_url);
+    p_text(&p, new_url);
+    p_i64(&p, at);
+    p_i64(&p, by_key);
+    int n = 0;
+    return run_count(st, S_HISTORY_ADD, &p, "history add", &n);
+}
+
+static int pg_history_list(struct store *st, const char *code, int limit, change_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    int rc = run(st, S_HISTORY_LIST, &p, "history list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct link_change c = {
+            .seq = val_i64(r, i, 0),
+            .old_url = PQgetisnull(r, i, 1) ? NULL : PQgetvalue(r, i, 1),
+            .new_url = PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2),
+            .changed_at = val_i64(r, i, 3),
+            .by_key = val_i64(r, i, 4),
+        };
+        if (cb(&c, arg))
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_domain_add(struct store *st, const char *host, int64_t owner, int64_t now)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    p_i64(&p, owner);
+    p_i64(&p, now);
+    int n = 0;
+    int rc = run_count(st, S_DOMAIN_ADD, &p, "domain add", &n);
+    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_domain_get(struct store *st, const char *host, int64_t *owner)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    PGresult *r = NULL;
+    int rc = run(st, S_DOMAIN_GET, &p, "domain get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        *owner = val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_domain_del(struct store *st, const char *host, int64_t owner)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    p_i64(&p, owner);
+    int n = 0;
+    int rc = run_count(st, S_DOMAIN_DEL, &p, "domain delete", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_domain_list(struct store *st, int64_t owner, domain_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    PGresult *r = NULL;
+    int rc = run(st, S_DOMAIN_LIST, &p, "domain list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(PQgetvalue(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
 }
 
 static int pg_link_find_live(struct store *st, int64_t owner, const char *url, int64_t now,
@@ -1525,6 +1696,14 @@ const struct store_ops store_pg_ops = {
     .link_list = pg_link_list,
     .link_count = pg_link_count,
     .link_sweep = pg_link_sweep,
+    .link_update = pg_link_update,
+    .link_reserve = pg_link_reserve,
+    .history_add = pg_history_add,
+    .history_list = pg_history_list,
+    .domain_add = pg_domain_add,
+    .domain_get = pg_domain_get,
+    .domain_del = pg_domain_del,
+    .domain_list = pg_domain_list,
     .agg_days = pg_agg_days,
     .prune_days = pg_prune_days,
     .prune_visitors = pg_prune_visitors,

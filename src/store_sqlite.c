@@ -64,6 +64,24 @@ static const char *const schema_v1 =
     "CREATE TABLE blocklist (host TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT INTO meta(k, v) VALUES ('counter', 0);";
 
+/* Link controls: passwords, custom domains, A/B variants, UTM, click limits,
+ * the destination history and the registered domains. */
+static const char *const schema_v2 =
+    "ALTER TABLE links ADD COLUMN password TEXT;"
+    "ALTER TABLE links ADD COLUMN domain TEXT;"
+    "ALTER TABLE links ADD COLUMN variants TEXT;"
+    "ALTER TABLE links ADD COLUMN utm TEXT;"
+    "ALTER TABLE links ADD COLUMN dest TEXT;"
+    "ALTER TABLE links ADD COLUMN max_clicks INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE links ADD COLUMN used INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE link_history ("
+    "  code TEXT NOT NULL, seq INTEGER NOT NULL, old_url TEXT, new_url TEXT,"
+    "  changed_at INTEGER NOT NULL, by_key INTEGER NOT NULL,"
+    "  PRIMARY KEY (code, seq)) WITHOUT ROWID;"
+    "CREATE TABLE domains ("
+    "  host TEXT PRIMARY KEY, owner INTEGER NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX domains_owner ON domains(owner, host);";
+
 /* Version 3: a link's day is one row (dayrow.h) instead of one row per
  * dimension value, visitor and recent click. The old rows are converted by
  * convert_v3() in the same transaction; links.clicks and bot_clicks become
@@ -85,6 +103,7 @@ static const struct {
     int (*convert)(sqlite3 *db);    /* after the SQL, in its transaction, or NULL */
 } schema_steps[] = {
     {1, schema_v1, NULL},
+    {2, schema_v2, NULL},
     {3, schema_v3, convert_v3},
 };
 #define NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
@@ -134,18 +153,32 @@ enum stmt {
     S_SAVEPOINT,
     S_RELEASE,
     S_ROLLBACK_TO,
+    S_LINK_UPDATE,
+    S_LINK_RESERVE,
+    S_HISTORY_ADD,
+    S_HISTORY_LIST,
+    S_DOMAIN_ADD,
+    S_DOMAIN_GET,
+    S_DOMAIN_DEL,
+    S_DOMAIN_LIST,
     S__COUNT
 };
 
 #define LINK_COLS                                                                           \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
-    "permanent, clicks, bot_clicks"
+    "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used"
 /* As read: the all-time totals are the pruned days' plus the kept days'. */
 #define LINK_READ                                                                           \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
     "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                 \
     "WHERE d.code = links.code), 0), bot_clicks + coalesce((SELECT sum(d.bots) "            \
-    "FROM link_days d WHERE d.code = links.code), 0)"
+    "FROM link_days d WHERE d.code = links.code), 0), password, domain, variants, utm, "    \
+    "dest, max_clicks, used"
+
+/* What a deleted or swept link loses (its code and counters stay). */
+#define LINK_DATA_NULL                                                                      \
+    "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, " \
+    "utm = NULL, dest = NULL"
 
 static const char *const sql[S__COUNT] = {
     [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
@@ -153,17 +186,17 @@ static const char *const sql[S__COUNT] = {
     [S_CLAIM] = "UPDATE meta SET v = v + ?1 WHERE k = 'counter' RETURNING v - ?1",
     [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = ?1",
     [S_LINK_INSERT] = "INSERT INTO links(" LINK_COLS ") "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+                      "?17, ?18, ?19, ?20)",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = ?1 AND url = ?2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
                          "ORDER BY created_at DESC LIMIT 1",
-    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, url = NULL, title = NULL, "
-                      "note = NULL, tags = NULL WHERE code = ?1",
+    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, " LINK_DATA_NULL
+                      " WHERE code = ?1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = ?2, changed_at = ?3 WHERE code = ?1",
     [S_LINK_COUNT] = "SELECT count(*) FROM links",
-    [S_LINK_SWEEP] = "UPDATE links SET url = NULL, title = NULL, note = NULL, tags = NULL "
-                     "WHERE id IN (SELECT id FROM links WHERE expires_at > 0 "
-                     "AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
+    [S_LINK_SWEEP] = "UPDATE links SET " LINK_DATA_NULL " WHERE id IN (SELECT id FROM links "
+                     "WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
     [S_META_DEL] = "DELETE FROM meta WHERE k = ?1",
     [S_META_ADD] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO NOTHING",
     [S_IDEM_CLAIM] = "INSERT INTO idempotency(key_id, idem, fingerprint, status, body, created_at) "
@@ -219,6 +252,21 @@ static const char *const sql[S__COUNT] = {
     [S_SAVEPOINT] = "SAVEPOINT unit",
     [S_RELEASE] = "RELEASE unit",
     [S_ROLLBACK_TO] = "ROLLBACK TO unit",
+    [S_LINK_UPDATE] = "UPDATE links SET url = ?2, title = ?3, note = ?4, tags = ?5, "
+                      "expires_at = ?6, changed_at = ?7, password = ?8, variants = ?9, "
+                      "utm = ?10, dest = ?11 WHERE code = ?1",
+    [S_LINK_RESERVE] = "UPDATE links SET used = used + 1 WHERE code = ?1 AND max_clicks > 0 "
+                       "AND used < max_clicks RETURNING used",
+    [S_HISTORY_ADD] = "INSERT INTO link_history(code, seq, old_url, new_url, changed_at, by_key) "
+                      "VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM link_history "
+                      "WHERE code = ?1), ?2, ?3, ?4, ?5)",
+    [S_HISTORY_LIST] = "SELECT seq, old_url, new_url, changed_at, by_key FROM link_history "
+                       "WHERE code = ?1 ORDER BY seq DESC LIMIT ?2",
+    [S_DOMAIN_ADD] = "INSERT INTO domains(host, owner, created_at) VALUES (?1, ?2, ?3)",
+    [S_DOMAIN_GET] = "SELECT owner FROM domains WHERE host = ?1",
+    [S_DOMAIN_DEL] = "DELETE FROM domains WHERE host = ?1 AND owner = ?2",
+    [S_DOMAIN_LIST] = "SELECT host, owner, created_at FROM domains "
+                      "WHERE ?1 < 0 OR owner = ?1 ORDER BY host",
 };
 
 struct conn {
@@ -366,6 +414,13 @@ static void row_to_link(sqlite3_stmt *q, struct link *l)
     l->permanent = sqlite3_column_int(q, 10) != 0;
     l->clicks = sqlite3_column_int64(q, 11);
     l->bot_clicks = sqlite3_column_int64(q, 12);
+    l->password = col_dup(q, 13);
+    l->domain = col_dup(q, 14);
+    l->variants = col_dup(q, 15);
+    l->utm = col_dup(q, 16);
+    l->dest = col_dup(q, 17);
+    l->max_clicks = sqlite3_column_int64(q, 18);
+    l->used = sqlite3_column_int64(q, 19);
 }
 
 static void bind_blob(sqlite3_stmt *q, int i, const void *p, size_t n)
@@ -697,7 +752,154 @@ static int sq_link_insert(struct store *st, const struct link *l)
     sqlite3_bind_int(q, 11, l->permanent);
     sqlite3_bind_int64(q, 12, l->clicks);
     sqlite3_bind_int64(q, 13, l->bot_clicks);
+    bind_opt_text(q, 14, l->password);
+    bind_opt_text(q, 15, l->domain);
+    bind_opt_text(q, 16, l->variants);
+    bind_opt_text(q, 17, l->utm);
+    bind_opt_text(q, 18, l->dest);
+    sqlite3_bind_int64(q, 19, l->max_clicks);
+    sqlite3_bind_int64(q, 20, l->used);
     return run_done(q, "link insert");
+}
+
+static int sq_link_update(struct store *st, const struct link *l)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_UPDATE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, l->code, -1, SQLITE_STATIC);
+    bind_opt_text(q, 2, l->url);
+    bind_opt_text(q, 3, l->title);
+    bind_opt_text(q, 4, l->note);
+    bind_opt_text(q, 5, l->tags);
+    sqlite3_bind_int64(q, 6, l->expires_at);
+    sqlite3_bind_int64(q, 7, l->changed_at);
+    bind_opt_text(q, 8, l->password);
+    bind_opt_text(q, 9, l->variants);
+    bind_opt_text(q, 10, l->utm);
+    bind_opt_text(q, 11, l->dest);
+    int rc = run_done(q, "link update");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_link_reserve(struct store *st, const char *code, int64_t *used)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_RESERVE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_TOOBIG;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "link reserve");
+    *used = sqlite3_column_int64(q, 0);
+    sqlite3_step(q);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_history_add(struct store *st, const char *code, const char *old_url,
+                          const char *new_url, int64_t at, int64_t by_key)
+{
+    sqlite3_stmt *q = stmt_get(st, S_HISTORY_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    bind_opt_text(q, 2, old_url);
+    bind_opt_text(q, 3, new_url);
+    sqlite3_bind_int64(q, 4, at);
+    sqlite3_bind_int64(q, 5, by_key);
+    return run_done(q, "history add");
+}
+
+static int sq_history_list(struct store *st, const char *code, int limit, change_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_HISTORY_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 2, limit);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct link_change c = {
+            .seq = sqlite3_column_int64(q, 0),
+            .old_url = (const char *)sqlite3_column_text(q, 1),
+            .new_url = (const char *)sqlite3_column_text(q, 2),
+            .changed_at = sqlite3_column_int64(q, 3),
+            .by_key = sqlite3_column_int64(q, 4),
+        };
+        if (cb(&c, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "history list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_domain_add(struct store *st, const char *host, int64_t owner, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, owner);
+    sqlite3_bind_int64(q, 3, now);
+    return run_done(q, "domain add");
+}
+
+static int sq_domain_get(struct store *st, const char *host, int64_t *owner)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "domain get");
+    *owner = sqlite3_column_int64(q, 0);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_domain_del(struct store *st, const char *host, int64_t owner)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_DEL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, owner);
+    int rc = run_done(q, "domain delete");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_domain_list(struct store *st, int64_t owner, domain_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, owner);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (cb((const char *)sqlite3_column_text(q, 0), sqlite3_column_int64(q, 1),
+               sqlite3_column_int64(q, 2), arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "domain list");
+    finish(q);
+    return ERR_OK;
 }
 
 static int sq_link_find_live(struct store *st, int64_t owner, const char *url, int64_t now,
@@ -1300,6 +1502,14 @@ const struct store_ops store_sqlite_ops = {
     .link_list = sq_link_list,
     .link_count = sq_link_count,
     .link_sweep = sq_link_sweep,
+    .link_update = sq_link_update,
+    .link_reserve = sq_link_reserve,
+    .history_add = sq_history_add,
+    .history_list = sq_history_list,
+    .domain_add = sq_domain_add,
+    .domain_get = sq_domain_get,
+    .domain_del = sq_domain_del,
+    .domain_list = sq_domain_list,
     .meta_del = sq_meta_del,
     .meta_add = sq_meta_add,
     .idem_claim = sq_idem_claim,

@@ -37,7 +37,7 @@ struct store_value {
 
 /* PostgreSQL binds a parameter per column (an upsert) or three per key
  * column (a range delete): both stay within store_pg.c's MAX_PARAMS. */
-#define TABLE_COLS_MAX 13
+#define TABLE_COLS_MAX 20
 #define TABLE_KEYS_MAX 4
 
 struct store_table {
@@ -60,6 +60,8 @@ enum table_id {
     TABLE_BLOCKLIST,
     TABLE_IDEMPOTENCY,
     TABLE_LINK_DAYS,
+    TABLE_DOMAINS,
+    TABLE_LINK_HISTORY,
     TABLE__COUNT
 };
 
@@ -78,11 +80,13 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         {{"id", COL_INT}, {"hash", COL_BLOB}, {"name", COL_TEXT}, {"admin", COL_BOOL},
          {"created_at", COL_INT}, {"revoked_at", COL_INT}}},
     [TABLE_LINKS] = {
-        "links", 13, 1, false, NULL, {"clicks", "bot_clicks"},
+        "links", 20, 1, false, NULL, {"clicks", "bot_clicks"},
         {{"code", COL_TEXT}, {"owner", COL_INT}, {"url", COL_TEXT}, {"title", COL_TEXT},
          {"note", COL_TEXT}, {"tags", COL_TEXT}, {"created_at", COL_INT},
          {"expires_at", COL_INT}, {"changed_at", COL_INT}, {"state", COL_INT},
-         {"permanent", COL_BOOL}, {"clicks", COL_INT}, {"bot_clicks", COL_INT}}},
+         {"permanent", COL_BOOL}, {"clicks", COL_INT}, {"bot_clicks", COL_INT},
+         {"password", COL_TEXT}, {"domain", COL_TEXT}, {"variants", COL_TEXT},
+         {"utm", COL_TEXT}, {"dest", COL_TEXT}, {"max_clicks", COL_INT}, {"used", COL_INT}}},
     [TABLE_BLOCKLIST] = {
         "blocklist", 2, 1, true, NULL, {NULL, NULL},
         {{"host", COL_TEXT}, {"created_at", COL_INT}}},
@@ -95,6 +99,13 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         {{"code", COL_TEXT}, {"day", COL_INT}, {"clicks", COL_INT}, {"bots", COL_INT},
          {"uniques", COL_INT}, {"dims", COL_BLOB}, {"visitors", COL_BLOB},
          {"recent", COL_BLOB}}},
+    [TABLE_DOMAINS] = {
+        "domains", 3, 1, true, NULL, {NULL, NULL},
+        {{"host", COL_TEXT}, {"owner", COL_INT}, {"created_at", COL_INT}}},
+    [TABLE_LINK_HISTORY] = {
+        "link_history", 6, 2, false, NULL, {NULL, NULL},
+        {{"code", COL_TEXT}, {"seq", COL_INT}, {"old_url", COL_TEXT}, {"new_url", COL_TEXT},
+         {"changed_at", COL_INT}, {"by_key", COL_INT}}},
 };
 
 /* What table_count reports: the rows, and the sums of the 'sum' columns. */

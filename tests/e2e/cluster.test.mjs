@@ -516,6 +516,37 @@ it('a delete, a disable and an enable on one node reach the cache of every other
     for (const [n, v] of Object.entries(back)) assert.ok(v <= BOUND_MS + SLACK_MS, `${n}: 302 only after ${v} ms`);
 }, { skip });
 
+it('max_clicks across nodes: 4 nodes × 30 concurrent clicks of a link limited to 40 → exactly 40 redirects', async () => {
+    const l = await createLink(A, admin, { url: 'https://example.com/cross/limited', max_clicks: 40 });
+    const rs = await Promise.all(nodes.flatMap((n) => Array.from({ length: 30 }, (_, i) => visit(n, `${l.code}?i=${i}`))));
+    const ok = rs.filter((r) => r.status === 302).length;
+    assert.equal(ok, 40, `statuses: ${JSON.stringify(rs.map((r) => r.status))}`);
+    assert.equal(rs.filter((r) => r.status === 410).length, 120 - 40);
+    for (const n of nodes) assert.equal((await visit(n, l.code)).status, 410, n.name);
+}, { skip });
+
+it('a PATCH on one node reaches the cache of every other node within 1 s', async (t) => {
+    const l = await createLink(A, admin, { url: 'https://example.com/cross/patch-before' });
+    for (const n of nodes) {
+        for (let i = 0; i < 2; i++) assert.equal((await visit(n, l.code)).headers.get('location'), 'https://example.com/cross/patch-before');
+    }
+    const p = await api(B, 'PATCH', `/api/links/${l.code}`, { key: admin, body: { url: 'https://example.com/cross/patch-after' } });
+    assert.equal(p.status, 200, p.text);
+    const t0 = Date.now();
+    const ms = {};
+    await Promise.all(nodes.map(async (n) => {
+        const seen = await poll(async () => (await visit(n, l.code)).headers.get('location') === 'https://example.com/cross/patch-after',
+            { timeoutMs: BOUND_MS + SLACK_MS, intervalMs: 10 });
+        assert.ok(seen, `${n.name} still sends the old destination`);
+        ms[n.name] = Date.now() - t0;
+    }));
+    t.diagnostic(`PATCH on node-b → new destination after ${JSON.stringify(ms)} ms`);
+    const h = await api(C, 'GET', `/api/links/${l.code}/history`, { key: admin });
+    assert.equal(h.status, 200, h.text);
+    assert.equal(h.json.length, 1);
+    assert.equal(h.json[0].new_url, 'https://example.com/cross/patch-after');
+}, { skip });
+
 /* =============================================================== faults */
 
 it('Redis killed under load: no failed redirect, creates go on, invalidations go through PostgreSQL, ' +

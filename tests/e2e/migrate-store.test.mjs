@@ -82,7 +82,7 @@ function migrateStore(to = url, args = []) {
 function assertVerified(r) {
     assert.equal(r.code, 0, `migrate-store failed\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stdout, /^verified: /m);
-    const tables = ['meta', 'api_keys', 'links', 'blocklist', 'idempotency', 'link_days'];
+    const tables = ['meta', 'api_keys', 'links', 'blocklist', 'idempotency', 'link_days', 'domains', 'link_history'];
     assert.deepEqual(Object.keys(r.rows).sort(), [...tables].sort(), r.stdout);
     for (const t of tables) {
         assert.ok(r.rows[t].ok && r.rows[t].source === r.rows[t].target, `${t}: ${JSON.stringify(r.rows[t])}`);
@@ -151,6 +151,13 @@ before(async () => {
     links.expired = await createLink(src, admin, { url: 'https://example.com/expired', ttl: 1 });
     links.expiring = await createLink(src, admin, { url: 'https://example.com/expiring', ttl: 86400 });
     links.idem = await createLink(src, admin, { url: 'https://example.com/idem' }, { 'idempotency-key': 'ms-idem-1' });
+    // Link controls (schema 2): a custom domain, a click limit, UTM, an edit in the history.
+    const dom = await api(src, 'POST', '/api/domains', { key: user, body: { host: 'go-ms.example' } });
+    assert.equal(dom.status, 201, dom.text);
+    links.controls = await createLink(src, user, { url: 'https://example.com/ctl', domain: 'go-ms.example', max_clicks: 10, utm: { source: 'ms' } });
+    const edit = await api(src, 'PATCH', `/api/links/${links.controls.code}`, { key: user, body: { url: 'https://example.com/ctl2' } });
+    assert.equal(edit.status, 200, edit.text);
+    for (let i = 0; i < 2; i++) assert.equal((await visit(src, links.controls.code)).status, 302);
 
     // Clicks: human and bot, on a few links, before they change state.
     for (let i = 0; i < 7; i++) assert.equal((await visit(src, links.gen0.code)).status, 302);
@@ -162,6 +169,7 @@ before(async () => {
     assert.equal((await visit(src, links.deleted.code)).status, 302);
     await flushed(src, links.gen0.code, 7);
     await flushed(src, links.deleted.code, 1);
+    await flushed(src, links.controls.code, 2);
 
     assert.equal((await api(src, 'DELETE', `/api/links/${links.deleted.code}`, { key: admin })).status, 204);
     assert.equal((await api(src, 'POST', `/api/links/${links.disabled.code}/disable`, { key: admin })).status, 200);
@@ -212,9 +220,13 @@ it('copies every table, verifies the counts and never prints the password', () =
     assert.equal(r.rows.idempotency.source, 1);
     // Links keep the totals of pruned days (none here); link_days the rest.
     assert.equal(r.sums['links.clicks'][0], 0);
-    assert.equal(r.sums['link_days.clicks'][0], 7 + 3 + 2 + 1);
+    assert.equal(r.sums['link_days.clicks'][0], 7 + 3 + 2 + 1 + 2);
     assert.equal(r.sums['link_days.bots'][0], 4);
-    for (const t of ['meta', 'api_keys', 'links', 'link_days']) {
+    assert.equal(r.rows.domains.source, 1);
+    assert.equal(r.rows.link_history.source, 1);
+    assert.equal(targetValue(`SELECT used || ',' || max_clicks || ',' || domain || ',' || dest FROM links WHERE code = '${links.controls.code}'`),
+        '2,10,go-ms.example,https://example.com/ctl2?utm_source=ms');
+    for (const t of ['meta', 'api_keys', 'links', 'link_days', 'domains', 'link_history']) {
         assert.ok(r.rows[t].source > 0, `${t} is empty: the test copies nothing there`);
         assert.equal(r.rows[t].written, r.rows[t].source, `${t}: a first copy writes every row`);
     }
@@ -245,7 +257,7 @@ it('clicks added to the SQLite store after a copy come over exactly once', async
 
     const r = migrateStore(url, ['--batch-rows', '3']);
     assertVerified(r);
-    assert.equal(r.sums['link_days.clicks'][1], 13 + 5 + 20);
+    assert.equal(r.sums['link_days.clicks'][1], 15 + 5 + 20);
     assert.equal(r.sums['link_days.bots'][1], 4 + 1);
     // gen0's and gen1's rows of today, each rewritten (two more should the
     // clicks have crossed midnight).
@@ -255,7 +267,7 @@ it('clicks added to the SQLite store after a copy come over exactly once', async
     assert.equal(r.rows.blocklist.target, 1);
     const again = migrateStore(url, ['--batch-rows', '3']);
     assertVerified(again);
-    assert.equal(again.sums['link_days.clicks'][1], 38);
+    assert.equal(again.sums['link_days.clicks'][1], 40);
     for (const [t, x] of Object.entries(again.rows)) assert.equal(x.written, 0, `${t} was written again`);
 }, { skip });
 

@@ -87,6 +87,9 @@
     X(store_concurrent_counts)                                                                     \
     X(store_prune)                                                                                 \
     X(store_upgrade)                                                                               \
+    X(hosts_header)                                                                                \
+    X(hosts_list)                                                                                  \
+    X(store_controls)                                                                              \
     X(store_lifecycle)                                                                             \
     X(store_pg)                                                                                    \
     X(cache_put_get)                                                                               \
@@ -113,7 +116,22 @@
     X(dayrow_many_values)                                                                          \
     X(dayrow_recent)                                                                               \
     X(dayrow_visitors)                                                                             \
-    X(dayrow_bad_blobs)
+    X(dayrow_bad_blobs)                                                                            \
+    X(utm_json)                                                                                    \
+    X(utm_json_errors)                                                                             \
+    X(utm_merge)                                                                                   \
+    X(utm_merge_limit)                                                                             \
+    X(variants_parse)                                                                              \
+    X(variants_parse_errors)                                                                       \
+    X(variants_pick)                                                                               \
+    X(pwhash_valid)                                                                                \
+    X(pwhash_sync)                                                                                 \
+    X(pwhash_async)                                                                                \
+    X(gate_page)                                                                                   \
+    X(gate_escaping)                                                                               \
+    X(gate_csp)                                                                                    \
+    X(gate_form)                                                                                   \
+    X(gate_continue)
 
 #define X(name) void test_##name(void);
 TESTS(X)

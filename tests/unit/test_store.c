@@ -1540,3 +1540,118 @@ static void pg_lost_checks(struct backend *b)
     QUIET(rc = st->ops->ping(st));
     CHECK_EQ_INT(rc, ERR_OK);
 }
+
+/* ---- link controls: update, reservations, history, domains ---- */
+
+static int collect_change(const struct link_change *ch, void *arg)
+{
+    struct collect *c = arg;
+    buf_printf(&c->s, "%s%lld:%s>%s@%lld/%lld", c->s.len ? "," : "", (long long)ch->seq,
+               ch->old_url ? ch->old_url : "-", ch->new_url ? ch->new_url : "-",
+               (long long)ch->changed_at, (long long)ch->by_key);
+    return ++c->calls == c->stop_after;
+}
+
+static int collect_domain(const char *host, int64_t owner, int64_t created_at, void *arg)
+{
+    struct collect *c = arg;
+    buf_printf(&c->s, "%s%s:%lld@%lld", c->s.len ? "," : "", host, (long long)owner,
+               (long long)created_at);
+    return ++c->calls == c->stop_after;
+}
+
+static void controls_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct link l = mk("ctl1", 7, "https://a.example/", 100, 0);
+    l.password = "$argon2id$fake";
+    l.domain = "go.example";
+    l.variants = "[{\"url\":\"https://v.example/\",\"weight\":1}]";
+    l.utm = "{\"source\":\"x\"}";
+    l.dest = "https://a.example/?utm_source=x";
+    l.max_clicks = 2;
+    CHECK_EQ_INT(st->ops->link_insert(st, &l), ERR_OK);
+    struct link g;
+    if (CHECK_EQ_INT(st->ops->link_get(st, "ctl1", &g), ERR_OK)) {
+        CHECK_EQ_STR(g.password, "$argon2id$fake");
+        CHECK_EQ_STR(g.domain, "go.example");
+        CHECK_EQ_STR(g.variants, l.variants);
+        CHECK_EQ_STR(g.utm, l.utm);
+        CHECK_EQ_STR(g.dest, l.dest);
+        CHECK_EQ_INT(g.max_clicks, 2);
+        CHECK_EQ_INT(g.used, 0);
+        CHECK(link_controlled(&g));
+        link_release(&g);
+    }
+    /* Two slots, then none; a link without a limit has none either. */
+    int64_t used = 0;
+    CHECK_EQ_INT(st->ops->link_reserve(st, "ctl1", &used), ERR_OK);
+    CHECK_EQ_INT(used, 1);
+    CHECK_EQ_INT(st->ops->link_reserve(st, "ctl1", &used), ERR_OK);
+    CHECK_EQ_INT(used, 2);
+    CHECK_EQ_INT(st->ops->link_reserve(st, "ctl1", &used), ERR_TOOBIG);
+    CHECK_EQ_INT(insert(st, "plain1", 7, "https://p.example/", 100, 0), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_reserve(st, "plain1", &used), ERR_TOOBIG);
+
+    /* Update: every changeable field; a NULL removes it. */
+    struct link u = mk("ctl1", 7, "https://b.example/", 100, 5000);
+    u.changed_at = 200;
+    u.title = "T";
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_update(st, &u), ERR_OK);
+    CHECK_EQ_INT(st->ops->history_add(st, "ctl1", "https://a.example/", "https://b.example/",
+                                      200, 7), ERR_OK);
+    CHECK_EQ_INT(st->ops->history_add(st, "ctl1", "https://b.example/", "https://c.example/",
+                                      300, 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    struct link none = mk("nope", 7, "https://b.example/", 100, 0);
+    CHECK_EQ_INT(st->ops->link_update(st, &none), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "ctl1", &g), ERR_OK)) {
+        CHECK_EQ_STR(g.url, "https://b.example/");
+        CHECK_EQ_STR(g.title, "T");
+        CHECK(!g.password && !g.variants && !g.utm && !g.dest);
+        CHECK_EQ_STR(g.domain, "go.example");    /* not changeable */
+        CHECK_EQ_INT(g.expires_at, 5000);
+        CHECK_EQ_INT(g.changed_at, 200);
+        CHECK_EQ_INT(g.used, 2);
+        link_release(&g);
+    }
+    struct collect c = {BUF_INIT, 0, 0, "", 0};
+    CHECK_EQ_INT(st->ops->history_list(st, "ctl1", 10, collect_change, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "2:https://b.example/>https://c.example/@300/1,"
+                                 "1:https://a.example/>https://b.example/@200/7");
+    buf_reset(&c.s);
+    CHECK_EQ_INT(st->ops->history_list(st, "plain1", 10, collect_change, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "");
+
+    /* Domains: one owner each. */
+    CHECK_EQ_INT(st->ops->domain_add(st, "go.example", 7, 10), ERR_OK);
+    CHECK_EQ_INT(st->ops->domain_add(st, "go.example", 8, 11), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->domain_add(st, "b.example", 8, 12), ERR_OK);
+    int64_t owner = 0;
+    CHECK_EQ_INT(st->ops->domain_get(st, "go.example", &owner), ERR_OK);
+    CHECK_EQ_INT(owner, 7);
+    CHECK_EQ_INT(st->ops->domain_get(st, "x.example", &owner), ERR_NOTFOUND);
+    buf_reset(&c.s);
+    CHECK_EQ_INT(st->ops->domain_list(st, -1, collect_domain, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "b.example:8@12,go.example:7@10");
+    buf_reset(&c.s);
+    CHECK_EQ_INT(st->ops->domain_list(st, 7, collect_domain, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "go.example:7@10");
+    CHECK_EQ_INT(st->ops->domain_del(st, "go.example", 8), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->domain_del(st, "go.example", 7), ERR_OK);
+    CHECK_EQ_INT(st->ops->domain_get(st, "go.example", &owner), ERR_NOTFOUND);
+
+    /* A delete drops the controls with the rest of the data. */
+    CHECK_EQ_INT(st->ops->link_insert(st, &l), ERR_EXISTS);
+    l.code[3] = '2';
+    CHECK_EQ_INT(st->ops->link_insert(st, &l), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_set_state(st, "ctl2", LINK_DELETED, 400), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "ctl2", &g), ERR_OK)) {
+        CHECK(!g.url && !g.password && !g.variants && !g.utm && !g.dest);
+        link_release(&g);
+    }
+    buf_release(&c.s);
+}
+
+void test_store_controls(void) { each_backend("controls", controls_checks); }

@@ -152,7 +152,8 @@ static bool fresh(struct backend *b, bool pg, const char *area)
 
 static void finish(struct backend *b)
 {
-    b->st->ops->close(b->st);
+    if (b->st)
+        b->st->ops->close(b->st);
     unplace(b);
 }
 
@@ -1247,8 +1248,8 @@ void test_store_prune(void) { each_backend("prune", prune_checks); }
 
 /* ---- upgrading the analytics of version 1 ---- */
 
-/* A store as version 1 left it: per-day, per-dimension, per-visitor and
- * per-click rows, and links whose totals include every kept day. */
+/* A store as versions 1 and 2 left it: per-day, per-dimension, per-visitor
+ * and per-click rows, and links whose totals include every kept day. */
 static const char *const v1_tables =
     "DROP TABLE link_days;"
     "CREATE TABLE daily (code TEXT NOT NULL, day INTEGER NOT NULL, clicks INTEGER NOT NULL,"
@@ -1302,7 +1303,7 @@ static void upgrade_checks(struct backend *b)
         QUIET(CHECK_EQ_INT(store_pg_migrate(b->url, &from, &to), ERR_OK));
         CHECK(from < 3 && to >= 3);
     } else {
-        snprintf(sql, sizeof(sql), "%s PRAGMA user_version = 1;", v1_tables);
+        snprintf(sql, sizeof(sql), "%s PRAGMA user_version = 2;", v1_tables);
         if (!CHECK(sqlite_admin(b, sql)))
             return;
     }

@@ -23,6 +23,7 @@
 #define LIST_DEFAULT 50
 #define LIST_MAX 1000
 #define IDEM_KEY_MAX 255
+#define FILTER_MAX 128          /* bytes of a tag or q filter */
 
 /* The link object of the API. */
 json_t *link_json(const struct app *app, const struct link *l, int64_t now)
@@ -310,6 +311,64 @@ static bool parse_states(struct slice s, struct link_query *q)
     return q->states || q->want_live || q->want_expired;
 }
 
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A filter from the query string: percent-decoded ('+' is a space), at most
+ * FILTER_MAX bytes of UTF-8 without NUL. Absent or empty: *out stays "".
+ * False when it breaks those rules. */
+static bool filter_param(const struct request *r, const char *name, char out[FILTER_MAX + 1])
+{
+    out[0] = '\0';
+    struct slice v;
+    if (!http_query_param(r, name, &v))
+        return true;
+    size_t n = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        char c = v.p[i];
+        if (c == '+') {
+            c = ' ';
+        } else if (c == '%') {
+            int hi = i + 2 < v.n ? hex_digit(v.p[i + 1]) : -1;
+            int lo = i + 2 < v.n ? hex_digit(v.p[i + 2]) : -1;
+            if (hi < 0 || lo < 0)
+                return false;
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        }
+        if (c == '\0' || n == FILTER_MAX)
+            return false;
+        out[n++] = c;
+    }
+    out[n] = '\0';
+    json_t *utf8 = json_stringn(out, n); /* NULL when not valid UTF-8 */
+    json_decref(utf8);
+    return utf8 != NULL;
+}
+
+/* '&name=value' for the next page's link, every byte but the unreserved
+ * ones percent-encoded. */
+static void add_filter(struct buf *b, const char *name, const char *value)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (!*value)
+        return;
+    buf_printf(b, "&%s=", name);
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            buf_addc(b, (char)*p);
+        } else {
+            char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+            buf_add(b, e, 3);
+        }
+    }
+}
+
 int handle_link_list(struct request *r)
 {
     struct app *app = r->app;
@@ -344,6 +403,15 @@ int handle_link_list(struct request *r)
         after_code[code.n] = '\0';
         q.after_code = after_code;
     }
+    char tag[FILTER_MAX + 1], text[FILTER_MAX + 1];
+    if (!filter_param(r, "tag", tag))
+        return http_error(r, 400, "invalid_field", "tag",
+                          "tag must be at most 128 bytes of UTF-8, percent-encoded");
+    if (!filter_param(r, "q", text))
+        return http_error(r, 400, "invalid_field", "q",
+                          "q must be at most 128 bytes of UTF-8, percent-encoded");
+    q.tag = *tag ? tag : NULL;
+    q.q = *text ? text : NULL;
     q.limit = (int)limit + 1;
     struct list_ctx x = {.app = app, .arr = json_array(), .now = q.now, .want = (int)limit};
     if (app->store->ops->link_list(app->store, &q, list_cb, &x) != ERR_OK) {
@@ -352,8 +420,11 @@ int handle_link_list(struct request *r)
     }
     if (x.seen > x.want) {
         struct buf link = BUF_INIT;
-        buf_printf(&link, "</api/links?limit=%lld&state=%.*s&cursor=%lld.%s>; rel=\"next\"",
-                   (long long)limit, (int)state.n, state.p, (long long)x.last_created,
+        buf_printf(&link, "</api/links?limit=%lld&state=%.*s", (long long)limit, (int)state.n,
+                   state.p);
+        add_filter(&link, "tag", tag);
+        add_filter(&link, "q", text);
+        buf_printf(&link, "&cursor=%lld.%s>; rel=\"next\"", (long long)x.last_created,
                    x.last_code);
         http_add_header(r, "Link", link.p, link.len);
         buf_release(&link);

@@ -1,5 +1,5 @@
-/* api_links.c - /api/links: create, list, read, edit (PATCH) and its
- * history, delete, disable, enable.
+/* api_links.c - /api/links: create (one, or up to 1,000 in one transaction),
+ * list, read, edit (PATCH) and its history, delete, disable, enable.
  * Reads run on the event-loop thread against its own store connection;
  * writes go through the group commit (apijob.h) and are durable before they
  * are answered. */
@@ -26,6 +26,8 @@
 #define LIST_DEFAULT 50
 #define LIST_MAX 1000
 #define IDEM_KEY_MAX 255
+#define FILTER_MAX 128          /* bytes of a tag or q filter */
+#define BULK_MAX 1000           /* links in one POST /api/links/bulk */
 
 /* The link object of the API. */
 json_t *link_json(const struct app *app, const struct link *l, int64_t now)
@@ -155,14 +157,126 @@ static int submit_hashed(struct request *r, struct api_job *job, char **slot,
 
 /* ---- create ---- */
 
+/* An Idempotency-Key as a create (single or bulk) carries it. */
+struct idem {
+    char *key;                  /* NULL when none */
+    uint8_t fingerprint[32];    /* of path and body */
+    int64_t since;              /* records older than this are forgotten */
+};
+
+/* Inside the job's transaction, before anything is written: ERR_OK when the
+ * job is answered already (a replay, or 422 for another body under the key),
+ * ERR_NOTFOUND when it is to run (the key is now claimed by this
+ * transaction: a request with the same key on another node waits here until
+ * this one commits, then finds its answer), or a storage error. */
+static int idem_start(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
+                      int64_t now)
+{
+    struct idem_rec rec;
+    int rc = st->ops->idem_get(st, owner, k->key, k->since, &rec);
+    if (rc == ERR_NOTFOUND) {
+        /* (An expired record in the way is simply replaced.) */
+        struct idem_rec claim = {.status = 0, .created_at = now};
+        memcpy(claim.fingerprint, k->fingerprint, 32);
+        rc = st->ops->idem_claim(st, owner, k->key, &claim);
+        if (rc == ERR_EXISTS)
+            rc = st->ops->idem_get(st, owner, k->key, k->since, &rec);
+        else if (rc == ERR_OK)
+            rc = ERR_NOTFOUND;
+    }
+    if (rc == ERR_OK && rec.status == 0) {
+        free(rec.body);     /* claimed, never answered (cannot outlive its transaction) */
+        rc = ERR_NOTFOUND;
+    }
+    if (rc != ERR_OK)
+        return rc;
+    if (sodium_memcmp(rec.fingerprint, k->fingerprint, 32) != 0) {
+        free(rec.body);
+        return api_job_error(j, 422, "idempotency_mismatch", NULL,
+                             "this Idempotency-Key was used with a different request");
+    }
+    j->status = rec.status;
+    j->raw = rec.body;
+    j->replayed = true;
+    return ERR_OK;
+}
+
+/* The answer is remembered with the key, in the same transaction. */
+static int idem_finish(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
+                       int64_t now)
+{
+    struct idem_rec rec = {.status = j->status, .created_at = now};
+    memcpy(rec.fingerprint, k->fingerprint, 32);
+    rec.body = json_dumps(j->answer, JSON_COMPACT);
+    int rc = st->ops->idem_put(st, owner, k->key, &rec);
+    free(rec.body);
+    return rc;
+}
+
+/* Reads the Idempotency-Key header into 'k': 0, or the status of the 400
+ * already written. */
+static int idem_header(struct request *r, int64_t now, struct idem *k)
+{
+    struct slice h = http_header(r, "idempotency-key");
+    if (!h.p)
+        return 0;
+    if (h.n < 1 || h.n > IDEM_KEY_MAX)
+        goto bad;
+    for (size_t i = 0; i < h.n; i++)
+        if (h.p[i] < 0x21 || h.p[i] > 0x7e)
+            goto bad;
+    k->key = slice_dup(h);
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, 32);
+    crypto_generichash_update(&st, (const unsigned char *)r->path.p, r->path.n);
+    crypto_generichash_update(&st, (const unsigned char *)"\n", 1);
+    crypto_generichash_update(&st, (const unsigned char *)r->body.p, r->body.n);
+    crypto_generichash_final(&st, k->fingerprint, 32);
+    k->since = now - r->app->cfg.idempotency_ttl * 1000;
+    return 0;
+bad:
+    return http_error(r, 400, "invalid_header", "Idempotency-Key",
+                      "Idempotency-Key must be 1 to 255 visible ASCII characters");
+}
+
+/* What a create that did not happen answers. */
+struct refusal {
+    int status;
+    const char *code, *field, *message;
+};
+
+/* One create inside the writer's transaction, shared by single and bulk
+ * creates. ERR_OK with 'out' the link (*reused: the caller's existing one),
+ * ERR_OK with 'no' filled when the rules refuse it (nothing written), or a
+ * storage error that fails the whole job. */
+static int create_one(struct app *app, struct store *st, const struct link_input *in,
+                      int64_t owner, int64_t now, struct link *out, bool *reused,
+                      struct refusal *no)
+{
+    memset(no, 0, sizeof(*no));
+    int rc = links_create(app->links, st, in, owner, now, out, reused);
+    if (rc == ERR_EXISTS)
+        *no = (struct refusal){409, "alias_taken", "alias", "this alias is taken (or was used "
+                                                            "before)"};
+    else if (rc == ERR_FORBIDDEN)
+        *no = (struct refusal){400, "invalid_field", "url", "destination host is blocked"};
+    else
+        return rc;
+    return ERR_OK;
+}
+
+static json_t *refusal_json(const struct refusal *no)
+{
+    return json_pack("{s:s,s:s,s:s?}", "code", no->code, "message", no->message, "field",
+                     no->field);
+}
+
 struct create_job {
     struct api_job base;
     struct link_input in;
     int64_t owner;
     int64_t now;
-    char *idem;                 /* Idempotency-Key, NULL when none */
-    uint8_t fingerprint[32];    /* of path and body */
-    int64_t idem_since;
+    struct idem idem;
     struct link link;
     bool created;
 };
@@ -172,7 +286,7 @@ static void create_release(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     link_input_release(&c->in);
     link_release(&c->link);
-    free(c->idem);
+    free(c->idem.key);
     free(c);
 }
 
@@ -181,37 +295,8 @@ static int create_run(struct wjob *wj, struct store *st)
     struct create_job *c = (struct create_job *)wj;
     struct api_job *j = &c->base;
     struct app *app = j->r->app;
-    if (c->idem) {
-        struct idem_rec rec;
-        int rc = st->ops->idem_get(st, c->owner, c->idem, c->idem_since, &rec);
-        if (rc == ERR_NOTFOUND) {
-            /* Claim the key in this transaction: a request with the same key
-             * on another node waits here until this one commits, then finds
-             * its answer. (An expired record in the way is simply replaced.) */
-            struct idem_rec claim = {.status = 0, .created_at = c->now};
-            memcpy(claim.fingerprint, c->fingerprint, 32);
-            rc = st->ops->idem_claim(st, c->owner, c->idem, &claim);
-            if (rc == ERR_EXISTS)
-                rc = st->ops->idem_get(st, c->owner, c->idem, c->idem_since, &rec);
-            else if (rc == ERR_OK)
-                rc = ERR_NOTFOUND;
-        }
-        if (rc == ERR_OK && rec.status == 0) {
-            free(rec.body);     /* claimed, never answered (cannot outlive its transaction) */
-            rc = ERR_NOTFOUND;
-        }
-        if (rc == ERR_OK) {
-            bool same = sodium_memcmp(rec.fingerprint, c->fingerprint, 32) == 0;
-            if (!same) {
-                free(rec.body);
-                return api_job_error(j, 422, "idempotency_mismatch", NULL,
-                                     "this Idempotency-Key was used with a different request");
-            }
-            j->status = rec.status;
-            j->raw = rec.body;
-            j->replayed = true;
-            return ERR_OK;
-        }
+    if (c->idem.key) {
+        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
         if (rc != ERR_NOTFOUND)
             return rc;
     }
@@ -236,44 +321,37 @@ static int create_run(struct wjob *wj, struct store *st)
             return rc;
     }
     bool reused = false;
-    int rc = links_create(app->links, st, &c->in, c->owner, c->now, &c->link, &reused);
-    if (rc == ERR_OK) {
+    struct refusal no;
+    int rc = create_one(app, st, &c->in, c->owner, c->now, &c->link, &reused, &no);
+    if (rc != ERR_OK)
+        return rc;
+    if (no.status) {
+        api_job_error(j, no.status, no.code, no.field, no.message);
+    } else {
         c->created = !reused;
         j->status = reused ? 200 : 201;
-        if (c->idem)    /* the answer is remembered with the key */
+        if (c->idem.key)    /* the answer is remembered with the key */
             j->answer = link_json(app, &c->link, c->now);
-    } else if (rc == ERR_EXISTS) {
-        api_job_error(j, 409, "alias_taken", "alias", "this alias is taken (or was used before)");
-    } else if (rc == ERR_FORBIDDEN) {
-        api_job_error(j, 400, "invalid_field", "url", "destination host is blocked");
-    } else {
-        return rc;
     }
-    if (c->idem) {
-        struct idem_rec rec = {.status = j->status, .created_at = c->now};
-        memcpy(rec.fingerprint, c->fingerprint, 32);
-        rec.body = json_dumps(j->answer, JSON_COMPACT);
-        rc = st->ops->idem_put(st, c->owner, c->idem, &rec);
-        free(rec.body);
-        if (rc != ERR_OK)
-            return rc;
-    }
-    return ERR_OK;
+    return c->idem.key ? idem_finish(j, st, c->owner, &c->idem, c->now) : ERR_OK;
 }
 
 /* A new code may be cached as a miss: drop that, the first click reads it.
  * An alias may have been asked for before it existed, on any node: tell
  * them all (a generated code never was, and its miss would expire anyway). */
+static void forget_miss(struct app *app, const struct link *l, bool alias)
+{
+    size_t n = strlen(l->code);
+    cache_remove(app->cache, l->code, n);
+    if (app->bus && alias)
+        bus_publish(app->bus, l->code, n);
+}
+
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
-    struct app *app = j->r->app;
-    if (!c->created)
-        return;
-    size_t n = strlen(c->link.code);
-    cache_remove(app->cache, c->link.code, n);
-    if (app->bus && c->in.alias)
-        bus_publish(app->bus, c->link.code, n);
+    if (c->created)
+        forget_miss(j->r->app, &c->link, c->in.alias != NULL);
 }
 
 static void create_render(struct api_job *j)
@@ -281,16 +359,6 @@ static void create_render(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     if (j->status == 200 || j->status == 201)
         j->answer = link_json(j->r->app, &c->link, c->now);
-}
-
-static int idem_key_ok(struct slice k)
-{
-    if (k.n < 1 || k.n > IDEM_KEY_MAX)
-        return 0;
-    for (size_t i = 0; i < k.n; i++)
-        if (k.p[i] < 0x21 || k.p[i] > 0x7e)
-            return 0;
-    return 1;
 }
 
 int handle_link_create(struct request *r)
@@ -307,31 +375,185 @@ int handle_link_create(struct request *r)
         free(c);
         return http_error(r, 400, "invalid_field", field, "%s %s", field ? field : "body", why);
     }
-    struct slice idem = http_header(r, "idempotency-key");
-    if (idem.p) {
-        if (!idem_key_ok(idem)) {
-            link_input_release(&c->in);
-            free(c);
-            return http_error(r, 400, "invalid_header", "Idempotency-Key",
-                              "Idempotency-Key must be 1 to 255 visible ASCII characters");
-        }
-        c->idem = slice_dup(idem);
-        crypto_generichash_state h;
-        crypto_generichash_init(&h, NULL, 0, 32);
-        crypto_generichash_update(&h, (const unsigned char *)r->path.p, r->path.n);
-        crypto_generichash_update(&h, (const unsigned char *)"\n", 1);
-        crypto_generichash_update(&h, (const unsigned char *)r->body.p, r->body.n);
-        crypto_generichash_final(&h, c->fingerprint, 32);
-        c->idem_since = c->now - app->cfg.idempotency_ttl * 1000;
+    int status = idem_header(r, c->now, &c->idem);
+    if (status) {
+        link_input_release(&c->in);
+        free(c);
+        return status;
     }
     c->owner = r->key.id;
     /* Without an Idempotency-Key a create writes one row (a code block claim
      * may come with it, harmless to keep), so it needs no savepoint. */
-    c->base.job.single_write = !c->idem;
+    c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;
     c->base.render = create_render;
     c->base.release = create_release;
     return submit_hashed(r, &c->base, &c->in.password, create_run);
+}
+
+/* ---- bulk create ---- */
+
+struct bulk_item {
+    struct link_input in;
+    int status;                 /* 0 until decided */
+    json_t *error;              /* {"code", "message", "field"} when refused */
+    struct link link;           /* 200/201 */
+};
+
+struct bulk_job {
+    struct api_job base;
+    int64_t owner;
+    int64_t now;
+    struct idem idem;
+    size_t n;
+    struct bulk_item *items;
+};
+
+static void bulk_release(struct api_job *j)
+{
+    struct bulk_job *b = (struct bulk_job *)j;
+    for (size_t i = 0; i < b->n; i++) {
+        link_input_release(&b->items[i].in);
+        link_release(&b->items[i].link);
+        json_decref(b->items[i].error);
+    }
+    free(b->items);
+    free(b->idem.key);
+    free(b);
+}
+
+/* {"results": [{"status": 201, "link": {...}} | {"status": 409, "error": {...}}, ...]} */
+static json_t *bulk_answer(struct bulk_job *b, const struct app *app)
+{
+    json_t *results = json_array();
+    for (size_t i = 0; i < b->n; i++) {
+        struct bulk_item *it = &b->items[i];
+        json_t *o = json_pack("{s:i}", "status", it->status);
+        if (it->error)
+            json_object_set(o, "error", it->error);
+        else
+            json_object_set_new(o, "link", link_json(app, &it->link, b->now));
+        json_array_append_new(results, o);
+    }
+    return json_pack("{s:o}", "results", results);
+}
+
+/* Every item in its own savepoint inside the job's: a refused item leaves
+ * nothing behind and never fails the others; a storage error fails them all. */
+static int bulk_run(struct wjob *wj, struct store *st)
+{
+    struct bulk_job *b = (struct bulk_job *)wj;
+    struct api_job *j = &b->base;
+    struct app *app = j->r->app;
+    if (b->idem.key) {
+        int rc = idem_start(j, st, b->owner, &b->idem, b->now);
+        if (rc != ERR_NOTFOUND)
+            return rc;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        struct bulk_item *it = &b->items[i];
+        if (it->status)
+            continue;   /* refused by the parse */
+        int rc = st->ops->savepoint(st);
+        if (rc != ERR_OK)
+            return rc;
+        bool reused = false;
+        struct refusal no;
+        rc = create_one(app, st, &it->in, b->owner, b->now, &it->link, &reused, &no);
+        st->ops->savepoint_end(st, rc == ERR_OK && !no.status);
+        if (rc != ERR_OK)
+            return rc;
+        if (no.status) {
+            it->status = no.status;
+            it->error = refusal_json(&no);
+        } else {
+            it->status = reused ? 200 : 201;
+        }
+    }
+    j->status = 200;
+    if (!b->idem.key)
+        return ERR_OK;
+    j->answer = bulk_answer(b, app);
+    return idem_finish(j, st, b->owner, &b->idem, b->now);
+}
+
+static void bulk_after_commit(struct api_job *j)
+{
+    struct bulk_job *b = (struct bulk_job *)j;
+    if (j->replayed || j->status != 200)
+        return;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->items[i].status == 201)
+            forget_miss(j->r->app, &b->items[i].link, b->items[i].in.alias != NULL);
+}
+
+static void bulk_render(struct api_job *j)
+{
+    if (j->status == 200)
+        j->answer = bulk_answer((struct bulk_job *)j, j->r->app);
+}
+
+int handle_link_bulk(struct request *r)
+{
+    struct app *app = r->app;
+    const char *key;
+    json_t *v;
+    json_object_foreach(r->json, key, v) {
+        if (strcmp(key, "links") != 0)
+            return http_error(r, 400, "invalid_field", key, "%s unknown field", key);
+    }
+    json_t *links = json_object_get(r->json, "links");
+    if (!json_is_array(links) || json_array_size(links) < 1 ||
+        json_array_size(links) > BULK_MAX)
+        return http_error(r, 400, "invalid_field", "links",
+                          "links must be an array of 1 to %d link objects", BULK_MAX);
+    struct bulk_job *b = calloc(1, sizeof(*b));
+    if (!b)
+        abort();
+    b->now = now_ms();
+    b->owner = r->key.id;
+    b->n = json_array_size(links);
+    b->items = calloc(b->n, sizeof(*b->items));
+    if (!b->items)
+        abort();
+    size_t i;
+    json_array_foreach(links, i, v) {
+        struct bulk_item *it = &b->items[i];
+        const char *field = NULL;
+        char why[256];
+        if (!json_is_object(v)) {
+            it->status = 400;
+            it->error = json_pack("{s:s,s:s,s:n}", "code", "invalid_field", "message",
+                                  "each item must be a link object as POST /api/links takes",
+                                  "field");
+        } else if (json_object_get(v, "password")) {
+            /* Argon2id costs tens of milliseconds a password: a thousand in
+             * one request would hold the thread pool for seconds. */
+            it->status = 400;
+            it->error = json_pack("{s:s,s:s,s:s}", "code", "invalid_field", "message",
+                                  "password cannot be set in a bulk create; use POST /api/links "
+                                  "or PATCH the link",
+                                  "field", "password");
+        } else if (links_parse(app->links, v, b->now, &it->in, &field, why, sizeof(why)) !=
+                   ERR_OK) {
+            link_input_release(&it->in);
+            struct buf msg = BUF_INIT;
+            buf_printf(&msg, "%s %s", field ? field : "body", why);
+            it->status = 400;
+            it->error = json_pack("{s:s,s:s%,s:s?}", "code", "invalid_field", "message", msg.p,
+                                  msg.len, "field", field);
+            buf_release(&msg);
+        }
+    }
+    int status = idem_header(r, b->now, &b->idem);
+    if (status) {
+        bulk_release(&b->base);
+        return status;
+    }
+    b->base.after_commit = bulk_after_commit;
+    b->base.render = bulk_render;
+    b->base.release = bulk_release;
+    return api_job_submit(r, &b->base, bulk_run);
 }
 
 /* ---- list ---- */
@@ -400,6 +622,64 @@ static bool parse_states(struct slice s, struct link_query *q)
     return q->states || q->want_live || q->want_expired;
 }
 
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A filter from the query string: percent-decoded ('+' is a space), at most
+ * FILTER_MAX bytes of UTF-8 without NUL. Absent or empty: *out stays "".
+ * False when it breaks those rules. */
+static bool filter_param(const struct request *r, const char *name, char out[FILTER_MAX + 1])
+{
+    out[0] = '\0';
+    struct slice v;
+    if (!http_query_param(r, name, &v))
+        return true;
+    size_t n = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        char c = v.p[i];
+        if (c == '+') {
+            c = ' ';
+        } else if (c == '%') {
+            int hi = i + 2 < v.n ? hex_digit(v.p[i + 1]) : -1;
+            int lo = i + 2 < v.n ? hex_digit(v.p[i + 2]) : -1;
+            if (hi < 0 || lo < 0)
+                return false;
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        }
+        if (c == '\0' || n == FILTER_MAX)
+            return false;
+        out[n++] = c;
+    }
+    out[n] = '\0';
+    json_t *utf8 = json_stringn(out, n); /* NULL when not valid UTF-8 */
+    json_decref(utf8);
+    return utf8 != NULL;
+}
+
+/* '&name=value' for the next page's link, every byte but the unreserved
+ * ones percent-encoded. */
+static void add_filter(struct buf *b, const char *name, const char *value)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (!*value)
+        return;
+    buf_printf(b, "&%s=", name);
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            buf_addc(b, (char)*p);
+        } else {
+            char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+            buf_add(b, e, 3);
+        }
+    }
+}
+
 int handle_link_list(struct request *r)
 {
     struct app *app = r->app;
@@ -434,6 +714,15 @@ int handle_link_list(struct request *r)
         after_code[code.n] = '\0';
         q.after_code = after_code;
     }
+    char tag[FILTER_MAX + 1], text[FILTER_MAX + 1];
+    if (!filter_param(r, "tag", tag))
+        return http_error(r, 400, "invalid_field", "tag",
+                          "tag must be at most 128 bytes of UTF-8, percent-encoded");
+    if (!filter_param(r, "q", text))
+        return http_error(r, 400, "invalid_field", "q",
+                          "q must be at most 128 bytes of UTF-8, percent-encoded");
+    q.tag = *tag ? tag : NULL;
+    q.q = *text ? text : NULL;
     q.limit = (int)limit + 1;
     struct list_ctx x = {.app = app, .arr = json_array(), .now = q.now, .want = (int)limit};
     if (app->store->ops->link_list(app->store, &q, list_cb, &x) != ERR_OK) {
@@ -442,8 +731,11 @@ int handle_link_list(struct request *r)
     }
     if (x.seen > x.want) {
         struct buf link = BUF_INIT;
-        buf_printf(&link, "</api/links?limit=%lld&state=%.*s&cursor=%lld.%s>; rel=\"next\"",
-                   (long long)limit, (int)state.n, state.p, (long long)x.last_created,
+        buf_printf(&link, "</api/links?limit=%lld&state=%.*s", (long long)limit, (int)state.n,
+                   state.p);
+        add_filter(&link, "tag", tag);
+        add_filter(&link, "q", text);
+        buf_printf(&link, "&cursor=%lld.%s>; rel=\"next\"", (long long)x.last_created,
                    x.last_code);
         http_add_header(r, "Link", link.p, link.len);
         buf_release(&link);

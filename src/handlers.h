@@ -15,6 +15,7 @@ struct app;
 struct link;
 json_t *link_json(const struct app *app, const struct link *l, int64_t now); /* the link object */
 int handle_link_create(struct request *r);
+int handle_link_bulk(struct request *r);
 int handle_link_list(struct request *r);
 int handle_link_get(struct request *r);
 int handle_link_delete(struct request *r);

@@ -30,6 +30,7 @@ static const struct route routes[] = {
     {"GET",    "/readyz",                        handle_readyz,          0},
     {"GET",    "/metrics",                       handle_metrics,         0},
     {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_JSON},
+    {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_JSON},
     {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH},
     {"GET",    "/api/links/top",                 handle_link_top,        ROUTE_AUTH},
     {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH},

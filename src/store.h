@@ -65,6 +65,9 @@ struct link_query {
     int64_t after_created;
     const char *after_code;
     int limit;
+    const char *tag;    /* NULL, or only links whose tags array holds exactly this */
+    const char *q;      /* NULL, or only links with this in code, url, title or note
+                         * (a plain substring, ASCII letters in any case) */
 };
 
 struct apikey {

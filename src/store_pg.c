@@ -243,7 +243,7 @@ struct conn {
     PGconn *pg;
     bool broken;                /* a call timed out: reconnect before the next */
     bool prepared[S__COUNT];
-    uint64_t lists_prepared;    /* link_list variants, one bit per filter mask */
+    uint64_t lists_prepared[4]; /* link_list variants, one bit per filter mask */
     bool in_tx;                 /* between begin and commit/rollback */
     struct conn *next;
 };
@@ -439,7 +439,7 @@ static int conn_check(struct conn *c)
         c->broken = false;
         PQreset(c->pg);
         memset(c->prepared, 0, sizeof(c->prepared));
-        c->lists_prepared = 0;
+        memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
         if (PQstatus(c->pg) != CONNECTION_OK) {
             atomic_store(&pg_paused_until, mono_ms() + PG_PAUSE_MS);
             return log_fail(ERR_STORAGE, "cannot reconnect to postgres");
@@ -452,7 +452,7 @@ static int conn_check(struct conn *c)
         return log_fail(ERR_STORAGE, "postgres connection lost inside a transaction");
     PQreset(c->pg);
     memset(c->prepared, 0, sizeof(c->prepared));
-    c->lists_prepared = 0;
+    memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
     if (PQstatus(c->pg) != CONNECTION_OK) {
         const char *msg = PQerrorMessage(c->pg);
         return log_fail(ERR_STORAGE, "cannot reconnect to postgres: %.*s",
@@ -1072,8 +1072,13 @@ static int pg_link_set_state(struct store *st, const char *code, int state, int6
     return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
 }
 
+/* ASCII-only case folding, the same as SQLite's lower(): q matches the same
+ * links in both backends whatever the server's locale. */
+#define FOLD(x) "translate(" x ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+#define HAS_Q(col) "strpos(" FOLD(col) ", " FOLD("$7") ") > 0"
+
 /* The filter is built from fixed fragments only; values are bound. Each of
- * the 64 shapes is prepared once per connection, named by its mask. */
+ * the 256 shapes is prepared once per connection, named by its mask. */
 static int pg_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
 {
     struct conn *c = conn_get(st);
@@ -1085,10 +1090,11 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     bool cursor = lq->after_code && *lq->after_code;
     unsigned mask = (lq->states & (1u << LINK_DELETED) ? 1u : 0) |
                     (lq->states & (1u << LINK_DISABLED) ? 2u : 0) | (lq->want_live ? 4u : 0) |
-                    (lq->want_expired ? 8u : 0) | (lq->owner >= 0 ? 16u : 0) | (cursor ? 32u : 0);
+                    (lq->want_expired ? 8u : 0) | (lq->owner >= 0 ? 16u : 0) | (cursor ? 32u : 0) |
+                    (lq->tag ? 64u : 0) | (lq->q ? 128u : 0);
     char name[16];
     snprintf(name, sizeof(name), "list%u", mask);
-    if (!(c->lists_prepared & (1ull << mask))) {
+    if (!(c->lists_prepared[mask / 64] & (1ull << (mask % 64)))) {
         struct buf s = BUF_INIT;
         buf_adds(&s, "SELECT " LINK_READ " FROM links WHERE (false");
         if (mask & 1)
@@ -1104,14 +1110,21 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
             buf_adds(&s, " AND owner = $2");
         if (mask & 32)
             buf_adds(&s, " AND (created_at, code) < ($3, $4)");
+        if (mask & 64)
+            buf_adds(&s, " AND EXISTS (SELECT 1 FROM json_array_elements_text(tags::json) t"
+                         " WHERE t = $6)");
+        if (mask & 128)
+            buf_adds(&s, " AND (" HAS_Q("code") " OR " HAS_Q("url") " OR " HAS_Q("title")
+                         " OR " HAS_Q("note") ")");
         buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT $5");
-        static const Oid types[5] = {20, 20, 20, 25, 20};   /* int8, int8, int8, text, int8 */
-        rc = check_result(bx_prepare(c, name, s.p, 5, types), c->pg, "prepare link list",
+        /* int8, int8, int8, text, int8, text, text */
+        static const Oid types[7] = {20, 20, 20, 25, 20, 25, 25};
+        rc = check_result(bx_prepare(c, name, s.p, 7, types), c->pg, "prepare link list",
                           NULL);
         buf_release(&s);
         if (rc != ERR_OK)
             return ERR_STORAGE;
-        c->lists_prepared |= 1ull << mask;
+        c->lists_prepared[mask / 64] |= 1ull << (mask % 64);
     }
     struct params p = {0};
     p_i64(&p, lq->now);
@@ -1119,6 +1132,8 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     p_i64(&p, lq->after_created);
     p_text(&p, lq->after_code ? lq->after_code : "");
     p_i64(&p, lq->limit);
+    p_text(&p, lq->tag ? lq->tag : "");
+    p_text(&p, lq->q ? lq->q : "");
     PGresult *r = NULL;
     rc = check_result(bx_exec_prepared(c, name, p.n, p.v, p.len, p.fmt), c->pg, "link list",
                       &r);

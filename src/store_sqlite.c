@@ -953,6 +953,13 @@ static int sq_link_list(struct store *st, const struct link_query *lq, link_cb c
         buf_adds(&s, " AND owner = ?2");
     if (lq->after_code && *lq->after_code)
         buf_adds(&s, " AND (created_at, code) < (?3, ?4)");
+    if (lq->tag)
+        buf_adds(&s, " AND EXISTS (SELECT 1 FROM json_each(links.tags) WHERE value = ?6)");
+    /* instr, not LIKE: no wildcard in q can mean anything. lower() folds
+     * ASCII only, as the PostgreSQL backend's translate() does. */
+    if (lq->q)
+        buf_adds(&s, " AND (instr(lower(code), lower(?7)) > 0 OR instr(lower(url), lower(?7)) > 0"
+                     " OR instr(lower(title), lower(?7)) > 0 OR instr(lower(note), lower(?7)) > 0)");
     buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT ?5");
     sqlite3_stmt *q = NULL;
     int rc = ERR_STORAGE;
@@ -965,6 +972,10 @@ static int sq_link_list(struct store *st, const struct link_query *lq, link_cb c
     sqlite3_bind_int64(q, 3, lq->after_created);
     sqlite3_bind_text(q, 4, lq->after_code ? lq->after_code : "", -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 5, lq->limit);
+    if (lq->tag)
+        sqlite3_bind_text(q, 6, lq->tag, -1, SQLITE_STATIC);
+    if (lq->q)
+        sqlite3_bind_text(q, 7, lq->q, -1, SQLITE_STATIC);
     int step;
     while ((step = sqlite3_step(q)) == SQLITE_ROW) {
         struct link l;

@@ -1,11 +1,12 @@
 // links.js - the table of the caller's links, newest first.
 //
 // Without a search the table shows one page of GET /api/links at a time and
-// follows its Link header (rel="next") for the next page. The server does not
-// filter by text or tag yet: with a search or a tag the page fetches every
-// page of the list (1,000 links a request), filters in this browser and says
-// so. It passes ?q= and ?tag= all the same, so a server that learns to filter
-// answers with less and the result stays right.
+// follows its Link header (rel="next") for the next page. With a search or a
+// tag the page fetches every page of the list (1,000 links a request), filters
+// in this browser and says so. It does not pass the server's ?q= and ?tag=:
+// those are narrower than this search (one exact substring, not every word;
+// an exact tag, not any case; neither looks at tags or short_url), so a link
+// this search shows would be missing.
 import { getJSON, nextLink, request } from './api.js';
 import { h, fill, copyButton, outLink, toast, confirmDialog } from './dom.js';
 import { num, when, remaining } from './format.js';
@@ -24,12 +25,10 @@ const STATES = [
 ];
 
 /* Every link of 'state' (all pages), for filtering here. */
-async function fetchAll(state, q, tag, ctx) {
+async function fetchAll(state, ctx) {
     // The server reads query values undecoded: 'state' (letters and commas)
     // goes as it is.
     let url = `/api/links?limit=${ALL_PAGE}&state=${state}`;
-    if (q) url += `&q=${encodeURIComponent(q)}`;
-    if (tag) url += `&tag=${encodeURIComponent(tag)}`;
     const out = [];
     let pages = 0;
     while (url && pages < ALL_MAX_PAGES) {
@@ -143,7 +142,7 @@ export function renderLinks(view, params, ctx) {
             if (filtering()) {
                 if (!all) {
                     note.textContent = 'Fetching all your links to search them…';
-                    all = await fetchAll(state.st, state.q, state.tag, ctx);
+                    all = await fetchAll(state.st, ctx);
                     if (!all) return;
                 }
                 seeTags(all.links);

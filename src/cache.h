@@ -51,8 +51,9 @@ void cache_fill(struct cache *c, const struct link *l, int64_t now_ms);
 void cache_fill_miss(struct cache *c, const char *code, size_t n, int64_t now_ms);
 void cache_remove(struct cache *c, const char *code, size_t n);
 void cache_clear(struct cache *c);
-/* Frees what left the table, after a grace period (it waits for readers):
- * call it now and then from a thread that is not an event loop. */
+/* Housekeeping, now and then, from a registered thread that is not an event
+ * loop: grows the table's buckets to its entries, and frees what left the
+ * table after a grace period (it waits for readers). */
 void cache_reclaim(struct cache *c);
 
 /* Counters for /metrics: hits and misses of cache_get, every thread summed. */

@@ -464,9 +464,15 @@ int dayrow_load(struct dayrow *r, const struct day_blobs *b)
 int dayrow_merge(const struct day_blobs *old, const struct dayrow *delta, struct buf *dims,
                  struct buf *visitors, struct buf *recent, struct day_blobs *out)
 {
+    if (!old) {
+        /* A new row is the delta as it is (its recent clicks are in arrival
+         * order, which a single journal keeps in time order). */
+        dayrow_encode(delta, dims, visitors, recent, out);
+        return ERR_OK;
+    }
     struct dayrow r;
     dayrow_init(&r);
-    int rc = old ? dayrow_load(&r, old) : ERR_OK;
+    int rc = dayrow_load(&r, old);
     if (rc == ERR_OK) {
         dayrow_add(&r, delta);
         dayrow_encode(&r, dims, visitors, recent, out);

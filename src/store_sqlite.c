@@ -204,7 +204,8 @@ static const char *const sql[S__COUNT] = {
     [S_DAY_GET] = "SELECT id, clicks, bots, uniques, dims, visitors, recent FROM link_days "
                   "WHERE code = ?1 AND day = ?2",
     [S_DAY_INSERT] = "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, visitors, "
-                     "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                     "ON CONFLICT(code, day) DO NOTHING",
     [S_DAY_UPDATE] = "UPDATE link_days SET clicks = ?3, bots = ?4, uniques = ?5, dims = ?6, "
                      "visitors = ?7, recent = ?8 WHERE id = ?2",
     /* A pruned day's counts move into its link's totals, in one statement
@@ -272,8 +273,15 @@ static const char *const sql[S__COUNT] = {
 struct conn {
     sqlite3 *db;
     sqlite3_stmt *stmt[S__COUNT];
+    bool writes;             /* has begun a write transaction: its page cache is big */
     struct conn *next;
 };
+
+/* The writing connection (one thread's: the writer's, or a CLI command's)
+ * merges clicks into link days all over the file, so it keeps a large page
+ * cache; the readers' connections keep SQLite's default (2 MiB), so reading
+ * links to warm the redirect cache does not copy the file into memory. */
+#define WRITER_CACHE_KIB 131072
 
 struct sqlite_store {
     struct store base;
@@ -556,8 +564,15 @@ fail:
 
 static void sq_close(struct store *st);
 
+/* SQLite keeps memory statistics under a global mutex that every allocation
+ * of every connection takes; shortd never reads them. Must run before SQLite
+ * is initialised, so once, before the first connection. */
+static void sqlite_setup(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
 static int sq_open(const char *path, struct store **out)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sqlite_setup);
     if (!*path)
         return log_fail(ERR_INVALID, "empty database path");
     struct sqlite_store *s = calloc(1, sizeof(*s));
@@ -645,7 +660,17 @@ static int simple(struct store *st, enum stmt id, const char *what)
     return run_done(q, what);
 }
 
-static int sq_begin(struct store *st) { return simple(st, S_BEGIN, "begin"); }
+static int sq_begin(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (c && !c->writes) {
+        char pragma[64];
+        snprintf(pragma, sizeof(pragma), "PRAGMA cache_size = -%d", WRITER_CACHE_KIB);
+        if (sqlite3_exec(c->db, pragma, NULL, NULL, NULL) == SQLITE_OK)
+            c->writes = true;
+    }
+    return simple(st, S_BEGIN, "begin");
+}
 static int sq_commit(struct store *st) { return simple(st, S_COMMIT, "commit"); }
 
 static void sq_rollback(struct store *st)
@@ -1079,48 +1104,55 @@ static const void *col_blob(sqlite3_stmt *q, int i, size_t *n)
 }
 
 
-/* Reads the stored row (if any), merges the delta in and writes it back. */
+static void bind_day(sqlite3_stmt *q, const struct day_blobs *b)
+{
+    sqlite3_bind_int64(q, 3, b->clicks);
+    sqlite3_bind_int64(q, 4, b->bots);
+    sqlite3_bind_int64(q, 5, b->uniques);
+    bind_blob(q, 6, b->dims, b->ndims);
+    bind_blob(q, 7, b->visitors, b->nvisitors);
+    bind_blob(q, 8, b->recent, b->nrecent);
+}
+
+/* Most link days of a batch are new: the delta is inserted as it is. When
+ * the row is there, it is read, the delta merged in, and written back. */
 static int day_merge(struct store *st, const struct day_delta *d, struct buf bufs[3])
 {
-    sqlite3_stmt *q = stmt_get(st, S_DAY_GET);
+    struct day_blobs merged;
+    dayrow_merge(NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
+    sqlite3_stmt *q = stmt_get(st, S_DAY_INSERT);
     if (!q)
         return ERR_STORAGE;
     sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 2, d->day);
-    int step = sqlite3_step(q);
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
+    bind_day(q, &merged);
+    int rc = run_done(q, "day insert");
+    if (rc != ERR_OK || sqlite3_changes(sqlite3_db_handle(q)))
+        return rc;
+    q = stmt_get(st, S_DAY_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, d->day);
+    if (sqlite3_step(q) != SQLITE_ROW)
         return fail(q, "day read");
-    int64_t id = 0;
-    struct day_blobs old, merged;
-    if (step == SQLITE_ROW) {
-        id = sqlite3_column_int64(q, 0);
-        old = (struct day_blobs){.clicks = sqlite3_column_int64(q, 1),
-                                 .bots = sqlite3_column_int64(q, 2),
-                                 .uniques = sqlite3_column_int64(q, 3)};
-        old.dims = col_blob(q, 4, &old.ndims);
-        old.visitors = col_blob(q, 5, &old.nvisitors);
-        old.recent = col_blob(q, 6, &old.nrecent);
-    }
-    int rc = dayrow_merge(step == SQLITE_ROW ? &old : NULL, d->row, &bufs[0], &bufs[1],
-                          &bufs[2], &merged);
+    int64_t id = sqlite3_column_int64(q, 0);
+    struct day_blobs old = {.clicks = sqlite3_column_int64(q, 1),
+                            .bots = sqlite3_column_int64(q, 2),
+                            .uniques = sqlite3_column_int64(q, 3)};
+    old.dims = col_blob(q, 4, &old.ndims);
+    old.visitors = col_blob(q, 5, &old.nvisitors);
+    old.recent = col_blob(q, 6, &old.nrecent);
+    rc = dayrow_merge(&old, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
     finish(q);
     if (rc != ERR_OK)
         return log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
                         d->code, (long long)d->day);
-    q = stmt_get(st, id ? S_DAY_UPDATE : S_DAY_INSERT);
+    q = stmt_get(st, S_DAY_UPDATE);
     if (!q)
         return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
-    if (id)
-        sqlite3_bind_int64(q, 2, id);
-    else
-        sqlite3_bind_int64(q, 2, d->day);
-    sqlite3_bind_int64(q, 3, merged.clicks);
-    sqlite3_bind_int64(q, 4, merged.bots);
-    sqlite3_bind_int64(q, 5, merged.uniques);
-    bind_blob(q, 6, merged.dims, merged.ndims);
-    bind_blob(q, 7, merged.visitors, merged.nvisitors);
-    bind_blob(q, 8, merged.recent, merged.nrecent);
+    sqlite3_bind_int64(q, 2, id);
+    bind_day(q, &merged);
     return run_done(q, "day write");
 }
 

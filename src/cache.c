@@ -9,13 +9,15 @@
  * entry carries no rcu_head: it is 20 bytes plus its code and URL (and 8
  * for an expiry time, only when the link has one: misses and most links do
  * not), rounded up to 8 and carved from 1 MiB blocks (no malloc header per
- * entry). With the table's own 16-byte bucket per entry, a cached link
- * without expiry costs about 45 bytes beyond its URL. Freed entries go to a
+ * entry). The table has a 16-byte bucket per two entries (sized by
+ * cache_reclaim), so a cached link without expiry costs about 37 bytes
+ * beyond its URL. Freed entries go to a
  * free list of their size class and are reused. The hash is
  * SipHash under a random per-process key so clients cannot aim codes at one
  * bucket. A link with a custom domain keeps it after its URL (a length
  * byte and the host); a link with controls (password, A/B variants, a click
- * limit) is only flagged: the redirect reads such a link from the store. The table is bounded by entry count, and remembered misses by an
+ * limit) is only flagged: the redirect reads such a link from the store.
+ * The table is bounded by entry count, and remembered misses by an
  * eighth of it, so a scan of random codes cannot crowd out real links; when
  * full, new entries are simply not cached and lookups go to the store. */
 #include "cache.h"
@@ -207,16 +209,20 @@ static void retire(struct cache *c, struct entry *e)
     pthread_mutex_unlock(&c->retire_mu);
 }
 
-/* liburcu grows the table by itself, but lazily: a background thread, one
- * grace period per doubling, started only when some chain grows long. A
- * cache filled at 100,000 links a second outruns it, and lookups then walk
- * chains of hundreds (measured: 57 % of a redirect's CPU at 1 M links). So
- * the housekeeping grows it here, to a bucket per entry. */
+/* The table is sized here, by the housekeeping, not by liburcu's automatic
+ * resizing: that runs lazily (a background thread, a grace period per
+ * doubling) and lagged far behind a cache filled at 100,000 links a second,
+ * leaving lookups to walk chains of hundreds (measured: 57 % of a redirect's
+ * CPU at 1 M links); and it aims at a bucket per entry, where a bucket per
+ * two entries costs 8 bytes less per link and a lookup barely more (the
+ * chain is compared by hash before any key is). It only grows. */
+#define ENTRIES_PER_BUCKET 2
+
 static void size_buckets(struct cache *c)
 {
     size_t n = atomic_load_explicit(&c->count, memory_order_relaxed);
     unsigned long want = c->buckets ? c->buckets : 1024;
-    while (want < n)
+    while (want * ENTRIES_PER_BUCKET < n)
         want *= 2;
     if (want > c->buckets) {
         cds_lfht_resize(c->ht, want);
@@ -253,8 +259,7 @@ struct cache *cache_new(size_t max_entries, int64_t miss_ttl_ms)
     c->miss_ttl = miss_ttl_ms;
     pthread_mutex_init(&c->retire_mu, NULL);
     pthread_mutex_init(&c->slab.mu, NULL);
-    c->ht = cds_lfht_new_flavor(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-                                &urcu_memb_flavor, NULL);
+    c->ht = cds_lfht_new_flavor(1024, 1024, 0, 0, &urcu_memb_flavor, NULL);
     if (!c->ht)
         abort();
     return c;

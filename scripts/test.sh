@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh - every test of `make test`: the C unit tests, then the end-to-end
 # tests that start the real (sanitizer-built) binary and talk HTTP to it, then
-# the dashboard's tests in a real browser against that binary.
+# the dashboard's tests in a real browser against that binary, then a smoke
+# run of the benchmark script.
 # Exits non-zero when any test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +32,11 @@ tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-ratelimit.test.mjs || s
 # against the same binary; screenshots land in tests/browser/screenshots/.
 echo "== browser tests (chromium, node --test)"
 node --test tests/browser/ || status=1
+
+# The benchmark's own script, so it cannot rot: 1,000 links, 1 s runs, one
+# pair, both layouts, against nginx, with the release binary `make test`
+# built; it checks its mechanics (the click count among them), never a time.
+echo "== benchmark smoke run (bench/run.sh --smoke)"
+{ bench/setup.sh && bench/run.sh --smoke --out build/bench/smoke-results; } || status=1
 
 exit $status

@@ -71,7 +71,7 @@ static const struct setting settings[] = {
      "Cache-Control max-age of a 301 for permanent links"},
     {"idempotency-ttl", C_INT, F(idempotency_ttl), "86400", 60, 31536000,
      "seconds an Idempotency-Key is remembered"},
-    {"click-flush-ms", C_INT, F(click_flush_ms), "200", 10, 60000,
+    {"click-flush-ms", C_INT, F(click_flush_ms), "1000", 10, 60000,
      "milliseconds between writes of click counters to the store"},
     {"journal-sync-ms", C_INT, F(journal_sync_ms), "20", 1, 1000,
      "milliseconds between syncs of the click journal: what a crash can lose"},

@@ -17,6 +17,7 @@
 #include "handlers.h"
 #include "links.h"
 #include "log.h"
+#include "pct.h"
 #include "pwhash.h"
 #include "rcache.h"
 #include "server.h"
@@ -622,14 +623,6 @@ static bool parse_states(struct slice s, struct link_query *q)
     return q->states || q->want_live || q->want_expired;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)(c | 0x20);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* A filter from the query string: percent-decoded ('+' is a space), at most
  * FILTER_MAX bytes of UTF-8 without NUL. Absent or empty: *out stays "".
  * False when it breaks those rules. */
@@ -639,45 +632,23 @@ static bool filter_param(const struct request *r, const char *name, char out[FIL
     struct slice v;
     if (!http_query_param(r, name, &v))
         return true;
-    size_t n = 0;
-    for (size_t i = 0; i < v.n; i++) {
-        char c = v.p[i];
-        if (c == '+') {
-            c = ' ';
-        } else if (c == '%') {
-            int hi = i + 2 < v.n ? hex_digit(v.p[i + 1]) : -1;
-            int lo = i + 2 < v.n ? hex_digit(v.p[i + 2]) : -1;
-            if (hi < 0 || lo < 0)
-                return false;
-            c = (char)(hi << 4 | lo);
-            i += 2;
-        }
-        if (c == '\0' || n == FILTER_MAX)
-            return false;
-        out[n++] = c;
-    }
+    long dn = pct_form_decode(v.p, v.n, out, FILTER_MAX);
+    if (dn < 0 || memchr(out, '\0', (size_t)dn))
+        return false;
+    size_t n = (size_t)dn;
     out[n] = '\0';
     json_t *utf8 = json_stringn(out, n); /* NULL when not valid UTF-8 */
     json_decref(utf8);
     return utf8 != NULL;
 }
 
-/* '&name=value' for the next page's link, every byte but the unreserved
- * ones percent-encoded. */
+/* '&name=value' for the next page's link, the value percent-encoded. */
 static void add_filter(struct buf *b, const char *name, const char *value)
 {
-    static const char hex[] = "0123456789ABCDEF";
     if (!*value)
         return;
     buf_printf(b, "&%s=", name);
-    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-        if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-            buf_addc(b, (char)*p);
-        } else {
-            char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-            buf_add(b, e, 3);
-        }
-    }
+    pct_encode(b, value);
 }
 
 int handle_link_list(struct request *r)
@@ -816,19 +787,22 @@ static int state_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
-/* Every cache that may hold the old state learns the new one: this node's
- * at once, the shared one, and the other nodes' through the bus. */
+/* Every cache that may hold a changed link's old state learns the new one:
+ * this node's at once, the shared one, and the other nodes' through the bus. */
+static void caches_learn(struct app *app, const struct link *l, int64_t now)
+{
+    cache_put(app->cache, l);
+    if (app->rcache)
+        rcache_put(app->rcache, l, now);
+    if (app->bus)
+        bus_publish(app->bus, l->code, strlen(l->code));
+}
+
 static void state_after_commit(struct api_job *j)
 {
     struct state_job *s = (struct state_job *)j;
-    struct app *app = j->r->app;
-    if (!s->changed)
-        return;
-    cache_put(app->cache, &s->link);
-    if (app->rcache)
-        rcache_put(app->rcache, &s->link, s->now);
-    if (app->bus)
-        bus_publish(app->bus, s->link.code, strlen(s->link.code));
+    if (s->changed)
+        caches_learn(j->r->app, &s->link, s->now);
 }
 
 static int change_state(struct request *r, int state)
@@ -930,19 +904,11 @@ static int patch_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
-/* As a state change: this node's cache gets the new link at once, the
- * shared cache too, and every other node drops its copy through the bus. */
 static void patch_after_commit(struct api_job *j)
 {
     struct patch_job *pj = (struct patch_job *)j;
-    struct app *app = j->r->app;
-    if (!pj->changed)
-        return;
-    cache_put(app->cache, &pj->link);
-    if (app->rcache)
-        rcache_put(app->rcache, &pj->link, pj->now);
-    if (app->bus)
-        bus_publish(app->bus, pj->link.code, strlen(pj->link.code));
+    if (pj->changed)
+        caches_learn(j->r->app, &pj->link, pj->now);
 }
 
 static void patch_render(struct api_job *j)

@@ -25,6 +25,7 @@
 #include "buf.h"
 #include "err.h"
 #include "log.h"
+#include "pct.h"
 
 #include "isbot_patterns.inc"
 
@@ -1315,14 +1316,6 @@ void classify_language(const char *al, size_t n, char out[16])
 
 /* UTM */
 
-static int hex_value(unsigned char c)
-{
-    if (is_digit(c))
-        return c - '0';
-    c = lower(c);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* Percent-decodes v[0..n) into out ('+' is a space; a '%' not followed by two
  * hex digits stays as it is), clamped as clamp_utf8 does. */
 static void decode_value(const char *v, size_t n, char out[DIM_MAX + 1])
@@ -1334,8 +1327,8 @@ static void decode_value(const char *v, size_t n, char out[DIM_MAX + 1])
         if (c == '+') {
             c = ' ';
         } else if (c == '%' && i + 2 < n) {
-            int hi = hex_value((unsigned char)v[i + 1]);
-            int lo = hex_value((unsigned char)v[i + 2]);
+            int hi = pct_hex_value((unsigned char)v[i + 1]);
+            int lo = pct_hex_value((unsigned char)v[i + 2]);
             if (hi >= 0 && lo >= 0) {
                 c = (unsigned char)(hi * 16 + lo);
                 i += 2;

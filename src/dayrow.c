@@ -461,6 +461,17 @@ int dayrow_load(struct dayrow *r, const struct day_blobs *b)
     return ERR_OK;
 }
 
+int dayrow_add_blobs(struct dayrow *r, const struct day_blobs *b)
+{
+    struct dayrow one;
+    dayrow_init(&one);
+    int rc = dayrow_load(&one, b);
+    if (rc == ERR_OK)
+        dayrow_add(r, &one);
+    dayrow_release(&one);
+    return rc;
+}
+
 int dayrow_merge(const struct day_blobs *old, const struct dayrow *delta, struct buf *dims,
                  struct buf *visitors, struct buf *recent, struct day_blobs *out)
 {

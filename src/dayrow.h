@@ -83,6 +83,9 @@ struct day_blobs {
 int dayrow_load(struct dayrow *r, const struct day_blobs *b);
 /* Adds everything of 'delta' to 'r'. */
 void dayrow_add(struct dayrow *r, const struct dayrow *delta);
+/* Adds a stored row's blobs to 'r' (summing rows for a range of days);
+ * ERR_INVALID, adding nothing, for a blob this version cannot read. */
+int dayrow_add_blobs(struct dayrow *r, const struct day_blobs *b);
 /* Encodes 'r' into the three bufs (reset first) and its counts into 'b',
  * whose blob pointers then point into the bufs. */
 void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitors,

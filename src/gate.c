@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "pct.h"
 #include "banned.h"
 
 #include "gate_style.inc"
@@ -45,23 +46,6 @@ static void add_html(struct buf *out, const char *s)
     }
 }
 
-/* Everything but the unreserved characters percent-encoded: what is left
- * needs no HTML escaping either. */
-static void add_path(struct buf *out, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
-            buf_addc(out, (char)c);
-        } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            buf_add(out, e, 3);
-        }
-    }
-}
-
 void gate_render(struct buf *out, const char *code, const char *message)
 {
     buf_adds(out, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -80,7 +64,7 @@ void gate_render(struct buf *out, const char *code, const char *message)
         buf_adds(out, "</p>\n");
     }
     buf_adds(out, "<form method=\"post\" action=\"/");
-    add_path(out, code);
+    pct_encode(out, code);
     buf_adds(out, "\">\n<label for=\"password\">Password</label>\n"
                   "<input id=\"password\" name=\"password\" type=\"password\" required autofocus "
                   "autocomplete=\"current-password\">\n"
@@ -103,45 +87,6 @@ void gate_render_continue(struct buf *out, const char *code, const char *url)
     buf_adds(out, "\">Continue</a></p>\n</main></body></html>\n");
 }
 
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-/* Decodes s[0..n) into out (when not NULL, at most 'cap' bytes). Returns the
- * decoded length, or -1 for a bad escape, -2 when it does not fit. */
-static long decode(const char *s, size_t n, char *out, size_t cap)
-{
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '+') {
-            c = ' ';
-        } else if (c == '%') {
-            if (n - i < 3)
-                return -1;
-            int h = hex_value((unsigned char)s[i + 1]), l = hex_value((unsigned char)s[i + 2]);
-            if (h < 0 || l < 0)
-                return -1;
-            c = (char)(h << 4 | l);
-            i += 2;
-        }
-        if (out) {
-            if (len == cap)
-                return -2;
-            out[len] = c;
-        }
-        len++;
-    }
-    return (long)len;
-}
-
 int gate_form_password(const char *body, size_t n, char *out, size_t outn, size_t *len)
 {
     *len = 0;
@@ -154,16 +99,16 @@ int gate_form_password(const char *body, size_t n, char *out, size_t outn, size_
         const char *name_end = eq ? eq : seg_end;
         const char *val = eq ? eq + 1 : seg_end;
         char name[sizeof("password") - 1];
-        long nn = decode(p, (size_t)(name_end - p), NULL, 0);
-        long vn = decode(val, (size_t)(seg_end - val), NULL, 0);
+        long nn = pct_form_decode(p, (size_t)(name_end - p), NULL, 0);
+        long vn = pct_form_decode(val, (size_t)(seg_end - val), NULL, 0);
         if (nn < 0 || vn < 0)
             goto bad;
         if (nn == (long)sizeof(name)) {
-            decode(p, (size_t)(name_end - p), name, sizeof(name));
+            pct_form_decode(p, (size_t)(name_end - p), name, sizeof(name));
             if (memcmp(name, "password", sizeof(name)) == 0) {
                 if (found || !outn || (size_t)vn > outn - 1)
                     goto bad;
-                decode(val, (size_t)(seg_end - val), out, outn - 1);
+                pct_form_decode(val, (size_t)(seg_end - val), out, outn - 1);
                 out[vn] = '\0';
                 *len = (size_t)vn;
                 found = true;

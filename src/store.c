@@ -1,10 +1,12 @@
-/* store.c - picks a storage backend by the scheme of its URL. */
+/* store.c - picks a storage backend by the scheme of its URL; what the
+ * backends share beyond their SQL. */
 #include "store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dayrow.h"
 #include "err.h"
 #include "log.h"
 #include "banned.h"
@@ -27,6 +29,24 @@ void link_release(struct link *l)
 bool link_controlled(const struct link *l)
 {
     return l->password || l->variants || l->max_clicks > 0;
+}
+
+struct recent_fwd {
+    recent_cb cb;
+    void *arg;
+};
+
+static int recent_fwd(const struct recent_rec *c, void *arg)
+{
+    struct recent_fwd *f = arg;
+    struct recent_click r = {c->ts, c->text[0], c->text[1], c->text[2], c->text[3]};
+    return f->cb(&r, f->arg);
+}
+
+int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg)
+{
+    struct recent_fwd f = {cb, arg};
+    return dayrow_each_recent(r, limit, recent_fwd, &f);
 }
 
 int store_open(const char *url, struct store **out)

@@ -257,6 +257,10 @@ struct store {
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
 
+/* Hands a day row's newest clicks (dayrow.h), newest first, to a
+ * stats_recent callback: what both backends answer stats_recent with. */
+int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg);
+
 /* Copies 'url' into 'out' with any password replaced by "***", for messages. */
 void store_redact(const char *url, char *out, size_t n);
 /* True for a store shared by several nodes (PostgreSQL), false for a file. */

@@ -1385,13 +1385,8 @@ static int stats_blobs(struct store *st, enum stmt id, const struct params *p, b
             b.recent = raw.p;
             b.nrecent = raw.len;
         }
-        struct dayrow one;
-        dayrow_init(&one);
-        if (rc == ERR_OK && dayrow_load(&one, &b) == ERR_OK)
-            dayrow_add(acc, &one);
-        else
+        if (rc == ERR_OK && dayrow_add_blobs(acc, &b) != ERR_OK)
             bad = true;
-        dayrow_release(&one);
     }
     if (bad)
         log_at(LOG_WARN, "some stored clicks of '%s' are damaged and were skipped", code);
@@ -1415,18 +1410,6 @@ static int pg_stats_dims(struct store *st, const char *code, int64_t from, int64
     return rc;
 }
 
-struct recent_fwd {
-    recent_cb cb;
-    void *arg;
-};
-
-static int recent_fwd(const struct recent_rec *c, void *arg)
-{
-    struct recent_fwd *f = arg;
-    struct recent_click r = {c->ts, c->text[0], c->text[1], c->text[2], c->text[3]};
-    return f->cb(&r, f->arg);
-}
-
 static int pg_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
 {
     /* Each day keeps its newest RECENT_KEEP: so many days are always enough. */
@@ -1435,9 +1418,8 @@ static int pg_stats_recent(struct store *st, const char *code, int limit, recent
     p_i64(&p, limit < 1 ? 1 : limit);
     struct dayrow acc;
     int rc = stats_blobs(st, S_STATS_RECENT, &p, false, code, &acc);
-    struct recent_fwd f = {cb, arg};
     if (rc == ERR_OK)
-        dayrow_each_recent(&acc, limit, recent_fwd, &f);
+        store_each_recent(&acc, limit, cb, arg);
     dayrow_release(&acc);
     return rc;
 }

@@ -1241,13 +1241,8 @@ static int blob_row(sqlite3_stmt *q, void *which, void *arg)
         b.dims = col_blob(q, 0, &b.ndims);
     else
         b.recent = col_blob(q, 0, &b.nrecent);
-    struct dayrow one;
-    dayrow_init(&one);
-    if (dayrow_load(&one, &b) == ERR_OK)
-        dayrow_add(&br->acc, &one);
-    else
+    if (dayrow_add_blobs(&br->acc, &b) != ERR_OK)
         br->bad = true;
-    dayrow_release(&one);
     /* Recent clicks: the newest days' rows come first; a full ring is enough. */
     return which == (void *)S_STATS_RECENT && br->acc.rcount >= RECENT_KEEP;
 }
@@ -1261,18 +1256,6 @@ static int stats_blobs(struct store *st, enum stmt id, const char *code, int64_t
     if (rc == ERR_OK && br->bad)
         log_at(LOG_WARN, "some stored clicks of '%s' are damaged and were skipped", code);
     return rc;
-}
-
-struct recent_fwd {
-    recent_cb cb;
-    void *arg;
-};
-
-static int recent_fwd(const struct recent_rec *c, void *arg)
-{
-    struct recent_fwd *f = arg;
-    struct recent_click r = {c->ts, c->text[0], c->text[1], c->text[2], c->text[3]};
-    return f->cb(&r, f->arg);
 }
 
 static int sq_stats_days(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
@@ -1296,9 +1279,8 @@ static int sq_stats_recent(struct store *st, const char *code, int limit, recent
 {
     struct blobs_read br;
     int rc = stats_blobs(st, S_STATS_RECENT, code, 0, 0, &br);
-    struct recent_fwd f = {cb, arg};
     if (rc == ERR_OK)
-        dayrow_each_recent(&br.acc, limit, recent_fwd, &f);
+        store_each_recent(&br.acc, limit, cb, arg);
     dayrow_release(&br.acc);
     return rc;
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "err.h"
-
+#include "pct.h"
 #include "banned.h"
 
 #define STR_(x) #x
@@ -27,17 +27,6 @@
 #define HOST_MAX 253 /* the longest DNS name, without its trailing dot */
 
 static const char hex_upper[] = "0123456789ABCDEF";
-
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
 
 static bool is_digit(unsigned char c)
 {
@@ -166,7 +155,7 @@ static bool ends_in_number(const char *h, size_t n)
         i = 2;
     for (; i < len; i++) {
         unsigned char c = (unsigned char)label[i];
-        if (hex ? hex_value(c) < 0 : !is_digit(c))
+        if (hex ? pct_hex_value(c) < 0 : !is_digit(c))
             return false;
     }
     return true;
@@ -206,8 +195,8 @@ static const char *host_decode(const char *h, size_t n, struct buf *out)
         if (c == '%') {
             if (n - i < 3)
                 return bad;
-            int hi = hex_value((unsigned char)h[i + 1]);
-            int lo = hex_value((unsigned char)h[i + 2]);
+            int hi = pct_hex_value((unsigned char)h[i + 1]);
+            int lo = pct_hex_value((unsigned char)h[i + 2]);
             if (hi < 0 || lo < 0)
                 return bad;
             c = (unsigned char)(hi * 16 + lo);
@@ -249,7 +238,7 @@ static const char *host_ipv6(const char *h, size_t n, struct buf *out)
         return "has an invalid IPv6 address";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)h[i];
-        if (hex_value(c) < 0 && c != ':' && c != '.')
+        if (pct_hex_value(c) < 0 && c != ':' && c != '.')
             return "has an invalid IPv6 address";
     }
     memcpy(text, h, n);

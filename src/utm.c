@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "pct.h"
 #include "urlcheck.h"
 #include "banned.h"
 
@@ -98,28 +99,13 @@ bool utm_empty(const struct utm *u)
     return true;
 }
 
-static void add_encoded(struct buf *out, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
-            buf_addc(out, (char)c);
-        } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            buf_add(out, e, 3);
-        }
-    }
-}
-
 static void add_param(struct buf *out, bool *first, int i, const struct utm *u)
 {
     buf_addc(out, *first ? '?' : '&');
     *first = false;
     buf_adds(out, params[i]);
     buf_addc(out, '=');
-    add_encoded(out, cmember(u, i));
+    pct_encode(out, cmember(u, i));
 }
 
 int utm_merge(const char *url, const struct utm *u, struct buf *out)

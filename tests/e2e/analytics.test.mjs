@@ -20,7 +20,7 @@ import path from 'node:path';
 import { after, before } from 'node:test';
 
 import {
-    BIN, BROWSER_UA, Conn, ROOT, api, createKey, createLink, errorOf, freePort, it, poll, rawExchange, sleep,
+    BIN, BROWSER_UA, Conn, ROOT, api, createKey, createLink, errorOf, filesUnder, freePort, it, poll, rawExchange, sleep,
     sqliteOnly, startServer, statusOf, tempDir,
 } from './harness.mjs';
 
@@ -958,16 +958,6 @@ it('--retention-days is accepted; all-time totals equal the sum of the days for 
 });
 
 /* ================================================================ privacy */
-
-function filesUnder(dir) {
-    const out = [];
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-        const p = path.join(dir, e.name);
-        if (e.isDirectory()) out.push(...filesUnder(p));
-        else if (e.isFile()) out.push(p);
-    }
-    return out;
-}
 
 function scanFiles(dirs, needles) {
     const hits = [];

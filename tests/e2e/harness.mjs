@@ -353,6 +353,18 @@ export async function startServer(opts = {}) {
     return s;
 }
 
+/* Every file under a directory, recursively (for scanning what a server
+ * wrote to disk). */
+export function filesUnder(dir) {
+    const out = [];
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) out.push(...filesUnder(p));
+        else if (e.isFile()) out.push(p);
+    }
+    return out;
+}
+
 export function tempDir() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shortd-e2e-'));
     tempDirs.add(dir);

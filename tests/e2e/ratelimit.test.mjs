@@ -12,10 +12,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { after } from 'node:test';
 
-import { PG_MODE, api, createKey, createLink, errorOf, it, poll, startServer, visit } from './harness.mjs';
+import { PG_MODE, api, createKey, createLink, errorOf, filesUnder, it, poll, startServer, visit } from './harness.mjs';
 
 const servers = [];
 async function start(args) {
@@ -182,17 +181,6 @@ it('behind a trusted proxy the forwarded client is the visitor; otherwise the pe
         assert.equal(await uniques(s, s.adminKey, l.code, 3), want);
     }
 });
-
-/* Every file of a directory, recursively. */
-function filesUnder(dir) {
-    const out = [];
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-        const p = path.join(dir, e.name);
-        if (e.isDirectory()) out.push(...filesUnder(p));
-        else if (e.isFile()) out.push(p);
-    }
-    return out;
-}
 
 it('no client address reaches the logs or the store', async () => {
     const s = await start(['--trusted-proxies', '127.0.0.1/32', '--rate-create-addr', '2/3600',

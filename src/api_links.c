@@ -716,22 +716,32 @@ int handle_link_list(struct request *r)
 
 /* ---- read ---- */
 
-int handle_link_get(struct request *r)
+/* The link of the path's code if the caller may see it: 0, or the status of
+ * the answer already written (404 for another owner's link, as for none). */
+static int caller_link(struct request *r, char code[CODE_MAX + 1], struct link *l)
 {
-    struct app *app = r->app;
-    char code[CODE_MAX + 1];
     if (!code_param(r, code))
         return not_found(r);
-    struct link l;
-    int rc = app->store->ops->link_get(app->store, code, &l);
+    int rc = r->app->store->ops->link_get(r->app->store, code, l);
     if (rc == ERR_NOTFOUND)
         return not_found(r);
     if (rc != ERR_OK)
         return storage_error(r);
-    if (!owns(r, &l)) {
-        link_release(&l);
+    if (!owns(r, l)) {
+        link_release(l);
         return not_found(r);
     }
+    return 0;
+}
+
+int handle_link_get(struct request *r)
+{
+    struct app *app = r->app;
+    char code[CODE_MAX + 1];
+    struct link l;
+    int status = caller_link(r, code, &l);
+    if (status)
+        return status;
     json_t *o = link_json(app, &l, now_ms());
     link_release(&l);
     return http_json(r, 200, o);
@@ -959,18 +969,11 @@ int handle_link_history(struct request *r)
 {
     struct app *app = r->app;
     char code[CODE_MAX + 1];
-    if (!code_param(r, code))
-        return not_found(r);
     struct link l;
-    int rc = app->store->ops->link_get(app->store, code, &l);
-    if (rc == ERR_NOTFOUND)
-        return not_found(r);
-    if (rc != ERR_OK)
-        return storage_error(r);
-    bool mine = owns(r, &l);
+    int status = caller_link(r, code, &l);
+    if (status)
+        return status;
     link_release(&l);
-    if (!mine)
-        return not_found(r);
     json_t *arr = json_array();
     if (app->store->ops->history_list(app->store, code, LIST_MAX, history_row, arr) != ERR_OK) {
         json_decref(arr);

@@ -22,6 +22,7 @@
 #include "analytics.h"
 #include "classify.h"
 #include "codes.h"
+#include "coop.h"
 #include "dayrow.h"
 #include "err.h"
 #include "log.h"
@@ -94,6 +95,7 @@ static void table_release(struct table *t)
         dayrow_release(&c->row);
         free(c);
         c = next;
+        coop_point();
     }
     free(t->buckets);
     memset(t, 0, sizeof(*t));
@@ -241,11 +243,42 @@ struct agg_job {
     void *arg;
 };
 
-static int cmp_delta(const void *x, const void *y)
+static int cmp_delta(const struct day_delta *a, const struct day_delta *b)
 {
-    const struct day_delta *a = x, *b = y;
     int c = strcmp(a->code, b->code);
     return c ? c : (a->day > b->day) - (a->day < b->day);
+}
+
+/* Sorts d[0..n) by (code, day): a bottom-up merge sort, written out rather
+ * than qsort() so that it can yield (coop.h) between runs; a second's clicks
+ * on a million links are 100,000 link days, about 15 ms of sorting. */
+static void sort_deltas(struct day_delta *d, size_t n)
+{
+    struct day_delta *tmp = malloc((n ? n : 1) * sizeof(*tmp));
+    if (!tmp)
+        abort();
+    struct day_delta *from = d, *to = tmp;
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                to[k++] = cmp_delta(&from[j], &from[i]) < 0 ? from[j++] : from[i++];
+            while (i < mid)
+                to[k++] = from[i++];
+            while (j < hi)
+                to[k++] = from[j++];
+            if (hi - lo >= 64 || hi == n)
+                coop_point();
+        }
+        struct day_delta *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != d)
+        memcpy(d, from, n * sizeof(*d));
+    free(tmp);
 }
 
 static int agg_run(struct wjob *j, struct store *st)
@@ -294,7 +327,7 @@ void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_po
     size_t k = 0;
     for (struct lday *c = j->t.first; c; c = c->order)
         j->deltas[k++] = (struct day_delta){c->code, c->day, &c->row};
-    qsort(j->deltas, k, sizeof(*j->deltas), cmp_delta);
+    sort_deltas(j->deltas, k);
     j->pos = journal_pos;
     j->ckpt_key = a->ckpt_key;
     j->writer = w;

@@ -4,10 +4,15 @@
  * Hot path: clicks_record appends a length-prefixed encoded event to the
  * worker's own buffer; nothing is shared. clicks_flush (the worker's timer)
  * moves the buffer onto the pipeline queue under a mutex, once per interval.
- * The pipeline thread owns the journal and the aggregate: it appends every
- * queued event, syncs once, folds them, and at most one store job is in
- * flight at a time, so checkpoints are stored in order. The journal is
- * released up to the last stored checkpoint. A store job that fails is
+ * The journal thread owns the journal: it appends every queued event, syncs
+ * once, and hands the batches on to the fold thread, which owns the
+ * aggregate: it folds them, and at most one store job is in flight at a
+ * time, so checkpoints are stored in order. The journal is released up to
+ * the last stored checkpoint. Folding and storing are background work: the
+ * fold thread (and the writer) run at a lower priority ('background-nice')
+ * and yield often (coop.h), so a redirect never waits behind them; the
+ * journal thread keeps the normal priority, so however busy the machine, a
+ * click answered is on disk within the sync interval. A store job that fails is
  * retried (after a pause) with the same counters and checkpoint, so a
  * passing store error delays counts and never loses or doubles them.
  * Salts live in two slots (today's and tomorrow's); a slot is rewritten only
@@ -25,6 +30,7 @@
 #include <unistd.h>
 
 #include "aggregate.h"
+#include "coop.h"
 #include "err.h"
 #include "journal.h"
 #include "log.h"
@@ -70,6 +76,13 @@ struct clicks {
     struct batch *queue, *queue_tail;
     bool stop;
 
+    pthread_t fold_thread;
+    int nice;                           /* of the fold thread */
+    pthread_mutex_t fold_mu;
+    pthread_cond_t fold_cv;
+    struct batch *fold, *fold_tail;     /* journaled, not yet folded */
+    bool fold_stop;                     /* nothing more will be journaled */
+
     _Atomic bool inflight;              /* a store job is running */
     _Atomic uint64_t committed_pos;
     _Atomic uint64_t committed;         /* events in the store */
@@ -92,6 +105,8 @@ struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *
         abort();
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
+    pthread_mutex_init(&c->fold_mu, NULL);
+    pthread_cond_init(&c->fold_cv, NULL);
     atomic_store(&c->salt[0].day, -1);
     atomic_store(&c->salt[1].day, -1);
     return c;
@@ -104,16 +119,21 @@ void clicks_free(struct clicks *c)
     for (int i = 0; i < c->nworkers; i++)
         buf_release(&c->local[i].buf);
     free(c->local);
-    struct batch *b = c->queue;
-    while (b) {
-        struct batch *next = b->next;
+    for (struct batch *b = c->queue, *next; b; b = next) {
+        next = b->next;
         buf_release(&b->data);
         free(b);
-        b = next;
+    }
+    for (struct batch *b = c->fold, *next; b; b = next) {
+        next = b->next;
+        buf_release(&b->data);
+        free(b);
     }
     journal_close(c->journal);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->fold_cv);
+    pthread_mutex_destroy(&c->fold_mu);
     sodium_memzero(c->salt, sizeof(c->salt));
     free(c);
 }
@@ -209,24 +229,24 @@ static void fold_batch(struct clicks *c, struct batch *b)
     const char *p = b->data.p, *end = b->data.p + b->data.len, *rec;
     size_t n;
     struct click_event e;
-    while (next_record(&p, end, &rec, &n))
+    while (next_record(&p, end, &rec, &n)) {
         if (event_decode(rec, n, &e) == ERR_OK)
             aggregate_add(c->agg, &e);
+        coop_point();
+    }
 }
 
-/* Journaling comes first: every pass syncs all that has arrived before it
- * folds one batch, so a slow fold (a burst, a busy machine) never widens
- * what a crash can lose. The checkpoint handed to the store is the end of
- * the last batch folded, never beyond. */
-static void *pipeline_main(void *arg)
+/* The journal thread: appends and syncs whatever the workers handed over,
+ * passes it on to the fold thread, and releases the journal up to the last
+ * stored checkpoint. */
+static void *journal_main(void *arg)
 {
     struct clicks *c = arg;
-    uint64_t synced = c->released, folded = c->released;
-    struct batch *fold = NULL, *fold_tail = NULL;     /* journaled, not yet folded */
-    int64_t next_store = mono_ms() + c->flush_ms;
+    pthread_setname_np(pthread_self(), "shortd-journal");
+    uint64_t synced = c->released;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        if (!c->queue && !fold && !c->stop) {
+        if (!c->queue && !c->stop) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_nsec += 20 * 1000000L;
@@ -246,49 +266,87 @@ static void *pipeline_main(void *arg)
                 journal_batch(c, x);
             if (journal_sync(c->journal, &synced) != ERR_OK)
                 log_at(LOG_ERROR, "cannot sync the click journal");
-            if (fold_tail)
-                fold_tail->next = b;
+        }
+        pthread_mutex_lock(&c->fold_mu);
+        if (b) {
+            if (c->fold_tail)
+                c->fold_tail->next = b;
             else
-                fold = b;
-            for (fold_tail = b; fold_tail->next; fold_tail = fold_tail->next)
+                c->fold = b;
+            for (c->fold_tail = b; c->fold_tail->next; c->fold_tail = c->fold_tail->next)
                 ;
         }
-        if (fold) {
-            struct batch *x = fold;
-            fold = x->next;
-            if (!fold)
-                fold_tail = NULL;
-            fold_batch(c, x);
-            if (x->end_pos)
-                folded = x->end_pos;
-            buf_release(&x->data);
-            free(x);
-        }
+        c->fold_stop = stopping;
+        pthread_cond_signal(&c->fold_cv);
+        pthread_mutex_unlock(&c->fold_mu);
 
-        bool idle = !atomic_load(&c->inflight);
-        bool due = stopping ? !fold : mono_ms() >= next_store;
-        if (idle && !aggregate_empty(c->agg) && due) {
-            atomic_store(&c->inflight, true);
-            aggregate_submit(c->agg, c->writer, folded, job_done, c);
-            next_store = mono_ms() + c->flush_ms;
-        }
         uint64_t done = atomic_load(&c->committed_pos);
         if (done > c->released) {
             journal_release(c->journal, done);
             c->released = done;
         }
         pthread_mutex_lock(&c->mu);
-        if (stopping && !c->queue && !fold && !atomic_load(&c->inflight) &&
-            aggregate_empty(c->agg))
+        if (stopping && !c->queue)
             break;
-        if (stopping && !fold && atomic_load(&c->inflight)) {
-            pthread_mutex_unlock(&c->mu);
-            usleep(1000);
-            pthread_mutex_lock(&c->mu);
-        }
     }
     pthread_mutex_unlock(&c->mu);
-    (void)synced;
+    return NULL;
+}
+
+/* The fold thread: folds journaled batches, one at a time, and every
+ * flush interval hands what it folded to the writer. The checkpoint handed
+ * to the store is the end of the last batch folded, never beyond. */
+static void *fold_main(void *arg)
+{
+    struct clicks *c = arg;
+    pthread_setname_np(pthread_self(), "shortd-fold");
+    coop_thread(c->nice);
+    uint64_t folded = c->released;
+    int64_t next_store = mono_ms() + c->flush_ms;
+    pthread_mutex_lock(&c->fold_mu);
+    for (;;) {
+        bool due = mono_ms() >= next_store;
+        bool waiting = atomic_load(&c->inflight) || aggregate_empty(c->agg);
+        if (!c->fold && !c->fold_stop && (!due || waiting)) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 20 * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&c->fold_cv, &c->fold_mu, &until);
+            coop_rest();
+        }
+        struct batch *x = c->fold;
+        if (x) {
+            c->fold = x->next;
+            if (!c->fold)
+                c->fold_tail = NULL;
+        }
+        bool stopping = c->fold_stop && !c->fold;
+        pthread_mutex_unlock(&c->fold_mu);
+
+        if (x) {
+            fold_batch(c, x);
+            if (x->end_pos)
+                folded = x->end_pos;
+            buf_release(&x->data);
+            free(x);
+        }
+        bool idle = !atomic_load(&c->inflight);
+        due = stopping || mono_ms() >= next_store;
+        if (idle && !aggregate_empty(c->agg) && due) {
+            atomic_store(&c->inflight, true);
+            aggregate_submit(c->agg, c->writer, folded, job_done, c);
+            next_store = mono_ms() + c->flush_ms;
+        }
+        if (stopping && !atomic_load(&c->inflight) && aggregate_empty(c->agg))
+            break;
+        if (stopping && atomic_load(&c->inflight))
+            usleep(1000);
+        pthread_mutex_lock(&c->fold_mu);
+    }
     return NULL;
 }
 
@@ -362,9 +420,10 @@ static int journal_id(const char *dir, char id[33])
     return ERR_OK;
 }
 
-int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms)
+int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int nice)
 {
     c->flush_ms = flush_ms;
+    c->nice = nice;
     uint64_t end = 0, from = 0;
     int rc = journal_open(journal_dir, SEGMENT_MAX, &c->journal, &end);
     if (rc != ERR_OK)
@@ -402,8 +461,16 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms)
     journal_release(c->journal, end);
     c->released = end;
     atomic_store(&c->committed_pos, end);
-    if (pthread_create(&c->thread, NULL, pipeline_main, c) != 0)
+    if (pthread_create(&c->fold_thread, NULL, fold_main, c) != 0)
         return log_fail(ERR_IO, "cannot start the click pipeline");
+    if (pthread_create(&c->thread, NULL, journal_main, c) != 0) {
+        pthread_mutex_lock(&c->fold_mu);
+        c->fold_stop = true;
+        pthread_cond_signal(&c->fold_cv);
+        pthread_mutex_unlock(&c->fold_mu);
+        pthread_join(c->fold_thread, NULL);
+        return log_fail(ERR_IO, "cannot start the click pipeline");
+    }
     c->started = true;
     return ERR_OK;
 }
@@ -417,6 +484,7 @@ void clicks_stop(struct clicks *c)
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL);
+    pthread_join(c->fold_thread, NULL);
     c->started = false;
     uint64_t dropped = 0;
     for (int i = 0; i < c->nworkers; i++)

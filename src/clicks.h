@@ -25,10 +25,11 @@ struct writer;
 struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *agg,
                           int nworkers);
 /* Opens (locks) the journal, replays what the store has not counted yet and
- * starts the pipeline thread. ERR_BUSY when another process holds the journal. */
-int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms);
+ * starts the journal thread and the fold thread, the latter 'nice' lower in
+ * priority (coop.h). ERR_BUSY when another process holds the journal. */
+int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int nice);
 /* After every worker has handed over its last buffer: journals, folds and
- * stores everything, then stops the thread. */
+ * stores everything, then stops the threads. */
 void clicks_stop(struct clicks *c);
 void clicks_free(struct clicks *c);
 

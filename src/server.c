@@ -826,6 +826,7 @@ static void on_wake(uv_async_t *a)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    pthread_setname_np(pthread_self(), "shortd-http");
     current_worker = w;
     cache_thread_register();
     update_date(w);

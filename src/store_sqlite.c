@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coop.h"
 #include "dayrow.h"
 #include "err.h"
 #include "log.h"
+#include "sqlite_coop.h"
 #include "store.h"
 #include "banned.h"
 
@@ -294,9 +296,11 @@ struct sqlite_store {
 static int open_db(const char *path, sqlite3 **out)
 {
     sqlite3 *db = NULL;
+    if (sqlite_coop_register() != ERR_OK)
+        return ERR_STORAGE;
     int rc = sqlite3_open_v2(path, &db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             NULL);
+                             SQLITE_COOP_VFS);
     if (rc != SQLITE_OK) {
         log_at(LOG_ERROR, "cannot open database '%s': %s", path,
                db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
@@ -1160,8 +1164,10 @@ static int sq_agg_days(struct store *st, const struct day_delta *d, size_t n)
 {
     struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
     int rc = ERR_OK;
-    for (size_t i = 0; i < n && rc == ERR_OK; i++)
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
         rc = day_merge(st, &d[i], bufs);
+        coop_point();
+    }
     for (int i = 0; i < 3; i++)
         buf_release(&bufs[i]);
     return rc;

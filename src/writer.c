@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "cache.h"
+#include "coop.h"
 #include "err.h"
 #include "log.h"
 #include "store.h"
@@ -29,6 +30,7 @@ struct writer {
     struct wjob *head, *tail;
     bool busy;
     bool stop;
+    int nice;
 };
 
 struct writer *writer_new(struct store *st, int max_batch)
@@ -83,11 +85,14 @@ static void run_batch(struct store *st, struct wjob *batch)
 static void *writer_main(void *arg)
 {
     struct writer *w = arg;
+    pthread_setname_np(pthread_self(), "shortd-writer");
+    coop_thread(w->nice);
     cache_thread_register();
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->head && !w->stop)
             pthread_cond_wait(&w->cv, &w->mu);
+        coop_rest();
         if (!w->head && w->stop)
             break;
         struct wjob *batch = w->head, *last = w->head;
@@ -112,8 +117,9 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-int writer_start(struct writer *w)
+int writer_start(struct writer *w, int nice)
 {
+    w->nice = nice;
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0)
         return log_fail(ERR_IO, "cannot start the writer thread");
     w->started = true;

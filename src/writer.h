@@ -25,7 +25,8 @@ struct wjob {
 };
 
 struct writer *writer_new(struct store *st, int max_batch);
-int writer_start(struct writer *w);
+/* Starts the thread, 'nice' lower in priority (coop.h). */
+int writer_start(struct writer *w, int nice);
 /* Waits for every submitted job to be done, then stops the thread and frees. */
 void writer_free(struct writer *w);
 

@@ -14,6 +14,8 @@
 /* The one list of tests: test_<name> is defined in tests/unit/test_<module>.c. */
 #define TESTS(X)                                                                                   \
     X(buf_empty)                                                                                   \
+    X(coop_thread)                                                                                 \
+    X(sqlite_coop_vfs)                                                                             \
     X(buf_add)                                                                                     \
     X(buf_numbers)                                                                                 \
     X(buf_printf)                                                                                  \

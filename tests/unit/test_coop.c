@@ -1,0 +1,158 @@
+/* test_coop.c - coop.h and sqlite_coop.h: a background thread lowers its own
+ * priority and yields once it has run a slice, other threads never do, and a
+ * database written through the cooperative VFS (yielding as it writes) is an
+ * ordinary SQLite file that the default VFS reads back whole. */
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coop.h"
+#include "err.h"
+#include "sqlite_coop.h"
+#include "test.h"
+
+#include "banned.h"
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Calls coop_point() in a busy loop for 'us' microseconds of wall time. */
+static void busy(int us)
+{
+    int64_t end = now_ns() + (int64_t)us * 1000;
+    while (now_ns() < end)
+        coop_point();
+}
+
+struct probe {
+    bool join;
+    int nice_before, nice_after;
+    unsigned long busy_yields, sleep_yields;
+};
+
+static void *probe_main(void *arg)
+{
+    struct probe *p = arg;
+    errno = 0;
+    p->nice_before = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (p->join)
+        coop_thread(7);
+    p->nice_after = getpriority(PRIO_PROCESS, (id_t)gettid());
+    busy(10 * COOP_SLICE_US);
+    p->busy_yields = coop_yields();
+    usleep(4 * COOP_SLICE_US);      /* asleep longer than a slice, then ... */
+    coop_point();                   /* ... the first point yields: wall time */
+    p->sleep_yields = coop_yields() - p->busy_yields;
+    return NULL;
+}
+
+static struct probe run_probe(bool join)
+{
+    struct probe p = {.join = join};
+    pthread_t t;
+    if (CHECK_EQ_INT(pthread_create(&t, NULL, probe_main, &p), 0))
+        pthread_join(t, NULL);
+    return p;
+}
+
+void test_coop_thread(void)
+{
+    int main_nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+    struct probe bg = run_probe(true);
+    CHECK_EQ_INT(bg.nice_after, bg.nice_before + 7);
+    /* 10 slices of computing: at most a yield a slice, and some (fewer when
+     * the machine is busy and the loop loses the core for a while) */
+    CHECK(bg.busy_yields >= 2);
+    CHECK(bg.busy_yields <= 10);
+    CHECK_EQ_INT(bg.sleep_yields, 1);
+    /* other threads keep their priority and never yield */
+    CHECK_EQ_INT(getpriority(PRIO_PROCESS, (id_t)gettid()), main_nice);
+    struct probe fg = run_probe(false);
+    CHECK_EQ_INT(fg.nice_after, fg.nice_before);
+    CHECK_EQ_INT(fg.busy_yields, 0);
+    CHECK_EQ_INT(fg.sleep_yields, 0);
+    coop_point();
+    coop_rest();
+    CHECK_EQ_INT(coop_yields(), 0);
+}
+
+#define ROWS 20000
+
+struct vfs_run {
+    const char *path;
+    int rc;
+    unsigned long yields;
+};
+
+/* Writes ROWS rows of 1 KiB through the cooperative VFS with a small page
+ * cache, so the commit and the checkpoint do real I/O, from a coop thread. */
+static void *vfs_writer(void *arg)
+{
+    struct vfs_run *r = arg;
+    coop_thread(0);
+    sqlite3 *db = NULL;
+    r->rc = sqlite3_open_v2(r->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                            SQLITE_COOP_VFS);
+    if (r->rc == SQLITE_OK)
+        r->rc = sqlite3_exec(db,
+                             "PRAGMA journal_mode = WAL; PRAGMA cache_size = 50;"
+                             "CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB);"
+                             "BEGIN;"
+                             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                             "WHERE i < 20000) INSERT INTO t SELECT i, zeroblob(1024) FROM n;"
+                             "COMMIT; PRAGMA wal_checkpoint(TRUNCATE);",
+                             NULL, NULL, NULL);
+    sqlite3_close(db);
+    r->yields = coop_yields();
+    return NULL;
+}
+
+void test_sqlite_coop_vfs(void)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/shortd-coop-%d.db", (int)getpid());
+    unlink(path);
+    CHECK_EQ_INT(sqlite_coop_register(), ERR_OK);
+    CHECK_EQ_INT(sqlite_coop_register(), ERR_OK);   /* once is enough; again is harmless */
+    CHECK(sqlite3_vfs_find(SQLITE_COOP_VFS) != NULL);
+    CHECK(sqlite3_vfs_find(NULL) != sqlite3_vfs_find(SQLITE_COOP_VFS));  /* not the default */
+
+    struct vfs_run r = {.path = path};
+    pthread_t t;
+    if (CHECK_EQ_INT(pthread_create(&t, NULL, vfs_writer, &r), 0))
+        pthread_join(t, NULL);
+    CHECK_EQ_INT(r.rc, SQLITE_OK);
+    CHECK(r.yields > 0);    /* 20 MiB written and checkpointed: many slices */
+
+    /* The default VFS reads it back whole */
+    sqlite3 *db = NULL;
+    CHECK_EQ_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    CHECK_EQ_INT(sqlite3_prepare_v2(db, "SELECT count(*), sum(length(v)), "
+                                        "(SELECT * FROM pragma_integrity_check) FROM t",
+                                    -1, &q, NULL),
+                 SQLITE_OK);
+    if (CHECK_EQ_INT(sqlite3_step(q), SQLITE_ROW)) {
+        CHECK_EQ_INT(sqlite3_column_int64(q, 0), ROWS);
+        CHECK_EQ_INT(sqlite3_column_int64(q, 1), (long long)ROWS * 1024);
+        CHECK_EQ_STR((const char *)sqlite3_column_text(q, 2), "ok");
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    char side[80];
+    unlink(path);
+    snprintf(side, sizeof(side), "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof(side), "%s-shm", path);
+    unlink(side);
+}

@@ -206,8 +206,7 @@ static const char *const sql[S__COUNT] = {
     [S_DAY_GET] = "SELECT id, clicks, bots, uniques, dims, visitors, recent FROM link_days "
                   "WHERE code = ?1 AND day = ?2",
     [S_DAY_INSERT] = "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, visitors, "
-                     "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
-                     "ON CONFLICT(code, day) DO NOTHING",
+                     "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [S_DAY_UPDATE] = "UPDATE link_days SET clicks = ?3, bots = ?4, uniques = ?5, dims = ?6, "
                      "visitors = ?7, recent = ?8 WHERE id = ?2",
     /* A pruned day's counts move into its link's totals, in one statement
@@ -1118,27 +1117,29 @@ static void bind_day(sqlite3_stmt *q, const struct day_blobs *b)
     bind_blob(q, 8, b->recent, b->nrecent);
 }
 
-/* Most link days of a batch are new: the delta is inserted as it is. When
- * the row is there, it is read, the delta merged in, and written back. */
+/* The stored row, if there is one, is read, the delta merged in, and the
+ * row written back; a new link day is the delta, inserted as it is. */
 static int day_merge(struct store *st, const struct day_delta *d, struct buf bufs[3])
 {
     struct day_blobs merged;
-    dayrow_merge(NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
-    sqlite3_stmt *q = stmt_get(st, S_DAY_INSERT);
+    sqlite3_stmt *q = stmt_get(st, S_DAY_GET);
     if (!q)
         return ERR_STORAGE;
     sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 2, d->day);
-    bind_day(q, &merged);
-    int rc = run_done(q, "day insert");
-    if (rc != ERR_OK || sqlite3_changes(sqlite3_db_handle(q)))
-        return rc;
-    q = stmt_get(st, S_DAY_GET);
-    if (!q)
-        return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, d->day);
-    if (sqlite3_step(q) != SQLITE_ROW)
+    int step = sqlite3_step(q);
+    if (step == SQLITE_DONE) {
+        finish(q);
+        dayrow_merge(NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
+        q = stmt_get(st, S_DAY_INSERT);
+        if (!q)
+            return ERR_STORAGE;
+        sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, d->day);
+        bind_day(q, &merged);
+        return run_done(q, "day insert");
+    }
+    if (step != SQLITE_ROW)
         return fail(q, "day read");
     int64_t id = sqlite3_column_int64(q, 0);
     struct day_blobs old = {.clicks = sqlite3_column_int64(q, 1),
@@ -1147,7 +1148,7 @@ static int day_merge(struct store *st, const struct day_delta *d, struct buf buf
     old.dims = col_blob(q, 4, &old.ndims);
     old.visitors = col_blob(q, 5, &old.nvisitors);
     old.recent = col_blob(q, 6, &old.nrecent);
-    rc = dayrow_merge(&old, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
+    int rc = dayrow_merge(&old, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
     finish(q);
     if (rc != ERR_OK)
         return log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",

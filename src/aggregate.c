@@ -8,9 +8,16 @@
  * writer job and starts an empty one, so the pipeline keeps folding while
  * the job commits. The job merges each link day into its stored row, one
  * row write per link and day however many clicks and dimensions it holds,
- * in (code, day) order, and last writes the journal checkpoint, all in the
- * writer's transaction. The job never changes its own rows, so a retried
- * job counts nothing twice. Human and bot clicks are kept apart: a bot or a
+ * in (code, day) order, AGG_CHUNK link days a transaction: a second's clicks
+ * on a million links would otherwise be one commit of 100,000 rows, which
+ * keeps creates waiting and runs SQLite's commit for milliseconds without a
+ * pause (coop.h). Each chunk's transaction also records how far the job
+ * got: the journal position it ends at and its last link day ("partial"),
+ * and the last one writes the journal checkpoint instead. The job never
+ * changes its own rows, so a retried chunk counts nothing twice. After a
+ * crash between two chunks, the replay folds the job's clicks again (the
+ * same events give the same link days, in the same order) and skips those
+ * up to the partial record's link day. Human and bot clicks are kept apart: a bot or a
  * prefetch only counts as a bot click of its kind. */
 #include "aggregate.h"
 
@@ -42,6 +49,7 @@ const char *const dim_names[DIM__COUNT] = {
 };
 
 #define RETRY_PAUSE_US 200000
+#define AGG_CHUNK 8000      /* link days per transaction */
 
 struct lday {
     char code[CODE_MAX + 1];
@@ -61,6 +69,8 @@ struct table {
 
 struct aggregate {
     char ckpt_key[64];      /* meta key of this journal's checkpoint */
+    char partial_key[72];   /* ... and of a job stopped between chunks */
+    size_t chunk;
     struct classify *cl;
     const char *const *self_hosts;
     struct table t;
@@ -152,7 +162,8 @@ struct aggregate *aggregate_new(struct classify *cl, const char *const *self_hos
     a->cl = cl;
     a->self_hosts = self_hosts;
     table_init(&a->t);
-    snprintf(a->ckpt_key, sizeof(a->ckpt_key), "journal_pos");
+    aggregate_set_journal(a, NULL);
+    a->chunk = AGG_CHUNK;
     return a;
 }
 
@@ -234,8 +245,13 @@ uint64_t aggregate_events(const struct aggregate *a) { return a->t.events; }
 struct agg_job {
     struct wjob job;
     const char *ckpt_key;
+    const char *partial_key;
     struct table t;
     struct day_delta *deltas;   /* the table's link days in (code, day) order */
+    size_t next;                /* deltas[0 .. next) are stored */
+    size_t upto;                /* ... and [next .. upto) by the chunk running */
+    size_t chunk;
+    bool resume;                /* replayed after a crash: skip what is stored */
     uint64_t pos;
     struct writer *writer;
     int failures;
@@ -281,16 +297,85 @@ static void sort_deltas(struct day_delta *d, size_t n)
     free(tmp);
 }
 
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | (unsigned char)p[i];
+    return v;
+}
+
+/* The partial record: [u64 job position][i64 day][code] of the last link day
+ * a stopped job stored. */
+static int put_partial(struct store *st, const struct agg_job *a, const struct day_delta *last)
+{
+    unsigned char rec[16 + CODE_MAX];
+    size_t n = strlen(last->code);
+    put_u64(rec, a->pos);
+    put_u64(rec + 8, (uint64_t)last->day);
+    memcpy(rec + 16, last->code, n);
+    return st->ops->meta_put(st, a->partial_key, rec, 16 + n);
+}
+
+/* Where a replayed job carries on: past the link day of its partial record
+ * when that record is this job's (same journal position), else at 0. */
+static int resume_at(struct store *st, const struct agg_job *a, size_t *at)
+{
+    struct buf v = BUF_INIT;
+    *at = 0;
+    int rc = st->ops->meta_get(st, a->partial_key, &v);
+    if (rc == ERR_NOTFOUND) {
+        rc = ERR_OK;
+    } else if (rc == ERR_OK && (v.len < 17 || v.len > 16 + CODE_MAX)) {
+        rc = log_fail(ERR_STORAGE, "the stored click job record is damaged");
+    } else if (rc == ERR_OK && get_u64(v.p) == a->pos) {
+        char code[CODE_MAX + 1];
+        memcpy(code, v.p + 16, v.len - 16);
+        code[v.len - 16] = '\0';
+        struct day_delta last = {code, (int64_t)get_u64(v.p + 8), NULL};
+        size_t lo = 0, hi = a->t.count;     /* first delta after 'last' */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cmp_delta(&a->deltas[mid], &last) <= 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        *at = lo;
+    }
+    buf_release(&v);
+    return rc;
+}
+
+/* One chunk: its link days, then either the partial record or, for the
+ * last chunk, the checkpoint (and no partial record). */
 static int agg_run(struct wjob *j, struct store *st)
 {
     struct agg_job *a = (struct agg_job *)j;
-    int rc = st->ops->agg_days(st, a->deltas, a->t.count);
+    size_t from = a->next;
+    if (a->resume) {
+        int rc = resume_at(st, a, &from);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    size_t n = a->t.count - from < a->chunk ? a->t.count - from : a->chunk;
+    int rc = st->ops->agg_days(st, a->deltas + from, n);
+    a->upto = from + n;
+    if (rc == ERR_OK && a->upto < a->t.count)
+        return put_partial(st, a, &a->deltas[a->upto - 1]);
     if (rc == ERR_OK) {
         unsigned char le[8];
-        for (int i = 0; i < 8; i++)
-            le[i] = (unsigned char)(a->pos >> (8 * i));
+        put_u64(le, a->pos);
         rc = st->ops->meta_put(st, a->ckpt_key, le, sizeof(le));
     }
+    if (rc == ERR_OK)
+        rc = st->ops->meta_del(st, a->partial_key);
     return rc;
 }
 
@@ -306,20 +391,29 @@ static void agg_done(struct wjob *j)
         writer_submit(a->writer, j);
         return;
     }
+    a->resume = false;
+    a->next = a->upto;
+    if (a->next < a->t.count) {
+        writer_submit(a->writer, j);   /* behind whatever came meanwhile */
+        return;
+    }
     a->done(a->pos, a->t.events, a->arg);
     table_release(&a->t);
     free(a->deltas);
     free(a);
 }
 
-void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_pos,
-                      void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg)
+static void aggregate_submit_job(struct aggregate *a, struct writer *w, uint64_t journal_pos,
+                                 bool resume,
+                                 void (*done)(uint64_t pos, uint64_t events, void *arg),
+                                 void *arg)
 {
     struct agg_job *j = calloc(1, sizeof(*j));
     if (!j)
         abort();
     j->job.run = agg_run;
     j->job.done = agg_done;
+    j->job.background = true;
     j->t = a->t;
     j->deltas = calloc(j->t.count ? j->t.count : 1, sizeof(*j->deltas));
     if (!j->deltas)
@@ -329,7 +423,10 @@ void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_po
         j->deltas[k++] = (struct day_delta){c->code, c->day, &c->row};
     sort_deltas(j->deltas, k);
     j->pos = journal_pos;
+    j->resume = resume;
+    j->chunk = a->chunk;
     j->ckpt_key = a->ckpt_key;
+    j->partial_key = a->partial_key;
     j->writer = w;
     j->done = done;
     j->arg = arg;
@@ -337,23 +434,52 @@ void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_po
     writer_submit(w, &j->job);
 }
 
-void aggregate_set_journal(struct aggregate *a, const char *journal_id)
+void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_pos,
+                      void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg)
 {
-    snprintf(a->ckpt_key, sizeof(a->ckpt_key), "journal_pos:%s", journal_id);
+    aggregate_submit_job(a, w, journal_pos, false, done, arg);
 }
 
-int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos)
+void aggregate_resume(struct aggregate *a, struct writer *w, uint64_t journal_pos,
+                      void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg)
+{
+    aggregate_submit_job(a, w, journal_pos, true, done, arg);
+}
+
+void aggregate_set_journal(struct aggregate *a, const char *journal_id)
+{
+    if (journal_id)
+        snprintf(a->ckpt_key, sizeof(a->ckpt_key), "journal_pos:%s", journal_id);
+    else
+        snprintf(a->ckpt_key, sizeof(a->ckpt_key), "journal_pos");
+    snprintf(a->partial_key, sizeof(a->partial_key), "%s:partial", a->ckpt_key);
+}
+
+void aggregate_set_chunk(struct aggregate *a, size_t link_days)
+{
+    a->chunk = link_days ? link_days : AGG_CHUNK;
+}
+
+int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos,
+                         uint64_t *partial)
 {
     struct buf v = BUF_INIT;
-    *pos = 0;
+    *pos = *partial = 0;
     int rc = st->ops->meta_get(st, a->ckpt_key, &v);
-    if (rc == ERR_NOTFOUND) {
+    if (rc == ERR_NOTFOUND)
         rc = ERR_OK;
-    } else if (rc == ERR_OK && v.len == 8) {
-        for (int i = 7; i >= 0; i--)
-            *pos = *pos << 8 | (unsigned char)v.p[i];
-    } else if (rc == ERR_OK) {
+    else if (rc == ERR_OK && v.len == 8)
+        *pos = get_u64(v.p);
+    else if (rc == ERR_OK)
         rc = log_fail(ERR_STORAGE, "the stored journal position is damaged");
+    if (rc == ERR_OK) {
+        rc = st->ops->meta_get(st, a->partial_key, &v);
+        if (rc == ERR_NOTFOUND)
+            rc = ERR_OK;
+        else if (rc == ERR_OK && v.len > 16)
+            *partial = get_u64(v.p);
+        else if (rc == ERR_OK)
+            rc = log_fail(ERR_STORAGE, "the stored click job record is damaged");
     }
     buf_release(&v);
     return rc;

@@ -352,21 +352,23 @@ static void *fold_main(void *arg)
 
 /* ---- start, replay, stop ---- */
 
+#define REPLAY_STOP (-1)    /* not an ERR_* */
+
 struct replay {
     struct aggregate *agg;
+    uint64_t upto;          /* the last record ends here */
     uint64_t events;
 };
 
 static int replay_one(const void *rec, size_t n, uint64_t pos_after, void *arg)
 {
-    (void)pos_after;
     struct replay *r = arg;
     struct click_event e;
     if (event_decode(rec, n, &e) == ERR_OK) {
         aggregate_add(r->agg, &e);
         r->events++;
     }
-    return 0;
+    return pos_after >= r->upto ? REPLAY_STOP : 0;
 }
 
 struct wait {
@@ -420,6 +422,36 @@ static int journal_id(const char *dir, char id[33])
     return ERR_OK;
 }
 
+/* Folds the journal's clicks from 'from' to 'upto' and stores them (as the
+ * rest of a job stopped between chunks when 'resume'), waiting for the
+ * writer. */
+static int replay(struct clicks *c, uint64_t from, uint64_t upto, bool resume, uint64_t *events)
+{
+    struct replay r = {c->agg, upto, 0};
+    int rc = journal_replay(c->journal, from, replay_one, &r);
+    if (rc != ERR_OK && rc != REPLAY_STOP)
+        return log_fail(rc, "cannot replay the click journal");
+    *events += r.events;
+    if (aggregate_empty(c->agg))
+        return ERR_OK;
+    struct wait w = {.done = false};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    if (resume)
+        aggregate_resume(c->agg, c->writer, upto, replay_done, &w);
+    else
+        aggregate_submit(c->agg, c->writer, upto, replay_done, &w);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done)
+        pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    if (w.rc != ERR_OK)
+        return log_fail(w.rc, "cannot store the replayed clicks");
+    return ERR_OK;
+}
+
 int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int nice)
 {
     c->flush_ms = flush_ms;
@@ -433,31 +465,23 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
     if (rc != ERR_OK)
         return rc;
     aggregate_set_journal(c->agg, id);
-    rc = aggregate_checkpoint(c->agg, c->st, &from);
+    uint64_t partial = 0;
+    rc = aggregate_checkpoint(c->agg, c->st, &from, &partial);
     if (rc != ERR_OK)
         return rc;
-    struct replay r = {c->agg, 0};
-    if (from < end) {
-        rc = journal_replay(c->journal, from, replay_one, &r);
-        if (rc != ERR_OK)
-            return log_fail(rc, "cannot replay the click journal");
+    /* First the job a crash stopped between two chunks, on its own, then
+     * everything after it. */
+    uint64_t events = 0;
+    if (partial > from && partial <= end) {
+        rc = replay(c, from, partial, true, &events);
+        from = partial;
     }
-    if (!aggregate_empty(c->agg)) {
-        struct wait w = {.done = false};
-        pthread_mutex_init(&w.mu, NULL);
-        pthread_cond_init(&w.cv, NULL);
-        aggregate_submit(c->agg, c->writer, end, replay_done, &w);
-        pthread_mutex_lock(&w.mu);
-        while (!w.done)
-            pthread_cond_wait(&w.cv, &w.mu);
-        pthread_mutex_unlock(&w.mu);
-        pthread_cond_destroy(&w.cv);
-        pthread_mutex_destroy(&w.mu);
-        if (w.rc != ERR_OK)
-            return log_fail(w.rc, "cannot store the replayed clicks");
-        log_at(LOG_INFO, "replayed %llu clicks from the journal",
-               (unsigned long long)r.events);
-    }
+    if (rc == ERR_OK && from < end)
+        rc = replay(c, from, end, false, &events);
+    if (rc != ERR_OK)
+        return rc;
+    if (events)
+        log_at(LOG_INFO, "replayed %llu clicks from the journal", (unsigned long long)events);
     journal_release(c->journal, end);
     c->released = end;
     atomic_store(&c->committed_pos, end);

@@ -76,7 +76,7 @@ static const struct setting settings[] = {
     {"journal-sync-ms", C_INT, F(journal_sync_ms), "20", 1, 1000,
      "milliseconds between syncs of the click journal: what a crash can lose"},
     {"background-nice", C_INT, F(background_nice), "19", 0, 19,
-     "how much lower the priority of folding and storing clicks is than serving"},
+     "how much lower the priority of folding clicks is than serving"},
     {"retention-days", C_INT, F(retention_days), "400", 1, 36500,
      "days per-day analytics are kept (all-time totals are kept for ever)"},
     {"ua-cache", C_INT, F(ua_cache), "10000", 16, 10000000,

@@ -14,7 +14,9 @@
 
 #include "banned.h"
 
-static _Thread_local bool joined;
+static _Thread_local bool joined;      /* coop_thread() */
+static _Thread_local bool niced;       /* ... with a lower priority */
+static _Thread_local bool entered;     /* between coop_enter() and coop_leave() */
 static _Thread_local int64_t since;     /* ns, CLOCK_MONOTONIC */
 static _Thread_local unsigned long yields;
 
@@ -29,25 +31,42 @@ void coop_thread(int nice)
 {
     if (nice > 0 && setpriority(PRIO_PROCESS, (id_t)gettid(), nice) != 0)
         log_at(LOG_WARN, "cannot lower a background thread's priority: %s", strerror(errno));
+    niced = nice > 0;
     joined = true;
     since = mono_ns();
 }
 
+void coop_enter(void)
+{
+    entered = true;
+    since = mono_ns();
+}
+
+void coop_leave(void)
+{
+    entered = false;
+}
+
 void coop_point(void)
 {
-    if (!joined)
+    if (!joined && !entered)
         return;
     int64_t now = mono_ns();
     if (now - since < (int64_t)COOP_SLICE_US * 1000)
         return;
-    sched_yield();
+    if (niced) {
+        sched_yield();
+    } else {
+        struct timespec pause = {0, COOP_PAUSE_US * 1000};
+        nanosleep(&pause, NULL);
+    }
     yields++;
     since = mono_ns();
 }
 
 void coop_rest(void)
 {
-    if (joined)
+    if (joined || entered)
         since = mono_ns();
 }
 

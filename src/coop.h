@@ -6,15 +6,19 @@
  * default priority, p99 at half load was 4.1 ms, every long wait one of them
  * running through a tick (perf sched timehist). A thread that folds or
  * stores clicks calls coop_point() in its loops; once it has run COOP_SLICE_US
- * since its last yield, coop_point() yields (sched_yield), so a woken event
- * loop runs within that time, and the caller carries straight on when nothing
- * else wants the core. A yield only hands the core to a thread that the
- * scheduler finds owed it, so background threads also run at a lower
- * priority (setting 'background-nice', 19 by default): with both, p99 at
- * half load fell from 4.1 ms to about 0.5 ms (bench/README.md). The cost:
- * when the event loops keep every core busy, folding clicks and commits
- * (creates too) get what is left over, about 1.5 % of a core each; the
- * journal, which keeps answered clicks safe, keeps the normal priority.
+ * since its last yield, coop_point() yields, so a woken event loop runs
+ * within that time.
+ *
+ * A sched_yield() only hands the core to a thread that the scheduler finds
+ * owed it, so the fold thread also runs at a lower priority (setting
+ * 'background-nice', 19 by default) and then carries straight on when
+ * nothing else wants the core. The writer cannot: it commits creates too,
+ * which are foreground work, and an unprivileged thread cannot raise its
+ * priority again once lowered. It stays at the normal priority and, while it
+ * stores clicks (coop_enter ... coop_leave), yields by pausing COOP_PAUSE_US,
+ * which makes the scheduler run someone else. With both, p99 at half load
+ * fell from 4.1 ms to under 1 ms (bench/README.md); durable creates keep the
+ * writer at full speed.
  *
  * Costs one vDSO clock read a call; call it per unit of work worth more than
  * about a microsecond. Each thread keeps its own clock, of wall time (a
@@ -24,12 +28,17 @@
 #define SHORTD_COOP_H
 
 #define COOP_SLICE_US 200
+#define COOP_PAUSE_US 50
 
-/* Makes the calling thread a background one: its nice value goes up by
- * 'nice' (0..19; a thread may always lower its own priority), and
- * coop_point() and coop_rest() act in it; they do nothing in any other (an
- * event loop, say, reading through a VFS that calls them). */
+/* Makes the calling thread a background one for good: its nice value goes
+ * up by 'nice' (0..19; a thread may always lower its own priority), and
+ * coop_point() yields in it (by sched_yield once niced, else by a pause). */
 void coop_thread(int nice);
+/* Makes coop_point() pause in the calling thread until coop_leave(). In any
+ * other thread (an event loop, say, reading through a VFS that calls it),
+ * coop_point() does nothing. */
+void coop_enter(void);
+void coop_leave(void);
 void coop_point(void);
 /* Starts the slice afresh: call after the thread has slept (a condition
  * wait, an fsync), so time asleep is not taken for time computing. */

@@ -5,7 +5,9 @@
  * variable. The writer takes everything queued (up to max_batch), runs the
  * batch in one BEGIN IMMEDIATE ... COMMIT, then calls each job's done().
  * While one batch commits, the next one accumulates, so under load the cost
- * of the fsync is shared by every job that arrived during the previous one. */
+ * of the fsync is shared by every job that arrived during the previous one.
+ * A batch that stores clicks (a background job) yields the core every
+ * COOP_SLICE_US, its commit and its jobs' done() included (coop.h). */
 #include "writer.h"
 
 #include <pthread.h>
@@ -30,7 +32,6 @@ struct writer {
     struct wjob *head, *tail;
     bool busy;
     bool stop;
-    int nice;
 };
 
 struct writer *writer_new(struct store *st, int max_batch)
@@ -48,6 +49,11 @@ struct writer *writer_new(struct store *st, int max_batch)
 
 static void run_batch(struct store *st, struct wjob *batch)
 {
+    bool background = false;
+    for (struct wjob *j = batch; j; j = j->next)
+        background |= j->background;
+    if (background)
+        coop_enter();
     int rc = st->ops->begin(st);
     for (struct wjob *j = batch; j; j = j->next) {
         if (rc != ERR_OK) {
@@ -80,19 +86,19 @@ static void run_batch(struct store *st, struct wjob *batch)
         j->done(j);
         j = next;
     }
+    if (background)
+        coop_leave();
 }
 
 static void *writer_main(void *arg)
 {
     struct writer *w = arg;
     pthread_setname_np(pthread_self(), "shortd-writer");
-    coop_thread(w->nice);
     cache_thread_register();
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->head && !w->stop)
             pthread_cond_wait(&w->cv, &w->mu);
-        coop_rest();
         if (!w->head && w->stop)
             break;
         struct wjob *batch = w->head, *last = w->head;
@@ -117,9 +123,8 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-int writer_start(struct writer *w, int nice)
+int writer_start(struct writer *w)
 {
-    w->nice = nice;
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0)
         return log_fail(ERR_IO, "cannot start the writer thread");
     w->started = true;

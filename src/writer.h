@@ -21,12 +21,12 @@ struct wjob {
     void (*done)(struct wjob *j);
     int rc;
     bool single_write;      /* run() writes at most once: no savepoint needed */
+    bool background;        /* stores clicks: its batch yields the core often (coop.h) */
     struct wjob *next;
 };
 
 struct writer *writer_new(struct store *st, int max_batch);
-/* Starts the thread, 'nice' lower in priority (coop.h). */
-int writer_start(struct writer *w, int nice);
+int writer_start(struct writer *w);
 /* Waits for every submitted job to be done, then stops the thread and frees. */
 void writer_free(struct writer *w);
 

@@ -19,11 +19,14 @@
 #include "aggregate.h"
 #include "analytics.h"
 #include "buf.h"
+#include "classify.h"
 #include "dayrow.h"
 #include "err.h"
 #include "log.h"
 #include "store.h"
 #include "test.h"
+#include "timeutil.h"
+#include "writer.h"
 
 #include "banned.h"
 
@@ -251,14 +254,16 @@ static void meta_checks(struct backend *b)
     struct aggregate *agg_a = aggregate_new(NULL, NULL), *agg_b = aggregate_new(NULL, NULL);
     aggregate_set_journal(agg_a, "journal-agg_a");
     aggregate_set_journal(agg_b, "journal-agg_b");
-    uint64_t pos = 1;
-    CHECK_EQ_INT(aggregate_checkpoint(agg_a, st, &pos), ERR_OK);
+    uint64_t pos = 1, partial = 1;
+    CHECK_EQ_INT(aggregate_checkpoint(agg_a, st, &pos, &partial), ERR_OK);
     CHECK_EQ_INT(pos, 0);
+    CHECK_EQ_INT(partial, 0);
     const unsigned char le[8] = {0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
     CHECK_EQ_INT(st->ops->meta_put(st, "journal_pos:journal-agg_a", le, 8), ERR_OK);
-    CHECK_EQ_INT(aggregate_checkpoint(agg_a, st, &pos), ERR_OK);
+    CHECK_EQ_INT(aggregate_checkpoint(agg_a, st, &pos, &partial), ERR_OK);
     CHECK(pos == 0x1122334455667788ull);
-    CHECK_EQ_INT(aggregate_checkpoint(agg_b, st, &pos), ERR_OK);
+    CHECK_EQ_INT(partial, 0);
+    CHECK_EQ_INT(aggregate_checkpoint(agg_b, st, &pos, &partial), ERR_OK);
     CHECK_EQ_INT(pos, 0);
     aggregate_free(agg_a);
     aggregate_free(agg_b);
@@ -1085,6 +1090,125 @@ static void agg_checks(struct backend *b)
 }
 
 void test_store_analytics(void) { each_backend("agg", agg_checks); }
+
+/* ---- click jobs, a chunk at a time ---- */
+
+struct job_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+};
+
+static void job_waited(uint64_t pos, uint64_t events, void *arg)
+{
+    (void)pos;
+    (void)events;
+    struct job_wait *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Folds one human click on each of 'codes' (a comma-separated list) today
+ * into 'a', submits the job (or resumes it) with 'pos' and waits for it. */
+static void run_job(struct aggregate *a, struct writer *w, const char *codes, uint64_t pos,
+                    bool resume)
+{
+    const char *ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                     "Chrome/120.0 Safari/537.36";
+    for (const char *p = codes; *p;) {
+        size_t n = strcspn(p, ",");
+        struct click_event e = {.ts = now_ms(), .visitor = 7, .country = "NL"};
+        e.code = (struct slice){p, n};
+        e.ua = (struct slice){ua, strlen(ua)};
+        aggregate_add(a, &e);
+        p += n + (p[n] == ',');
+    }
+    struct job_wait jw = {.done = false};
+    pthread_mutex_init(&jw.mu, NULL);
+    pthread_cond_init(&jw.cv, NULL);
+    if (resume)
+        aggregate_resume(a, w, pos, job_waited, &jw);
+    else
+        aggregate_submit(a, w, pos, job_waited, &jw);
+    pthread_mutex_lock(&jw.mu);
+    while (!jw.done)
+        pthread_cond_wait(&jw.cv, &jw.mu);
+    pthread_mutex_unlock(&jw.mu);
+    pthread_cond_destroy(&jw.cv);
+    pthread_mutex_destroy(&jw.mu);
+}
+
+/* A job of 9 clicks on 7 links, 2 link days a transaction (4 of them): every
+ * click counted once, the checkpoint set, no partial record left. Then a
+ * job that a crash stopped after its first chunk (its 2 link days stored,
+ * and the partial record that chunk wrote, made here as aggregate.c makes
+ * it): resumed with the same clicks, it stores the other link days only. */
+static void chunk_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct classify *cl = NULL;
+    if (!CHECK_EQ_INT(classify_new(16, &cl), ERR_OK))
+        return;
+    struct writer *w = writer_new(st, 100);
+    if (!CHECK_EQ_INT(writer_start(w), ERR_OK)) {
+        writer_free(w);
+        classify_free(cl);
+        return;
+    }
+    const char *const codes[] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6",
+                                 "d0", "d1", "d2", "d3", "d4", "d5", "d6"};
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+        CHECK_EQ_INT(insert(st, codes[i], 1, "https://e.example/c", 10, 0), ERR_OK);
+    int64_t today = day_number(now_ms());
+
+    struct aggregate *a = aggregate_new(cl, NULL);
+    aggregate_set_journal(a, "chunks-a");
+    aggregate_set_chunk(a, 2);
+    run_job(a, w, "c6,c3,c0,c1,c3,c2,c5,c4,c3", 100, false);
+    const int64_t want_c[] = {1, 1, 1, 3, 1, 1, 1};
+    for (int i = 0; i < 7; i++)
+        if (!CHECK_EQ_INT(day_clicks(st, codes[i], today), want_c[i]))
+            test_note("link %s", codes[i]);
+    uint64_t pos = 0, partial = 1;
+    CHECK_EQ_INT(aggregate_checkpoint(a, st, &pos, &partial), ERR_OK);
+    CHECK_EQ_INT(pos, 100);
+    CHECK_EQ_INT(partial, 0);
+
+    /* What the crashed job's first chunk committed: d0 (3 clicks) and d1 */
+    struct aggregate *first = aggregate_new(cl, NULL);
+    aggregate_set_journal(first, "chunks-scratch");
+    run_job(first, w, "d0,d1,d0,d0", 1, false);
+    unsigned char rec[16 + 2] = {200};      /* [u64 job position][i64 day][code] */
+    for (int i = 0; i < 8; i++)
+        rec[8 + i] = (unsigned char)((uint64_t)today >> (8 * i));
+    memcpy(rec + 16, "d1", 2);
+    CHECK_EQ_INT(st->ops->meta_put(st, "journal_pos:chunks-b:partial", rec, sizeof(rec)), ERR_OK);
+
+    struct aggregate *again = aggregate_new(cl, NULL);
+    aggregate_set_journal(again, "chunks-b");
+    aggregate_set_chunk(again, 2);
+    CHECK_EQ_INT(aggregate_checkpoint(again, st, &pos, &partial), ERR_OK);
+    CHECK_EQ_INT(pos, 0);
+    CHECK_EQ_INT(partial, 200);
+    run_job(again, w, "d5,d0,d2,d1,d0,d6,d3,d4,d0", 200, true);
+    const int64_t want_d[] = {3, 1, 1, 1, 1, 1, 1};
+    for (int i = 0; i < 7; i++)
+        if (!CHECK_EQ_INT(day_clicks(st, codes[7 + i], today), want_d[i]))
+            test_note("link %s", codes[7 + i]);
+    CHECK_EQ_INT(aggregate_checkpoint(again, st, &pos, &partial), ERR_OK);
+    CHECK_EQ_INT(pos, 200);
+    CHECK_EQ_INT(partial, 0);
+
+    writer_free(w);
+    aggregate_free(a);
+    aggregate_free(first);
+    aggregate_free(again);
+    classify_free(cl);
+}
+
+void test_store_chunked_jobs(void) { each_backend("chunks", chunk_checks); }
 
 /* Four nodes, each with its own store, adding to the same links and day at
  * once, in transactions of their own: every click is counted once, and no

@@ -41,6 +41,8 @@
 
 #define LOCAL_CAP (64u << 20)           /* a worker's unsent events, at most */
 #define SEGMENT_MAX (64u << 20)
+#define FOLD_BACKLOG_MAX (128u << 20)   /* journaled clicks the fold thread has yet to fold */
+#define BACKPRESSURE_NS 5000000L
 
 struct local {
     struct buf buf;                     /* [u16 length][event]... */
@@ -81,6 +83,7 @@ struct clicks {
     pthread_mutex_t fold_mu;
     pthread_cond_t fold_cv;
     struct batch *fold, *fold_tail;     /* journaled, not yet folded */
+    _Atomic size_t fold_bytes;          /* ... their size */
     bool fold_stop;                     /* nothing more will be journaled */
 
     _Atomic bool inflight;              /* a store job is running */
@@ -179,6 +182,15 @@ void clicks_flush(struct clicks *c, int worker)
     c->queue_tail = b;
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    /* Backpressure: the fold thread has a lower priority, so while the event
+     * loops keep every core busy it falls behind. Past FOLD_BACKLOG_MAX of
+     * clicks waiting for it, each loop pauses at every hand-over (every
+     * journal-sync-ms), leaving it part of the core, rather than let the
+     * backlog grow without bound or drop clicks. */
+    if (atomic_load_explicit(&c->fold_bytes, memory_order_relaxed) > FOLD_BACKLOG_MAX) {
+        struct timespec pause = {0, BACKPRESSURE_NS};
+        nanosleep(&pause, NULL);
+    }
 }
 
 uint64_t clicks_pending(struct clicks *c)
@@ -236,6 +248,19 @@ static void fold_batch(struct clicks *c, struct batch *b)
     }
 }
 
+/* Waits on cv (mu held) for at most 20 ms. */
+static void wait_a_while(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 20 * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &until);
+}
+
 /* The journal thread: appends and syncs whatever the workers handed over,
  * passes it on to the fold thread, and releases the journal up to the last
  * stored checkpoint. */
@@ -247,14 +272,7 @@ static void *journal_main(void *arg)
     pthread_mutex_lock(&c->mu);
     for (;;) {
         if (!c->queue && !c->stop) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 20 * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&c->cv, &c->mu, &until);
+            wait_a_while(&c->cv, &c->mu);
         }
         struct batch *b = c->queue;
         c->queue = c->queue_tail = NULL;
@@ -273,8 +291,10 @@ static void *journal_main(void *arg)
                 c->fold_tail->next = b;
             else
                 c->fold = b;
+            size_t bytes = b->data.len;
             for (c->fold_tail = b; c->fold_tail->next; c->fold_tail = c->fold_tail->next)
-                ;
+                bytes += c->fold_tail->next->data.len;
+            atomic_fetch_add(&c->fold_bytes, bytes);
         }
         c->fold_stop = stopping;
         pthread_cond_signal(&c->fold_cv);
@@ -308,14 +328,7 @@ static void *fold_main(void *arg)
         bool due = mono_ms() >= next_store;
         bool waiting = atomic_load(&c->inflight) || aggregate_empty(c->agg);
         if (!c->fold && !c->fold_stop && (!due || waiting)) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 20 * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&c->fold_cv, &c->fold_mu, &until);
+            wait_a_while(&c->fold_cv, &c->fold_mu);
             coop_rest();
         }
         struct batch *x = c->fold;
@@ -328,6 +341,7 @@ static void *fold_main(void *arg)
         pthread_mutex_unlock(&c->fold_mu);
 
         if (x) {
+            atomic_fetch_sub(&c->fold_bytes, x->data.len);
             fold_batch(c, x);
             if (x->end_pos)
                 folded = x->end_pos;

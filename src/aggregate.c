@@ -10,8 +10,8 @@
  * row write per link and day however many clicks and dimensions it holds,
  * in (code, day) order, AGG_CHUNK link days a transaction: a second's clicks
  * on a million links would otherwise be one commit of 100,000 rows, which
- * keeps creates waiting and runs SQLite's commit for milliseconds without a
- * pause (coop.h). Each chunk's transaction also records how far the job
+ * keeps creates waiting (writer.h) and runs SQLite's commit for
+ * milliseconds without a pause (coop.h). Each chunk's transaction also records how far the job
  * got: the journal position it ends at and its last link day ("partial"),
  * and the last one writes the journal checkpoint instead. The job never
  * changes its own rows, so a retried chunk counts nothing twice. After a
@@ -49,7 +49,7 @@ const char *const dim_names[DIM__COUNT] = {
 };
 
 #define RETRY_PAUSE_US 200000
-#define AGG_CHUNK 8000      /* link days per transaction */
+#define AGG_CHUNK 4000      /* link days per transaction */
 
 struct lday {
     char code[CODE_MAX + 1];

@@ -16,7 +16,6 @@
 
 static _Thread_local bool joined;      /* coop_thread() */
 static _Thread_local bool niced;       /* ... with a lower priority */
-static _Thread_local bool entered;     /* between coop_enter() and coop_leave() */
 static _Thread_local int64_t since;     /* ns, CLOCK_MONOTONIC */
 static _Thread_local unsigned long yields;
 
@@ -36,20 +35,10 @@ void coop_thread(int nice)
     since = mono_ns();
 }
 
-void coop_enter(void)
-{
-    entered = true;
-    since = mono_ns();
-}
-
-void coop_leave(void)
-{
-    entered = false;
-}
 
 void coop_point(void)
 {
-    if (!joined && !entered)
+    if (!joined)
         return;
     int64_t now = mono_ns();
     if (now - since < (int64_t)COOP_SLICE_US * 1000)
@@ -66,7 +55,7 @@ void coop_point(void)
 
 void coop_rest(void)
 {
-    if (joined || entered)
+    if (joined)
         since = mono_ns();
 }
 

@@ -10,15 +10,12 @@
  * within that time.
  *
  * A sched_yield() only hands the core to a thread that the scheduler finds
- * owed it, so the fold thread also runs at a lower priority (setting
- * 'background-nice', 19 by default) and then carries straight on when
- * nothing else wants the core. The writer cannot: it commits creates too,
- * which are foreground work, and an unprivileged thread cannot raise its
- * priority again once lowered. It stays at the normal priority and, while it
- * stores clicks (coop_enter ... coop_leave), yields by pausing COOP_PAUSE_US,
- * which makes the scheduler run someone else. With both, p99 at half load
- * fell from 4.1 ms to under 1 ms (bench/README.md); durable creates keep the
- * writer at full speed.
+ * owed it, so background threads also run at a lower priority (setting
+ * 'background-nice', 19 by default), and then carry straight on when nothing
+ * else wants the core; at nice 0 they pause COOP_PAUSE_US instead, which
+ * makes the scheduler run someone else. Creates are foreground work: they
+ * have a writer thread of their own (writer.h). With both, p99 at half load
+ * fell from 4.1 ms to under 1 ms (bench/README.md).
  *
  * Costs one vDSO clock read a call; call it per unit of work worth more than
  * about a microsecond. Each thread keeps its own clock, of wall time (a
@@ -32,13 +29,10 @@
 
 /* Makes the calling thread a background one for good: its nice value goes
  * up by 'nice' (0..19; a thread may always lower its own priority), and
- * coop_point() yields in it (by sched_yield once niced, else by a pause). */
+ * coop_point() yields in it (by sched_yield once niced, else by a pause). In
+ * any other thread (an event loop, say, reading through a VFS that calls
+ * it), coop_point() and coop_rest() do nothing. */
 void coop_thread(int nice);
-/* Makes coop_point() pause in the calling thread until coop_leave(). In any
- * other thread (an event loop, say, reading through a VFS that calls it),
- * coop_point() does nothing. */
-void coop_enter(void);
-void coop_leave(void);
 void coop_point(void);
 /* Starts the slice afresh: call after the thread has slept (a condition
  * wait, an fsync), so time asleep is not taken for time computing. */

@@ -219,7 +219,7 @@ int serve_run(struct config *cfg)
     app.cache = cache_new((size_t)app.cfg.cache_size, app.cfg.miss_ttl);
     app.writer = writer_new(app.store, (int)app.cfg.commit_batch);
     cache_thread_register();
-    if (writer_start(app.writer) != ERR_OK)
+    if (writer_start(app.writer, (int)app.cfg.background_nice) != ERR_OK)
         goto out;
     if (server_new(&app, &app.server) != ERR_OK)
         goto out;

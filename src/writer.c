@@ -6,8 +6,14 @@
  * batch in one BEGIN IMMEDIATE ... COMMIT, then calls each job's done().
  * While one batch commits, the next one accumulates, so under load the cost
  * of the fsync is shared by every job that arrived during the previous one.
- * A batch that stores clicks (a background job) yields the core every
- * COOP_SLICE_US, its commit and its jobs' done() included (coop.h). */
+ *
+ * Two lanes, each a queue and a thread, run batches one at a time (run_mu),
+ * each thread on its own store connection. The foreground lane runs creates
+ * and every other write at the normal priority. The background lane runs
+ * the jobs that store clicks (a chunk of link days each, so a create waits
+ * for one chunk at most) at a lower priority ('background-nice'), yielding
+ * every COOP_SLICE_US, its commit included (coop.h): a redirect never waits
+ * behind it, and creates are not slowed by the priority clicks get. */
 #include "writer.h"
 
 #include <pthread.h>
@@ -21,16 +27,25 @@
 #include "store.h"
 #include "banned.h"
 
+/* A lane: a queue and the thread that runs it. */
+struct lane {
+    struct writer *w;
+    const char *name;
+    int nice;                   /* coop_thread()'s, for the background lane */
+    struct wjob *head, *tail;
+    pthread_t thread;
+    bool started;
+    bool busy;
+};
+
 struct writer {
     struct store *st;
     int max_batch;
-    pthread_t thread;
-    bool started;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu;         /* the queues, busy, stop */
     pthread_cond_t cv;          /* work arrived, or stop */
-    pthread_cond_t idle_cv;     /* queue empty and nothing running */
-    struct wjob *head, *tail;
-    bool busy;
+    pthread_cond_t idle_cv;     /* a batch finished */
+    pthread_mutex_t run_mu;     /* one batch at a time, whichever lane */
+    struct lane lanes[2];       /* foreground, background */
     bool stop;
 };
 
@@ -44,16 +59,14 @@ struct writer *writer_new(struct store *st, int max_batch)
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     pthread_cond_init(&w->idle_cv, NULL);
+    pthread_mutex_init(&w->run_mu, NULL);
+    w->lanes[0] = (struct lane){.w = w, .name = "shortd-writer"};
+    w->lanes[1] = (struct lane){.w = w, .name = "shortd-store"};
     return w;
 }
 
 static void run_batch(struct store *st, struct wjob *batch)
 {
-    bool background = false;
-    for (struct wjob *j = batch; j; j = j->next)
-        background |= j->background;
-    if (background)
-        coop_enter();
     int rc = st->ops->begin(st);
     for (struct wjob *j = batch; j; j = j->next) {
         if (rc != ERR_OK) {
@@ -86,68 +99,83 @@ static void run_batch(struct store *st, struct wjob *batch)
         j->done(j);
         j = next;
     }
-    if (background)
-        coop_leave();
 }
 
 static void *writer_main(void *arg)
 {
-    struct writer *w = arg;
-    pthread_setname_np(pthread_self(), "shortd-writer");
+    struct lane *l = arg;
+    struct writer *w = l->w;
+    pthread_setname_np(pthread_self(), l->name);
+    if (l == &w->lanes[1])
+        coop_thread(l->nice);
     cache_thread_register();
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!w->head && !w->stop)
+        while (!l->head && !w->stop)
             pthread_cond_wait(&w->cv, &w->mu);
-        if (!w->head && w->stop)
+        if (!l->head && w->stop)
             break;
-        struct wjob *batch = w->head, *last = w->head;
+        struct wjob *batch = l->head, *last = l->head;
         for (int n = 1; n < w->max_batch && last->next; n++)
             last = last->next;
-        w->head = last->next;
-        if (!w->head)
-            w->tail = NULL;
+        l->head = last->next;
+        if (!l->head)
+            l->tail = NULL;
         last->next = NULL;
-        w->busy = true;
+        l->busy = true;
         pthread_mutex_unlock(&w->mu);
 
+        pthread_mutex_lock(&w->run_mu);
         run_batch(w->st, batch);
+        pthread_mutex_unlock(&w->run_mu);
 
         pthread_mutex_lock(&w->mu);
-        w->busy = false;
-        if (!w->head)
-            pthread_cond_broadcast(&w->idle_cv);
+        l->busy = false;
+        pthread_cond_broadcast(&w->idle_cv);
     }
     pthread_mutex_unlock(&w->mu);
     cache_thread_unregister();
     return NULL;
 }
 
-int writer_start(struct writer *w)
+int writer_start(struct writer *w, int background_nice)
 {
-    if (pthread_create(&w->thread, NULL, writer_main, w) != 0)
-        return log_fail(ERR_IO, "cannot start the writer thread");
-    w->started = true;
+    w->lanes[1].nice = background_nice;
+    for (int i = 0; i < 2; i++) {
+        struct lane *l = &w->lanes[i];
+        if (pthread_create(&l->thread, NULL, writer_main, l) != 0)
+            return log_fail(ERR_IO, "cannot start the writer thread");
+        l->started = true;
+    }
     return ERR_OK;
 }
 
 void writer_submit(struct writer *w, struct wjob *j)
 {
+    struct lane *l = &w->lanes[j->background];
     j->next = NULL;
     pthread_mutex_lock(&w->mu);
-    if (w->tail)
-        w->tail->next = j;
+    if (l->tail)
+        l->tail->next = j;
     else
-        w->head = j;
-    w->tail = j;
-    pthread_cond_signal(&w->cv);
+        l->head = j;
+    l->tail = j;
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
+}
+
+static bool idle(const struct writer *w)
+{
+    for (int i = 0; i < 2; i++)
+        if (w->lanes[i].head || w->lanes[i].busy)
+            return false;
+    return true;
 }
 
 void writer_drain(struct writer *w)
 {
     pthread_mutex_lock(&w->mu);
-    while (w->head || w->busy)
+    while (!idle(w))
         pthread_cond_wait(&w->idle_cv, &w->mu);
     pthread_mutex_unlock(&w->mu);
 }
@@ -156,16 +184,17 @@ void writer_free(struct writer *w)
 {
     if (!w)
         return;
-    if (w->started) {
-        pthread_mutex_lock(&w->mu);
-        w->stop = true;
-        pthread_cond_signal(&w->cv);
-        pthread_mutex_unlock(&w->mu);
-        pthread_join(w->thread, NULL);
-    }
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < 2; i++)
+        if (w->lanes[i].started)
+            pthread_join(w->lanes[i].thread, NULL);
     pthread_cond_destroy(&w->cv);
     pthread_cond_destroy(&w->idle_cv);
     pthread_mutex_destroy(&w->mu);
+    pthread_mutex_destroy(&w->run_mu);
     free(w);
 }
 

@@ -1,5 +1,7 @@
-/* writer.h - group commit: one thread runs every write of the process in
- * batches, one transaction (and one fsync) per batch.
+/* writer.h - group commit: every write of the process runs in batches, one
+ * transaction (and one fsync) per batch, one batch at a time; foreground
+ * jobs on one thread, background ones (storing clicks) on another with a
+ * lower priority.
  *
  * A job's run() executes on the writer thread inside the batch's transaction,
  * within a savepoint of its own: a job that returns an error has its own
@@ -21,19 +23,20 @@ struct wjob {
     void (*done)(struct wjob *j);
     int rc;
     bool single_write;      /* run() writes at most once: no savepoint needed */
-    bool background;        /* stores clicks: its batch yields the core often (coop.h) */
+    bool background;        /* stores clicks: runs in the background lane (coop.h) */
     struct wjob *next;
 };
 
 struct writer *writer_new(struct store *st, int max_batch);
-int writer_start(struct writer *w);
-/* Waits for every submitted job to be done, then stops the thread and frees. */
+/* Starts both threads, the background one 'background_nice' lower. */
+int writer_start(struct writer *w, int background_nice);
+/* Waits for every submitted job to be done, then stops the threads and frees. */
 void writer_free(struct writer *w);
 
 void writer_submit(struct writer *w, struct wjob *j);   /* any thread */
 void writer_drain(struct writer *w);                    /* waits until idle */
 
-/* Without a writer thread (the CLI): begin, run, commit, done, on this thread. */
+/* Without writer threads (the CLI): begin, run, commit, done, on this thread. */
 void writer_run_now(struct store *st, struct wjob *j);
 
 #endif

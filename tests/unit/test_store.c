@@ -1152,7 +1152,7 @@ static void chunk_checks(struct backend *b)
     if (!CHECK_EQ_INT(classify_new(16, &cl), ERR_OK))
         return;
     struct writer *w = writer_new(st, 100);
-    if (!CHECK_EQ_INT(writer_start(w), ERR_OK)) {
+    if (!CHECK_EQ_INT(writer_start(w, 0), ERR_OK)) {
         writer_free(w);
         classify_free(cl);
         return;

@@ -2,11 +2,12 @@
  *
  * The redirect encodes each click into its own thread's buffer (no lock, no
  * allocation once warm). Every journal-sync-ms each event-loop thread hands
- * its buffer to the pipeline thread, which appends the events to the durable
- * journal, syncs it (one fsync for everything that arrived), and folds them
- * into counters (aggregate.h); every click-flush-ms the counters go to the
- * store in one writer transaction with the journal position they cover. On
- * start the journal is replayed from that position. */
+ * its buffer to the journal thread, which appends the events to the durable
+ * journal and syncs it (one fsync for everything that arrived); the fold
+ * thread folds them into counters (aggregate.h); every click-flush-ms the
+ * counters go to the store through the writer's background lane, with the
+ * journal position they cover. On start the journal is replayed from that
+ * position. */
 #ifndef SHORTD_CLICKS_H
 #define SHORTD_CLICKS_H
 

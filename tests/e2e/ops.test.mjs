@@ -2,9 +2,10 @@
 // never hold a client address or an API key.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before } from 'node:test';
 
-import { Conn, api, createKey, createLink, it, startServer, visit } from './harness.mjs';
+import { Conn, api, createKey, createLink, it, poll, startServer, visit } from './harness.mjs';
 
 let srv;
 
@@ -135,3 +136,51 @@ it('logs hold no client address and no API key', async () => {
 function grep(text, needle) {
     return text.split('\n').filter((l) => l.includes(needle)).slice(0, 5).join('\n');
 }
+
+/* Nice value of each of a process's threads, by thread name. */
+function threadNices(pid) {
+    const out = {};
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+        const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        (out[name] ||= []).push(Number(fields[16]));   // field 19: nice
+    }
+    return out;
+}
+
+it('folding and storing clicks run below the event loops; background-nice 0 keeps them level', async () => {
+    const low = await startServer();
+    let base;
+    try {
+        base = threadNices(low.proc.pid);
+    } finally {
+        await low.stop();
+    }
+    const loop = base['shortd-http'][0];
+    for (const name of ['shortd-http', 'shortd-journal', 'shortd-writer', 'shortd-fold', 'shortd-store'])
+        assert.ok(base[name], `no thread named ${name}: ${JSON.stringify(base)}`);
+    // The journal (clicks on disk) and the writer's create lane keep the loops' priority.
+    assert.deepEqual(base['shortd-journal'], [loop]);
+    assert.deepEqual(base['shortd-writer'], [loop]);
+    assert.deepEqual(base['shortd-fold'], [Math.min(loop + 19, 19)]);
+    assert.deepEqual(base['shortd-store'], [Math.min(loop + 19, 19)]);
+
+    const level = await startServer({ args: ['--background-nice', '0'] });
+    try {
+        const n = threadNices(level.proc.pid);
+        const l = n['shortd-http'][0];
+        assert.deepEqual(n['shortd-fold'], [l]);
+        assert.deepEqual(n['shortd-store'], [l]);
+        // and clicks still get counted
+        const key = createKey(level, 'level');
+        const link = await createLink(level, key, { url: 'https://example.com/level' });
+        assert.equal((await visit(level, link.code, { headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0' } })).status, 302);
+        assert.ok(await poll(async () => {
+            const r = await api(level, 'GET', `/api/links/${link.code}`, { key });
+            return r.json && r.json.clicks === 1;
+        }), 'the click was not counted');
+    } finally {
+        await level.stop();
+    }
+});

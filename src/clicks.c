@@ -9,8 +9,9 @@
  * aggregate: it folds them, and at most one store job is in flight at a
  * time, so checkpoints are stored in order. The journal is released up to
  * the last stored checkpoint. Folding and storing are background work: the
- * fold thread (and the writer) run at a lower priority ('background-nice')
- * and yield often (coop.h), so a redirect never waits behind them; the
+ * fold thread (and the writer's store lane) run at a lower priority
+ * ('background-nice') and yield often (coop.h), so a redirect never waits
+ * behind them; the
  * journal thread keeps the normal priority, so however busy the machine, a
  * click answered is on disk within the sync interval. A store job that fails is
  * retried (after a pause) with the same counters and checkpoint, so a

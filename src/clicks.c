@@ -11,11 +11,11 @@
  * the last stored checkpoint. Folding and storing are background work: the
  * fold thread (and the writer's store lane) run at a lower priority
  * ('background-nice') and yield often (coop.h), so a redirect never waits
- * behind them; the
- * journal thread keeps the normal priority, so however busy the machine, a
- * click answered is on disk within the sync interval. A store job that fails is
- * retried (after a pause) with the same counters and checkpoint, so a
- * passing store error delays counts and never loses or doubles them.
+ * behind them; the journal thread keeps the normal priority, so however busy
+ * the machine, a click answered is on disk within the sync interval. A store
+ * job that fails is retried (after a pause) with the same counters and
+ * checkpoint, so a passing store error delays counts and never loses or
+ * doubles them.
  * Salts live in two slots (today's and tomorrow's); a slot is rewritten only
  * when its day is over, and readers check the day before and after reading
  * the key. */

@@ -60,9 +60,10 @@ int handle_metrics(struct request *r)
     buf_adds(b, "\n# HELP shortd_cache_misses_total Redirects that read the store.\n"
                 "# TYPE shortd_cache_misses_total counter\nshortd_cache_misses_total ");
     buf_add_u64(b, misses);
-    int64_t links = 0;
-    if (app->store->ops->link_count(app->store, &links) == ERR_OK) {
-        buf_adds(b, "\n# HELP shortd_links Links in the store, tombstones included.\n"
+    int64_t links = atomic_load(&app->links_counted);
+    if (links >= 0) {
+        buf_adds(b, "\n# HELP shortd_links Links in the store, tombstones included "
+                    "(counted every 10 s).\n"
                     "# TYPE shortd_links gauge\nshortd_links ");
         buf_add_i64(b, links);
     }

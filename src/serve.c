@@ -163,10 +163,19 @@ static void self_hosts(const struct config *cfg, struct buf hosts[2], const char
     out[n] = NULL;
 }
 
+/* For /metrics (app.h). */
+static void count_links(struct app *app)
+{
+    int64_t links = 0;
+    if (app->store->ops->link_count(app->store, &links) == ERR_OK)
+        atomic_store(&app->links_counted, links);
+}
+
 int serve_run(struct config *cfg)
 {
     struct app app;
     memset(&app, 0, sizeof(app));
+    atomic_store(&app.links_counted, -1);
     app.cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));   /* app owns the strings now */
     int rc = ERR_IO;
@@ -270,7 +279,8 @@ int serve_run(struct config *cfg)
            store_is_shared(store_url) ? "postgres" : "sqlite", app.rcache ? ", redis cache" : "");
 
     int64_t gen = generation(app.store);
-    int64_t next_sweep = 0;
+    int64_t next_sweep = 0, next_count = now_ms() + LINKS_COUNT_MS;
+    count_links(&app);
     struct timespec second = {1, 0};
     for (;;) {
         int sig = sigtimedwait(&sigs, NULL, &second);
@@ -285,6 +295,10 @@ int serve_run(struct config *cfg)
             cache_clear(app.cache);
         }
         cache_reclaim(app.cache);
+        if (now >= next_count) {
+            count_links(&app);
+            next_count = now + LINKS_COUNT_MS;
+        }
         if (clicks_rotate_salts(app.clicks, now) != ERR_OK)
             log_at(LOG_WARN, "cannot rotate the visitor salts");
         if (now >= next_sweep) {

@@ -8,8 +8,8 @@
  * change of a link) and freed by cache_reclaim after a grace period, so an
  * entry carries no rcu_head: it is 20 bytes plus its code and URL (and 8
  * for an expiry time, only when the link has one: misses and most links do
- * not), rounded up to 8 and carved from 2 MiB blocks (huge pages; no malloc
- * header per entry). The table has a 16-byte bucket per two entries (sized by
+ * not), rounded up to 8 and carved from 1 MiB blocks (no malloc header per
+ * entry). The table has a 16-byte bucket per two entries (sized by
  * cache_reclaim), so a cached link without expiry costs about 37 bytes
  * beyond its URL. Freed entries go to a
  * free list of their size class and are reused. The hash is
@@ -27,7 +27,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <urcu/rculfhash.h>
 #include <urcu/urcu-memb.h>
 
@@ -50,11 +49,7 @@ struct entry {
                                [domain length (1 byte), domain if F_DOMAIN]; no terminators */
 };
 
-/* Blocks are 2 MiB and 2 MiB-aligned, and asked to be one transparent huge
- * page each (madvise): a lookup touches an entry at a random place in
- * hundreds of MiB, and with 4 KiB pages each such touch is also a TLB miss
- * whose page-table walk misses the CPU caches too. */
-#define SLAB_BLOCK (2u << 20)
+#define SLAB_BLOCK (1u << 20)
 #define SLAB_GRAIN 8
 #define SLAB_CLASSES \
     ((sizeof(struct entry) + 8 + CODE_MAX + 8192 + 256 + SLAB_GRAIN) / SLAB_GRAIN + 1)
@@ -167,10 +162,9 @@ static void *slab_alloc(struct slab *s, size_t size)
                 s->blocks = b;
                 s->cap_blocks = cap;
             }
-            s->block = aligned_alloc(SLAB_BLOCK, SLAB_BLOCK);
+            s->block = aligned_alloc(SLAB_GRAIN, SLAB_BLOCK);
             if (!s->block)
                 abort();
-            madvise(s->block, SLAB_BLOCK, MADV_HUGEPAGE);   /* a hint: fine if refused */
             s->blocks[s->nblocks++] = s->block;
             s->used = 0;
         }

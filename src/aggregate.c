@@ -397,7 +397,8 @@ static void agg_done(struct wjob *j)
         writer_submit(a->writer, j);   /* behind whatever came meanwhile */
         return;
     }
-    a->done(a->pos, a->t.events, a->arg);
+    if (a->done)
+        a->done(a->pos, a->t.events, a->arg);
     table_release(&a->t);
     free(a->deltas);
     free(a);

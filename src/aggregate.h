@@ -32,8 +32,8 @@ uint64_t aggregate_events(const struct aggregate *a);   /* events folded since t
  * its link days a chunk (a transaction) at a time, going back to the end of
  * the writer's queue after each, so creates never wait for a whole job. A
  * chunk whose transaction fails is submitted again after a pause, until it
- * commits. done(pos, events, arg) runs on the writer thread after the last
- * commit; the job frees itself. */
+ * commits. done(pos, events, arg), unless NULL, runs on the writer thread
+ * after the last commit; the job frees itself. */
 void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_pos,
                       void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg);
 
@@ -46,7 +46,7 @@ void aggregate_resume(struct aggregate *a, struct writer *w, uint64_t journal_po
 /* Checkpoints are kept per journal (the journal's id names them), so nodes
  * that share a store never overwrite each other's. Set before any submit. */
 void aggregate_set_journal(struct aggregate *a, const char *journal_id);
-/* Link days per transaction (0: the default, 2,000); for tests. */
+/* Link days per transaction (0: the default, 4,000); for tests. */
 void aggregate_set_chunk(struct aggregate *a, size_t link_days);
 
 /* The journal position the stored counters cover (0 when none) and, when a

@@ -393,18 +393,6 @@ struct wait {
     int rc;
 };
 
-static void replay_done(uint64_t pos, uint64_t events, void *arg)
-{
-    (void)pos;
-    (void)events;
-    struct wait *w = arg;
-    pthread_mutex_lock(&w->mu);
-    w->done = true;
-    w->rc = ERR_OK;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
 /* The journal's identity: a random id kept in DIR/id, made on first use. It
  * names the journal's checkpoint in the store, so a journal (and whatever
  * database it travels with) always resumes from its own position. */
@@ -449,21 +437,11 @@ static int replay(struct clicks *c, uint64_t from, uint64_t upto, bool resume, u
     *events += r.events;
     if (aggregate_empty(c->agg))
         return ERR_OK;
-    struct wait w = {.done = false};
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
     if (resume)
-        aggregate_resume(c->agg, c->writer, upto, replay_done, &w);
+        aggregate_resume(c->agg, c->writer, upto, NULL, NULL);
     else
-        aggregate_submit(c->agg, c->writer, upto, replay_done, &w);
-    pthread_mutex_lock(&w.mu);
-    while (!w.done)
-        pthread_cond_wait(&w.cv, &w.mu);
-    pthread_mutex_unlock(&w.mu);
-    pthread_cond_destroy(&w.cv);
-    pthread_mutex_destroy(&w.mu);
-    if (w.rc != ERR_OK)
-        return log_fail(w.rc, "cannot store the replayed clicks");
+        aggregate_submit(c->agg, c->writer, upto, NULL, NULL);
+    writer_drain(c->writer);    /* nothing else is writing yet */
     return ERR_OK;
 }
 

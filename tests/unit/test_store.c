@@ -1093,25 +1093,9 @@ void test_store_analytics(void) { each_backend("agg", agg_checks); }
 
 /* ---- click jobs, a chunk at a time ---- */
 
-struct job_wait {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
-};
-
-static void job_waited(uint64_t pos, uint64_t events, void *arg)
-{
-    (void)pos;
-    (void)events;
-    struct job_wait *w = arg;
-    pthread_mutex_lock(&w->mu);
-    w->done = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
 /* Folds one human click on each of 'codes' (a comma-separated list) today
- * into 'a', submits the job (or resumes it) with 'pos' and waits for it. */
+ * into 'a', submits the job (or resumes it) with 'pos' and waits for the
+ * writer to finish it. */
 static void run_job(struct aggregate *a, struct writer *w, const char *codes, uint64_t pos,
                     bool resume)
 {
@@ -1125,19 +1109,11 @@ static void run_job(struct aggregate *a, struct writer *w, const char *codes, ui
         aggregate_add(a, &e);
         p += n + (p[n] == ',');
     }
-    struct job_wait jw = {.done = false};
-    pthread_mutex_init(&jw.mu, NULL);
-    pthread_cond_init(&jw.cv, NULL);
     if (resume)
-        aggregate_resume(a, w, pos, job_waited, &jw);
+        aggregate_resume(a, w, pos, NULL, NULL);
     else
-        aggregate_submit(a, w, pos, job_waited, &jw);
-    pthread_mutex_lock(&jw.mu);
-    while (!jw.done)
-        pthread_cond_wait(&jw.cv, &jw.mu);
-    pthread_mutex_unlock(&jw.mu);
-    pthread_cond_destroy(&jw.cv);
-    pthread_mutex_destroy(&jw.mu);
+        aggregate_submit(a, w, pos, NULL, NULL);
+    writer_drain(w);
 }
 
 /* A job of 9 clicks on 7 links, 2 link days a transaction (4 of them): every

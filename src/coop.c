@@ -59,6 +59,11 @@ void coop_rest(void)
         since = mono_ns();
 }
 
+bool coop_background(void)
+{
+    return joined;
+}
+
 unsigned long coop_yields(void)
 {
     return yields;

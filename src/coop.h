@@ -24,6 +24,8 @@
 #ifndef SHORTD_COOP_H
 #define SHORTD_COOP_H
 
+#include <stdbool.h>
+
 #define COOP_SLICE_US 200
 #define COOP_PAUSE_US 50
 
@@ -37,6 +39,8 @@ void coop_point(void);
 /* Starts the slice afresh: call after the thread has slept (a condition
  * wait, an fsync), so time asleep is not taken for time computing. */
 void coop_rest(void);
+/* Whether the calling thread has called coop_thread(). */
+bool coop_background(void);
 /* How many times the calling thread has yielded. */
 unsigned long coop_yields(void);
 

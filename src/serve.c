@@ -230,6 +230,9 @@ int serve_run(struct config *cfg)
     cache_thread_register();
     if (writer_start(app.writer, (int)app.cfg.background_nice) != ERR_OK)
         goto out;
+    if (app.store->ops->background &&
+        app.store->ops->background(app.store, (int)app.cfg.background_nice) != ERR_OK)
+        goto out;
     if (server_new(&app, &app.server) != ERR_OK)
         goto out;
     const char *store_url = app.cfg.store ? app.cfg.store : app.cfg.db;

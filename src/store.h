@@ -136,6 +136,10 @@ struct store_ops {
     /* Lifecycle */
     int (*open)(const char *target, struct store **out);  /* creates/migrates the schema */
     void (*close)(struct store *st);
+    /* Starts the backend's own upkeep in threads of its own at this nice
+     * (coop.h), stopped by close; NULL when the backend has none. A serving
+     * node calls it once; a CLI command does without. */
+    int (*background)(struct store *st, int nice);
     int (*ping)(struct store *st);
     int (*backup)(struct store *st, const char *to_path);
 
@@ -256,6 +260,11 @@ struct store {
 
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
+
+/* Tests: the WAL sizes, in pages, at which a SQLite store's checkpoint
+ * thread copies the WAL and the next commit starts it again (1,000 and
+ * 16,384 unless set). Call before background(). */
+void store_sqlite_checkpoint_at(struct store *st, int copy_pages, int restart_pages);
 
 /* Hands a day row's newest clicks (dayrow.h), newest first, to a
  * stats_recent callback: what both backends answer stats_recent with. */

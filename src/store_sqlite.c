@@ -274,15 +274,52 @@ static const char *const sql[S__COUNT] = {
 struct conn {
     sqlite3 *db;
     sqlite3_stmt *stmt[S__COUNT];
-    bool writes;             /* has begun a write transaction: its page cache is big */
+    bool writes;             /* has begun a write transaction: its page cache is sized */
     struct conn *next;
 };
 
-/* The writing connection (one thread's: the writer's, or a CLI command's)
- * merges clicks into link days all over the file, so it keeps a large page
- * cache; the readers' connections keep SQLite's default (2 MiB), so reading
- * links to warm the redirect cache does not copy the file into memory. */
-#define WRITER_CACHE_KIB 131072
+/* The connection that stores clicks (the writer's background lane, a
+ * coop.h thread) merges them into link days all over the file, so it keeps
+ * a large page cache. The others that write (creating links, a CLI
+ * command) touch a few pages a transaction, and SQLite walks the whole hash
+ * table of a connection's page cache at each commit: with 128 MiB that walk
+ * was 17 % of the create lane's time at 1 M links, so they keep 8 MiB.
+ * Readers keep SQLite's default (2 MiB), so reading links to warm the
+ * redirect cache does not copy the file into memory. */
+#define CLICKS_CACHE_KIB 131072
+#define CREATES_CACHE_KIB 8192
+
+/* Copying the WAL back into the database file (a checkpoint) is SQLite's
+ * own work, by default done inside the commit that takes the WAL past 1,000
+ * pages: in the writer thread, with the creates of the next batch waiting
+ * behind it. So a store that serves starts a thread for it (sq_background)
+ * at background priority, and each commit's WAL hook wakes it. Without it
+ * (CLI commands) the hook copies, as SQLite's default does.
+ *
+ * The thread's copies are passive: they never make the writer wait. But
+ * under a steady stream of commits a copy never quite catches up, and SQLite
+ * starts the WAL again from its beginning only after one that did. So once
+ * the WAL holds CKPT_RESTART_PAGES, the next commit's hook, in the writing
+ * thread, makes the copy that restarts it: the writer waits while it copies
+ * what came in since the thread's last copy and syncs the file (about 35 ms
+ * with 1 M links), at the writer's priority, not behind a background thread
+ * holding the writer's lock. With 1 M links and 64 connections creating,
+ * creates went from 18,400/s (p99 14.6 ms) to about 25,000/s (p99 5 ms). */
+#define CKPT_PAGES 1000          /* SQLite's default threshold */
+#define CKPT_RESTART_PAGES 16384 /* 64 MiB of WAL */
+
+struct ckpt {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool started;            /* to be joined */
+    bool running, stop;      /* running: the commits leave the copies to it */
+    int nice;
+    int copy_pages, restart_pages;  /* CKPT_PAGES, CKPT_RESTART_PAGES */
+    int pages;               /* WAL pages after the last commit */
+    int copied;              /* ... of them copied by the last checkpoint */
+    bool restart;            /* the next commit restarts the WAL */
+};
 
 struct sqlite_store {
     struct store base;
@@ -290,6 +327,7 @@ struct sqlite_store {
     pthread_key_t key;       /* this thread's struct conn */
     pthread_mutex_t mu;      /* guards 'conns' */
     struct conn *conns;      /* every connection, closed by close() */
+    struct ckpt ckpt;
 };
 
 static int open_db(const char *path, sqlite3 **out)
@@ -310,7 +348,8 @@ static int open_db(const char *path, sqlite3 **out)
     char *msg = NULL;
     rc = sqlite3_exec(db,
                       "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
-                      "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
+                      "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
+                      "PRAGMA journal_size_limit = 67108864;",
                       NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
         log_at(LOG_ERROR, "cannot set up database '%s': %s", path, msg ? msg : "?");
@@ -320,6 +359,119 @@ static int open_db(const char *path, sqlite3 **out)
     }
     *out = db;
     return ERR_OK;
+}
+
+/* ---- the checkpointer ---- */
+
+/* After every commit, in the committing thread, with the pages now in the
+ * WAL. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    struct ckpt *k = &((struct sqlite_store *)arg)->ckpt;
+    if (pages < k->copy_pages)
+        return SQLITE_OK;
+    pthread_mutex_lock(&k->mu);
+    bool threaded = k->running, restart = k->restart;
+    if (threaded) {
+        k->pages = pages;
+        pthread_cond_signal(&k->wake);
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (!threaded) {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    } else if (restart) {
+        /* SQLITE_BUSY while the thread is copying: the next commit tries again */
+        if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART, NULL, NULL) ==
+            SQLITE_OK) {
+            pthread_mutex_lock(&k->mu);
+            k->restart = false;
+            k->pages = k->copied = 0;
+            pthread_mutex_unlock(&k->mu);
+        }
+    }
+    return SQLITE_OK;
+}
+
+/* Due once CKPT_PAGES pages have come since the last copy (a WAL that has
+ * started again from its beginning holds fewer pages than were copied), and
+ * not while a commit is to restart it. */
+static bool ckpt_due(const struct ckpt *k)
+{
+    return !k->restart && k->pages >= k->copy_pages &&
+           (k->pages < k->copied || k->pages - k->copied >= k->copy_pages);
+}
+
+static struct conn *conn_get(struct store *base);
+
+static void *ckpt_main(void *arg)
+{
+    struct sqlite_store *s = arg;
+    struct ckpt *k = &s->ckpt;
+    pthread_setname_np(pthread_self(), "shortd-ckpt");
+    coop_thread(k->nice);
+    struct conn *c = conn_get(&s->base);
+    pthread_mutex_lock(&k->mu);
+    if (!c)                     /* the commits checkpoint, as without the thread */
+        k->running = false;
+    while (!k->stop && c) {
+        if (!ckpt_due(k)) {
+            pthread_cond_wait(&k->wake, &k->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&k->mu);
+        int pages = 0, copied = 0;
+        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &pages,
+                                           &copied);
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+            log_at(LOG_WARN, "WAL checkpoint failed: %s", sqlite3_errmsg(c->db));
+        coop_rest();
+        pthread_mutex_lock(&k->mu);
+        if (rc == SQLITE_OK) {
+            k->copied = copied;
+            k->restart = pages >= k->restart_pages;
+        } else {
+            k->pages = 0;       /* try again after the next commit */
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+static int sq_background(struct store *st, int nice)
+{
+    struct ckpt *k = &((struct sqlite_store *)st)->ckpt;
+    pthread_mutex_lock(&k->mu);
+    if (k->started) {
+        pthread_mutex_unlock(&k->mu);
+        return ERR_OK;
+    }
+    k->nice = nice;
+    k->stop = false;
+    int rc = pthread_create(&k->thread, NULL, ckpt_main, st);
+    k->running = k->started = rc == 0;
+    pthread_mutex_unlock(&k->mu);
+    return rc == 0 ? ERR_OK : log_fail(ERR_STORAGE, "cannot start the checkpoint thread");
+}
+
+void store_sqlite_checkpoint_at(struct store *st, int copy_pages, int restart_pages)
+{
+    struct ckpt *k = &((struct sqlite_store *)st)->ckpt;
+    pthread_mutex_lock(&k->mu);
+    k->copy_pages = copy_pages;
+    k->restart_pages = restart_pages;
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void ckpt_stop(struct ckpt *k)
+{
+    pthread_mutex_lock(&k->mu);
+    bool started = k->started;
+    k->stop = true;
+    pthread_cond_signal(&k->wake);
+    pthread_mutex_unlock(&k->mu);
+    if (started)
+        pthread_join(k->thread, NULL);
+    k->running = k->started = false;
 }
 
 /* This thread's connection, opened on first use. NULL when it cannot open. */
@@ -336,6 +488,7 @@ static struct conn *conn_get(struct store *base)
         free(c);
         return NULL;
     }
+    sqlite3_wal_hook(c->db, wal_hook, s);
     pthread_mutex_lock(&s->mu);
     c->next = s->conns;
     s->conns = c;
@@ -584,6 +737,10 @@ static int sq_open(const char *path, struct store **out)
     s->base.ops = &store_sqlite_ops;
     s->path = xstrdup(path);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->ckpt.mu, NULL);
+    pthread_cond_init(&s->ckpt.wake, NULL);
+    s->ckpt.copy_pages = CKPT_PAGES;
+    s->ckpt.restart_pages = CKPT_RESTART_PAGES;
     pthread_key_create(&s->key, NULL);
     struct conn *c = conn_get(&s->base);
     if (!c || migrate(c->db, path) != ERR_OK) {
@@ -600,6 +757,7 @@ static void sq_close(struct store *st)
     struct sqlite_store *s = (struct sqlite_store *)st;
     if (!s)
         return;
+    ckpt_stop(&s->ckpt);
     struct conn *c = s->conns;
     while (c) {
         struct conn *next = c->next;
@@ -611,6 +769,8 @@ static void sq_close(struct store *st)
     }
     pthread_key_delete(s->key);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->ckpt.mu);
+    pthread_cond_destroy(&s->ckpt.wake);
     free(s->path);
     free(s);
 }
@@ -668,7 +828,8 @@ static int sq_begin(struct store *st)
     struct conn *c = conn_get(st);
     if (c && !c->writes) {
         char pragma[64];
-        snprintf(pragma, sizeof(pragma), "PRAGMA cache_size = -%d", WRITER_CACHE_KIB);
+        snprintf(pragma, sizeof(pragma), "PRAGMA cache_size = -%d",
+                 coop_background() ? CLICKS_CACHE_KIB : CREATES_CACHE_KIB);
         if (sqlite3_exec(c->db, pragma, NULL, NULL, NULL) == SQLITE_OK)
             c->writes = true;
     }
@@ -1516,6 +1677,7 @@ static int sq_table_count(struct store *st, int table, struct table_count *out);
 const struct store_ops store_sqlite_ops = {
     .name = "sqlite",
     .open = sq_open,
+    .background = sq_background,
     .close = sq_close,
     .ping = sq_ping,
     .backup = sq_backup,

@@ -94,6 +94,7 @@
     X(hosts_list)                                                                                  \
     X(store_controls)                                                                              \
     X(store_lifecycle)                                                                             \
+    X(store_checkpoints)                                                                           \
     X(store_pg)                                                                                    \
     X(cache_put_get)                                                                               \
     X(cache_fill_never_overwrites)                                                                 \

@@ -8,12 +8,14 @@
  * a claimed block outliving a rollback), the check says so.
  *
  * Times and days are small made-up numbers: the store keeps what it is given. */
+#include <dirent.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "aggregate.h"
@@ -1463,6 +1465,99 @@ static void lifecycle_checks(struct backend *b)
 }
 
 void test_store_lifecycle(void) { each_backend("life", lifecycle_checks); }
+
+/* ---- SQLite only: the checkpoint thread ---- */
+
+/* Whether this process has a thread of that name. */
+static bool has_thread(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    bool found = false;
+    struct dirent *e;
+    while (d && !found && (e = readdir(d))) {
+        char path[288], comm[64] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f && fgets(comm, sizeof(comm), f))
+            found = strncmp(comm, name, strlen(name)) == 0 && comm[strlen(name)] == '\n';
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static long long file_size(const char *dir, const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+#define CK_TXNS 80
+#define CK_PER_TXN 25
+#define CK_NOTE 3000
+
+/* A serving SQLite store copies its WAL into the database file in a thread
+ * of its own, and the commits start the WAL again from its beginning once it
+ * is long: its file stays far smaller than all that was written. The
+ * thresholds are lowered (50 and 200 pages) so a few megabytes show it. */
+static void checkpoint_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    if (b->pg) {
+        CHECK(st->ops->background == NULL);     /* PostgreSQL checkpoints itself */
+        return;
+    }
+    store_sqlite_checkpoint_at(st, 50, 200);
+    CHECK(!has_thread("shortd-ckpt"));
+    CHECK_EQ_INT(st->ops->background(st, 0), ERR_OK);
+    CHECK_EQ_INT(st->ops->background(st, 0), ERR_OK);   /* once is enough */
+    for (int i = 0; i < 100 && !has_thread("shortd-ckpt"); i++)
+        usleep(10000);
+    CHECK(has_thread("shortd-ckpt"));
+
+    long long db_before = file_size(b->dir, "db"), wal_max = 0;
+    char note[CK_NOTE + 1];
+    memset(note, 'n', CK_NOTE);
+    note[CK_NOTE] = '\0';
+    for (int t = 0; t < CK_TXNS; t++) {
+        CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+        for (int i = 0; i < CK_PER_TXN; i++) {
+            char code[16];
+            snprintf(code, sizeof(code), "ck%d", t * CK_PER_TXN + i);
+            struct link l = mk(code, 1, "https://example.com/checkpoint", 1000 + t, 0);
+            l.note = note;
+            CHECK_EQ_INT(st->ops->link_insert(st, &l), ERR_OK);
+        }
+        CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+        long long wal = file_size(b->dir, "db-wal");
+        if (wal > wal_max)
+            wal_max = wal;
+    }
+    long long written = (long long)CK_TXNS * CK_PER_TXN * CK_NOTE;
+    /* the copies reach the database file without a checkpoint of ours */
+    for (int i = 0; i < 200 && file_size(b->dir, "db") < db_before + written; i++)
+        usleep(10000);
+    CHECK(file_size(b->dir, "db") >= db_before + written);
+    /* without the restarts the WAL would hold all of it (commits back to
+     * back leave the thread no pause in which to catch up on its own) */
+    if (!CHECK(wal_max < written / 2))
+        test_note("WAL grew to %lld bytes for %lld written", wal_max, written);
+
+    st->ops->close(st);
+    b->st = NULL;
+    CHECK(!has_thread("shortd-ckpt"));
+    if (CHECK_EQ_INT(store_open(b->url, &b->st), ERR_OK)) {
+        int64_t n = 0;
+        CHECK_EQ_INT(b->st->ops->link_count(b->st, &n), ERR_OK);
+        CHECK_EQ_INT(n, CK_TXNS * CK_PER_TXN);
+    }
+}
+
+void test_store_checkpoints(void) { each_backend("ckpt", checkpoint_checks); }
 
 /* ---- PostgreSQL only: schema versions, failed batches, lost connections ---- */
 

@@ -265,22 +265,53 @@ static int cmp_delta(const struct day_delta *a, const struct day_delta *b)
     return c ? c : (a->day > b->day) - (a->day < b->day);
 }
 
+/* A link day to sort, with the first 8 bytes of its code as a big-endian
+ * number (zero-padded, so it orders as strcmp does): most comparisons are
+ * decided by it, without reading the code through its pointer (a cache
+ * miss each, with a million link days: the sort was a tenth of folding). */
+struct sort_item {
+    uint64_t prefix;
+    struct day_delta d;
+};
+
+static uint64_t code_prefix(const char *code)
+{
+    uint64_t k = 0;
+    for (int i = 0; i < 8; i++) {
+        unsigned char c = (unsigned char)code[i];
+        k = k << 8 | c;
+        if (!c)
+            return k << 8 * (7 - i);
+    }
+    return k;
+}
+
+static bool item_before(const struct sort_item *a, const struct sort_item *b)
+{
+    if (a->prefix != b->prefix)
+        return a->prefix < b->prefix;
+    return cmp_delta(&a->d, &b->d) < 0;
+}
+
 /* Sorts d[0..n) by (code, day): a bottom-up merge sort, written out rather
  * than qsort() so that it can yield (coop.h) between runs; a second's clicks
- * on a million links are 100,000 link days, about 15 ms of sorting. */
+ * on a million links are 100,000 link days. */
 static void sort_deltas(struct day_delta *d, size_t n)
 {
-    struct day_delta *tmp = malloc((n ? n : 1) * sizeof(*tmp));
-    if (!tmp)
+    struct sort_item *a = malloc((n ? n : 1) * sizeof(*a));
+    struct sort_item *b = malloc((n ? n : 1) * sizeof(*b));
+    if (!a || !b)
         abort();
-    struct day_delta *from = d, *to = tmp;
+    for (size_t i = 0; i < n; i++)
+        a[i] = (struct sort_item){code_prefix(d[i].code), d[i]};
+    struct sort_item *from = a, *to = b;
     for (size_t width = 1; width < n; width *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * width) {
             size_t mid = lo + width < n ? lo + width : n;
             size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
             size_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi)
-                to[k++] = cmp_delta(&from[j], &from[i]) < 0 ? from[j++] : from[i++];
+                to[k++] = item_before(&from[j], &from[i]) ? from[j++] : from[i++];
             while (i < mid)
                 to[k++] = from[i++];
             while (j < hi)
@@ -288,13 +319,14 @@ static void sort_deltas(struct day_delta *d, size_t n)
             if (hi - lo >= 64 || hi == n)
                 coop_point();
         }
-        struct day_delta *swap = from;
+        struct sort_item *swap = from;
         from = to;
         to = swap;
     }
-    if (from != d)
-        memcpy(d, from, n * sizeof(*d));
-    free(tmp);
+    for (size_t i = 0; i < n; i++)
+        d[i] = from[i].d;
+    free(a);
+    free(b);
 }
 
 static void put_u64(unsigned char *p, uint64_t v)

@@ -199,7 +199,9 @@ struct store_ops {
      * adding their counts to their links' kept totals (which never shrink). */
     int (*prune_days)(struct store *st, int64_t before_day, int limit, int *pruned);
     /* Visitor hashes are only needed while their day's salt lives: drops the
-     * visitor sets of days before 'before_day' (their unique counts stay). */
+     * visitor sets of days before 'before_day' (their unique counts stay).
+     * Clicks merged into such a day later count as new visitors; SQLite then
+     * keeps no set for it at all. */
     int (*prune_visitors)(struct store *st, int64_t before_day);
 
     /* Reading analytics */

@@ -109,9 +109,10 @@ for (const l of layouts) {
     targets.push([`p99 < 1 ms at half of shortd's peak (${atName} links)`, x ? `${us(x.p99)} at ${int(x.target)}/s` : 'not measured',
         x ? x.p99 < 1000 && x.errors === 0 : null]);
 }
-{
-    const x = creates.find((r) => r.n === at);
-    targets.push([`durable creates ≥ 30,000/s (${atName} links in the store)`, x ? `${int(x.rate)}/s, p99 ${us(x.p99)}` : 'not measured',
+// The design's creates target names no store size: each one measured is shown.
+for (const x of creates.length ? creates : [null]) {
+    const name = x ? nname(x.n) : atName;
+    targets.push([`durable creates ≥ 30,000/s (${name} links in the store)`, x ? `${int(x.rate)}/s, p99 ${us(x.p99)}` : 'not measured',
         x ? x.rate >= 30000 && x.other === 0 : null]);
 }
 {

@@ -33,7 +33,8 @@ uint64_t aggregate_events(const struct aggregate *a);   /* events folded since t
  * the writer's queue after each, so creates never wait for a whole job. A
  * chunk whose transaction fails is submitted again after a pause, until it
  * commits. done(pos, events, arg), unless NULL, runs on the writer thread
- * after the last commit; the job frees itself. */
+ * after the last commit; the job's memory is freed by the next submit (or
+ * aggregate_free, once the writer has run every job), on the folding thread. */
 void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_pos,
                       void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg);
 

@@ -285,15 +285,15 @@ void dayrow_add(struct dayrow *r, const struct dayrow *d)
 
 /* ---- encoding ---- */
 
-static void put_varint(struct buf *b, uint64_t v)
+/* Writes v at p (at most VARINT_MAX bytes); returns the end. */
+#define VARINT_MAX 10
+static char *varint_at(char *p, uint64_t v)
 {
-    char tmp[10];
-    size_t n = 0;
     do {
-        tmp[n++] = (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        *p++ = (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
         v >>= 7;
     } while (v);
-    buf_add(b, tmp, n);
+    return p;
 }
 
 struct reader {
@@ -354,29 +354,41 @@ void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitor
     b->clicks = r->clicks;
     b->bots = r->bots;
     b->uniques = dayrow_uniques(r);
+    /* Written straight into room reserved at the most each part can take:
+     * this runs for every link day stored, and a buf call per field was a
+     * tenth of the time spent storing clicks. */
     if (r->ntallies) {
-        buf_addc(dims, 'D');
+        buf_reserve(dims, 1 + r->ntallies * (2 + VARINT_MAX) + r->used);
+        char *w = dims->p;
+        *w++ = 'D';
         for (size_t i = 0; i < r->ntallies; i++) {
             const struct tally *t = &r->tallies[i];
-            buf_addc(dims, (char)t->dim);
-            buf_addc(dims, (char)t->len);
-            buf_add(dims, r->arena + t->off, t->len);
-            put_varint(dims, (uint64_t)t->n);
+            *w++ = (char)t->dim;
+            *w++ = (char)t->len;
+            memcpy(w, r->arena + t->off, t->len);
+            w = varint_at(w + t->len, (uint64_t)t->n);
         }
+        dims->len = (size_t)(w - dims->p);
+        dims->p[dims->len] = '\0';
         b->dims = dims->p;
         b->ndims = dims->len;
     }
     if (r->rcount) {
-        buf_addc(recent, 'R');
+        buf_reserve(recent, 1 + (size_t)r->rcount * (VARINT_MAX + 4 * (1 + DIM_MAX)));
+        char *w = recent->p;
+        *w++ = 'R';
         for (int i = 0; i < r->rcount; i++) {
             const struct recent_rec *c = recent_at(r, i);
-            put_varint(recent, (uint64_t)c->ts);
+            w = varint_at(w, (uint64_t)c->ts);
             for (int k = 0; k < 4; k++) {
                 size_t n = strlen(c->text[k]);
-                buf_addc(recent, (char)n);
-                buf_add(recent, c->text[k], n);
+                *w++ = (char)n;
+                memcpy(w, c->text[k], n);
+                w += n;
             }
         }
+        recent->len = (size_t)(w - recent->p);
+        recent->p[recent->len] = '\0';
         b->recent = recent->p;
         b->nrecent = recent->len;
     }

@@ -305,8 +305,12 @@ struct conn {
  * own work, by default done inside the commit that takes the WAL past 1,000
  * pages: in the writer thread, with the creates of the next batch waiting
  * behind it. So a store that serves starts a thread for it (sq_background)
- * at background priority, and each commit's WAL hook wakes it. Without it
- * (CLI commands) the hook copies, as SQLite's default does.
+ * at background priority, and the WAL hook of a foreground commit wakes it.
+ * A commit that stores clicks (a coop.h thread, background already) copies
+ * inline, as SQLite's default does, and so does every commit without the
+ * thread (CLI commands): nobody waits for those, and a copy made between
+ * two commits of one thread catches up, so the WAL starts again from its
+ * beginning and stays short (a long one costs every page lookup more).
  *
  * The thread's copies are passive: they never make the writer wait. But
  * under a steady stream of commits a copy never quite catches up, and SQLite
@@ -376,14 +380,15 @@ static int open_db(const char *path, sqlite3 **out)
 /* ---- the checkpointer ---- */
 
 /* After every commit, in the committing thread, with the pages now in the
- * WAL. */
+ * WAL: copies them itself (without the thread, or in a background thread)
+ * or leaves that to the checkpoint thread. */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
     struct ckpt *k = &((struct sqlite_store *)arg)->ckpt;
     if (pages < k->copy_pages)
         return SQLITE_OK;
     pthread_mutex_lock(&k->mu);
-    bool threaded = k->running, restart = k->restart;
+    bool threaded = k->running && !coop_background(), restart = k->restart;
     if (threaded) {
         k->pages = pages;
         pthread_cond_signal(&k->wake);

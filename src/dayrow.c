@@ -135,7 +135,7 @@ static struct recent_rec *recent_slot(struct dayrow *r)
 {
     if (r->rcount < RECENT_KEEP) {
         if (r->rcount == r->rcap) {
-            r->rcap = r->rcap ? r->rcap * 2 : 2;
+            r->rcap = r->rcap ? r->rcap * 2 : 1;
             if (r->rcap > RECENT_KEEP)
                 r->rcap = RECENT_KEEP;
             r->recent = xrealloc(r->recent, (size_t)r->rcap * sizeof(*r->recent));

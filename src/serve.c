@@ -340,7 +340,8 @@ out:
     geo_close(app.geo);
     hostlist_free(app.hosts);
     cache_free(app.cache);
-    cache_thread_unregister();
+    if (app.cache)                      /* registered right after it was made */
+        cache_thread_unregister();
     metrics_free(app.metrics);
     links_free(app.links);
     if (app.store)

@@ -2,10 +2,12 @@
 // never hold a client address or an API key.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, before } from 'node:test';
 
-import { Conn, PG_MODE, api, createKey, createLink, it, poll, startServer, visit } from './harness.mjs';
+import { Conn, PG_MODE, api, cli, createKey, createLink, it, poll, sqliteOnlyReason, startServer, tempDir, visit } from './harness.mjs';
 
 let srv;
 
@@ -196,3 +198,16 @@ it('folding and storing clicks run below the event loops; background-nice 0 keep
         await level.stop();
     }
 });
+
+it('a store file newer than the binary is refused with a message and exit status 1', () => {
+    const dir = tempDir();
+    const db = path.join(dir, 'db');
+    assert.equal(cli(['key', 'create', '--db', db, '--name', 'future']).code, 0);
+    const set = spawnSync('sqlite3', [db, 'PRAGMA user_version = 999'], { encoding: 'utf8' });
+    assert.equal(set.status, 0, set.stderr);
+    const r = cli(['serve', '--db', db, '--listen', '127.0.0.1:0'], { timeoutMs: 10_000 });
+    assert.equal(r.signal, null, `killed by ${r.signal}: ${r.stderr}`);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /schema 999, newer than this shortd/);
+    assert.doesNotMatch(r.stderr, /Assertion|AddressSanitizer/);
+}, { skip: sqliteOnlyReason('a SQLite file of a later version') });

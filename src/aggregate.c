@@ -11,14 +11,15 @@
  * in (code, day) order, AGG_CHUNK link days a transaction: a second's clicks
  * on a million links would otherwise be one commit of 100,000 rows, which
  * keeps creates waiting (writer.h) and runs SQLite's commit for
- * milliseconds without a pause (coop.h). Each chunk's transaction also records how far the job
- * got: the journal position it ends at and its last link day ("partial"),
- * and the last one writes the journal checkpoint instead. The job never
- * changes its own rows, so a retried chunk counts nothing twice. After a
- * crash between two chunks, the replay folds the job's clicks again (the
- * same events give the same link days, in the same order) and skips those
- * up to the partial record's link day. Human and bot clicks are kept apart: a bot or a
- * prefetch only counts as a bot click of its kind. */
+ * milliseconds without a pause (coop.h). Each chunk's transaction also
+ * records how far the job got: the journal position it ends at and its last
+ * link day ("partial"), and the last one writes the journal checkpoint
+ * instead. The job never changes its own rows, so a retried chunk counts
+ * nothing twice. After a crash between two chunks, the replay folds the
+ * job's clicks again (the same events give the same link days, in the same
+ * order) and skips those up to the partial record's link day. Human and bot
+ * clicks are kept apart: a bot or a prefetch only counts as a bot click of
+ * its kind. */
 #include "aggregate.h"
 
 #include <pthread.h>

@@ -35,7 +35,6 @@ void coop_thread(int nice)
     since = mono_ns();
 }
 
-
 void coop_point(void)
 {
     if (!joined)

@@ -296,6 +296,13 @@ static char *varint_at(char *p, uint64_t v)
     return p;
 }
 
+/* Ends 'b' at 'w', which was written through b->p after buf_reserve(). */
+static void end_at(struct buf *b, char *w)
+{
+    b->len = (size_t)(w - b->p);
+    b->p[b->len] = '\0';
+}
+
 struct reader {
     const unsigned char *p, *end;
     bool bad;
@@ -368,8 +375,7 @@ void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitor
             memcpy(w, r->arena + t->off, t->len);
             w = varint_at(w + t->len, (uint64_t)t->n);
         }
-        dims->len = (size_t)(w - dims->p);
-        dims->p[dims->len] = '\0';
+        end_at(dims, w);
         b->dims = dims->p;
         b->ndims = dims->len;
     }
@@ -387,8 +393,7 @@ void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitor
                 w += n;
             }
         }
-        recent->len = (size_t)(w - recent->p);
-        recent->p[recent->len] = '\0';
+        end_at(recent, w);
         b->recent = recent->p;
         b->nrecent = recent->len;
     }

@@ -1307,15 +1307,11 @@ static int visitors_from(struct store *st, int64_t *day)
     if (rc == ERR_NOTFOUND) {
         rc = ERR_OK;
     } else if (rc == ERR_OK) {
-        char text[24];
-        size_t n = v.len < sizeof(text) - 1 ? v.len : sizeof(text) - 1;
-        memcpy(text, v.p, n);
-        text[n] = '\0';
+        const char *text = buf_cstr(&v);
         char *end;
-        long long d = strtoll(text, &end, 10);
-        if (!n || *end)
+        *day = strtoll(text, &end, 10);
+        if (!*text || *end)
             rc = log_fail(ERR_STORAGE, "meta '%s' is damaged", VISITORS_FROM);
-        *day = d;
     }
     buf_release(&v);
     return rc;

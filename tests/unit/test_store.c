@@ -1318,6 +1318,17 @@ void test_store_concurrent_counts(void) { each_backend("concurrent", concurrent_
 
 /* ---- pruning ---- */
 
+/* Adds one visitor (and nothing else) to a link day. */
+static int add_visitor(struct store *st, const char *code, int64_t day, uint64_t visitor)
+{
+    struct dayrow r;
+    dayrow_init(&r);
+    dayrow_visitor(&r, visitor);
+    int rc = add_row(st, code, day, &r);
+    dayrow_release(&r);
+    return rc;
+}
+
 /* SQLite: the store file's link days that still hold a visitor set. */
 static int sqlite_visitor_sets(const struct backend *b)
 {
@@ -1370,35 +1381,28 @@ static void prune_checks(struct backend *b)
     }
     /* A day still knows its visitors until they are forgotten; then its
      * count stays, and a visitor seen again counts anew. */
-    dayrow_visitor(&r, 77);
-    CHECK_EQ_INT(add_row(st, "p1", 12, &r), ERR_OK);
+    CHECK_EQ_INT(add_visitor(st, "p1", 12, 77), ERR_OK);
     CHECK_EQ_STR(days_of(st, "p1", 0, 100, &s), "12:1/1/0");
     CHECK_EQ_INT(st->ops->prune_visitors(st, 12), ERR_OK);
-    dayrow_visitor(&r, 77);
-    CHECK_EQ_INT(add_row(st, "p1", 12, &r), ERR_OK);
+    CHECK_EQ_INT(add_visitor(st, "p1", 12, 77), ERR_OK);
     CHECK_EQ_STR(days_of(st, "p1", 0, 100, &s), "12:1/1/0");
     CHECK_EQ_INT(st->ops->prune_visitors(st, 13), ERR_OK);
-    dayrow_visitor(&r, 77);
-    CHECK_EQ_INT(add_row(st, "p1", 12, &r), ERR_OK);
+    CHECK_EQ_INT(add_visitor(st, "p1", 12, 77), ERR_OK);
     CHECK_EQ_STR(days_of(st, "p1", 0, 100, &s), "12:1/2/0");
     /* SQLite: clicks merged into a pruned day (a late replay) leave no set
      * behind, since the next prune only looks at the days after it */
     if (!b->pg)
         CHECK_EQ_INT(sqlite_visitor_sets(b), 0);
     /* each prune reaches the days since the one before */
-    dayrow_visitor(&r, 78);
-    CHECK_EQ_INT(add_row(st, "p1", 14, &r), ERR_OK);
-    dayrow_visitor(&r, 79);
-    CHECK_EQ_INT(add_row(st, "p1", 15, &r), ERR_OK);
+    CHECK_EQ_INT(add_visitor(st, "p1", 14, 78), ERR_OK);
+    CHECK_EQ_INT(add_visitor(st, "p1", 15, 79), ERR_OK);
     if (!b->pg)
         CHECK_EQ_INT(sqlite_visitor_sets(b), 2);
     CHECK_EQ_INT(st->ops->prune_visitors(st, 15), ERR_OK);
     if (!b->pg)
         CHECK_EQ_INT(sqlite_visitor_sets(b), 1);
-    dayrow_visitor(&r, 79);
-    CHECK_EQ_INT(add_row(st, "p1", 15, &r), ERR_OK);
-    dayrow_visitor(&r, 78);
-    CHECK_EQ_INT(add_row(st, "p1", 14, &r), ERR_OK);
+    CHECK_EQ_INT(add_visitor(st, "p1", 15, 79), ERR_OK);
+    CHECK_EQ_INT(add_visitor(st, "p1", 14, 78), ERR_OK);
     CHECK_EQ_STR(days_of(st, "p1", 0, 100, &s), "12:1/2/0,14:0/2/0,15:0/1/0");
     dayrow_release(&r);
     buf_release(&s);

@@ -13,7 +13,8 @@
 #      threads/processes, /proc) over the run and, for shortd, until every
 #      click of the run is in the store;
 #   3. pin1 only: latency at a constant rate of half shortd's median peak, for
-#      both servers (bench/loadgen rate, open loop, on core 1);
+#      both servers, alternately, --pairs times (bench/loadgen rate, open loop,
+#      on core 1; the medians of each percentile are reported);
 #      unpinned only: durable creates (bench/loadgen create, POST /api/links);
 #   4. stops shortd with SIGTERM (it flushes every click) and checks that the
 #      clicks in the store lie between the requests the load generators saw
@@ -243,6 +244,10 @@ start_shortd() {
     local layout=$1 db=$2
     rm -rf "$db" "$db-wal" "$db-shm" "$db.clicks"
     cp "$DATA/pristine.db" "$db"
+    # The copy's pages on disk before shortd starts: otherwise its first
+    # checkpoint's fsync, or the kernel's flusher on the load generator's
+    # core, writes back hundreds of MB during the measured runs.
+    sync "$db"
     # shellcheck disable=SC2046
     $(pin_server "$layout") "$SHORTD" serve --listen "127.0.0.1:$PORT_S" --db "$db" \
         --threads "$(threads_of "$layout")" >"$RUN/shortd-$layout.out" 2>&1 &
@@ -406,9 +411,9 @@ wrk_run() {
 
 kv() { awk -F= -v k="$1" '$1 == k {print $2}' "$2"; }
 
-# latency SERVER RATE LAYOUT: constant-rate load (from core 1 in pin1)
+# latency SERVER RATE LAYOUT PAIR: constant-rate load (from core 1 in pin1)
 latency_run() {
-    local server=$1 rate=$2 layout=$3 port f attempt pids
+    local server=$1 rate=$2 layout=$3 pair=$4 port f attempt pids
     if [ "$server" = shortd ]; then port=$PORT_S; pids=$SHORTD_PID; else port=$PORT_N; pids=$(nginx_pids); fi
     f=$RUN/latency-$server-$N.txt
     for ((attempt = 1; ; attempt++)); do
@@ -434,9 +439,9 @@ latency_run() {
             RETRY_SPENT=$((RETRY_SPENT + $(date +%s) - w0))
             continue
         fi
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$N" "$server" "$rate" "$(kv rate "$f")" "$(kv p50_us "$f")" \
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\n' "$N" "$server" "$rate" "$(kv rate "$f")" "$(kv p50_us "$f")" \
             "$(kv p99_us "$f")" "$(kv p999_us "$f")" "$(kv max_us "$f")" "$(kv errors "$f")" "$(kv wake_late_max_us "$f")" \
-            "$foreign" "$attempt" "$(kv wake_late_avg_us "$f")" >>"$RUN/latency.tsv"
+            "$foreign" "$attempt" "$(kv wake_late_avg_us "$f")" "$pair" >>"$RUN/latency.tsv"
         return 0
     done
 }
@@ -546,8 +551,10 @@ for N in "${NS[@]}"; do
         if [ "$L" = "${LS[0]}" ]; then
             peak=$(awk -F'\t' -v n="$N" -v l="$L" '$1 == n && $2 == l && $3 == "shortd" {print $5}' "$RUN/runs.tsv" | median)
             half=$(calc "int($peak / 2)")
-            latency_run shortd "$half" "$L"
-            [ "$NG" = yes ] && latency_run nginx "$half" "$L"
+            for ((p = 1; p <= PAIRS; p++)); do
+                latency_run shortd "$half" "$L" "$p"
+                if [ "$NG" = yes ]; then latency_run nginx "$half" "$L" "$p"; fi
+            done
         fi
         [ "$L" = "${LS[${#LS[@]}-1]}" ] && create_run
         [ "$NG" = yes ] && stop_nginx

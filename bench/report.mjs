@@ -129,10 +129,13 @@ for (const x of creates.length ? creates : [null]) {
     targets.push([`durable creates ≥ 30,000/s (${name} links in the store)`, x ? `${int(x.rate)}/s, p99 ${us(x.p99)}` : 'not measured',
         x ? x.rate >= 30000 && x.other === 0 : null]);
 }
+// Memory: every measurement with enough links for fixed costs to fade
+// (each layout is a server of its own, with its own threads).
 {
-    const x = mem.find((r) => r.n === at);
-    targets.push([`≤ 48 bytes per cached link beyond its URL (${atName})`, x ? `${fix(x.per, 1)} bytes` : 'not measured',
-        x && at >= 100000 ? x.per <= 48 : null]);
+    const big = mem.filter((r) => r.n >= 100000);
+    for (const x of big.length ? big : [mem.find((r) => r.n === at)])
+        targets.push([`≤ 48 bytes per cached link beyond its URL (${x ? `${nname(x.n)}, ${x.layout}` : atName})`,
+            x ? `${fix(x.per, 1)} bytes` : 'not measured', x && x.n >= 100000 ? x.per <= 48 : null]);
 }
 const big = ns.find((n) => n >= 1e7);
 for (const l of layouts) {

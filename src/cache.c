@@ -23,6 +23,7 @@
 #include "cache.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <sodium.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -48,6 +49,10 @@ struct entry {
     char data[];            /* [expiry (ms, 8 bytes) if F_EXPIRES], code, url,
                                [domain length (1 byte), domain if F_DOMAIN]; no terminators */
 };
+
+/* An entry's bytes: its header up to 'data' (20), not sizeof (24, padded
+ * to the node's alignment), then what 'data' holds. */
+#define ENTRY_HEAD offsetof(struct entry, data)
 
 #define SLAB_BLOCK (1u << 20)
 #define SLAB_GRAIN 8
@@ -113,7 +118,7 @@ static const char *entry_code(const struct entry *e);
 
 static size_t entry_size(const struct entry *e)
 {
-    size_t n = sizeof(*e) + (e->flags & F_EXPIRES ? 8 : 0) + e->code_len + e->url_len;
+    size_t n = ENTRY_HEAD + (e->flags & F_EXPIRES ? 8 : 0) + e->code_len + e->url_len;
     if (e->flags & F_DOMAIN)
         n += 1 + (uint8_t)entry_code(e)[e->code_len + e->url_len];
     return n;
@@ -412,7 +417,7 @@ static struct entry *entry_new(struct cache *c, const char *code, size_t n, cons
     size_t dn = domain ? strlen(domain) : 0;
     if (dn > 255)
         dn = 0;     /* cannot happen (links_domain_check) */
-    struct entry *e = slab_alloc(&c->slab, sizeof(*e) + x + n + url_len + (dn ? 1 + dn : 0));
+    struct entry *e = slab_alloc(&c->slab, ENTRY_HEAD + x + n + url_len + (dn ? 1 + dn : 0));
     e->flags = (uint8_t)(flags | (expires ? F_EXPIRES : 0) | (dn ? F_DOMAIN : 0));
     if (dn) {
         e->data[x + n + url_len] = (char)(uint8_t)dn;

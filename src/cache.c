@@ -10,9 +10,10 @@
  * for an expiry time, only when the link has one: misses and most links do
  * not), rounded up to 8 and carved from 1 MiB blocks (no malloc header per
  * entry). The table has a 16-byte bucket per two entries (sized by
- * cache_reclaim), so a cached link without expiry costs about 37 bytes
- * beyond its URL. Freed entries go to a
- * free list of their size class and are reused. The hash is
+ * cache_reclaim) at most, so a cached link with a 7-character code and no
+ * expiry costs about 31 bytes beyond its URL, plus 8 to 16 for its share
+ * of the buckets. Freed entries go to a free list of their size class and
+ * are reused. The hash is
  * SipHash under a random per-process key so clients cannot aim codes at one
  * bucket. A link with a custom domain keeps it after its URL (a length
  * byte and the host); a link with controls (password, A/B variants, a click

@@ -9,8 +9,8 @@
  * entry carries no rcu_head: it is 20 bytes plus its code and URL (and 8
  * for an expiry time, only when the link has one: misses and most links do
  * not), rounded up to 8 and carved from 1 MiB blocks (no malloc header per
- * entry). The table has a 16-byte bucket per two entries (sized by
- * cache_reclaim) at most, so a cached link with a 7-character code and no
+ * entry). The table has 16-byte buckets, at most two entries to one (sized
+ * by cache_reclaim), so a cached link with a 7-character code and no
  * expiry costs about 31 bytes beyond its URL, plus 8 to 16 for its share
  * of the buckets. Freed entries go to a free list of their size class and
  * are reused. The hash is

@@ -52,6 +52,10 @@ int handle_metrics(struct request *r)
     buf_adds(b, "# HELP shortd_cache_entries Codes in the redirect cache (links and misses).\n"
                 "# TYPE shortd_cache_entries gauge\nshortd_cache_entries ");
     buf_add_u64(b, cache_entries(app->cache));
+    buf_adds(b, "\n# HELP shortd_cache_entry_bytes Bytes the redirect cache's entries take "
+                "(not its hash buckets).\n"
+                "# TYPE shortd_cache_entry_bytes gauge\nshortd_cache_entry_bytes ");
+    buf_add_u64(b, cache_entry_bytes(app->cache));
     uint64_t hits = 0, misses = 0;
     cache_counts(app->cache, &hits, &misses);
     buf_adds(b, "\n# HELP shortd_cache_hits_total Redirects answered from the cache.\n"

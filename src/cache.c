@@ -80,6 +80,7 @@ struct cache {
     int64_t miss_ttl;
     atomic_size_t count;
     atomic_size_t misses;           /* remembered misses among count */
+    atomic_size_t bytes;            /* the entries in the table, as carved */
     pthread_mutex_t retire_mu;
     struct entry **retired;         /* out of the table, waiting for a grace period */
     size_t nretired, cap_retired;
@@ -150,6 +151,12 @@ static size_t slab_class(size_t size)
     return (size + SLAB_GRAIN - 1) / SLAB_GRAIN;
 }
 
+/* What an entry takes of its slab block. */
+static size_t entry_bytes(const struct entry *e)
+{
+    return slab_class(entry_size(e)) * SLAB_GRAIN;
+}
+
 static void *slab_alloc(struct slab *s, size_t size)
 {
     size_t cls = slab_class(size);
@@ -200,6 +207,7 @@ static struct entry *entry_of(struct cds_lfht_node *node)
 static void retire(struct cache *c, struct entry *e)
 {
     atomic_fetch_sub(&c->count, 1);
+    atomic_fetch_sub(&c->bytes, entry_bytes(e));
     if (e->flags & F_MISS)
         atomic_fetch_sub(&c->misses, 1);
     pthread_mutex_lock(&c->retire_mu);
@@ -366,6 +374,7 @@ static void publish(struct cache *c, struct entry *e)
 {
     struct lookup_key k = {entry_code(e), e->code_len};
     atomic_fetch_add(&c->count, 1);
+    atomic_fetch_add(&c->bytes, entry_bytes(e));
     if (e->flags & F_MISS)
         atomic_fetch_add(&c->misses, 1);
     urcu_memb_read_lock();
@@ -405,6 +414,7 @@ static void fill(struct cache *c, struct entry *e, int64_t now_ms)
         return;
     }
     atomic_fetch_add(&c->count, 1);
+    atomic_fetch_add(&c->bytes, entry_bytes(e));
     if (e->flags & F_MISS)
         atomic_fetch_add(&c->misses, 1);
     if (old_entry)
@@ -511,3 +521,4 @@ void cache_clear(struct cache *c)
 }
 
 uint64_t cache_entries(const struct cache *c) { return atomic_load(&c->count); }
+uint64_t cache_entry_bytes(const struct cache *c) { return atomic_load(&c->bytes); }

@@ -58,6 +58,10 @@ void cache_reclaim(struct cache *c);
 
 /* Counters for /metrics: hits and misses of cache_get, every thread summed. */
 uint64_t cache_entries(const struct cache *c);
+/* The bytes those entries take: each is 20 bytes plus its code and URL (8
+ * more with an expiry time, 1 + the host with a custom domain), rounded up
+ * to 8. The hash table's buckets are not included. */
+uint64_t cache_entry_bytes(const struct cache *c);
 void cache_counts(const struct cache *c, uint64_t *hits, uint64_t *misses);
 
 #endif

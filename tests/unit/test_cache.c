@@ -36,6 +36,7 @@ void test_cache_put_get(void)
     struct link a = mk("abc1234", "https://example.com/a", 0, LINK_ACTIVE);
     a.permanent = true;
     cache_put(c, &a);
+    CHECK_EQ_INT(cache_entry_bytes(c), 48);     /* 20 + 7 + 21 */
     CHECK(get(c, "abc1234", 0, &v));
     CHECK(!v.miss && v.url && v.url_len == strlen(a.url) && !memcmp(v.url, a.url, v.url_len));
     CHECK(v.permanent && v.state == LINK_ACTIVE && v.expires_at == 0);
@@ -53,9 +54,14 @@ void test_cache_put_get(void)
     CHECK(get(c, "abc1234", 0, &v));
     CHECK(v.state == LINK_DELETED && v.url == NULL);
     CHECK_EQ_INT(cache_entries(c), 2);
+    /* Entries are 20 bytes plus code and URL, rounded up to 8 (never the
+     * struct's padded sizeof): "with-expiry" is 20 + 8 + 11 + 21 = 60 -> 64,
+     * the deleted "abc1234" 20 + 7 = 27 -> 32. */
+    CHECK_EQ_INT(cache_entry_bytes(c), 64 + 32);
     cache_remove(c, "abc1234", 7);
     CHECK(!get(c, "abc1234", 0, &v));
     CHECK_EQ_INT(cache_entries(c), 1);
+    CHECK_EQ_INT(cache_entry_bytes(c), 64);
     cache_reclaim(c);
     cache_free(c);
     cache_thread_unregister();

@@ -27,25 +27,11 @@ const runs = tsv('runs.tsv').map((r) => ({
     n: +r[0], layout: r[1], server: r[2], pair: +r[3], rps: +r[4], cpu: +r[5], requests: +r[6],
     errors: +r[7], drain: +r[8], pending: +r[9], foreign: +r[10], attempt: +r[11],
 }));
-// N server target achieved p50 p99 p999 max errors lag_max
+// N server target achieved p50 p99 p999 max errors lag_max foreign attempt lag_avg pair
 const lat = tsv('latency.tsv').map((r) => ({
     n: +r[0], server: r[1], target: +r[2], rate: +r[3], p50: +r[4], p99: +r[5], p999: +r[6], max: +r[7],
-    errors: +r[8], lag: +r[9], foreign: +r[10], attempt: +r[11], lagavg: +r[12], pair: +(r[13] || 1),
+    errors: +r[8], lag: +r[9], foreign: +r[10], attempt: +r[11], lagavg: +r[12],
 }));
-// The latency of one server at one N: the median of each figure over its
-// runs (undisturbed ones, when there are any), errors summed.
-const latAgg = (n, server) => {
-    const every = lat.filter((r) => r.n === n && r.server === server);
-    const clean = every.filter((r) => !(r.foreign > foreignMax));
-    const use = clean.length ? clean : every;
-    if (!use.length) return null;
-    const m = (k) => median(use.map((r) => r[k]));
-    return {
-        n, server, count: use.length, runs: every, target: m('target'), rate: m('rate'), p50: m('p50'), p99: m('p99'),
-        p999: m('p999'), max: m('max'), lag: m('lag'), lagavg: m('lagavg'), foreign: Math.max(...use.map((r) => r.foreign)),
-        errors: use.reduce((a, r) => a + r.errors, 0),
-    };
-};
 // N creates/s p50 p99 p999 non201 errors
 const creates = tsv('create.tsv').map((r) => ({
     n: +r[0], rate: +r[1], p50: +r[2], p99: +r[3], p999: +r[4], other: +r[5], errors: +r[6],
@@ -69,10 +55,14 @@ const layouts = [...new Set(runs.map((r) => r.layout))];
 // Medians are over the runs that other processes did not disturb (other
 // load <= FOREIGN_MAX), when there is at least one; disturbed runs are marked.
 const foreignMax = Number(env.FOREIGN_MAX || 10);
+// The runs a median is taken over: the clean ones, or all when none is.
+const undisturbed = (every) => {
+    const clean = every.filter((r) => !(r.foreign > foreignMax));
+    return { clean, use: clean.length ? clean : every };
+};
 const agg = (n, layout, server) => {
     const every = runs.filter((r) => r.n === n && r.layout === layout && r.server === server);
-    const clean = every.filter((r) => !(r.foreign > foreignMax));
-    const rs = clean.length ? clean : every;
+    const { clean, use: rs } = undisturbed(every);
     return {
         clean: clean.length, total: every.length,
         rps: median(rs.map((r) => r.rps)), cpu: median(rs.map((r) => r.cpu)),
@@ -83,6 +73,19 @@ const agg = (n, layout, server) => {
         drain: Math.max(0, ...rs.map((r) => r.drain || 0)), count: rs.length,
         foreign: Math.max(0, ...rs.map((r) => r.foreign || 0)),
         retried: every.filter((r) => r.attempt > 1).length,
+    };
+};
+// The latency of one server at one N: the median of each figure over its
+// runs, errors summed.
+const latAgg = (n, server) => {
+    const every = lat.filter((r) => r.n === n && r.server === server);
+    const { use } = undisturbed(every);
+    if (!use.length) return null;
+    const m = (k) => median(use.map((r) => r[k]));
+    return {
+        n, server, count: use.length, runs: every, target: m('target'), rate: m('rate'), p50: m('p50'), p99: m('p99'),
+        p999: m('p999'), max: m('max'), lag: m('lag'), lagavg: m('lagavg'), foreign: Math.max(...use.map((r) => r.foreign)),
+        errors: use.reduce((a, r) => a + r.errors, 0),
     };
 };
 

@@ -1340,39 +1340,37 @@ static int day_merge(struct store *st, const struct day_delta *d, int64_t visito
     sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 2, d->day);
     int step = sqlite3_step(q);
-    if (step == SQLITE_DONE) {
-        finish(q);
-        dayrow_merge(NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
-        forget_visitors(d, visitors_from, &merged);
-        q = stmt_get(st, S_DAY_INSERT);
-        if (!q)
-            return ERR_STORAGE;
-        sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 2, d->day);
-        bind_day(q, &merged);
-        return run_done(q, "day insert");
-    }
-    if (step != SQLITE_ROW)
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
         return fail(q, "day read");
-    int64_t id = sqlite3_column_int64(q, 0);
-    struct day_blobs old = {.clicks = sqlite3_column_int64(q, 1),
-                            .bots = sqlite3_column_int64(q, 2),
-                            .uniques = sqlite3_column_int64(q, 3)};
-    old.dims = col_blob(q, 4, &old.ndims);
-    old.visitors = col_blob(q, 5, &old.nvisitors);
-    old.recent = col_blob(q, 6, &old.nrecent);
-    int rc = dayrow_merge(&old, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
-    finish(q);
+    bool stored = step == SQLITE_ROW;
+    int64_t id = 0;
+    struct day_blobs old = {0};
+    if (stored) {
+        id = sqlite3_column_int64(q, 0);
+        old.clicks = sqlite3_column_int64(q, 1);
+        old.bots = sqlite3_column_int64(q, 2);
+        old.uniques = sqlite3_column_int64(q, 3);
+        old.dims = col_blob(q, 4, &old.ndims);
+        old.visitors = col_blob(q, 5, &old.nvisitors);
+        old.recent = col_blob(q, 6, &old.nrecent);
+    }
+    int rc = dayrow_merge(stored ? &old : NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
+    finish(q);      /* after the merge: 'old' points into the row read */
     if (rc != ERR_OK)
         return log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
                         d->code, (long long)d->day);
     forget_visitors(d, visitors_from, &merged);
-    q = stmt_get(st, S_DAY_UPDATE);
+    q = stmt_get(st, stored ? S_DAY_UPDATE : S_DAY_INSERT);
     if (!q)
         return ERR_STORAGE;
-    sqlite3_bind_int64(q, 2, id);
+    if (stored) {
+        sqlite3_bind_int64(q, 2, id);
+    } else {
+        sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, d->day);
+    }
     bind_day(q, &merged);
-    return run_done(q, "day write");
+    return run_done(q, stored ? "day write" : "day insert");
 }
 
 static int sq_agg_days(struct store *st, const struct day_delta *d, size_t n)

@@ -22,24 +22,51 @@
 #include "err.h"
 #include "banned.h"
 
-static void *xrealloc(void *p, size_t n)
+/* A row's arrays come from malloc, or from its bump allocator when it has
+ * one: then they are never freed one by one, and growing one copies it. */
+static void *row_grow(struct dayrow *r, void *p, size_t had, size_t n)
 {
+    if (r->mem) {
+        void *q = bump_alloc(r->mem, n);
+        if (had)
+            memcpy(q, p, had);
+        return q;
+    }
     void *q = realloc(p, n);
     if (!q)
         abort();
     return q;
 }
 
+static void *row_zalloc(struct dayrow *r, size_t n)
+{
+    void *p = row_grow(r, NULL, 0, n);
+    memset(p, 0, n);
+    return p;
+}
+
+static void row_drop(struct dayrow *r, void *p)
+{
+    if (!r->mem)
+        free(p);
+}
+
 void dayrow_init(struct dayrow *r) { memset(r, 0, sizeof(*r)); }
+
+void dayrow_init_bump(struct dayrow *r, struct bump *mem)
+{
+    dayrow_init(r);
+    r->mem = mem;
+}
 
 void dayrow_release(struct dayrow *r)
 {
-    free(r->tallies);
-    free(r->arena);
-    free(r->index);
-    free(r->recent);
-    free(r->vis);
-    free(r->hll);
+    row_drop(r, r->tallies);
+    row_drop(r, r->arena);
+    row_drop(r, r->index);
+    row_drop(r, r->recent);
+    row_drop(r, r->vis);
+    row_drop(r, r->hll);
     memset(r, 0, sizeof(*r));
 }
 
@@ -72,13 +99,11 @@ static void index_put(struct dayrow *r, size_t i)
 
 static void index_rebuild(struct dayrow *r)
 {
-    free(r->index);
+    row_drop(r, r->index);
     r->nindex = 64;
     while (r->nindex < r->ntallies * 2)
         r->nindex *= 2;
-    r->index = calloc(r->nindex, sizeof(*r->index));
-    if (!r->index)
-        abort();
+    r->index = row_zalloc(r, r->nindex * sizeof(*r->index));
     for (size_t i = 0; i < r->ntallies; i++)
         index_put(r, i);
 }
@@ -112,13 +137,15 @@ void dayrow_tally(struct dayrow *r, int dim, const char *value, size_t len, int6
         return;
     }
     if (r->ntallies == r->cap) {
+        size_t had = r->cap * sizeof(*r->tallies);
         r->cap = r->cap ? r->cap * 2 : 16;
-        r->tallies = xrealloc(r->tallies, r->cap * sizeof(*r->tallies));
+        r->tallies = row_grow(r, r->tallies, had, r->cap * sizeof(*r->tallies));
     }
     if (r->used + len + 1 > r->room) {
+        size_t had = r->used;
         while (r->used + len + 1 > r->room)
             r->room = r->room ? r->room * 2 : 256;
-        r->arena = xrealloc(r->arena, r->room);
+        r->arena = row_grow(r, r->arena, had, r->room);
     }
     memcpy(r->arena + r->used, value, len);
     r->arena[r->used + len] = '\0';
@@ -135,10 +162,11 @@ static struct recent_rec *recent_slot(struct dayrow *r)
 {
     if (r->rcount < RECENT_KEEP) {
         if (r->rcount == r->rcap) {
+            size_t had = (size_t)r->rcount * sizeof(*r->recent);
             r->rcap = r->rcap ? r->rcap * 2 : 1;
             if (r->rcap > RECENT_KEEP)
                 r->rcap = RECENT_KEEP;
-            r->recent = xrealloc(r->recent, (size_t)r->rcap * sizeof(*r->recent));
+            r->recent = row_grow(r, r->recent, had, (size_t)r->rcap * sizeof(*r->recent));
         }
         return &r->recent[r->rcount++];
     }
@@ -182,12 +210,10 @@ static void hll_add(uint8_t *regs, uint64_t h)
 
 static void to_sketch(struct dayrow *r)
 {
-    r->hll = calloc(HLL_M, 1);
-    if (!r->hll)
-        abort();
+    r->hll = row_zalloc(r, HLL_M);
     for (size_t i = 0; i < r->nvis; i++)
         hll_add(r->hll, r->vis[i]);
-    free(r->vis);
+    row_drop(r, r->vis);
     r->vis = NULL;
     r->nvis = r->viscap = 0;
 }
@@ -214,8 +240,9 @@ void dayrow_visitor(struct dayrow *r, uint64_t h)
         return;
     }
     if (r->nvis == r->viscap) {
+        size_t had = r->nvis * sizeof(*r->vis);
         r->viscap = r->viscap ? r->viscap * 2 : 4;
-        r->vis = xrealloc(r->vis, r->viscap * sizeof(*r->vis));
+        r->vis = row_grow(r, r->vis, had, r->viscap * sizeof(*r->vis));
     }
     memmove(r->vis + lo + 1, r->vis + lo, (r->nvis - lo) * sizeof(*r->vis));
     r->vis[lo] = h;
@@ -260,7 +287,8 @@ static void add_recent(struct dayrow *r, const struct recent_rec *c)
     }
 }
 
-void dayrow_add(struct dayrow *r, const struct dayrow *d)
+/* Everything of 'd' but its newest clicks. */
+static void add_counts(struct dayrow *r, const struct dayrow *d)
 {
     r->clicks += d->clicks;
     r->bots += d->bots;
@@ -269,8 +297,6 @@ void dayrow_add(struct dayrow *r, const struct dayrow *d)
         const struct tally *t = &d->tallies[i];
         dayrow_tally(r, t->dim, d->arena + t->off, t->len, t->n);
     }
-    for (int i = 0; i < d->rcount; i++)
-        add_recent(r, recent_at(d, i));
     if (d->hll) {
         if (!r->hll)
             to_sketch(r);
@@ -281,6 +307,13 @@ void dayrow_add(struct dayrow *r, const struct dayrow *d)
         for (size_t i = 0; i < d->nvis; i++)
             dayrow_visitor(r, d->vis[i]);
     }
+}
+
+void dayrow_add(struct dayrow *r, const struct dayrow *d)
+{
+    add_counts(r, d);
+    for (int i = 0; i < d->rcount; i++)
+        add_recent(r, recent_at(d, i));
 }
 
 /* ---- encoding ---- */
@@ -425,7 +458,7 @@ static struct reader reader_of(const void *p, size_t n, char tag)
     return rd;
 }
 
-int dayrow_load(struct dayrow *r, const struct day_blobs *b)
+static int load_dims(struct dayrow *r, const struct day_blobs *b)
 {
     r->clicks = b->clicks;
     r->bots = b->bots;
@@ -437,9 +470,12 @@ int dayrow_load(struct dayrow *r, const struct day_blobs *b)
         if (!rd.bad && (unsigned char)hdr[0] < DIM__COUNT)
             dayrow_tally(r, (unsigned char)hdr[0], v, (unsigned char)hdr[1], (int64_t)n);
     }
-    if (rd.bad)
-        return ERR_INVALID;
-    rd = reader_of(b->recent, b->nrecent, 'R');
+    return rd.bad ? ERR_INVALID : ERR_OK;
+}
+
+static int load_recent(struct dayrow *r, const struct day_blobs *b)
+{
+    struct reader rd = reader_of(b->recent, b->nrecent, 'R');
     while (!rd.bad && rd.p < rd.end) {
         struct recent_rec c;
         c.ts = (int64_t)get_varint(&rd);
@@ -452,14 +488,15 @@ int dayrow_load(struct dayrow *r, const struct day_blobs *b)
         if (!rd.bad)
             add_recent(r, &c);
     }
-    if (rd.bad)
-        return ERR_INVALID;
+    return rd.bad ? ERR_INVALID : ERR_OK;
+}
+
+static int load_visitors(struct dayrow *r, const struct day_blobs *b)
+{
     if (b->visitors && b->nvisitors) {
         const unsigned char *p = b->visitors;
         if (p[0] == 'H' && b->nvisitors == 1 + HLL_M) {
-            r->hll = malloc(HLL_M);
-            if (!r->hll)
-                abort();
+            r->hll = row_grow(r, NULL, 0, HLL_M);
             memcpy(r->hll, p + 1, HLL_M);
         } else if (p[0] == 'S' && b->nvisitors > 1 && (b->nvisitors - 1) % 8 == 0) {
             for (size_t i = 1; i < b->nvisitors; i += 8) {
@@ -478,6 +515,16 @@ int dayrow_load(struct dayrow *r, const struct day_blobs *b)
     return ERR_OK;
 }
 
+int dayrow_load(struct dayrow *r, const struct day_blobs *b)
+{
+    int rc = load_dims(r, b);
+    if (rc == ERR_OK)
+        rc = load_recent(r, b);
+    if (rc == ERR_OK)
+        rc = load_visitors(r, b);
+    return rc;
+}
+
 int dayrow_add_blobs(struct dayrow *r, const struct day_blobs *b)
 {
     struct dayrow one;
@@ -487,6 +534,81 @@ int dayrow_add_blobs(struct dayrow *r, const struct day_blobs *b)
         dayrow_add(r, &one);
     dayrow_release(&one);
     return rc;
+}
+
+/* The newest clicks of a stored row merged with a delta's, as the bytes
+ * they are stored as: the same blob as load + add + encode (the unit test
+ * compares them byte for byte), without unpacking each stored click into a
+ * struct recent_rec of 524 bytes, mostly padding. Unpacking them, and
+ * growing the array to hold them, was a tenth of the time spent storing
+ * clicks with 1 M links. Kept: the RECENT_KEEP newest by time, and of
+ * clicks at the same time the later arrivals (stored ones arrived first),
+ * in time order, as add_recent() keeps them. ERR_NOTFOUND when the stored
+ * row holds more clicks than that (another version's): the caller then
+ * takes the long way. */
+struct rview {
+    int64_t ts;
+    const char *text[4];
+    size_t len[4];
+};
+
+static int merge_recent(const struct day_blobs *old, const struct dayrow *delta,
+                        struct buf *recent, struct day_blobs *out)
+{
+    struct rview v[2 * RECENT_KEEP];
+    int n = 0;
+    struct reader rd = reader_of(old->recent, old->nrecent, 'R');
+    while (!rd.bad && rd.p < rd.end) {
+        if (n == RECENT_KEEP)
+            return ERR_NOTFOUND;
+        struct rview *c = &v[n++];
+        c->ts = (int64_t)get_varint(&rd);
+        for (int k = 0; k < 4 && !rd.bad; k++) {
+            const char *len = get_bytes(&rd, 1);
+            size_t m = len ? (unsigned char)*len : 0;
+            c->text[k] = len ? get_bytes(&rd, m) : NULL;
+            /* As set_text() then strlen(): clamped, up to a NUL. */
+            c->len[k] = c->text[k] ? strnlen(c->text[k], m < DIM_MAX ? m : DIM_MAX) : 0;
+        }
+    }
+    if (rd.bad)
+        return ERR_INVALID;
+    for (int i = 0; i < delta->rcount; i++) {
+        const struct recent_rec *d = recent_at(delta, i);
+        struct rview *c = &v[n++];
+        c->ts = d->ts;
+        for (int k = 0; k < 4; k++) {
+            c->text[k] = d->text[k];
+            c->len[k] = strlen(d->text[k]);
+        }
+    }
+    /* A stable insertion sort by time: arrival order breaks ties. */
+    for (int i = 1; i < n; i++) {
+        struct rview x = v[i];
+        int j = i;
+        for (; j > 0 && v[j - 1].ts > x.ts; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    int from = n > RECENT_KEEP ? n - RECENT_KEEP : 0;
+    if (from == n)
+        return ERR_OK;
+    buf_reset(recent);
+    buf_reserve(recent, 1 + (size_t)(n - from) * (VARINT_MAX + 4 * (1 + DIM_MAX)));
+    char *w = recent->p;
+    *w++ = 'R';
+    for (int i = from; i < n; i++) {
+        w = varint_at(w, (uint64_t)v[i].ts);
+        for (int k = 0; k < 4; k++) {
+            *w++ = (char)v[i].len[k];
+            memcpy(w, v[i].text[k], v[i].len[k]);
+            w += v[i].len[k];
+        }
+    }
+    end_at(recent, w);
+    out->recent = recent->p;
+    out->nrecent = recent->len;
+    return ERR_OK;
 }
 
 int dayrow_merge(const struct day_blobs *old, const struct dayrow *delta, struct buf *dims,
@@ -500,10 +622,23 @@ int dayrow_merge(const struct day_blobs *old, const struct dayrow *delta, struct
     }
     struct dayrow r;
     dayrow_init(&r);
-    int rc = dayrow_load(&r, old);
+    int rc = load_dims(&r, old);
+    if (rc == ERR_OK)
+        rc = load_visitors(&r, old);
     if (rc == ERR_OK) {
-        dayrow_add(&r, delta);
-        dayrow_encode(&r, dims, visitors, recent, out);
+        add_counts(&r, delta);
+        dayrow_encode(&r, dims, visitors, recent, out);     /* all but the newest clicks */
+        rc = merge_recent(old, delta, recent, out);
+    }
+    if (rc == ERR_NOTFOUND) {
+        /* More stored clicks than this version keeps: unpack them all. */
+        dayrow_release(&r);
+        dayrow_init(&r);
+        rc = dayrow_load(&r, old);
+        if (rc == ERR_OK) {
+            dayrow_add(&r, delta);
+            dayrow_encode(&r, dims, visitors, recent, out);
+        }
     }
     dayrow_release(&r);
     return rc;

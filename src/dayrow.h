@@ -26,6 +26,7 @@
 
 #include "analytics.h"
 #include "buf.h"
+#include "bump.h"
 #include "classify.h"
 
 #define VISITORS_EXACT 128
@@ -60,9 +61,13 @@ struct dayrow {
     uint64_t *vis;                  /* sorted hashes while exact ... */
     size_t nvis, viscap;
     uint8_t *hll;                   /* ... the sketch once not (HLL_M registers) */
+    struct bump *mem;               /* where the arrays come from; NULL: malloc */
 };
 
 void dayrow_init(struct dayrow *r);
+/* A row whose arrays come from 'mem' and are freed with it (bump.h), for
+ * rows that die together. */
+void dayrow_init_bump(struct dayrow *r, struct bump *mem);
 void dayrow_release(struct dayrow *r);
 
 /* Folding */

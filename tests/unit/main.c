@@ -116,10 +116,12 @@
     X(ratelimit_password)                                                                          \
     X(ratelimit_redis)                                                                             \
     X(bus_redis_killed)                                                                            \
+    X(bump)                                                                                        \
     X(dayrow_tallies)                                                                              \
     X(dayrow_many_values)                                                                          \
     X(dayrow_recent)                                                                               \
     X(dayrow_visitors)                                                                             \
+    X(dayrow_merge_recent)                                                                         \
     X(dayrow_bad_blobs)                                                                            \
     X(utm_json)                                                                                    \
     X(utm_json_errors)                                                                             \

@@ -1,5 +1,6 @@
 /* test_dayrow.c - the packed row of a link's day: tallies, newest clicks,
  * visitors (exact, then a sketch), the blobs and merging them. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,4 +310,135 @@ void test_dayrow_bad_blobs(void)
     buf_release(&v);
     buf_release(&rc);
     dayrow_release(&r);
+}
+
+/* What dayrow_merge() must equal: the stored row unpacked, the delta added,
+ * and the sum packed again. */
+static int merge_the_long_way(const struct day_blobs *old, const struct dayrow *delta,
+                              struct buf *d, struct buf *v, struct buf *rc, struct day_blobs *out)
+{
+    struct dayrow r;
+    dayrow_init(&r);
+    int err = dayrow_load(&r, old);
+    if (err == ERR_OK) {
+        dayrow_add(&r, delta);
+        dayrow_encode(&r, d, v, rc, out);
+    }
+    dayrow_release(&r);
+    return err;
+}
+
+static bool same_blob(const void *a, size_t na, const void *b, size_t nb)
+{
+    return na == nb && (!na || !memcmp(a, b, na));
+}
+
+/* A stored recent blob written by hand: 'n' clicks at times ts[i], each
+ * with a referrer of 'reflen' bytes (longer than DIM_MAX, or with a NUL,
+ * when the test wants one). */
+static void hand_recent(struct buf *b, int n, const int64_t *ts, const char *ref, size_t reflen)
+{
+    buf_reset(b);
+    buf_addc(b, 'R');
+    for (int i = 0; i < n; i++) {
+        uint64_t t = (uint64_t)ts[i];
+        do {
+            buf_addc(b, (char)((t & 0x7f) | (t > 0x7f ? 0x80 : 0)));
+            t >>= 7;
+        } while (t);
+        buf_addc(b, (char)reflen);
+        buf_add(b, ref, reflen);
+        buf_add(b, "\2NL\7desktop\7Firefox", 19);
+    }
+}
+
+/* A click whose referrer tells it apart from every other ('id'), so the
+ * order of clicks at the same time shows in the blob. */
+static void remember_as(struct dayrow *r, int64_t ts, int id)
+{
+    char ref[32];
+    snprintf(ref, sizeof(ref), "r%d", id);
+    const char *text[4] = {ref, "NL", "desktop", "Firefox"};
+    dayrow_remember(r, ts, text);
+}
+
+/* dayrow_merge() packs the newest clicks without unpacking the stored ones:
+ * across random rows (times that tie, deltas out of order or past
+ * RECENT_KEEP), its blobs equal the long way's byte for byte. */
+void test_dayrow_merge_recent(void)
+{
+    uint64_t x = 7;
+    struct buf d1 = BUF_INIT, v1 = BUF_INIT, r1 = BUF_INIT, d2 = BUF_INIT, v2 = BUF_INIT,
+               r2 = BUF_INIT, od = BUF_INIT, ov = BUF_INIT, orc = BUF_INIT;
+    for (int trial = 0; trial < 2000; trial++) {
+        struct dayrow old, delta;
+        dayrow_init(&old);
+        dayrow_init(&delta);
+        int nold = (int)(splitmix(&x) % (RECENT_KEEP + 1)), ndelta = (int)(splitmix(&x) % 30);
+        int64_t span = 1 + (int64_t)(splitmix(&x) % 40);       /* small: many ties */
+        for (int i = 0; i < nold; i++)
+            remember_as(&old, (int64_t)(splitmix(&x) % (uint64_t)span), i);
+        for (int i = 0; i < ndelta; i++)
+            remember_as(&delta, (int64_t)(splitmix(&x) % (uint64_t)span), 100 + i);
+        old.clicks = nold;
+        delta.clicks = ndelta;
+        dayrow_tally(&delta, DIM_COUNTRY, "NL", 2, ndelta);
+        dayrow_visitor(&delta, splitmix(&x));
+        struct day_blobs ob, a, b;
+        /* Stored rows are kept in time order: pack, unpack, pack. */
+        struct dayrow sorted;
+        dayrow_init(&sorted);
+        dayrow_add(&sorted, &old);
+        dayrow_encode(&sorted, &od, &ov, &orc, &ob);
+        CHECK_EQ_INT(dayrow_merge(&ob, &delta, &d1, &v1, &r1, &a), ERR_OK);
+        CHECK_EQ_INT(merge_the_long_way(&ob, &delta, &d2, &v2, &r2, &b), ERR_OK);
+        bool ok = CHECK(same_blob(a.recent, a.nrecent, b.recent, b.nrecent));
+        ok = CHECK(same_blob(a.dims, a.ndims, b.dims, b.ndims)) && ok;
+        ok = CHECK(same_blob(a.visitors, a.nvisitors, b.visitors, b.nvisitors)) && ok;
+        ok = CHECK_EQ_INT(a.clicks, b.clicks) && ok;
+        ok = CHECK_EQ_INT(a.uniques, b.uniques) && ok;
+        if (!ok)
+            test_note("trial %d: %d stored clicks, %d new, times 0..%lld", trial, nold, ndelta,
+                      (long long)span - 1);
+        dayrow_release(&sorted);
+        dayrow_release(&old);
+        dayrow_release(&delta);
+        if (!ok)
+            break;
+    }
+
+    /* Stored text longer than DIM_MAX or holding a NUL, and a stored row
+     * with more clicks than RECENT_KEEP (another version's): the same too. */
+    char ref[200];
+    memset(ref, 'r', sizeof(ref));
+    ref[100] = '\0';
+    int64_t ts[RECENT_KEEP + 5];
+    for (int i = 0; i < RECENT_KEEP + 5; i++)
+        ts[i] = 100 + i;
+    struct dayrow delta;
+    dayrow_init(&delta);
+    remember(&delta, 110);
+    remember(&delta, 500);
+    const struct { int n; size_t reflen; } odd[] = {
+        {3, 200}, {3, 90}, {RECENT_KEEP + 5, 3}, {RECENT_KEEP, 0},
+    };
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+        hand_recent(&orc, odd[i].n, ts, ref, odd[i].reflen);
+        struct day_blobs ob = {.clicks = 1, .recent = orc.p, .nrecent = orc.len}, a, b;
+        CHECK_EQ_INT(dayrow_merge(&ob, &delta, &d1, &v1, &r1, &a), ERR_OK);
+        CHECK_EQ_INT(merge_the_long_way(&ob, &delta, &d2, &v2, &r2, &b), ERR_OK);
+        if (!CHECK(same_blob(a.recent, a.nrecent, b.recent, b.nrecent)))
+            test_note("stored row %zu", i);
+        /* Every truncation of the stored clicks is refused, as by dayrow_load(). */
+        for (size_t cut = 1; cut < orc.len; cut++) {
+            ob.nrecent = cut;
+            int want = merge_the_long_way(&ob, &delta, &d2, &v2, &r2, &b);
+            if (!CHECK_EQ_INT(dayrow_merge(&ob, &delta, &d1, &v1, &r1, &a), want))
+                test_note("stored row %zu cut to %zu bytes", i, cut);
+        }
+    }
+    dayrow_release(&delta);
+    struct buf *all[] = {&d1, &v1, &r1, &d2, &v2, &r2, &od, &ov, &orc};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        buf_release(all[i]);
 }

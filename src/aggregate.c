@@ -55,17 +55,25 @@ const char *const dim_names[DIM__COUNT] = {
 #define AGG_CHUNK 4000      /* link days per transaction */
 
 struct lday {
-    char code[CODE_MAX + 1];
     int64_t day;
-    uint64_t hash;
+    char code[CODE_MAX + 1];
     struct dayrow row;
-    struct lday *chain;     /* same bucket */
     struct lday *order;     /* insertion order */
 };
 
+/* Open addressing, with each link day's hash beside its pointer: a lookup
+ * reads a link day only when the hash matches. Chained, with the hash in
+ * the link day, each step along a chain was a cache miss, and the lookups
+ * a third of folding with a million links (most of them for a link day
+ * not there yet). */
+struct slot {
+    uint64_t hash;
+    struct lday *c;         /* NULL: free */
+};
+
 struct table {
-    struct lday **buckets;
-    size_t nbuckets, count;
+    struct slot *slots;
+    size_t nslots, count;   /* count <= nslots / 2 */
     struct lday *first, *last;
     uint64_t events;
     struct bump *mem;       /* the link days and their rows' arrays */
@@ -97,11 +105,11 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-#define BUCKETS_MIN 1024
-#define BUCKETS_MAX (1u << 22)
+#define SLOTS_MIN 2048
+#define SLOTS_MAX (1u << 23)
 
-/* A table starts with as many buckets as the last one ended with ('hint'
- * link days), so a busy second does not rehash its way up from 1,024 (with
+/* A table starts with room for as many link days as the last one ended
+ * with ('hint'), so a busy second does not rehash its way up (with
  * a million links, table_grow was a sixteenth of folding). Its link days
  * live in 'mem' (NULL: a new one), and die with it: at a million links,
  * malloc and free were a third of folding, and the storing thread took a
@@ -110,11 +118,11 @@ static void table_init(struct table *t, size_t hint, struct bump *mem)
 {
     memset(t, 0, sizeof(*t));
     t->mem = mem ? mem : bump_new();
-    t->nbuckets = BUCKETS_MIN;
-    while (t->nbuckets < hint && t->nbuckets < BUCKETS_MAX)
-        t->nbuckets *= 2;
-    t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
-    if (!t->buckets)
+    t->nslots = SLOTS_MIN;
+    while (t->nslots < 2 * hint && t->nslots < SLOTS_MAX)
+        t->nslots *= 2;
+    t->slots = calloc(t->nslots, sizeof(*t->slots));
+    if (!t->slots)
         abort();
 }
 
@@ -124,42 +132,54 @@ static struct bump *table_release(struct table *t)
 {
     struct bump *mem = t->mem;
     bump_clear(mem);
-    free(t->buckets);
+    free(t->slots);
     memset(t, 0, sizeof(*t));
     return mem;
 }
 
 static void table_grow(struct table *t)
 {
-    size_t n = t->nbuckets * 2;
-    struct lday **b = calloc(n, sizeof(*b));
-    if (!b)
+    size_t n = t->nslots * 2;
+    struct slot *to = calloc(n, sizeof(*to));
+    if (!to)
         abort();
-    for (struct lday *c = t->first; c; c = c->order) {
-        c->chain = b[c->hash & (n - 1)];
-        b[c->hash & (n - 1)] = c;
+    for (size_t i = 0; i < t->nslots; i++) {
+        if (!t->slots[i].c)
+            continue;
+        size_t k = t->slots[i].hash & (n - 1);
+        while (to[k].c)
+            k = (k + 1) & (n - 1);
+        to[k] = t->slots[i];
     }
-    free(t->buckets);
-    t->buckets = b;
-    t->nbuckets = n;
+    free(t->slots);
+    t->slots = to;
+    t->nslots = n;
 }
 
 static struct lday *lday_get(struct table *t, const char *code, size_t n, int64_t day)
 {
     uint64_t h = fnv(fnv(14695981039346656037ULL, code, n), &day, sizeof(day));
-    for (struct lday *c = t->buckets[h & (t->nbuckets - 1)]; c; c = c->chain)
-        if (c->hash == h && c->day == day && !strncmp(c->code, code, n) && !c->code[n])
+    h ^= h >> 33;       /* FNV's low bits, which pick the slot, mix poorly */
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    size_t k = h & (t->nslots - 1);
+    for (; t->slots[k].c; k = (k + 1) & (t->nslots - 1)) {
+        struct lday *c = t->slots[k].c;
+        if (t->slots[k].hash == h && c->day == day && !strncmp(c->code, code, n) && !c->code[n])
             return c;
-    if (t->count + 1 > t->nbuckets)
+    }
+    if (2 * (t->count + 1) > t->nslots) {
         table_grow(t);
+        k = h & (t->nslots - 1);
+        while (t->slots[k].c)
+            k = (k + 1) & (t->nslots - 1);
+    }
     struct lday *c = bump_alloc(t->mem, sizeof(*c));
     memset(c, 0, sizeof(*c));
     memcpy(c->code, code, n);
     c->day = day;
-    c->hash = h;
     dayrow_init_bump(&c->row, t->mem);
-    c->chain = t->buckets[h & (t->nbuckets - 1)];
-    t->buckets[h & (t->nbuckets - 1)] = c;
+    t->slots[k] = (struct slot){h, c};
     if (t->last)
         t->last->order = c;
     else

@@ -58,7 +58,6 @@ struct lday {
     int64_t day;
     char code[CODE_MAX + 1];
     struct dayrow row;
-    struct lday *order;     /* insertion order */
 };
 
 /* Open addressing, with each link day's hash beside its pointer: a lookup
@@ -74,7 +73,6 @@ struct slot {
 struct table {
     struct slot *slots;
     size_t nslots, count;   /* count <= nslots / 2 */
-    struct lday *first, *last;
     uint64_t events;
     struct bump *mem;       /* the link days and their rows' arrays */
 };
@@ -180,11 +178,6 @@ static struct lday *lday_get(struct table *t, const char *code, size_t n, int64_
     c->day = day;
     dayrow_init_bump(&c->row, t->mem);
     t->slots[k] = (struct slot){h, c};
-    if (t->last)
-        t->last->order = c;
-    else
-        t->first = c;
-    t->last = c;
     t->count++;
     return c;
 }
@@ -338,17 +331,27 @@ static bool item_before(const struct sort_item *a, const struct sort_item *b)
     return cmp_delta(&a->d, &b->d) < 0;
 }
 
-/* Sorts d[0..n) by (code, day): a bottom-up merge sort, written out rather
- * than qsort() so that it can yield (coop.h) between runs; a second's clicks
- * on a million links are 100,000 link days. */
-static void sort_deltas(struct day_delta *d, size_t n)
+/* The table's link days into d[0..count), sorted by (code, day): a
+ * bottom-up merge sort, written out rather than qsort() so that it can
+ * yield (coop.h) between runs; a second's clicks on a million links are
+ * 100,000 link days. They are gathered from the slots, whose loads are
+ * independent (a list in insertion order made each wait for the last: two
+ * fifths of the time this took). */
+static void sorted_deltas(const struct table *t, struct day_delta *d)
 {
+    size_t n = t->count;
     struct sort_item *a = malloc((n ? n : 1) * sizeof(*a));
     struct sort_item *b = malloc((n ? n : 1) * sizeof(*b));
     if (!a || !b)
         abort();
-    for (size_t i = 0; i < n; i++)
-        a[i] = (struct sort_item){code_prefix(d[i].code), d[i]};
+    size_t got = 0;
+    for (size_t i = 0; i < t->nslots; i++) {
+        struct lday *c = t->slots[i].c;
+        if (c)
+            a[got++] = (struct sort_item){code_prefix(c->code), {c->code, c->day, &c->row}};
+        if (i % 4096 == 4095)
+            coop_point();
+    }
     struct sort_item *from = a, *to = b;
     for (size_t width = 1; width < n; width *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * width) {
@@ -522,10 +525,7 @@ static void aggregate_submit_job(struct aggregate *a, struct writer *w, uint64_t
     j->deltas = calloc(j->t.count ? j->t.count : 1, sizeof(*j->deltas));
     if (!j->deltas)
         abort();
-    size_t k = 0;
-    for (struct lday *c = j->t.first; c; c = c->order)
-        j->deltas[k++] = (struct day_delta){c->code, c->day, &c->row};
-    sort_deltas(j->deltas, k);
+    sorted_deltas(&j->t, j->deltas);
     j->pos = journal_pos;
     j->resume = resume;
     j->chunk = a->chunk;

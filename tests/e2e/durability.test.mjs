@@ -3,6 +3,7 @@
 // can serve from.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before } from 'node:test';
@@ -146,6 +147,34 @@ it('the sweeper keeps the tombstone of an expired link, across a restart', async
         assert.equal(l.code, alias);
     } finally {
         if (sw.running) await sw.stop();
+    }
+});
+
+it('a generated code already taken is skipped, never overwritten or refused', async (t) => {
+    if (sqliteOnly(t, 'winds the code counter back in the SQLite file with sqlite3')) return;
+    const own = await startServer();
+    try {
+        const key = createKey(own, 'counter');
+        const first = await createLink(own, key, { url: 'https://example.com/first' });
+        await own.stop();
+        // As if another version (or an import) had made the counter's next
+        // code: wind the counter back, so the next block starts at 'first'.
+        const wind = spawnSync('sqlite3', [own.db, "UPDATE meta SET v = 0 WHERE k = 'counter'"],
+            { encoding: 'utf8' });
+        assert.equal(wind.status, 0, wind.stderr);
+        await own.restart();
+        const made = await Promise.all(Array.from({ length: 5 }, (_, i) =>
+            createLink(own, key, { url: `https://example.com/next/${i}` })));
+        const codes = new Set(made.map((l) => l.code));
+        assert.equal(codes.size, 5);
+        assert.ok(!codes.has(first.code), `${first.code} was handed out again`);
+        const r = await visit(own, first.code);
+        assert.equal(r.status, 302);
+        assert.equal(r.headers.get('location'), 'https://example.com/first');
+        for (const l of made)
+            assert.equal((await visit(own, l.code)).headers.get('location'), l.url);
+    } finally {
+        if (own.running) await own.stop();
     }
 });
 

@@ -110,8 +110,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
  * with ('hint'), so a busy second does not rehash its way up (with
  * a million links, table_grow was a sixteenth of folding). Its link days
  * live in 'mem' (NULL: a new one), and die with it: at a million links,
- * malloc and free were a third of folding, and the storing thread took a
- * TLB miss on each part of each link day (bump.h). */
+ * malloc and free were a third of folding (bump.h). */
 static void table_init(struct table *t, size_t hint, struct bump *mem)
 {
     memset(t, 0, sizeof(*t));

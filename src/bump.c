@@ -71,16 +71,23 @@ struct bump *bump_new(void)
     return b;
 }
 
+/* Unmaps spare chunks until 'keep' are left. */
+static void trim_spare(struct bump *b, size_t keep)
+{
+    while (b->nspare > keep) {
+        struct chunk *c = b->spare;
+        b->spare = c->next;
+        b->nspare--;
+        chunk_unmap(b, c);
+    }
+}
+
 void bump_free(struct bump *b)
 {
     if (!b)
         return;
     bump_clear(b);
-    while (b->spare) {
-        struct chunk *c = b->spare;
-        b->spare = c->next;
-        chunk_unmap(b, c);
-    }
+    trim_spare(b, 0);
     free(b);
 }
 
@@ -147,12 +154,7 @@ void bump_clear(struct bump *b)
     if (keep < slowly)
         keep = slowly;
     b->keep = keep;
-    while (b->nspare > keep) {
-        struct chunk *c = b->spare;
-        b->spare = c->next;
-        b->nspare--;
-        chunk_unmap(b, c);
-    }
+    trim_spare(b, keep);
     b->nused = 0;
     b->at = b->end = NULL;
 }

@@ -384,6 +384,44 @@ static int cmp_view(const void *x, const void *y)
     return c ? c : (la > lb) - (la < lb);
 }
 
+/* One of the newest clicks, as it is written: its text by pointer and
+ * length (into a struct recent_rec, or into a stored blob). */
+struct rview {
+    int64_t ts;
+    const char *text[4];
+    size_t len[4];
+};
+
+static struct rview view_of(const struct recent_rec *c)
+{
+    struct rview v = {.ts = c->ts};
+    for (int k = 0; k < 4; k++) {
+        v.text[k] = c->text[k];
+        v.len[k] = strlen(c->text[k]);
+    }
+    return v;
+}
+
+/* The recent blob of v[0..n) (n > 0), oldest first, into 'recent' and 'b'. */
+static void put_recent(const struct rview *v, int n, struct buf *recent, struct day_blobs *b)
+{
+    buf_reset(recent);
+    buf_reserve(recent, 1 + (size_t)n * (VARINT_MAX + 4 * (1 + DIM_MAX)));
+    char *w = recent->p;
+    *w++ = 'R';
+    for (int i = 0; i < n; i++) {
+        w = varint_at(w, (uint64_t)v[i].ts);
+        for (int k = 0; k < 4; k++) {
+            *w++ = (char)v[i].len[k];
+            memcpy(w, v[i].text[k], v[i].len[k]);
+            w += v[i].len[k];
+        }
+    }
+    end_at(recent, w);
+    b->recent = recent->p;
+    b->nrecent = recent->len;
+}
+
 void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitors,
                    struct buf *recent, struct day_blobs *b)
 {
@@ -413,22 +451,10 @@ void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitor
         b->ndims = dims->len;
     }
     if (r->rcount) {
-        buf_reserve(recent, 1 + (size_t)r->rcount * (VARINT_MAX + 4 * (1 + DIM_MAX)));
-        char *w = recent->p;
-        *w++ = 'R';
-        for (int i = 0; i < r->rcount; i++) {
-            const struct recent_rec *c = recent_at(r, i);
-            w = varint_at(w, (uint64_t)c->ts);
-            for (int k = 0; k < 4; k++) {
-                size_t n = strlen(c->text[k]);
-                *w++ = (char)n;
-                memcpy(w, c->text[k], n);
-                w += n;
-            }
-        }
-        end_at(recent, w);
-        b->recent = recent->p;
-        b->nrecent = recent->len;
+        struct rview v[RECENT_KEEP];
+        for (int i = 0; i < r->rcount; i++)
+            v[i] = view_of(recent_at(r, i));
+        put_recent(v, r->rcount, recent, b);
     }
     if (r->hll) {
         buf_addc(visitors, 'H');
@@ -546,12 +572,6 @@ int dayrow_add_blobs(struct dayrow *r, const struct day_blobs *b)
  * in time order, as add_recent() keeps them. ERR_NOTFOUND when the stored
  * row holds more clicks than that (another version's): the caller then
  * takes the long way. */
-struct rview {
-    int64_t ts;
-    const char *text[4];
-    size_t len[4];
-};
-
 static int merge_recent(const struct day_blobs *old, const struct dayrow *delta,
                         struct buf *recent, struct day_blobs *out)
 {
@@ -573,15 +593,8 @@ static int merge_recent(const struct day_blobs *old, const struct dayrow *delta,
     }
     if (rd.bad)
         return ERR_INVALID;
-    for (int i = 0; i < delta->rcount; i++) {
-        const struct recent_rec *d = recent_at(delta, i);
-        struct rview *c = &v[n++];
-        c->ts = d->ts;
-        for (int k = 0; k < 4; k++) {
-            c->text[k] = d->text[k];
-            c->len[k] = strlen(d->text[k]);
-        }
-    }
+    for (int i = 0; i < delta->rcount; i++)
+        v[n++] = view_of(recent_at(delta, i));
     /* A stable insertion sort by time: arrival order breaks ties. */
     for (int i = 1; i < n; i++) {
         struct rview x = v[i];
@@ -591,23 +604,8 @@ static int merge_recent(const struct day_blobs *old, const struct dayrow *delta,
         v[j] = x;
     }
     int from = n > RECENT_KEEP ? n - RECENT_KEEP : 0;
-    if (from == n)
-        return ERR_OK;
-    buf_reset(recent);
-    buf_reserve(recent, 1 + (size_t)(n - from) * (VARINT_MAX + 4 * (1 + DIM_MAX)));
-    char *w = recent->p;
-    *w++ = 'R';
-    for (int i = from; i < n; i++) {
-        w = varint_at(w, (uint64_t)v[i].ts);
-        for (int k = 0; k < 4; k++) {
-            *w++ = (char)v[i].len[k];
-            memcpy(w, v[i].text[k], v[i].len[k]);
-            w += v[i].len[k];
-        }
-    }
-    end_at(recent, w);
-    out->recent = recent->p;
-    out->nrecent = recent->len;
+    if (from < n)
+        put_recent(v + from, n - from, recent, out);
     return ERR_OK;
 }
 

@@ -208,7 +208,12 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, " LINK_DATA_NULL
                       " WHERE code = ?1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = ?2, changed_at = ?3 WHERE code = ?1",
-    [S_LINK_COUNT] = "SELECT count(*) FROM links",
+    /* Rows of links are never deleted (a deleted link stays as a tombstone)
+     * and never inserted with an id, so SQLite gives each new row the largest
+     * id plus one (a rolled-back insert hands its id on), and the ids are 1..N.
+     * The largest is one B-tree descent; count(*) read every page of an
+     * index: 150 ms of the main thread's CPU every 10 s at 10 M links. */
+    [S_LINK_COUNT] = "SELECT coalesce(max(id), 0) FROM links",
     [S_LINK_SWEEP] = "UPDATE links SET " LINK_DATA_NULL " WHERE id IN (SELECT id FROM links "
                      "WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
     [S_META_DEL] = "DELETE FROM meta WHERE k = ?1",

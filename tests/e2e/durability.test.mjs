@@ -150,7 +150,7 @@ it('the sweeper keeps the tombstone of an expired link, across a restart', async
     }
 });
 
-it('a generated code already taken is skipped, never overwritten or refused', async (t) => {
+it('a generated code already taken is skipped, never overwritten or refused; shortd_links stays exact', async (t) => {
     if (sqliteOnly(t, 'winds the code counter back in the SQLite file with sqlite3')) return;
     const own = await startServer();
     try {
@@ -173,6 +173,28 @@ it('a generated code already taken is skipped, never overwritten or refused', as
         assert.equal(r.headers.get('location'), 'https://example.com/first');
         for (const l of made)
             assert.equal((await visit(own, l.code)).headers.get('location'), l.url);
+
+        // shortd_links is read from the largest link id: exact only while no
+        // row is ever deleted and a refused insert hands its id on. The
+        // skipped code above was one refused insert; add a taken alias, a
+        // refused URL and deletes, then compare with a count of the rows.
+        const alias = unique('count-');
+        await createLink(own, key, { url: 'https://example.com/alias', alias });
+        const taken = await api(own, 'POST', '/api/links', { key, body: { url: 'https://example.com/y', alias } });
+        assert.equal(taken.status, 409, taken.text);
+        const bad = await api(own, 'POST', '/api/links', { key, body: { url: 'ftp://example.com/' } });
+        assert.equal(bad.status, 400, bad.text);
+        for (const l of made.slice(0, 2))
+            assert.equal((await api(own, 'DELETE', `/api/links/${l.code}`, { key })).status, 204);
+        await own.stop();
+        await own.restart();    // counted as it starts, then every 10 s
+        const rows = spawnSync('sqlite3', [own.db, 'SELECT count(*) FROM links'], { encoding: 'utf8' });
+        assert.equal(rows.status, 0, rows.stderr);
+        const m = await api(own, 'GET', '/metrics');
+        const gauge = /^shortd_links (\d+)$/m.exec(m.text);
+        assert.ok(gauge, 'no shortd_links in /metrics');
+        assert.equal(Number(gauge[1]), Number(rows.stdout.trim()));
+        assert.equal(Number(gauge[1]), 1 + made.length + 1, 'links in the store');
     } finally {
         if (own.running) await own.stop();
     }

@@ -134,20 +134,24 @@ static struct bump *table_release(struct table *t)
     return mem;
 }
 
+/* The first free slot from where hash 'h' lands (linear probing). */
+static size_t free_slot(const struct slot *slots, size_t nslots, uint64_t h)
+{
+    size_t k = h & (nslots - 1);
+    while (slots[k].c)
+        k = (k + 1) & (nslots - 1);
+    return k;
+}
+
 static void table_grow(struct table *t)
 {
     size_t n = t->nslots * 2;
     struct slot *to = calloc(n, sizeof(*to));
     if (!to)
         abort();
-    for (size_t i = 0; i < t->nslots; i++) {
-        if (!t->slots[i].c)
-            continue;
-        size_t k = t->slots[i].hash & (n - 1);
-        while (to[k].c)
-            k = (k + 1) & (n - 1);
-        to[k] = t->slots[i];
-    }
+    for (size_t i = 0; i < t->nslots; i++)
+        if (t->slots[i].c)
+            to[free_slot(to, n, t->slots[i].hash)] = t->slots[i];
     free(t->slots);
     t->slots = to;
     t->nslots = n;
@@ -167,9 +171,7 @@ static struct lday *lday_get(struct table *t, const char *code, size_t n, int64_
     }
     if (2 * (t->count + 1) > t->nslots) {
         table_grow(t);
-        k = h & (t->nslots - 1);
-        while (t->slots[k].c)
-            k = (k + 1) & (t->nslots - 1);
+        k = free_slot(t->slots, t->nslots, h);
     }
     struct lday *c = bump_alloc(t->mem, sizeof(*c));
     memset(c, 0, sizeof(*c));

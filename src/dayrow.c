@@ -630,8 +630,7 @@ int dayrow_merge(const struct day_blobs *old, const struct dayrow *delta, struct
     }
     if (rc == ERR_NOTFOUND) {
         /* More stored clicks than this version keeps: unpack them all. */
-        dayrow_release(&r);
-        dayrow_init(&r);
+        dayrow_release(&r);     /* and empty again */
         rc = dayrow_load(&r, old);
         if (rc == ERR_OK) {
             dayrow_add(&r, delta);

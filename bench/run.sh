@@ -191,7 +191,7 @@ current_schema() {
         local p=$WORK/schema-probe.db
         rm -f "$p" "$p-wal" "$p-shm"
         "$SHORTD" key create --db "$p" --name probe >/dev/null 2>&1 || fail "shortd key create"
-        CURRENT_SCHEMA=$( (sqlite3 "$p" .schema; sqlite3 "$p" 'PRAGMA user_version') | md5sum | cut -c1-12)
+        CURRENT_SCHEMA=$( (sqlite3 "$p" .schema; sqlite3 "$p" 'PRAGMA user_version'; sqlite3 "$p" 'PRAGMA page_size') | md5sum | cut -c1-12)
         rm -f "$p" "$p-wal" "$p-shm"
     fi
     echo "$CURRENT_SCHEMA"

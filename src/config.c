@@ -77,6 +77,8 @@ static const struct setting settings[] = {
      "milliseconds between syncs of the click journal: what a crash can lose"},
     {"background-nice", C_INT, F(background_nice), "19", 0, 19,
      "how much lower the priority of folding clicks is than serving"},
+    {"loop-slice-us", C_INT, F(loop_slice_us), "100", 0, 100000,
+     "time slice the event loops ask the kernel for, in microseconds; 0: the kernel's"},
     {"retention-days", C_INT, F(retention_days), "400", 1, 36500,
      "days per-day analytics are kept (all-time totals are kept for ever)"},
     {"ua-cache", C_INT, F(ua_cache), "10000", 16, 10000000,

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,33 @@ void coop_thread(int nice)
     niced = nice > 0;
     joined = true;
     since = mono_ns();
+}
+
+/* sched_setattr(2): glibc 2.36 has no wrapper and <linux/sched/types.h>
+ * clashes with <sched.h>, so the kernel's struct (version 1, 56 bytes) is
+ * written out here. For SCHED_OTHER the kernel reads the nice value and,
+ * since 6.12, sched_runtime as the thread's slice. */
+struct sched_attr_v1 {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+};
+
+void coop_loop_slice(int us)
+{
+    if (us <= 0)
+        return;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (nice == -1 && errno)
+        nice = 0;
+    struct sched_attr_v1 a = {.size = sizeof(a), .policy = SCHED_OTHER, .nice = nice,
+                              .runtime = (uint64_t)us * 1000};
+    if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
+        log_at(LOG_WARN, "cannot set an event loop's time slice: %s", strerror(errno));
 }
 
 void coop_point(void)

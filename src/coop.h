@@ -17,8 +17,18 @@
  * have a writer thread of their own (writer.h). With both, p99 at half load
  * fell from 4.1 ms to under 1 ms (bench/README.md).
  *
- * Costs one vDSO clock read a call; call it per unit of work worth more than
- * about a microsecond. Each thread keeps its own clock, of wall time (a
+ * The event loops ask for the other half: a short time slice
+ * (coop_loop_slice). This kernel's scheduler (EEVDF) lets a thread run on
+ * through the slice it was given before a woken one of the same priority
+ * takes the core, 1.4 ms by default, and the journal thread (nice 0, so
+ * that clicks reach the disk within 20 ms) runs in bursts of that order. A
+ * thread with a shorter slice has an earlier deadline, so the kernel hands
+ * it the core as soon as it wakes. p99 at 68,000 redirects/s, 1 M links,
+ * pinned, twelve runs of fresh servers each, taking turns: median 0.75 ms
+ * with a 100 µs slice, 1.16 ms without (10 and 4 of the 12 under 1 ms).
+ *
+ * coop_point() costs one vDSO clock read a call; call it per unit of work
+ * worth more than about a microsecond. Each thread keeps its own clock, of wall time (a
  * thread's CPU clock costs a system call), so a thread calls coop_rest()
  * after it sleeps. */
 #ifndef SHORTD_COOP_H
@@ -35,6 +45,10 @@
  * any other thread (an event loop, say, reading through a VFS that calls
  * it), coop_point() and coop_rest() do nothing. */
 void coop_thread(int nice);
+/* Asks the scheduler for time slices of 'us' microseconds for the calling
+ * thread (an event loop), its priority unchanged; 0 does nothing. Kernels
+ * from 6.12 take 100 to 100,000 (clamped); older ones ignore it. */
+void coop_loop_slice(int us);
 void coop_point(void);
 /* Starts the slice afresh: call after the thread has slept (a condition
  * wait, an fsync), so time asleep is not taken for time computing. */

@@ -33,6 +33,7 @@
 #include "app.h"
 #include "cache.h"
 #include "clicks.h"
+#include "coop.h"
 #include "err.h"
 #include "http.h"
 #include "log.h"
@@ -855,6 +856,7 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     pthread_setname_np(pthread_self(), "shortd-http");
+    coop_loop_slice((int)w->srv->app->cfg.loop_slice_us);
     current_worker = w;
     cache_thread_register();
     update_date(w);

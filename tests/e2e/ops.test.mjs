@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before } from 'node:test';
 
@@ -205,6 +206,47 @@ it('folding and storing clicks run below the event loops; background-nice 0 keep
         }), 'the click was not counted');
     } finally {
         await level.stop();
+    }
+});
+
+/* se.slice (ns) of each of a process's threads, by thread name; null when
+ * the kernel does not show it or does not take a thread's own slice (before
+ * 6.12). */
+function threadSlices(pid) {
+    const [major, minor] = os.release().split('.').map(Number);
+    if (major < 6 || (major === 6 && minor < 12)) return null;
+    const out = {};
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+        const name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+        const m = /^se\.slice\s*:\s*(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/task/${tid}/sched`, 'utf8'));
+        if (!m) return null;
+        (out[name] ||= []).push(Number(m[1]));
+    }
+    return out;
+}
+
+it('event loops ask for a 100 µs time slice, the other threads keep the kernel\'s; loop-slice-us 0 leaves it', async (t) => {
+    const srv = await startServer();
+    let set;
+    try {
+        set = threadSlices(srv.proc.pid);
+    } finally {
+        await srv.stop();
+    }
+    if (!set) return t.skip(`this kernel (${os.release()}) keeps its own slices`);
+    assert.ok(set['shortd-http'].length > 0 && set['shortd-http'].every((ns) => ns === 100000),
+        JSON.stringify(set));
+    const kernels = set['shortd-journal'][0];
+    assert.ok(kernels > 100000, `the journal thread's slice is ${kernels} ns`);
+    for (const name of ['shortd-fold', 'shortd-store', 'shortd-writer'])
+        assert.deepEqual(set[name], [kernels], name);
+
+    const off = await startServer({ args: ['--loop-slice-us', '0'] });
+    try {
+        const n = threadSlices(off.proc.pid);
+        assert.ok(n['shortd-http'].every((ns) => ns === kernels), JSON.stringify(n));
+    } finally {
+        await off.stop();
     }
 });
 

@@ -15,6 +15,7 @@
 #define TESTS(X)                                                                                   \
     X(buf_empty)                                                                                   \
     X(coop_thread)                                                                                 \
+    X(coop_loop_slice)                                                                             \
     X(store_chunked_jobs)                                                                          \
     X(sqlite_coop_vfs)                                                                             \
     X(buf_add)                                                                                     \

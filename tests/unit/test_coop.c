@@ -1,6 +1,7 @@
 /* test_coop.c - coop.h and sqlite_coop.h: a background thread lowers its own
  * priority and yields once it has run a slice (or, at its own priority,
- * pauses), other threads never do, and a
+ * pauses), other threads never do, an event loop gets the short time slice
+ * it asks for and keeps its priority, and a
  * database written through the cooperative VFS (yielding as it writes) is an
  * ordinary SQLite file that the default VFS reads back whole. */
 #include <errno.h>
@@ -9,7 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,6 +95,75 @@ void test_coop_thread(void)
     coop_point();
     coop_rest();
     CHECK_EQ_INT(coop_yields(), 0);
+}
+
+/* se.slice of the calling thread in ns, from /proc (-1: not shown, as on
+ * kernels before EEVDF). */
+static long long own_slice(void)
+{
+    FILE *f = fopen("/proc/thread-self/sched", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long ns = -1;
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, "se.slice", 8) && strchr(line, ':'))
+            ns = atoll(strchr(line, ':') + 1);
+    fclose(f);
+    return ns;
+}
+
+/* Whether the kernel takes a fair thread's slice from sched_setattr (6.12). */
+static bool custom_slices(void)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    return uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+           (major > 6 || (major == 6 && minor >= 12));
+}
+
+struct slice_probe {
+    int us;
+    int nice_before, nice_after;
+    long long slice_before, slice_after;
+};
+
+static void *slice_main(void *arg)
+{
+    struct slice_probe *p = arg;
+    setpriority(PRIO_PROCESS, (id_t)gettid(), getpriority(PRIO_PROCESS, (id_t)gettid()) + 3);
+    p->nice_before = getpriority(PRIO_PROCESS, (id_t)gettid());
+    p->slice_before = own_slice();
+    coop_loop_slice(p->us);
+    p->nice_after = getpriority(PRIO_PROCESS, (id_t)gettid());
+    p->slice_after = own_slice();
+    return NULL;
+}
+
+static struct slice_probe run_slice(int us)
+{
+    struct slice_probe p = {.us = us};
+    pthread_t t;
+    if (CHECK_EQ_INT(pthread_create(&t, NULL, slice_main, &p), 0))
+        pthread_join(t, NULL);
+    return p;
+}
+
+void test_coop_loop_slice(void)
+{
+    struct slice_probe set = run_slice(100), low = run_slice(20), none = run_slice(0);
+    /* the thread's priority is kept (a process started with nice keeps it) */
+    CHECK_EQ_INT(set.nice_after, set.nice_before);
+    CHECK_EQ_INT(low.nice_after, low.nice_before);
+    CHECK_EQ_INT(none.nice_after, none.nice_before);
+    CHECK_EQ_INT(none.slice_after, none.slice_before);
+    if (!custom_slices() || set.slice_before < 0) {
+        test_note("this kernel keeps its own slices: only the priority was checked");
+        return;
+    }
+    CHECK(set.slice_before > 100000);
+    CHECK_EQ_INT(set.slice_after, 100000);
+    CHECK_EQ_INT(low.slice_after, 100000);     /* the kernel's least */
 }
 
 #define ROWS 20000

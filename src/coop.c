@@ -51,13 +51,14 @@ struct sched_attr_v1 {
 
 void coop_loop_slice(int us)
 {
-    if (us <= 0)
+    int policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+    if (us <= 0 || (policy != SCHED_OTHER && policy != SCHED_BATCH))
         return;
     errno = 0;
     int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
     if (nice == -1 && errno)
         nice = 0;
-    struct sched_attr_v1 a = {.size = sizeof(a), .policy = SCHED_OTHER, .nice = nice,
+    struct sched_attr_v1 a = {.size = sizeof(a), .policy = (uint32_t)policy, .nice = nice,
                               .runtime = (uint64_t)us * 1000};
     if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
         log_at(LOG_WARN, "cannot set an event loop's time slice: %s", strerror(errno));

@@ -28,9 +28,9 @@
  * with a 100 µs slice, 1.16 ms without (10 and 4 of the 12 under 1 ms).
  *
  * coop_point() costs one vDSO clock read a call; call it per unit of work
- * worth more than about a microsecond. Each thread keeps its own clock, of wall time (a
- * thread's CPU clock costs a system call), so a thread calls coop_rest()
- * after it sleeps. */
+ * worth more than about a microsecond. Each thread keeps its own clock, of
+ * wall time (a thread's CPU clock costs a system call), so a thread calls
+ * coop_rest() after it sleeps. */
 #ifndef SHORTD_COOP_H
 #define SHORTD_COOP_H
 
@@ -46,8 +46,9 @@
  * it), coop_point() and coop_rest() do nothing. */
 void coop_thread(int nice);
 /* Asks the scheduler for time slices of 'us' microseconds for the calling
- * thread (an event loop), its priority unchanged; 0 does nothing. Kernels
- * from 6.12 take 100 to 100,000 (clamped); older ones ignore it. */
+ * thread (an event loop), its policy and priority unchanged; 0 does
+ * nothing, and so does a thread the operator made real-time. Kernels from
+ * 6.12 take 100 to 100,000 (clamped); older ones ignore it. */
 void coop_loop_slice(int us);
 void coop_point(void);
 /* Starts the slice afresh: call after the thread has slept (a condition

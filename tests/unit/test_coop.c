@@ -6,11 +6,12 @@
  * ordinary SQLite file that the default VFS reads back whole. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -124,6 +125,8 @@ static bool custom_slices(void)
 
 struct slice_probe {
     int us;
+    bool batch;                 /* SCHED_BATCH before it asks */
+    int policy_after;
     int nice_before, nice_after;
     long long slice_before, slice_after;
 };
@@ -132,17 +135,20 @@ static void *slice_main(void *arg)
 {
     struct slice_probe *p = arg;
     setpriority(PRIO_PROCESS, (id_t)gettid(), getpriority(PRIO_PROCESS, (id_t)gettid()) + 3);
+    if (p->batch)
+        sched_setscheduler(0, SCHED_BATCH, &(struct sched_param){0});
     p->nice_before = getpriority(PRIO_PROCESS, (id_t)gettid());
     p->slice_before = own_slice();
     coop_loop_slice(p->us);
     p->nice_after = getpriority(PRIO_PROCESS, (id_t)gettid());
+    p->policy_after = sched_getscheduler(0);
     p->slice_after = own_slice();
     return NULL;
 }
 
-static struct slice_probe run_slice(int us)
+static struct slice_probe run_slice(int us, bool batch)
 {
-    struct slice_probe p = {.us = us};
+    struct slice_probe p = {.us = us, .batch = batch};
     pthread_t t;
     if (CHECK_EQ_INT(pthread_create(&t, NULL, slice_main, &p), 0))
         pthread_join(t, NULL);
@@ -151,9 +157,14 @@ static struct slice_probe run_slice(int us)
 
 void test_coop_loop_slice(void)
 {
-    struct slice_probe set = run_slice(100), low = run_slice(20), none = run_slice(0);
-    /* the thread's priority is kept (a process started with nice keeps it) */
+    struct slice_probe set = run_slice(100, false), low = run_slice(20, false),
+                       none = run_slice(0, false), batch = run_slice(100, true);
+    /* the thread's policy and priority are kept (a process started with
+     * nice or chrt --batch keeps them) */
+    CHECK_EQ_INT(set.policy_after, SCHED_OTHER);
+    CHECK_EQ_INT(batch.policy_after, SCHED_BATCH);
     CHECK_EQ_INT(set.nice_after, set.nice_before);
+    CHECK_EQ_INT(batch.nice_after, batch.nice_before);
     CHECK_EQ_INT(low.nice_after, low.nice_before);
     CHECK_EQ_INT(none.nice_after, none.nice_before);
     CHECK_EQ_INT(none.slice_after, none.slice_before);
@@ -164,6 +175,7 @@ void test_coop_loop_slice(void)
     CHECK(set.slice_before > 100000);
     CHECK_EQ_INT(set.slice_after, 100000);
     CHECK_EQ_INT(low.slice_after, 100000);     /* the kernel's least */
+    CHECK_EQ_INT(batch.slice_after, 100000);
 }
 
 #define ROWS 20000

@@ -154,16 +154,25 @@ function grep(text, needle) {
     return text.split('\n').filter((l) => l.includes(needle)).slice(0, 5).join('\n');
 }
 
-/* Nice value of each of a process's threads, by thread name. */
-function threadNices(pid) {
+/* read(dir) of each of a process's threads (dir: /proc/PID/task/TID), by
+ * thread name; null as soon as one read gives null. */
+function perThread(pid, read) {
     const out = {};
     for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-        const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        (out[name] ||= []).push(Number(fields[16]));   // field 19: nice
+        const dir = `/proc/${pid}/task/${tid}`;
+        const v = read(dir);
+        if (v === null) return null;
+        (out[fs.readFileSync(`${dir}/comm`, 'utf8').trim()] ||= []).push(v);
     }
     return out;
+}
+
+/* Nice value of each of a process's threads, by thread name. */
+function threadNices(pid) {
+    return perThread(pid, (dir) => {
+        const stat = fs.readFileSync(`${dir}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);   // field 19: nice
+    });
 }
 
 it('folding and storing clicks run below the event loops; background-nice 0 keeps them level', async () => {
@@ -215,14 +224,10 @@ it('folding and storing clicks run below the event loops; background-nice 0 keep
 function threadSlices(pid) {
     const [major, minor] = os.release().split('.').map(Number);
     if (major < 6 || (major === 6 && minor < 12)) return null;
-    const out = {};
-    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-        const name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-        const m = /^se\.slice\s*:\s*(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/task/${tid}/sched`, 'utf8'));
-        if (!m) return null;
-        (out[name] ||= []).push(Number(m[1]));
-    }
-    return out;
+    return perThread(pid, (dir) => {
+        const m = /^se\.slice\s*:\s*(\d+)/m.exec(fs.readFileSync(`${dir}/sched`, 'utf8'));
+        return m ? Number(m[1]) : null;
+    });
 }
 
 it('event loops ask for a 100 µs time slice, the other threads keep the kernel\'s; loop-slice-us 0 leaves it', async (t) => {

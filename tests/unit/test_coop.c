@@ -62,12 +62,18 @@ static void *probe_main(void *arg)
     return NULL;
 }
 
+/* Runs fn(arg) in a thread of its own and waits for it. */
+static void in_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    if (CHECK_EQ_INT(pthread_create(&t, NULL, fn, arg), 0))
+        pthread_join(t, NULL);
+}
+
 static struct probe run_probe(bool join, int nice)
 {
     struct probe p = {.join = join, .nice = nice};
-    pthread_t t;
-    if (CHECK_EQ_INT(pthread_create(&t, NULL, probe_main, &p), 0))
-        pthread_join(t, NULL);
+    in_thread(probe_main, &p);
     return p;
 }
 
@@ -149,9 +155,7 @@ static void *slice_main(void *arg)
 static struct slice_probe run_slice(int us, bool batch)
 {
     struct slice_probe p = {.us = us, .batch = batch};
-    pthread_t t;
-    if (CHECK_EQ_INT(pthread_create(&t, NULL, slice_main, &p), 0))
-        pthread_join(t, NULL);
+    in_thread(slice_main, &p);
     return p;
 }
 
@@ -220,9 +224,7 @@ void test_sqlite_coop_vfs(void)
     CHECK(sqlite3_vfs_find(NULL) != sqlite3_vfs_find(SQLITE_COOP_VFS));  /* not the default */
 
     struct vfs_run r = {.path = path};
-    pthread_t t;
-    if (CHECK_EQ_INT(pthread_create(&t, NULL, vfs_writer, &r), 0))
-        pthread_join(t, NULL);
+    in_thread(vfs_writer, &r);
     CHECK_EQ_INT(r.rc, SQLITE_OK);
     CHECK(r.yields > 0);    /* 20 MiB written and checkpointed: many slices */
 

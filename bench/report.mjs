@@ -32,9 +32,10 @@ const lat = tsv('latency.tsv').map((r) => ({
     n: +r[0], server: r[1], target: +r[2], rate: +r[3], p50: +r[4], p99: +r[5], p999: +r[6], max: +r[7],
     errors: +r[8], lag: +r[9], foreign: +r[10], attempt: +r[11], lagavg: +r[12],
 }));
-// N creates/s p50 p99 p999 non201 errors
+// N creates/s p50 p99 p999 non201 errors connections (runs before it had one count, CREATE_CONNS)
 const creates = tsv('create.tsv').map((r) => ({
     n: +r[0], rate: +r[1], p50: +r[2], p99: +r[3], p999: +r[4], other: +r[5], errors: +r[6],
+    conns: r[7] === undefined || r[7] === '' ? +env.CREATE_CONNS : +r[7],
 }));
 // N layout rss0 rss1 entries avg_url per_link nginx_pss warm_s
 const mem = tsv('memory.tsv').map((r) => ({
@@ -126,11 +127,17 @@ for (const l of layouts) {
     targets.push([`p99 < 1 ms at half of shortd's peak (${atName} links; median of ${x ? x.count : 0} run(s))`, x ? `${us(x.p99)} at ${int(x.target)}/s` : 'not measured',
         x ? x.p99 < 1000 && x.errors === 0 : null]);
 }
-// The design's creates target names no store size: each one measured is shown.
-for (const x of creates.length ? creates : [null]) {
-    const name = x ? nname(x.n) : atName;
-    targets.push([`durable creates ≥ 30,000/s (${name} links in the store)`, x ? `${int(x.rate)}/s, p99 ${us(x.p99)}` : 'not measured',
-        x ? x.rate >= 30000 && x.other === 0 : null]);
+// The design's creates target names no store size and no number of clients:
+// each store size is shown with every connection count measured, and it is
+// met when one of them reaches it.
+{
+    const sizes = [...new Set(creates.map((x) => x.n))];
+    for (const n of sizes.length ? sizes : [null]) {
+        const xs = creates.filter((x) => x.n === n);
+        targets.push([`durable creates ≥ 30,000/s (${n === null ? atName : nname(n)} links in the store)`,
+            xs.length ? xs.map((x) => `${int(x.rate)}/s with ${x.conns} connections (p99 ${us(x.p99)})`).join('; ') : 'not measured',
+            xs.length ? xs.some((x) => x.rate >= 30000 && x.other === 0) : null]);
+    }
 }
 // Memory: every measurement with enough links for fixed costs to fade
 // (each layout is a server of its own, with its own threads).
@@ -242,12 +249,12 @@ if (lat.length) {
 
 // ---- creates
 if (creates.length) {
-    p(`## Durable creates (POST /api/links, ${env.CREATE_CONNS} connections, closed loop, ${env.DURATION} s, layout ${layouts[layouts.length - 1]})`);
+    p(`## Durable creates (POST /api/links, closed loop, ${env.DURATION} s, layout ${layouts[layouts.length - 1]})`);
     p();
-    p('| links in store | creates/s (201) | p50 | p99 | p99.9 | not 201 | errors |');
-    p('|---|---|---|---|---|---|---|');
+    p('| links in store | connections | creates/s (201) | p50 | p99 | p99.9 | not 201 | errors |');
+    p('|---|---|---|---|---|---|---|---|');
     for (const x of creates)
-        p(`| ${nname(x.n)} | ${int(x.rate)} | ${us(x.p50)} | ${us(x.p99)} | ${us(x.p999)} | ${x.other} | ${x.errors} |`);
+        p(`| ${nname(x.n)} | ${x.conns} | ${int(x.rate)} | ${us(x.p50)} | ${us(x.p99)} | ${us(x.p999)} | ${x.other} | ${x.errors} |`);
     p();
 }
 

@@ -15,7 +15,9 @@
 #   3. pin1 only: latency at a constant rate of half shortd's median peak, for
 #      both servers, alternately, --pairs times (bench/loadgen rate, open loop,
 #      on core 1; the medians of each percentile are reported);
-#      unpinned only: durable creates (bench/loadgen create, POST /api/links);
+#      unpinned only: durable creates (bench/loadgen create, POST /api/links),
+#      once per --create-connections count (group commit batches what the
+#      connections have in flight, so the rate depends on how many there are);
 #   4. stops shortd with SIGTERM (it flushes every click) and checks that the
 #      clicks in the store lie between the requests the load generators saw
 #      completed and that plus the connections open when they stopped.
@@ -23,7 +25,7 @@
 #
 #   bench/run.sh [--links 1000,1000000] [--duration 5] [--pairs 3] [--quick]
 #                [--smoke] [--layouts pin1,unpinned] [--no-nginx] [--out DIR]
-#                [--connections 64] [--create-connections 64] [--wait-quiet SECONDS]
+#                [--connections 64] [--create-connections 64,256] [--wait-quiet SECONDS]
 #                [--prepare-only]   (generate and load the data of --links, then stop)
 #                [--report RUN_DIR] (render a finished run's results again into --out)
 set -Eeuo pipefail
@@ -37,7 +39,7 @@ DURATION=5
 PAIRS=3
 LAYOUTS=pin1,unpinned
 CONNS=64
-CREATE_CONNS=64
+CREATE_CONNS=64,256
 FOREIGN_MAX=${BENCH_FOREIGN_MAX:-10}
 RETRIES=${BENCH_RETRIES:-2}
 RETRY_BUDGET=${BENCH_RETRY_BUDGET:-150}
@@ -88,6 +90,8 @@ fi
 
 log() { printf '%s bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 fail() { log "FAILED: $*"; exit 1; }
+[[ $CREATE_CONNS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+    fail "--create-connections takes connection counts separated by commas, not '$CREATE_CONNS'"
 
 # --- tools ----------------------------------------------------------------
 for t in wrk sqlite3 taskset curl cc; do
@@ -458,13 +462,16 @@ latency_run() {
 }
 
 create_run() {
-    local f=$RUN/create-$N.txt key
+    local f key other c
     key=$(cat "$DATA/key")
-    "$LOADGEN" create -p "$PORT_S" -d "$DURATION" -c "$CREATE_CONNS" --key "$key" >"$f" || fail "loadgen create"
-    local other=$(($(kv completed "$f") - $(kv status_201 "$f")))
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$N" "$(kv created_per_s "$f")" "$(kv p50_us "$f")" "$(kv p99_us "$f")" \
-        "$(kv p999_us "$f")" "$other" "$(kv errors "$f")" >>"$RUN/create.tsv"
-    log "N=$N creates: $(kv created_per_s "$f")/s, p99 $(kv p99_us "$f") us, $other not 201"
+    for c in ${CREATE_CONNS//,/ }; do
+        f=$RUN/create-$N-c$c.txt
+        "$LOADGEN" create -p "$PORT_S" -d "$DURATION" -c "$c" --key "$key" >"$f" || fail "loadgen create"
+        other=$(($(kv completed "$f") - $(kv status_201 "$f")))
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$N" "$(kv created_per_s "$f")" "$(kv p50_us "$f")" \
+            "$(kv p99_us "$f")" "$(kv p999_us "$f")" "$other" "$(kv errors "$f")" "$c" >>"$RUN/create.tsv"
+        log "N=$N creates with $c connections: $(kv created_per_s "$f")/s, p99 $(kv p99_us "$f") us, $other not 201"
+    done
 }
 
 # --- the report -----------------------------------------------------------------

@@ -167,6 +167,16 @@ function perThread(pid, read) {
     return out;
 }
 
+/* read(pid) of a server started with 'opts' for it alone, then stopped. */
+async function ofFreshServer(read, opts = {}) {
+    const srv = await startServer(opts);
+    try {
+        return read(srv.proc.pid);
+    } finally {
+        await srv.stop();
+    }
+}
+
 /* Nice value of each of a process's threads, by thread name. */
 function threadNices(pid) {
     return perThread(pid, (dir) => {
@@ -176,13 +186,7 @@ function threadNices(pid) {
 }
 
 it('folding and storing clicks run below the event loops; background-nice 0 keeps them level', async () => {
-    const low = await startServer();
-    let base;
-    try {
-        base = threadNices(low.proc.pid);
-    } finally {
-        await low.stop();
-    }
+    const base = await ofFreshServer(threadNices);
     const loop = base['shortd-http'][0];
     for (const name of ['shortd-http', 'shortd-journal', 'shortd-writer', 'shortd-fold', 'shortd-store'])
         assert.ok(base[name], `no thread named ${name}: ${JSON.stringify(base)}`);
@@ -231,13 +235,7 @@ function threadSlices(pid) {
 }
 
 it('event loops ask for a 100 µs time slice, the other threads keep the kernel\'s; loop-slice-us 0 leaves it', async (t) => {
-    const srv = await startServer();
-    let set;
-    try {
-        set = threadSlices(srv.proc.pid);
-    } finally {
-        await srv.stop();
-    }
+    const set = await ofFreshServer(threadSlices);
     if (!set) return t.skip(`this kernel (${os.release()}) keeps its own slices`);
     assert.ok(set['shortd-http'].length > 0 && set['shortd-http'].every((ns) => ns === 100000),
         JSON.stringify(set));
@@ -246,13 +244,8 @@ it('event loops ask for a 100 µs time slice, the other threads keep the kernel\
     for (const name of ['shortd-fold', 'shortd-store', 'shortd-writer'])
         assert.deepEqual(set[name], [kernels], name);
 
-    const off = await startServer({ args: ['--loop-slice-us', '0'] });
-    try {
-        const n = threadSlices(off.proc.pid);
-        assert.ok(n['shortd-http'].every((ns) => ns === kernels), JSON.stringify(n));
-    } finally {
-        await off.stop();
-    }
+    const n = await ofFreshServer(threadSlices, { args: ['--loop-slice-us', '0'] });
+    assert.ok(n['shortd-http'].every((ns) => ns === kernels), JSON.stringify(n));
 });
 
 it('a store file newer than the binary is refused with a message and exit status 1', () => {

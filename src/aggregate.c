@@ -53,6 +53,7 @@ const char *const dim_names[DIM__COUNT] = {
 
 #define RETRY_PAUSE_US 200000
 #define AGG_CHUNK 4000      /* link days per transaction */
+#define AGG_STEP 64         /* ... stored between looks at writer_waiting */
 
 struct lday {
     int64_t day;
@@ -446,8 +447,18 @@ static int agg_run(struct wjob *j, struct store *st)
             return rc;
     }
     size_t n = a->t.count - from < a->chunk ? a->t.count - from : a->chunk;
-    int rc = st->ops->agg_days(st, a->deltas + from, n);
-    a->upto = from + n;
+    /* A step at a time: the batch ends early, with what is stored so far,
+     * when a foreground one (creates) waits for its turn (writer.h). */
+    size_t done = 0;
+    int rc = ERR_OK;
+    while (done < n && rc == ERR_OK) {
+        size_t step = n - done < AGG_STEP ? n - done : AGG_STEP;
+        rc = st->ops->agg_days(st, a->deltas + from + done, step);
+        done += step;
+        if (writer_waiting(a->writer))
+            break;
+    }
+    a->upto = from + done;
     if (rc == ERR_OK && a->upto < a->t.count)
         return put_partial(st, a, &a->deltas[a->upto - 1]);
     if (rc == ERR_OK) {

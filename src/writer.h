@@ -34,6 +34,10 @@ int writer_start(struct writer *w, int background_nice);
 void writer_free(struct writer *w);
 
 void writer_submit(struct writer *w, struct wjob *j);   /* any thread */
+/* Whether a foreground batch is waiting for the running one: a background
+ * job that can stop part way (storing clicks) then ends its batch early, so
+ * that creates do not wait for a low-priority thread on a busy machine. */
+bool writer_waiting(struct writer *w);
 void writer_drain(struct writer *w);                    /* waits until idle */
 
 /* Without writer threads (the CLI): begin, run, commit, done, on this thread. */

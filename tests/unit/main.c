@@ -17,6 +17,7 @@
     X(coop_thread)                                                                                 \
     X(coop_loop_slice)                                                                             \
     X(store_chunked_jobs)                                                                          \
+    X(store_writer_turns)                                                                          \
     X(sqlite_coop_vfs)                                                                             \
     X(buf_add)                                                                                     \
     X(buf_numbers)                                                                                 \

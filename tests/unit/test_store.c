@@ -1098,8 +1098,7 @@ void test_store_analytics(void) { each_backend("agg", agg_checks); }
 /* Folds one human click on each of 'codes' (a comma-separated list) today
  * into 'a', submits the job (or resumes it) with 'pos' and waits for the
  * writer to finish it. */
-static void run_job(struct aggregate *a, struct writer *w, const char *codes, uint64_t pos,
-                    bool resume)
+static void fold_codes(struct aggregate *a, const char *codes)
 {
     const char *ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
                      "Chrome/120.0 Safari/537.36";
@@ -1111,6 +1110,12 @@ static void run_job(struct aggregate *a, struct writer *w, const char *codes, ui
         aggregate_add(a, &e);
         p += n + (p[n] == ',');
     }
+}
+
+static void run_job(struct aggregate *a, struct writer *w, const char *codes, uint64_t pos,
+                    bool resume)
+{
+    fold_codes(a, codes);
     if (resume)
         aggregate_resume(a, w, pos, NULL, NULL);
     else
@@ -1208,6 +1213,165 @@ static void chunk_checks(struct backend *b)
 }
 
 void test_store_chunked_jobs(void) { each_backend("chunks", chunk_checks); }
+
+/* ---- the writer's two lanes take turns ---- */
+
+/* A background job that runs until a foreground batch waits for its turn
+ * (at most 5 s), and a foreground one; each notes its run in 'order'. */
+struct turn_job {
+    struct wjob job;
+    struct writer *w;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool started, saw_waiting;
+    char order[8];
+};
+
+static void note_run(struct turn_job *t, char c)
+{
+    pthread_mutex_lock(&t->mu);
+    size_t n = strlen(t->order);
+    if (n + 1 < sizeof(t->order))
+        t->order[n] = c;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static int bg_run(struct wjob *j, struct store *st)
+{
+    (void)st;
+    struct turn_job *t = (struct turn_job *)j;
+    pthread_mutex_lock(&t->mu);
+    t->started = true;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    for (int i = 0; i < 5000 && !t->saw_waiting; i++) {
+        t->saw_waiting = writer_waiting(t->w);
+        if (!t->saw_waiting)
+            usleep(1000);
+    }
+    note_run(t, 'B');
+    return ERR_OK;
+}
+
+static struct turn_job *fg_job_of;
+
+static int fg_run(struct wjob *j, struct store *st)
+{
+    (void)j;
+    (void)st;
+    note_run(fg_job_of, 'F');
+    return ERR_OK;
+}
+
+static void no_done(struct wjob *j) { (void)j; }
+
+/* Creates through the writer, one a batch, until 'left' is 0, noting how
+ * many ran before the click job was done. */
+struct pest {
+    struct wjob job;
+    struct writer *w;
+    int left, before_done;
+    _Atomic bool *clicks_done;
+};
+
+static int pest_run(struct wjob *j, struct store *st)
+{
+    (void)st;
+    struct pest *p = (struct pest *)j;
+    if (!*p->clicks_done)
+        p->before_done++;
+    return ERR_OK;
+}
+
+static void pest_done(struct wjob *j)
+{
+    struct pest *p = (struct pest *)j;
+    if (--p->left > 0)
+        writer_submit(p->w, j);
+}
+
+static void clicks_stored(uint64_t pos, uint64_t events, void *arg)
+{
+    (void)pos;
+    (void)events;
+    *(_Atomic bool *)arg = true;
+}
+
+/* A background batch sees writer_waiting() once a foreground batch waits,
+ * and that one runs next. A click job of 300 link days (5 steps of 64, one
+ * chunk) while writes keep coming ends its batch early each time and takes
+ * turns with them: every click stored once, the checkpoint set, no partial
+ * record left, and writes ran before it was done. */
+static void turn_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct writer *w = writer_new(st, 100);
+    if (!CHECK_EQ_INT(writer_start(w, 0), ERR_OK)) {
+        writer_free(w);
+        return;
+    }
+    struct turn_job bg = {.job = {.run = bg_run, .done = no_done, .background = true}, .w = w};
+    struct turn_job fg = {.job = {.run = fg_run, .done = no_done}};
+    pthread_mutex_init(&bg.mu, NULL);
+    pthread_cond_init(&bg.cv, NULL);
+    fg_job_of = &bg;
+    writer_submit(w, &bg.job);
+    pthread_mutex_lock(&bg.mu);
+    while (!bg.started)
+        pthread_cond_wait(&bg.cv, &bg.mu);
+    pthread_mutex_unlock(&bg.mu);
+    writer_submit(w, &fg.job);
+    writer_drain(w);
+    CHECK(bg.saw_waiting);
+    CHECK_EQ_STR(bg.order, "BF");
+    pthread_cond_destroy(&bg.cv);
+    pthread_mutex_destroy(&bg.mu);
+
+    struct classify *cl = NULL;
+    if (!CHECK_EQ_INT(classify_new(16, &cl), ERR_OK)) {
+        writer_free(w);
+        return;
+    }
+    struct buf codes = BUF_INIT;
+    for (int i = 0; i < 300; i++) {
+        char code[16];
+        snprintf(code, sizeof(code), "t%03d", i);
+        CHECK_EQ_INT(insert(st, code, 1, "https://e.example/t", 10, 0), ERR_OK);
+        buf_printf(&codes, "%s%s", i ? "," : "", code);
+    }
+    struct aggregate *a = aggregate_new(cl, NULL);
+    aggregate_set_journal(a, "turns");
+    fold_codes(a, buf_cstr(&codes));
+    _Atomic bool done = false;
+    struct pest p = {.job = {.run = pest_run, .done = pest_done}, .w = w, .left = 100,
+                     .clicks_done = &done};
+    aggregate_submit(a, w, 500, clicks_stored, &done);
+    writer_submit(w, &p.job);
+    writer_drain(w);
+    CHECK(done);
+    CHECK_EQ_INT(p.left, 0);
+    if (!CHECK(p.before_done >= 2))
+        test_note("writes before the click job was done: %d", p.before_done);
+    int64_t today = day_number(now_ms());
+    int wrong = 0;
+    for (int i = 0; i < 300; i++) {
+        char code[16];
+        snprintf(code, sizeof(code), "t%03d", i);
+        wrong += day_clicks(st, code, today) != 1;
+    }
+    CHECK_EQ_INT(wrong, 0);
+    uint64_t pos = 0, partial = 1;
+    CHECK_EQ_INT(aggregate_checkpoint(a, st, &pos, &partial), ERR_OK);
+    CHECK_EQ_INT(pos, 500);
+    CHECK_EQ_INT(partial, 0);
+
+    writer_free(w);
+    aggregate_free(a);
+    buf_release(&codes);
+    classify_free(cl);
+}
+
+void test_store_writer_turns(void) { each_backend("turns", turn_checks); }
 
 /* Four nodes, each with its own store, adding to the same links and day at
  * once, in transactions of their own: every click is counted once, and no

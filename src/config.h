@@ -46,6 +46,7 @@ struct config {
     int64_t click_flush_ms;  /* counters to the store */
     int64_t journal_sync_ms; /* clicks to the journal (the crash-loss window) */
     int64_t background_nice; /* of the fold and writer threads (coop.h) */
+    int64_t background_idle; /* bool: ... and SCHED_IDLE for them */
     int64_t loop_slice_us;   /* of the event loops (coop.h) */
     int64_t retention_days;  /* per-day analytics rows kept */
     int64_t ua_cache;        /* classified user agents remembered */

@@ -15,6 +15,7 @@
 
 #include "banned.h"
 
+static bool idle_policy;               /* coop_set_idle() */
 static _Thread_local bool joined;      /* coop_thread() */
 static _Thread_local bool niced;       /* ... with a lower priority */
 static _Thread_local int64_t since;     /* ns, CLOCK_MONOTONIC */
@@ -27,11 +28,20 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+void coop_set_idle(bool idle) { idle_policy = idle; }
+
 void coop_thread(int nice)
 {
     if (nice > 0 && setpriority(PRIO_PROCESS, (id_t)gettid(), nice) != 0)
         log_at(LOG_WARN, "cannot lower a background thread's priority: %s", strerror(errno));
     niced = nice > 0;
+    if (idle_policy) {
+        struct sched_param none = {0};
+        if (sched_setscheduler(0, SCHED_IDLE, &none) == 0)
+            niced = true;
+        else
+            log_at(LOG_WARN, "cannot make a background thread SCHED_IDLE: %s", strerror(errno));
+    }
     joined = true;
     since = mono_ns();
 }

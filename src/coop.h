@@ -47,6 +47,13 @@
  * any other thread (an event loop, say, reading through a VFS that calls
  * it), coop_point() and coop_rest() do nothing. */
 void coop_thread(int nice);
+/* Whether coop_thread() also gives the thread the SCHED_IDLE policy: it then
+ * runs only on a core that no other thread, of any process, wants, and any
+ * thread that wakes takes the core from it at once. At nice 19 alone, a
+ * busy background thread delayed the load generator of the benchmark, which
+ * shares the cores when unpinned. Process-wide; set before the first
+ * coop_thread(). */
+void coop_set_idle(bool idle);
 /* Asks the scheduler for time slices of 'us' microseconds for the calling
  * thread (an event loop), its policy and priority unchanged; 0 does
  * nothing, and so does a thread the operator made real-time. Kernels from

@@ -26,6 +26,7 @@
 #include "classify.h"
 #include "clicks.h"
 #include "clientaddr.h"
+#include "coop.h"
 #include "err.h"
 #include "geo.h"
 #include "hosts.h"
@@ -228,6 +229,7 @@ int serve_run(struct config *cfg)
     app.cache = cache_new((size_t)app.cfg.cache_size, app.cfg.miss_ttl);
     app.writer = writer_new(app.store, (int)app.cfg.commit_batch);
     cache_thread_register();
+    coop_set_idle(app.cfg.background_idle != 0);
     if (writer_start(app.writer, (int)app.cfg.background_nice) != ERR_OK)
         goto out;
     if (app.store->ops->background &&

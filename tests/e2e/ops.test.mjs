@@ -185,8 +185,23 @@ function threadNices(pid) {
     });
 }
 
+/* Scheduling policy of each of a process's threads, by thread name (0:
+ * SCHED_OTHER, 5: SCHED_IDLE). */
+function threadPolicies(pid) {
+    return perThread(pid, (dir) => {
+        const stat = fs.readFileSync(`${dir}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);  // field 41: policy
+    });
+}
+
 it('folding and storing clicks run below the event loops; background-nice 0 keeps them level', async () => {
-    const base = await ofFreshServer(threadNices);
+    const both = await ofFreshServer((pid) => ({ nice: threadNices(pid), policy: threadPolicies(pid) }));
+    const base = both.nice;
+    // ... and only on a core nothing else wants (SCHED_IDLE), unless --background-idle false.
+    for (const name of ['shortd-fold', 'shortd-store'].concat(PG_MODE ? [] : ['shortd-ckpt']))
+        assert.deepEqual(both.policy[name], [5], `${name}: ${JSON.stringify(both.policy)}`);
+    for (const name of ['shortd-http', 'shortd-journal', 'shortd-writer'])
+        assert.ok(both.policy[name].every((p) => p === 0), `${name}: ${JSON.stringify(both.policy)}`);
     const loop = base['shortd-http'][0];
     for (const name of ['shortd-http', 'shortd-journal', 'shortd-writer', 'shortd-fold', 'shortd-store'])
         assert.ok(base[name], `no thread named ${name}: ${JSON.stringify(base)}`);
@@ -201,7 +216,7 @@ it('folding and storing clicks run below the event loops; background-nice 0 keep
     else
         assert.equal(base['shortd-ckpt'], undefined);
 
-    const level = await startServer({ args: ['--background-nice', '0'] });
+    const level = await startServer({ args: ['--background-nice', '0', '--background-idle', 'false'] });
     try {
         const n = threadNices(level.proc.pid);
         const l = n['shortd-http'][0];
@@ -209,6 +224,9 @@ it('folding and storing clicks run below the event loops; background-nice 0 keep
         assert.deepEqual(n['shortd-store'], [l]);
         if (!PG_MODE)
             assert.deepEqual(n['shortd-ckpt'], [l]);
+        const p = threadPolicies(level.proc.pid);
+        for (const name of ['shortd-fold', 'shortd-store'])
+            assert.deepEqual(p[name], [0], `${name}: ${JSON.stringify(p)}`);
         // and clicks still get counted
         const key = createKey(level, 'level');
         const link = await createLink(level, key, { url: 'https://example.com/level' });
@@ -235,7 +253,8 @@ function threadSlices(pid) {
 }
 
 it('event loops ask for a 100 µs time slice, the other threads keep the kernel\'s; loop-slice-us 0 leaves it', async (t) => {
-    const set = await ofFreshServer(threadSlices);
+    // SCHED_IDLE threads show no slice: the background ones keep the normal policy here.
+    const set = await ofFreshServer(threadSlices, { args: ['--background-idle', 'false'] });
     if (!set) return t.skip(`this kernel (${os.release()}) keeps its own slices`);
     assert.ok(set['shortd-http'].length > 0 && set['shortd-http'].every((ns) => ns === 100000),
         JSON.stringify(set));
@@ -244,7 +263,7 @@ it('event loops ask for a 100 µs time slice, the other threads keep the kernel\
     for (const name of ['shortd-fold', 'shortd-store', 'shortd-writer'])
         assert.deepEqual(set[name], [kernels], name);
 
-    const n = await ofFreshServer(threadSlices, { args: ['--loop-slice-us', '0'] });
+    const n = await ofFreshServer(threadSlices, { args: ['--loop-slice-us', '0', '--background-idle', 'false'] });
     assert.ok(n['shortd-http'].every((ns) => ns === kernels), JSON.stringify(n));
 });
 

@@ -177,22 +177,17 @@ async function ofFreshServer(read, opts = {}) {
     }
 }
 
-/* Nice value of each of a process's threads, by thread name. */
-function threadNices(pid) {
+/* Field 'n' (numbered from 1, as in proc(5)) of /proc/PID/task/TID/stat of
+ * each of a process's threads, by thread name. */
+function threadStat(pid, n) {
     return perThread(pid, (dir) => {
         const stat = fs.readFileSync(`${dir}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);   // field 19: nice
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[n - 3]);
     });
 }
-
-/* Scheduling policy of each of a process's threads, by thread name (0:
- * SCHED_OTHER, 5: SCHED_IDLE). */
-function threadPolicies(pid) {
-    return perThread(pid, (dir) => {
-        const stat = fs.readFileSync(`${dir}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);  // field 41: policy
-    });
-}
+const threadNices = (pid) => threadStat(pid, 19);
+/* 0: SCHED_OTHER, 5: SCHED_IDLE */
+const threadPolicies = (pid) => threadStat(pid, 41);
 
 it('folding and storing clicks run below the event loops; background-nice 0 keeps them level', async () => {
     const both = await ofFreshServer((pid) => ({ nice: threadNices(pid), policy: threadPolicies(pid) }));

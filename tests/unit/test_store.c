@@ -1217,18 +1217,21 @@ void test_store_chunked_jobs(void) { each_backend("chunks", chunk_checks); }
 /* ---- the writer's two lanes take turns ---- */
 
 /* A background job that runs until a foreground batch waits for its turn
- * (at most 5 s), and a foreground one; each notes its run in 'order'. */
+ * (at most 5 s), and a foreground one; each notes its run in the order of
+ * 'log' (the background one). */
 struct turn_job {
     struct wjob job;
     struct writer *w;
+    struct turn_job *log;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool started, saw_waiting;
     char order[8];
 };
 
-static void note_run(struct turn_job *t, char c)
+static void note_run(struct turn_job *j, char c)
 {
+    struct turn_job *t = j->log;
     pthread_mutex_lock(&t->mu);
     size_t n = strlen(t->order);
     if (n + 1 < sizeof(t->order))
@@ -1253,13 +1256,10 @@ static int bg_run(struct wjob *j, struct store *st)
     return ERR_OK;
 }
 
-static struct turn_job *fg_job_of;
-
 static int fg_run(struct wjob *j, struct store *st)
 {
-    (void)j;
     (void)st;
-    note_run(fg_job_of, 'F');
+    note_run((struct turn_job *)j, 'F');
     return ERR_OK;
 }
 
@@ -1310,11 +1310,11 @@ static void turn_checks(struct backend *b)
         writer_free(w);
         return;
     }
-    struct turn_job bg = {.job = {.run = bg_run, .done = no_done, .background = true}, .w = w};
-    struct turn_job fg = {.job = {.run = fg_run, .done = no_done}};
+    struct turn_job bg = {.job = {.run = bg_run, .done = no_done, .background = true}, .w = w,
+                          .log = &bg};
+    struct turn_job fg = {.job = {.run = fg_run, .done = no_done}, .log = &bg};
     pthread_mutex_init(&bg.mu, NULL);
     pthread_cond_init(&bg.cv, NULL);
-    fg_job_of = &bg;
     writer_submit(w, &bg.job);
     pthread_mutex_lock(&bg.mu);
     while (!bg.started)

@@ -7,7 +7,7 @@
 #   make PROFILE=1  an -O2 build with frame pointers into build/prof, for perf
 
 CC      ?= cc
-PKGS    := libuv sqlite3 libsodium jansson liburcu-cds liburcu-memb libmaxminddb zlib libpcre2-8 libpq \
+PKGS    := libuv sqlite3 libsodium jansson liburcu-memb libmaxminddb zlib libpcre2-8 libpq \
            libqrencode libpng hiredis
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror

@@ -1,26 +1,42 @@
-/* cache.c - the redirect cache on liburcu's lock-free RCU hash table.
+/* cache.c - the redirect cache: an open-addressed hash table read under RCU.
  *
  * DESIGN
- * Entries are immutable once published: a change is a new entry swapped in
- * with cds_lfht_add_replace. Readers (the redirect) only take the
- * memb-flavour read lock, which writes no shared memory. An entry taken out
- * of the table is put on a retire list (under a mutex: retiring is rare, a
- * change of a link) and freed by cache_reclaim after a grace period, so an
- * entry carries no rcu_head: it is 20 bytes plus its code and URL (and 8
- * for an expiry time, only when the link has one: misses and most links do
- * not), rounded up to 8 and carved from 1 MiB blocks (no malloc header per
- * entry). The table has 16-byte buckets, at most two entries to one (sized
- * by cache_reclaim), so a cached link with a 7-character code and no
- * expiry costs about 31 bytes beyond its URL, plus 8 to 16 for its share
- * of the buckets. Freed entries go to a free list of their size class and
- * are reused. The hash is
- * SipHash under a random per-process key so clients cannot aim codes at one
- * bucket. A link with a custom domain keeps it after its URL (a length
- * byte and the host); a link with controls (password, A/B variants, a click
- * limit) is only flagged: the redirect reads such a link from the store.
- * The table is bounded by entry count, and remembered misses by an
- * eighth of it, so a scan of random codes cannot crowd out real links; when
- * full, new entries are simply not cached and lookups go to the store. */
+ * The table is an array of 8-byte slots, probed linearly: a slot is empty,
+ * a tombstone, or an entry's address with the top 16 bits of its code's
+ * hash beside it (the tag), so a lookup reads an entry only when the tags
+ * match, and its slots lie side by side, eight to a cache line. Written by
+ * hand instead of liburcu's cds_lfht because a lookup here can be split in
+ * steps that load memory without waiting (cache_prefetch): the event loop
+ * starts the slot loads of every request a poll returned, then the entry
+ * loads, then answers, so a batch of lookups waits for memory about once
+ * instead of once per bucket and chain node each (with lfht, 14-25 % of an
+ * event loop's time at 1-10 M links, in misses of the cache and the TLB).
+ *
+ * Entries are immutable once published: a change is a new entry stored in
+ * its slot with one atomic write. Readers only take the memb-flavour read
+ * lock, which writes no shared memory. Writers take a mutex. An entry or a
+ * table taken out is put on a retire list and freed by cache_reclaim after a
+ * grace period, so an entry carries no rcu_head or chain pointer: it is 4
+ * bytes plus its code and URL (and 8 for an expiry time, only when the link
+ * has one: misses and most links do not), rounded up to 8 and carved from
+ * 2 MiB blocks (no malloc header per entry). Freed entries go to a free list
+ * of their size class and are reused. Blocks and large tables ask for huge
+ * pages (madvise, a hint): a lookup touches a slot and an entry at random
+ * places in hundreds of MiB, and with 4 KiB pages each is also a TLB miss,
+ * whose page walk a prefetch must wait for too. The table doubles when three
+ * quarters of its slots are used (tombstones included), so a link costs 8
+ * bytes over 0.375-0.75 of a slot: 10.7-21 bytes. A small table grows at
+ * once, in the writer that fills it; a large one (more than 256 Ki slots) is
+ * copied by cache_reclaim, off the event loops, 4,096 slots per hold of the
+ * writer lock, with writers changing both tables meanwhile; fills go on up
+ * to nine tenths of its slots. The hash is SipHash under a random
+ * per-process key so clients cannot aim codes at one slot. A link with a
+ * custom domain keeps it after its URL (a length byte and the host); a link
+ * with controls (password, A/B variants, a click limit) is only flagged: the
+ * redirect reads such a link from the store. The cache is bounded by entry
+ * count, and remembered misses by an eighth of it, so a scan of random codes
+ * cannot crowd out real links; when full, new entries are simply not cached
+ * and lookups go to the store. */
 #include "cache.h"
 
 #include <pthread.h>
@@ -29,7 +45,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <urcu/rculfhash.h>
+#include <sys/mman.h>
 #include <urcu/urcu-memb.h>
 
 #include "codes.h"
@@ -43,7 +59,6 @@
 #define F_CONTROLLED 0x40   /* password, variants or max_clicks (link_controlled) */
 
 struct entry {
-    struct cds_lfht_node node;
     uint16_t url_len;       /* URL_MAX is 8192 */
     uint8_t code_len;
     uint8_t flags;
@@ -51,14 +66,12 @@ struct entry {
                                [domain length (1 byte), domain if F_DOMAIN]; no terminators */
 };
 
-/* An entry's bytes: its header up to 'data' (20), not sizeof (24, padded
- * to the node's alignment), then what 'data' holds. */
 #define ENTRY_HEAD offsetof(struct entry, data)
 
-#define SLAB_BLOCK (1u << 20)
+#define HUGE_PAGE (2u << 20)
+#define SLAB_BLOCK HUGE_PAGE
 #define SLAB_GRAIN 8
-#define SLAB_CLASSES \
-    ((sizeof(struct entry) + 8 + CODE_MAX + 8192 + 256 + SLAB_GRAIN) / SLAB_GRAIN + 1)
+#define SLAB_CLASSES ((ENTRY_HEAD + 8 + CODE_MAX + 8192 + 256 + SLAB_GRAIN) / SLAB_GRAIN + 1)
 
 /* Memory for entries: bump allocation from blocks, reuse by size class.
  * Written by hand because entries are small and many; a general allocator
@@ -72,9 +85,25 @@ struct slab {
     void *free_list[SLAB_CLASSES];  /* freed entries, by size class */
 };
 
+/* A slot: 0 empty, TOMB a removed entry's, else the entry's address (below
+ * 2^48, a multiple of 8) with the hash's top 16 bits above it. */
+#define TOMB 1u
+#define ADDR_MASK ((UINT64_C(1) << 48) - 1)
+#define MIN_SLOTS 1024
+#define GROW_HERE (1u << 18)        /* tables this small grow in the writer */
+#define COPY_CHUNK 4096             /* slots cache_reclaim copies per hold of the lock */
+
+struct table {
+    size_t mask;                    /* slots - 1; slots a power of two */
+    size_t used;                    /* entries and tombstones, under the writer lock */
+    _Alignas(64) _Atomic uint64_t slot[];   /* eight to a cache line */
+};
+
 struct cache {
     struct slab slab;
-    struct cds_lfht *ht;
+    struct table *_Atomic table;
+    struct table *next;             /* while cache_reclaim copies the table: its copy */
+    pthread_mutex_t mu;             /* writers: the tables and the counts */
     uint8_t key[crypto_shorthash_KEYBYTES];
     size_t max_entries;
     int64_t miss_ttl;
@@ -84,7 +113,8 @@ struct cache {
     pthread_mutex_t retire_mu;
     struct entry **retired;         /* out of the table, waiting for a grace period */
     size_t nretired, cap_retired;
-    unsigned long buckets;          /* the size cache_reclaim last resized the table to */
+    struct table **old_tables;      /* replaced tables, waiting likewise */
+    size_t nold, cap_old;
 };
 
 /* Hit and miss counters, one block per registered thread, each written by
@@ -104,19 +134,21 @@ static void count(_Atomic uint64_t *c)
                           memory_order_relaxed);
 }
 
-struct lookup_key {
-    const char *code;
-    size_t n;
-};
-
-static unsigned long hash_code(const struct cache *c, const char *code, size_t n)
+uint64_t cache_hash(const struct cache *c, const char *code, size_t n)
 {
     uint64_t h;
     crypto_shorthash((unsigned char *)&h, (const unsigned char *)code, n, c->key);
-    return (unsigned long)h;
+    return h;
 }
 
-static const char *entry_code(const struct entry *e);
+static uint64_t tag_of(uint64_t hash) { return hash & ~ADDR_MASK; }
+static struct entry *entry_at(uint64_t slot) { return (struct entry *)(uintptr_t)(slot & ADDR_MASK); }
+static bool holds(uint64_t slot) { return slot > TOMB; }
+
+static const char *entry_code(const struct entry *e)
+{
+    return e->data + (e->flags & F_EXPIRES ? 8 : 0);
+}
 
 static size_t entry_size(const struct entry *e)
 {
@@ -124,11 +156,6 @@ static size_t entry_size(const struct entry *e)
     if (e->flags & F_DOMAIN)
         n += 1 + (uint8_t)entry_code(e)[e->code_len + e->url_len];
     return n;
-}
-
-static const char *entry_code(const struct entry *e)
-{
-    return e->data + (e->flags & F_EXPIRES ? 8 : 0);
 }
 
 static int64_t entry_expires(const struct entry *e)
@@ -139,11 +166,9 @@ static int64_t entry_expires(const struct entry *e)
     return t;
 }
 
-static int match(struct cds_lfht_node *node, const void *key)
+static bool entry_is(const struct entry *e, const char *code, size_t n)
 {
-    const struct entry *e = caa_container_of(node, struct entry, node);
-    const struct lookup_key *k = key;
-    return e->code_len == k->n && memcmp(entry_code(e), k->code, k->n) == 0;
+    return e->code_len == n && memcmp(entry_code(e), code, n) == 0;
 }
 
 static size_t slab_class(size_t size)
@@ -175,7 +200,9 @@ static void *slab_alloc(struct slab *s, size_t size)
                 s->blocks = b;
                 s->cap_blocks = cap;
             }
-            s->block = aligned_alloc(SLAB_GRAIN, SLAB_BLOCK);
+            s->block = aligned_alloc(HUGE_PAGE, SLAB_BLOCK);
+            if (s->block)
+                madvise(s->block, SLAB_BLOCK, MADV_HUGEPAGE);
             if (!s->block)
                 abort();
             s->blocks[s->nblocks++] = s->block;
@@ -198,9 +225,16 @@ static void slab_free(struct slab *s, void *p, size_t size)
     pthread_mutex_unlock(&s->mu);
 }
 
-static struct entry *entry_of(struct cds_lfht_node *node)
+static void grow_list(void *list, size_t *cap, size_t n, size_t size)
 {
-    return caa_container_of(node, struct entry, node);
+    if (n < *cap)
+        return;
+    size_t want = *cap ? *cap * 2 : 64;
+    void *p = realloc(*(void **)list, want * size);
+    if (!p)
+        abort();
+    *(void **)list = p;
+    *cap = want;
 }
 
 /* An entry that left the table: freed after the next grace period. */
@@ -211,139 +245,82 @@ static void retire(struct cache *c, struct entry *e)
     if (e->flags & F_MISS)
         atomic_fetch_sub(&c->misses, 1);
     pthread_mutex_lock(&c->retire_mu);
-    if (c->nretired == c->cap_retired) {
-        size_t cap = c->cap_retired ? c->cap_retired * 2 : 64;
-        struct entry **r = realloc(c->retired, cap * sizeof(*r));
-        if (!r)
-            abort();
-        c->retired = r;
-        c->cap_retired = cap;
-    }
+    grow_list(&c->retired, &c->cap_retired, c->nretired, sizeof(*c->retired));
     c->retired[c->nretired++] = e;
     pthread_mutex_unlock(&c->retire_mu);
 }
 
-/* The table is sized here, by the housekeeping, not by liburcu's automatic
- * resizing: that runs lazily (a background thread, a grace period per
- * doubling) and lagged far behind a cache filled at 100,000 links a second,
- * leaving lookups to walk chains of hundreds (measured: 57 % of a redirect's
- * CPU at 1 M links); and it aims at a bucket per entry, where a bucket per
- * two entries costs 8 bytes less per link and a lookup barely more (the
- * chain is compared by hash before any key is). It only grows. */
-#define ENTRIES_PER_BUCKET 2
-
-static void size_buckets(struct cache *c)
+static void retire_table(struct cache *c, struct table *t)
 {
-    size_t n = atomic_load_explicit(&c->count, memory_order_relaxed);
-    unsigned long want = c->buckets ? c->buckets : 1024;
-    while (want * ENTRIES_PER_BUCKET < n)
-        want *= 2;
-    if (want > c->buckets) {
-        cds_lfht_resize(c->ht, want);
-        c->buckets = want;
-    }
-}
-
-void cache_reclaim(struct cache *c)
-{
-    size_buckets(c);
     pthread_mutex_lock(&c->retire_mu);
-    struct entry **r = c->retired;
-    size_t n = c->nretired;
-    c->retired = NULL;
-    c->nretired = c->cap_retired = 0;
+    grow_list(&c->old_tables, &c->cap_old, c->nold, sizeof(*c->old_tables));
+    c->old_tables[c->nold++] = t;
     pthread_mutex_unlock(&c->retire_mu);
-    if (!n) {
-        free(r);
+}
+
+static struct table *table_new(size_t slots)
+{
+    size_t bytes = sizeof(struct table) + slots * sizeof(uint64_t);
+    size_t align = bytes < HUGE_PAGE ? 64 : HUGE_PAGE;
+    bytes = (bytes + align - 1) / align * align;
+    struct table *t = aligned_alloc(align, bytes);
+    if (!t)
+        abort();
+    if (align == HUGE_PAGE)
+        madvise(t, bytes, MADV_HUGEPAGE);
+    memset(t, 0, bytes);
+    t->mask = slots - 1;
+    return t;
+}
+
+static struct table *table_of(const struct cache *c)
+{
+    return atomic_load_explicit(&((struct cache *)c)->table, memory_order_acquire);
+}
+
+/* ---- reading: inside cache_read_lock ---- */
+
+/* The slot holding the code, or NULL. */
+static const struct entry *find(const struct table *t, uint64_t hash, const char *code, size_t n)
+{
+    uint64_t tag = tag_of(hash);
+    for (size_t i = hash & t->mask, probes = 0; probes <= t->mask; i = (i + 1) & t->mask, probes++) {
+        uint64_t s = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+        if (!s)
+            return NULL;
+        if (holds(s) && tag_of(s) == tag && entry_is(entry_at(s), code, n))
+            return entry_at(s);
+    }
+    return NULL;
+}
+
+void cache_prefetch(const struct cache *c, uint64_t hash, int step)
+{
+    const struct table *t = table_of(c);
+    size_t i = hash & t->mask;
+    if (step == 0) {
+        __builtin_prefetch(&t->slot[i]);
         return;
     }
-    urcu_memb_synchronize_rcu();    /* every reader that could see them has left */
-    for (size_t i = 0; i < n; i++)
-        slab_free(&c->slab, r[i], entry_size(r[i]));
-    free(r);
-}
-
-struct cache *cache_new(size_t max_entries, int64_t miss_ttl_ms)
-{
-    struct cache *c = calloc(1, sizeof(*c));
-    if (!c)
-        abort();
-    randombytes_buf(c->key, sizeof(c->key));
-    c->max_entries = max_entries;
-    c->miss_ttl = miss_ttl_ms;
-    pthread_mutex_init(&c->retire_mu, NULL);
-    pthread_mutex_init(&c->slab.mu, NULL);
-    c->ht = cds_lfht_new_flavor(1024, 1024, 0, 0, &urcu_memb_flavor, NULL);
-    if (!c->ht)
-        abort();
-    return c;
-}
-
-void cache_free(struct cache *c)
-{
-    if (!c)
-        return;
-    cache_clear(c);
-    cache_reclaim(c);
-    cds_lfht_destroy(c->ht, NULL);
-    pthread_mutex_destroy(&c->retire_mu);
-    for (size_t i = 0; i < c->slab.nblocks; i++)
-        free(c->slab.blocks[i]);
-    free(c->slab.blocks);
-    pthread_mutex_destroy(&c->slab.mu);
-    free(c);
-}
-
-void cache_thread_register(void)
-{
-    urcu_memb_register_thread();
-    if (my_counters)
-        return;
-    pthread_mutex_lock(&counters_mu);
-    my_counters = calloc(1, sizeof(*my_counters));
-    if (!my_counters)
-        abort();
-    my_counters->next = all_counters;
-    all_counters = my_counters;
-    pthread_mutex_unlock(&counters_mu);
-}
-
-void cache_counts(const struct cache *c, uint64_t *hits, uint64_t *misses)
-{
-    (void)c;
-    *hits = *misses = 0;
-    pthread_mutex_lock(&counters_mu);
-    for (struct counters *k = all_counters; k; k = k->next) {
-        *hits += atomic_load_explicit(&k->hits, memory_order_relaxed);
-        *misses += atomic_load_explicit(&k->misses, memory_order_relaxed);
+    /* The entries whose tags match, up to the first empty slot (almost
+     * always in the line step 0 loaded; the probe stops at 8 slots). */
+    uint64_t tag = tag_of(hash);
+    for (int k = 0; k < 8; k++, i = (i + 1) & t->mask) {
+        uint64_t s = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+        if (!s)
+            return;
+        if (holds(s) && tag_of(s) == tag) {
+            const char *e = (const char *)entry_at(s);
+            __builtin_prefetch(e);
+            __builtin_prefetch(e + 64);
+        }
     }
-    pthread_mutex_unlock(&counters_mu);
 }
 
-/* At exit: the counter blocks of threads that have ended. */
-static void __attribute__((destructor)) free_counters(void)
+bool cache_get_hashed(struct cache *c, const char *code, size_t n, uint64_t hash,
+                      int64_t now_ms, struct cache_view *out)
 {
-    pthread_mutex_lock(&counters_mu);
-    while (all_counters) {
-        struct counters *next = all_counters->next;
-        free(all_counters);
-        all_counters = next;
-    }
-    pthread_mutex_unlock(&counters_mu);
-}
-
-void cache_thread_unregister(void) { urcu_memb_unregister_thread(); }
-void cache_read_lock(void) { urcu_memb_read_lock(); }
-void cache_read_unlock(void) { urcu_memb_read_unlock(); }
-
-bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
-               struct cache_view *out)
-{
-    struct lookup_key k = {code, n};
-    struct cds_lfht_iter it;
-    cds_lfht_lookup(c->ht, hash_code(c, code, n), match, &k, &it);
-    struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
-    const struct entry *e = node ? entry_of(node) : NULL;
+    const struct entry *e = find(table_of(c), hash, code, n);
     int64_t expires = e ? entry_expires(e) : 0;
     if (!e || ((e->flags & F_MISS) && now_ms >= expires)) {
         if (my_counters)
@@ -369,57 +346,171 @@ bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
     return true;
 }
 
-/* Replaces whatever is cached under the entry's code. */
-static void publish(struct cache *c, struct entry *e)
+bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
+               struct cache_view *out)
 {
-    struct lookup_key k = {entry_code(e), e->code_len};
-    atomic_fetch_add(&c->count, 1);
-    atomic_fetch_add(&c->bytes, entry_bytes(e));
-    if (e->flags & F_MISS)
-        atomic_fetch_add(&c->misses, 1);
-    urcu_memb_read_lock();
-    struct cds_lfht_node *old =
-        cds_lfht_add_replace(c->ht, hash_code(c, k.code, k.n), match, &k, &e->node);
-    urcu_memb_read_unlock();
-    if (old)
-        retire(c, entry_of(old));
+    return cache_get_hashed(c, code, n, cache_hash(c, code, n), now_ms, out);
 }
 
-/* Adds the entry only where nothing valid is cached: absent, or a miss whose
- * time is up (swapped with cds_lfht_replace, which fails if that very node
- * was changed meanwhile). Otherwise the entry is dropped. */
-static void fill(struct cache *c, struct entry *e, int64_t now_ms)
+/* ---- writing: under c->mu ---- */
+
+/* Where the code is (*at, true) or where it would go (*at, false: the first
+ * tombstone or empty slot on its probe). The table is never full. */
+static bool locate(const struct table *t, uint64_t hash, const char *code, size_t n, size_t *at)
 {
-    struct lookup_key k = {entry_code(e), e->code_len};
-    unsigned long hash = hash_code(c, k.code, k.n);
-    struct entry *old_entry = NULL;
-    bool used = false;
-    urcu_memb_read_lock();
-    struct cds_lfht_iter it;
-    cds_lfht_lookup(c->ht, hash, match, &k, &it);
-    struct cds_lfht_node *old = cds_lfht_iter_get_node(&it);
-    if (!old) {
-        used = cds_lfht_add_unique(c->ht, hash, match, &k, &e->node) == &e->node;
-    } else {
-        struct entry *oe = entry_of(old);
-        if ((oe->flags & F_MISS) && now_ms >= entry_expires(oe) &&
-            cds_lfht_replace(c->ht, &it, hash, match, &k, &e->node) == 0) {
-            used = true;
-            old_entry = oe;
+    uint64_t tag = tag_of(hash);
+    size_t free_at = SIZE_MAX;
+    for (size_t i = hash & t->mask;; i = (i + 1) & t->mask) {
+        uint64_t s = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+        if (!s) {
+            *at = free_at != SIZE_MAX ? free_at : i;
+            return false;
+        }
+        if (!holds(s)) {
+            if (free_at == SIZE_MAX)
+                free_at = i;
+        } else if (tag_of(s) == tag && entry_is(entry_at(s), code, n)) {
+            *at = i;
+            return true;
         }
     }
-    urcu_memb_read_unlock();
-    if (!used) {
-        slab_free(&c->slab, e, entry_size(e));
-        return;
+}
+
+static uint64_t slot_of(const struct entry *e, uint64_t hash)
+{
+    if ((uintptr_t)e & ~ADDR_MASK)
+        abort();    /* user-space addresses are below 2^47 on x86-64, 2^48 on arm64 */
+    return tag_of(hash) | (uint64_t)(uintptr_t)e;
+}
+
+/* Stores 'e' in its code's slot of 't': returns what it replaced, or NULL
+ * (added; the caller made room). */
+static struct entry *table_put(struct table *t, struct entry *e, uint64_t hash)
+{
+    size_t at;
+    bool found = locate(t, hash, entry_code(e), e->code_len, &at);
+    uint64_t old = atomic_load_explicit(&t->slot[at], memory_order_relaxed);
+    if (!old)
+        t->used++;      /* not a tombstone's */
+    atomic_store_explicit(&t->slot[at], slot_of(e, hash), memory_order_release);
+    return found ? entry_at(old) : NULL;
+}
+
+/* Takes the code out of 't': returns its entry, or NULL. */
+static struct entry *table_del(struct table *t, uint64_t hash, const char *code, size_t n)
+{
+    size_t at;
+    if (!locate(t, hash, code, n, &at))
+        return NULL;
+    struct entry *e = entry_at(atomic_load_explicit(&t->slot[at], memory_order_relaxed));
+    /* A tombstone keeps later entries of the probe reachable; where the next
+     * slot is empty no probe goes on past this one, so it and the tombstones
+     * just before it can be emptied. */
+    uint64_t mark = TOMB;
+    if (!atomic_load_explicit(&t->slot[(at + 1) & t->mask], memory_order_relaxed)) {
+        mark = 0;
+        t->used--;
+        for (size_t i = (at - 1) & t->mask;
+             atomic_load_explicit(&t->slot[i], memory_order_relaxed) == TOMB; i = (i - 1) & t->mask) {
+            atomic_store_explicit(&t->slot[i], 0, memory_order_release);
+            t->used--;
+        }
     }
+    atomic_store_explicit(&t->slot[at], mark, memory_order_release);
+    return e;
+}
+
+/* Copies the entries of slots [from, to) of the table into c->next, but not
+ * over a code already there (a writer put it there since, newer). */
+static void migrate(struct cache *c, size_t from, size_t to)
+{
+    const struct table *t = table_of(c);
+    struct table *nt = c->next;
+    for (size_t i = from; i < to; i++) {
+        uint64_t s = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+        if (!holds(s))
+            continue;
+        struct entry *e = entry_at(s);
+        uint64_t h = cache_hash(c, entry_code(e), e->code_len);
+        size_t at;
+        if (!locate(nt, h, entry_code(e), e->code_len, &at)) {
+            if (!atomic_load_explicit(&nt->slot[at], memory_order_relaxed))
+                nt->used++;
+            atomic_store_explicit(&nt->slot[at], s, memory_order_relaxed);
+        }
+    }
+}
+
+/* Whether the table needs a copy: once three quarters of its slots are used
+ * (tombstones included), then with twice the slots, or as many when most
+ * are tombstones. 0 for none. */
+static size_t copy_size(const struct cache *c)
+{
+    const struct table *t = table_of(c);
+    size_t slots = t->mask + 1;
+    if (t->used * 4 < slots * 3)
+        return 0;
+    return atomic_load(&c->count) * 8 >= slots * 3 ? slots * 2 : slots;
+}
+
+/* The new table takes the old one's place; readers still in the old one
+ * finish there (it is freed after a grace period). */
+static void switch_tables(struct cache *c)
+{
+    struct table *t = table_of(c);
+    atomic_store_explicit(&c->table, c->next, memory_order_release);
+    c->next = NULL;
+    retire_table(c, t);
+}
+
+/* Room for one more: a small table is copied here at once; a large one is
+ * left to cache_reclaim, and false once it is at nine tenths. */
+static bool room(struct cache *c)
+{
+    const struct table *t = table_of(c);
+    size_t want = c->next ? 0 : copy_size(c);
+    if (want && t->mask + 1 <= GROW_HERE) {
+        c->next = table_new(want);
+        migrate(c, 0, t->mask + 1);
+        switch_tables(c);
+        t = table_of(c);
+    }
+    return t->used * 10 < (t->mask + 1) * 9;
+}
+
+static void account(struct cache *c, const struct entry *e)
+{
     atomic_fetch_add(&c->count, 1);
     atomic_fetch_add(&c->bytes, entry_bytes(e));
     if (e->flags & F_MISS)
         atomic_fetch_add(&c->misses, 1);
-    if (old_entry)
-        retire(c, old_entry);
 }
+
+/* Under the writer lock: stores 'e' in the code's slot, replacing what is
+ * there; with 'fill_only', only where nothing valid is (absent, or a miss
+ * whose time is up). false when 'e' was not stored: refused, or no room.
+ * While a copy is made, every change goes to both tables. */
+static bool place(struct cache *c, struct entry *e, uint64_t hash, bool fill_only, int64_t now_ms)
+{
+    size_t at;
+    const struct table *t = table_of(c);
+    if (locate(t, hash, entry_code(e), e->code_len, &at)) {
+        const struct entry *old = entry_at(atomic_load_explicit(&t->slot[at], memory_order_relaxed));
+        if (fill_only && !((old->flags & F_MISS) && now_ms >= entry_expires(old)))
+            return false;
+    } else if (!room(c)) {
+        return false;
+    }
+    account(c, e);
+    if (c->next)
+        table_put(c->next, e, hash);
+    struct entry *old = table_put(table_of(c), e, hash);
+    if (old)
+        retire(c, old);
+    return true;
+}
+
+static void drop(struct cache *c, struct entry *e) { slab_free(&c->slab, e, entry_size(e)); }
 
 static struct entry *entry_new(struct cache *c, const char *code, size_t n, const char *url,
                                size_t url_len, int64_t expires, uint8_t flags, const char *domain)
@@ -476,7 +567,22 @@ void cache_put(struct cache *c, const struct link *l)
         cache_remove(c, l->code, n);    /* never leave a stale entry behind */
         return;
     }
-    publish(c, entry_of_link(c, l, n));
+    struct entry *e = entry_of_link(c, l, n);
+    pthread_mutex_lock(&c->mu);
+    /* Without room the code was not there either: nothing stale is left. */
+    bool stored = place(c, e, cache_hash(c, l->code, n), false, 0);
+    pthread_mutex_unlock(&c->mu);
+    if (!stored)
+        drop(c, e);
+}
+
+static void fill(struct cache *c, struct entry *e, int64_t now_ms)
+{
+    pthread_mutex_lock(&c->mu);
+    bool stored = place(c, e, cache_hash(c, entry_code(e), e->code_len), true, now_ms);
+    pthread_mutex_unlock(&c->mu);
+    if (!stored)
+        drop(c, e);
 }
 
 void cache_fill(struct cache *c, const struct link *l, int64_t now_ms)
@@ -497,28 +603,154 @@ void cache_fill_miss(struct cache *c, const char *code, size_t n, int64_t now_ms
 
 void cache_remove(struct cache *c, const char *code, size_t n)
 {
-    struct lookup_key k = {code, n};
-    struct cds_lfht_iter it;
-    urcu_memb_read_lock();
-    cds_lfht_lookup(c->ht, hash_code(c, code, n), match, &k, &it);
-    struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
-    bool gone = node && cds_lfht_del(c->ht, node) == 0;
-    urcu_memb_read_unlock();
-    if (gone)
-        retire(c, entry_of(node));
+    uint64_t hash = cache_hash(c, code, n);
+    pthread_mutex_lock(&c->mu);
+    if (c->next)
+        table_del(c->next, hash, code, n);
+    struct entry *e = table_del(table_of(c), hash, code, n);
+    if (e)
+        retire(c, e);
+    pthread_mutex_unlock(&c->mu);
 }
 
 void cache_clear(struct cache *c)
 {
-    struct cds_lfht_iter it;
-    struct cds_lfht_node *node;
-    urcu_memb_read_lock();
-    cds_lfht_for_each(c->ht, &it, node) {
-        if (cds_lfht_del(c->ht, node) == 0)
-            retire(c, entry_of(node));
+    pthread_mutex_lock(&c->mu);
+    struct table *t = table_of(c);
+    atomic_store_explicit(&c->table, table_new(MIN_SLOTS), memory_order_release);
+    for (size_t i = 0; i <= t->mask; i++) {
+        uint64_t s = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+        if (holds(s))
+            retire(c, entry_at(s));
     }
-    urcu_memb_read_unlock();
+    retire_table(c, t);
+    if (c->next) {
+        retire_table(c, c->next);   /* a copy under way: cache_reclaim sees it gone */
+        c->next = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
 }
+
+/* Copies a large table that needs it, a chunk of slots per hold of the
+ * writer lock, so writers (fills on the event loops among them) wait at
+ * most for a chunk; they change both tables meanwhile. */
+static void copy_table(struct cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t want = c->next ? 0 : copy_size(c);
+    struct table *nt = want ? table_new(want) : NULL;
+    c->next = nt;
+    size_t slots = table_of(c)->mask + 1;
+    pthread_mutex_unlock(&c->mu);
+    for (size_t from = 0; nt && from < slots; from += COPY_CHUNK) {
+        pthread_mutex_lock(&c->mu);
+        if (c->next != nt) {        /* cleared meanwhile */
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        size_t to = from + COPY_CHUNK < slots ? from + COPY_CHUNK : slots;
+        migrate(c, from, to);
+        if (to == slots)
+            switch_tables(c);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+void cache_reclaim(struct cache *c)
+{
+    copy_table(c);
+    pthread_mutex_lock(&c->retire_mu);
+    struct entry **r = c->retired;
+    size_t n = c->nretired;
+    struct table **old = c->old_tables;
+    size_t nold = c->nold;
+    c->retired = NULL;
+    c->nretired = c->cap_retired = 0;
+    c->old_tables = NULL;
+    c->nold = c->cap_old = 0;
+    pthread_mutex_unlock(&c->retire_mu);
+    if (n || nold)
+        urcu_memb_synchronize_rcu();    /* every reader that could see them has left */
+    for (size_t i = 0; i < n; i++)
+        drop(c, r[i]);
+    for (size_t i = 0; i < nold; i++)
+        free(old[i]);
+    free(r);
+    free(old);
+}
+
+struct cache *cache_new(size_t max_entries, int64_t miss_ttl_ms)
+{
+    struct cache *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    randombytes_buf(c->key, sizeof(c->key));
+    c->max_entries = max_entries;
+    c->miss_ttl = miss_ttl_ms;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->retire_mu, NULL);
+    pthread_mutex_init(&c->slab.mu, NULL);
+    atomic_init(&c->table, table_new(MIN_SLOTS));
+    return c;
+}
+
+void cache_free(struct cache *c)
+{
+    if (!c)
+        return;
+    cache_clear(c);
+    cache_reclaim(c);
+    free(table_of(c));
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->retire_mu);
+    for (size_t i = 0; i < c->slab.nblocks; i++)
+        free(c->slab.blocks[i]);
+    free(c->slab.blocks);
+    pthread_mutex_destroy(&c->slab.mu);
+    free(c);
+}
+
+void cache_thread_register(void)
+{
+    urcu_memb_register_thread();
+    if (my_counters)
+        return;
+    pthread_mutex_lock(&counters_mu);
+    my_counters = calloc(1, sizeof(*my_counters));
+    if (!my_counters)
+        abort();
+    my_counters->next = all_counters;
+    all_counters = my_counters;
+    pthread_mutex_unlock(&counters_mu);
+}
+
+void cache_counts(const struct cache *c, uint64_t *hits, uint64_t *misses)
+{
+    (void)c;
+    *hits = *misses = 0;
+    pthread_mutex_lock(&counters_mu);
+    for (struct counters *k = all_counters; k; k = k->next) {
+        *hits += atomic_load_explicit(&k->hits, memory_order_relaxed);
+        *misses += atomic_load_explicit(&k->misses, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&counters_mu);
+}
+
+/* At exit: the counter blocks of threads that have ended. */
+static void __attribute__((destructor)) free_counters(void)
+{
+    pthread_mutex_lock(&counters_mu);
+    while (all_counters) {
+        struct counters *next = all_counters->next;
+        free(all_counters);
+        all_counters = next;
+    }
+    pthread_mutex_unlock(&counters_mu);
+}
+
+void cache_thread_unregister(void) { urcu_memb_unregister_thread(); }
+void cache_read_lock(void) { urcu_memb_read_lock(); }
+void cache_read_unlock(void) { urcu_memb_read_unlock(); }
 
 uint64_t cache_entries(const struct cache *c) { return atomic_load(&c->count); }
 uint64_t cache_entry_bytes(const struct cache *c) { return atomic_load(&c->bytes); }

@@ -19,6 +19,7 @@
 
 #define HTTP_ASYNC 0
 #define HTTP_ASYNC_DONE (-1)   /* internal: the answer was already written */
+#define HTTP_LATER (-2)        /* from http_later */
 #define HTTP_MAX_HEADERS 100
 #define HTTP_MAX_PARAMS 2
 
@@ -57,6 +58,10 @@ struct request {
     struct buf resp_headers;    /* extra "Name: value\r\n" lines */
     struct buf resp_body;
 
+    /* Kept for a handler across http_later */
+    struct slice later_slice;
+    uint64_t later_u64;
+
     struct app *app;
     struct conn *conn;          /* the server's, opaque */
 };
@@ -78,6 +83,16 @@ int http_error(struct request *r, int status, const char *code, const char *fiel
 /* Sends the answer of a request whose handler returned HTTP_ASYNC. Event-loop
  * thread of the request only. */
 void http_resume(struct request *r, int status);
+
+/* For a handler that answers faster in company (the redirect: the cache
+ * loads of many requests overlap): it is called back after the loop has read
+ * every connection that was ready, in the same turn of the loop. http_later
+ * returns HTTP_LATER for the handler to return, or 0 when too many wait
+ * already (the handler then answers at once). 'fn' runs with step 0 for
+ * every waiting request first (to prefetch), then with step 1, when it
+ * returns what a handler returns (a status, or HTTP_ASYNC). */
+typedef int (*http_later_fn)(struct request *r, int step);
+int http_later(struct request *r, http_later_fn fn);
 
 /* A streamed answer (Transfer-Encoding: chunked), for bodies too large to
  * build in memory. next() runs on the request's loop thread whenever the

@@ -568,10 +568,9 @@ int handle_gate_post(struct request *r, struct slice code)
     return HTTP_ASYNC;
 }
 
-int handle_redirect(struct request *r, struct slice code)
+/* The redirect's answer, once its cache lines are on their way (below). */
+static int redirect_now(struct request *r, struct slice code, uint64_t hash)
 {
-    if (!code_is_plausible(code.p, code.n))
-        return not_found(r);
     int64_t now = now_ms();
     struct cache_view v;
     struct hostcheck h = {.any = true};
@@ -581,7 +580,7 @@ int handle_redirect(struct request *r, struct slice code)
     }
 
     cache_read_lock();
-    bool hit = cache_get(r->app->cache, code.p, code.n, now, &v);
+    bool hit = cache_get_hashed(r->app->cache, code.p, code.n, hash, now, &v);
     int status = hit ? answer(r, &v, &h, now) : 0;
     cache_read_unlock();
     if (!hit)
@@ -592,4 +591,34 @@ int handle_redirect(struct request *r, struct slice code)
     if ((status == 301 || status == 302) && r->method == HTTP_GET)
         record_click(r, code, now, 0);
     return status;
+}
+
+/* http_later's steps: the entry's loads, then the answer. */
+static int redirect_step(struct request *r, int step)
+{
+    if (step == 0) {
+        cache_read_lock();
+        cache_prefetch(r->app->cache, r->later_u64, 1);
+        cache_read_unlock();
+        return 0;
+    }
+    return redirect_now(r, r->later_slice, r->later_u64);
+}
+
+/* The hot path. The lookup is split so that the requests of one poll wait
+ * for memory together: here the code's slot starts loading, then (step 0)
+ * the entry it points to, then (step 1) the answer. At a million links and
+ * more each of those loads misses the CPU's caches and its TLB. */
+int handle_redirect(struct request *r, struct slice code)
+{
+    if (!code_is_plausible(code.p, code.n))
+        return not_found(r);
+    uint64_t hash = cache_hash(r->app->cache, code.p, code.n);
+    cache_read_lock();
+    cache_prefetch(r->app->cache, hash, 0);
+    cache_read_unlock();
+    r->later_slice = code;
+    r->later_u64 = hash;
+    int later = http_later(r, redirect_step);
+    return later ? later : redirect_now(r, code, hash);
 }

@@ -14,7 +14,11 @@
  * touches a timer heap. An error answer is followed by a half-close and a
  * short linger that drains the client, so the answer is never lost to a
  * reset. What llhttp does not check (Host rules, obs-fold, whitespace before
- * the colon, size limits) is checked here. */
+ * the colon, size limits) is checked here.
+ * A handler may also ask to answer a moment later (http_later): every
+ * request that the reads of one poll completed is then answered together,
+ * after those reads, from a check handle; the redirect uses it to start the
+ * cache loads of all of them before it waits for any (cache.h). */
 #include "server.h"
 
 #include <errno.h>
@@ -45,6 +49,7 @@
 #define LINGER_MS 2000
 #define READ_BUF 65536
 #define OUT_HIGH_WATER (1u << 20)   /* stop reading while this much is unsent */
+#define LATER_MAX 128               /* requests answered together (http_later) */
 
 enum conn_state {
     C_IDLE,     /* between requests: idle timeout */
@@ -80,6 +85,7 @@ struct conn {
     struct buf wbuf;                /* answers being written */
     struct buf pending;             /* unparsed input while paused */
     bool writing, paused, closing, close_after, reading, shut, streaming;
+    bool later;                     /* paused for http_later: still reading */
     struct http_stream stream;      /* while streaming */
     uv_write_t wr;
     uv_shutdown_t sd;
@@ -96,6 +102,10 @@ struct worker {
     uv_async_t wake;
     uv_timer_t tick;                /* timeouts and the Date header */
     uv_timer_t handoff;             /* clicks to the journal */
+    uv_check_t check;               /* after each poll: the requests of http_later */
+    struct request *later[LATER_MAX];
+    http_later_fn later_fn[LATER_MAX];
+    int nlater;
     pthread_mutex_t mu;             /* guards tasks */
     struct task *tasks, *tasks_tail;
     atomic_int cmd;                 /* 1: stop accepting, 2: stop */
@@ -382,8 +392,9 @@ static int on_message_complete(llhttp_t *p)
     r->route_id = 0;
     c->state = C_BUSY;
     int status = router_dispatch(r);
-    if (status == HTTP_ASYNC) {
+    if (status == HTTP_ASYNC || status == HTTP_LATER) {
         c->paused = true;
+        c->later = status == HTTP_LATER;
         return HPE_PAUSED;
     }
     if (status != HTTP_ASYNC_DONE)
@@ -613,8 +624,8 @@ static void conn_feed(struct conn *c, const char *data, size_t n)
         } else if (used < n) {
             buf_add(&c->pending, data + used, n - used);
         }
-        if (c->paused)
-            read_stop(c);
+        if (c->paused && !c->later)
+            read_stop(c);   /* what comes meanwhile waits in the socket */
     } else if (e != HPE_OK) {
         int status = c->err_status ? c->err_status : 400;
         const char *msg = c->err_status ? c->err_message : llhttp_get_error_reason(&c->parser);
@@ -652,7 +663,8 @@ static void continue_after(struct conn *c)
 {
     c->paused = false;
     if (c->closing) {
-        uv_close((uv_handle_t *)&c->tcp, on_closed);
+        if (!uv_is_closing((uv_handle_t *)&c->tcp))    /* not by a shutdown meanwhile */
+            uv_close((uv_handle_t *)&c->tcp, on_closed);
         return;
     }
     if (c->close_after) {
@@ -668,7 +680,7 @@ static void continue_after(struct conn *c)
         conn_feed(c, tmp.p, tmp.len);
         buf_release(&tmp);
     } else {
-        conn_flush(c);
+        conn_send(c);
     }
     if (!c->paused && !c->close_after && !c->closing && c->out.len + c->wbuf.len <= OUT_HIGH_WATER)
         read_start(c);
@@ -679,6 +691,46 @@ void http_resume(struct request *r, int status)
     struct conn *c = r->conn;
     finish_answer(c, status);
     continue_after(c);
+}
+
+int http_later(struct request *r, http_later_fn fn)
+{
+    struct worker *w = r->conn->w;
+    if (w->nlater == LATER_MAX)
+        return 0;
+    w->later[w->nlater] = r;
+    w->later_fn[w->nlater++] = fn;
+    return HTTP_LATER;
+}
+
+/* After the poll's reads: the requests that asked to be answered later, each
+ * step for all of them before the next (a request parsed from what an answer
+ * let through joins the next round). */
+static void on_check(uv_check_t *h)
+{
+    struct worker *w = h->data;
+    while (w->nlater) {
+        struct request *batch[LATER_MAX];
+        http_later_fn fns[LATER_MAX];
+        int n = w->nlater;
+        memcpy(batch, w->later, sizeof(batch[0]) * (size_t)n);
+        memcpy(fns, w->later_fn, sizeof(fns[0]) * (size_t)n);
+        w->nlater = 0;
+        for (int i = 0; i < n; i++)
+            fns[i](batch[i], 0);
+        for (int i = 0; i < n; i++) {
+            struct conn *c = batch[i]->conn;
+            int status = fns[i](batch[i], 1);
+            c->later = false;
+            if (status == HTTP_ASYNC) {
+                read_stop(c);       /* as for any handler that waits */
+                continue;
+            }
+            if (status != HTTP_ASYNC_DONE)
+                finish_answer(c, status);
+            continue_after(c);
+        }
+    }
 }
 
 /* ---- streamed answers ---- */
@@ -830,7 +882,8 @@ static void close_handle(uv_handle_t *h, void *arg)
     if (uv_is_closing(h))
         return;
     bool own = h == (uv_handle_t *)&w->listener || h == (uv_handle_t *)&w->wake ||
-               h == (uv_handle_t *)&w->tick || h == (uv_handle_t *)&w->handoff;
+               h == (uv_handle_t *)&w->tick || h == (uv_handle_t *)&w->handoff ||
+               h == (uv_handle_t *)&w->check;
     if (!own && h->type == UV_TCP) {
         ((struct conn *)h->data)->closing = true;
         uv_close(h, on_closed);
@@ -982,6 +1035,8 @@ int server_new(struct app *app, struct server **out)
         w->tick.data = w;
         uv_timer_init(&w->loop, &w->handoff);
         w->handoff.data = w;
+        uv_check_init(&w->loop, &w->check);
+        w->check.data = w;
         int fd = -1;
         if (open_listener(&ss, &fd) != ERR_OK) {
             log_at(LOG_ERROR, "cannot listen on '%s': %s", app->cfg.listen, strerror(errno));
@@ -1020,6 +1075,7 @@ int server_start(struct server *s)
         uint64_t handoff = (uint64_t)s->app->cfg.journal_sync_ms;
         uv_timer_start(&w->tick, on_tick, TICK_MS, TICK_MS);
         uv_timer_start(&w->handoff, on_handoff, handoff, handoff);
+        uv_check_start(&w->check, on_check);
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
             return log_fail(ERR_IO, "cannot start worker thread %d", i);
     }

@@ -4,6 +4,7 @@
 // closes: a reset that eats the answer fails these tests.
 
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before } from 'node:test';
 
 import { Conn, createLink, it, parseResponses, rawExchange, startServer, statusOf } from './harness.mjs';
@@ -260,6 +261,62 @@ it('pipelining: a POST with a body followed by a GET', async () => {
     const answers = parseResponses(r.buf);
     assert.deepEqual(answers.map((x) => x.status), [201, 200], describeAnswer(r));
     assert.equal(JSON.parse(answers[0].text).url, 'https://example.com/pipelined');
+});
+
+// The redirect is answered after the reads of its poll, with every other
+// redirect those reads completed (http_later): order, answers and
+// connections that go away meanwhile must not notice.
+it('redirects answered together: 300 pipelined on one connection, one on each of 60 at once, and clients that leave first', async () => {
+    const links = [];
+    for (let i = 0; i < 6; i++) {
+        links.push(await createLink(srv, srv.adminKey, { url: `https://example.com/batch/${i}` }));
+    }
+    const req = (p, extra = '') => `GET ${p} HTTP/1.1\r\n${H(srv.port)}${extra}\r\n`;
+    // More than the 128 answered together, mixed with requests of other
+    // routes and unknown codes, the last one closing.
+    const want = [];
+    let bytes = '';
+    for (let i = 0; i < 300; i++) {
+        if (i % 7 === 3) {
+            bytes += req('/healthz');
+            want.push([200, null]);
+        } else if (i % 11 === 5) {
+            bytes += req('/nosuchcode1');
+            want.push([404, null]);
+        } else {
+            const l = links[i % links.length];
+            bytes += req(`/${l.code}`, i === 299 ? 'Connection: close\r\n' : '');
+            want.push([302, l.url]);
+        }
+    }
+    const r = await rawExchange(srv.port, bytes, { timeoutMs: 10_000, stopAfter: 300 });
+    const answers = parseResponses(r.buf);
+    assert.equal(answers.length, 300, describeAnswer(r));
+    assert.deepEqual(answers.map((a) => [a.status, a.headers.location || null]), want);
+
+    // One redirect on each of 60 connections written at once: each gets its own.
+    const many = await Promise.all(Array.from({ length: 60 }, (_, i) => {
+        const l = links[i % links.length];
+        return rawExchange(srv.port, req(`/${l.code}`), { timeoutMs: 10_000, stopAfter: 1 })
+            .then((x) => ({ x, url: l.url }));
+    }));
+    for (const { x, url } of many) {
+        const [a] = parseResponses(x.buf);
+        assert.equal(a && a.status, 302, describeAnswer(x));
+        assert.equal(a.headers.location, url);
+    }
+
+    // Clients that send redirects and reset at once: the server carries on.
+    await Promise.all(Array.from({ length: 40 }, (_, i) => new Promise((resolve) => {
+        const sock = net.connect({ port: srv.port, host: '127.0.0.1' }, () => {
+            sock.write(req(`/${links[i % links.length].code}`).repeat(5));
+            if (i % 2) sock.resetAndDestroy(); else sock.destroy();
+            resolve();
+        });
+        sock.on('error', resolve);
+    })));
+    const last = await rawExchange(srv.port, req(`/${links[0].code}`), { timeoutMs: 5000, stopAfter: 1 });
+    assert.equal(parseResponses(last.buf)[0].headers.location, links[0].url, describeAnswer(last));
 });
 
 it('a request split into many small writes is assembled', async () => {

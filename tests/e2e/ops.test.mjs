@@ -91,13 +91,13 @@ it('/metrics exposes requests, latency, cache, links and pending clicks', async 
     // The second and third visit of one code come from the cache.
     assert.ok(sum(samples, 'shortd_cache_hits_total') >= 1, 'no cache hit after three visits of one code');
     // What the cached entries take: at least the visited link and the
-    // remembered miss, each 20 bytes + code + URL (+ 8 for a miss's expiry),
+    // remembered miss, each 4 bytes + code + URL (+ 8 for a miss's expiry),
     // carved in multiples of 8.
     const entries = sum(samples, 'shortd_cache_entries');
     const bytes = sum(samples, 'shortd_cache_entry_bytes');
     assert.equal(types.shortd_cache_entry_bytes, 'gauge');
     assert.ok(entries >= 2, `shortd_cache_entries is ${entries}`);
-    const least = Math.ceil((20 + made[0].code.length + made[0].url.length) / 8) * 8 + Math.ceil((20 + 8 + 7) / 8) * 8;
+    const least = Math.ceil((4 + made[0].code.length + made[0].url.length) / 8) * 8 + Math.ceil((4 + 8 + 7) / 8) * 8;
     assert.ok(bytes >= least && bytes % 8 === 0, `shortd_cache_entry_bytes is ${bytes} for ${entries} entries`);
     // Links are counted by the main thread every 10 s, never on an event loop.
     assert.ok(sum(samples, 'shortd_links') >= 0);

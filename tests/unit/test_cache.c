@@ -1,5 +1,7 @@
 /* test_cache.c - the redirect cache: what put, fill and remove promise, the
  * compact entry layout read back exactly, misses and their bound. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +38,7 @@ void test_cache_put_get(void)
     struct link a = mk("abc1234", "https://example.com/a", 0, LINK_ACTIVE);
     a.permanent = true;
     cache_put(c, &a);
-    CHECK_EQ_INT(cache_entry_bytes(c), 48);     /* 20 + 7 + 21 */
+    CHECK_EQ_INT(cache_entry_bytes(c), 32);     /* 4 + 7 + 21 */
     CHECK(get(c, "abc1234", 0, &v));
     CHECK(!v.miss && v.url && v.url_len == strlen(a.url) && !memcmp(v.url, a.url, v.url_len));
     CHECK(v.permanent && v.state == LINK_ACTIVE && v.expires_at == 0);
@@ -54,14 +56,14 @@ void test_cache_put_get(void)
     CHECK(get(c, "abc1234", 0, &v));
     CHECK(v.state == LINK_DELETED && v.url == NULL);
     CHECK_EQ_INT(cache_entries(c), 2);
-    /* Entries are 20 bytes plus code and URL, rounded up to 8 (never the
-     * struct's padded sizeof): "with-expiry" is 20 + 8 + 11 + 21 = 60 -> 64,
-     * the deleted "abc1234" 20 + 7 = 27 -> 32. */
-    CHECK_EQ_INT(cache_entry_bytes(c), 64 + 32);
+    /* Entries are 4 bytes plus code and URL, rounded up to 8:
+     * "with-expiry" is 4 + 8 + 11 + 21 = 44 -> 48, the deleted "abc1234"
+     * 4 + 7 = 11 -> 16. */
+    CHECK_EQ_INT(cache_entry_bytes(c), 48 + 16);
     cache_remove(c, "abc1234", 7);
     CHECK(!get(c, "abc1234", 0, &v));
     CHECK_EQ_INT(cache_entries(c), 1);
-    CHECK_EQ_INT(cache_entry_bytes(c), 64);
+    CHECK_EQ_INT(cache_entry_bytes(c), 48);
     cache_reclaim(c);
     cache_free(c);
     cache_thread_unregister();
@@ -137,6 +139,182 @@ void test_cache_bounds(void)
     }
     CHECK_EQ_INT(cache_entries(c), 0);
     cache_free(m);
+    cache_free(c);
+    cache_thread_unregister();
+}
+
+static void code_of(int i, char *code, size_t cap) { snprintf(code, cap, "g%06d", i); }
+static void url_of(int i, int version, char *url, size_t cap)
+{
+    snprintf(url, cap, "https://example.com/%d/v%d", i, version);
+}
+
+/* Whether code i is cached with the URL of 'version', or (version 0) of
+ * version 1 or 2, read in one lookup. */
+static bool has(struct cache *c, int i, int version)
+{
+    char code[16], url[64];
+    code_of(i, code, sizeof(code));
+    struct cache_view v;
+    if (!get(c, code, 0, &v))
+        return false;
+    for (int k = version ? version : 1; k <= (version ? version : 2); k++) {
+        url_of(i, k, url, sizeof(url));
+        if (v.url_len == strlen(url) && !memcmp(v.url, url, v.url_len))
+            return true;
+    }
+    return false;
+}
+
+static void put_n(struct cache *c, int from, int to, int version)
+{
+    char code[16], url[64];
+    for (int i = from; i < to; i++) {
+        code_of(i, code, sizeof(code));
+        url_of(i, version, url, sizeof(url));
+        struct link l = mk(code, url, 0, LINK_ACTIVE);
+        cache_put(c, &l);
+    }
+}
+
+/* The table grows past the size it grows at in the writer (256 Ki slots)
+ * only in cache_reclaim; removals leave tombstones that later lookups must
+ * step over, and puts reuse. Every entry stays findable through all of it. */
+void test_cache_grow_and_churn(void)
+{
+    cache_thread_register();
+    struct cache *c = cache_new(1000000, 1000);
+    int n = 0;
+    while (n < 400000) {            /* fills up to nine tenths, then waits for the reclaim */
+        put_n(c, n, n + 50000, 1);
+        cache_reclaim(c);
+        n += 50000;
+    }
+    CHECK_EQ_INT(cache_entries(c), 400000);
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += !has(c, i, 1);
+    CHECK_EQ_INT(bad, 0);
+    /* Every other one removed: the rest are still found past the tombstones. */
+    char code[16];
+    for (int i = 0; i < n; i += 2) {
+        code_of(i, code, sizeof(code));
+        cache_remove(c, code, strlen(code));
+    }
+    CHECK_EQ_INT(cache_entries(c), n / 2);
+    bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += (i % 2 == 0) == has(c, i, 1);
+    CHECK_EQ_INT(bad, 0);
+    /* Put back as a new version, and the others replaced. */
+    put_n(c, 0, n, 2);
+    cache_reclaim(c);
+    CHECK_EQ_INT(cache_entries(c), n);
+    bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += !has(c, i, 2);
+    CHECK_EQ_INT(bad, 0);
+    /* The batched lookup answers what cache_get does. */
+    cache_read_lock();
+    uint64_t h[64];
+    for (int i = 0; i < 64; i++) {
+        code_of(i * 101, code, sizeof(code));
+        h[i] = cache_hash(c, code, strlen(code));
+        cache_prefetch(c, h[i], 0);
+    }
+    for (int i = 0; i < 64; i++)
+        cache_prefetch(c, h[i], 1);
+    bad = 0;
+    for (int i = 0; i < 64; i++) {
+        code_of(i * 101, code, sizeof(code));
+        struct cache_view a, b;
+        bool ha = cache_get_hashed(c, code, strlen(code), h[i], 0, &a);
+        bool hb = cache_get(c, code, strlen(code), 0, &b);
+        bad += !ha || !hb || a.url != b.url || a.url_len != b.url_len;
+    }
+    cache_read_unlock();
+    CHECK_EQ_INT(bad, 0);
+    cache_free(c);
+    cache_thread_unregister();
+}
+
+struct reader_arg {
+    struct cache *c;
+    atomic_bool *stop;
+    long lookups, wrong;
+};
+
+/* Codes 0..999 are always cached, as version 1 or 2: a reader must find
+ * each, every time, whole. */
+static void *reader(void *p)
+{
+    struct reader_arg *a = p;
+    cache_thread_register();
+    while (!atomic_load(a->stop)) {
+        for (int i = 0; i < 1000; i++) {
+            a->lookups++;
+            a->wrong += !has(a->c, i, 0);
+        }
+    }
+    cache_thread_unregister();
+    return NULL;
+}
+
+static void *reclaimer(void *p)
+{
+    struct reader_arg *a = p;
+    cache_thread_register();
+    while (!atomic_load(a->stop)) {
+        cache_reclaim(a->c);
+        a->lookups++;
+    }
+    cache_thread_unregister();
+    return NULL;
+}
+
+/* Readers never miss an entry that is cached throughout, nor see a torn
+ * one, while a writer replaces it, removes and adds others around it, and
+ * another thread copies the table into a larger one under them (the
+ * writer's changes going to both). At the end the table holds exactly what
+ * was written. */
+void test_cache_readers_during_writes(void)
+{
+    cache_thread_register();
+    struct cache *c = cache_new(10000000, 1000);
+    put_n(c, 0, 1000, 1);
+    atomic_bool stop = false;
+    struct reader_arg args[3] = {{c, &stop, 0, 0}, {c, &stop, 0, 0}, {c, &stop, 0, 0}};
+    pthread_t th[3];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, reader, &args[i]);
+    pthread_create(&th[2], NULL, reclaimer, &args[2]);
+    /* Fresh codes, so the table grows (and is copied) while they come; a
+     * third of them removed again 600 later; the always-cached ones
+     * replaced now and then. */
+    char code[16];
+    int top = 700000, version = 1;
+    for (int i = 1000; i < top; i++) {
+        put_n(c, i, i + 1, 1);
+        if (i % 3 == 0 && i - 600 >= 1000) {
+            code_of(i - 600, code, sizeof(code));
+            cache_remove(c, code, strlen(code));
+        }
+        if (i % 50000 == 0)
+            put_n(c, 0, 1000, version = 3 - version);
+    }
+    atomic_store(&stop, true);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    CHECK(args[0].lookups > 0 && args[1].lookups > 0 && args[2].lookups > 0);
+    CHECK_EQ_INT(args[0].wrong + args[1].wrong, 0);
+    int bad = 0, kept = 0;
+    for (int i = 0; i < top; i++) {
+        bool removed = i >= 1000 && i + 600 < top && (i + 600) % 3 == 0;
+        kept += !removed;
+        bad += has(c, i, i < 1000 ? version : 1) == removed;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(cache_entries(c), kept);
     cache_free(c);
     cache_thread_unregister();
 }

@@ -693,6 +693,9 @@ void http_resume(struct request *r, int status)
     continue_after(c);
 }
 
+/* Every caller runs in the poll phase (a read's parse, or http_resume from a
+ * task or a work completion), so on_check, which follows it in the same turn
+ * of the loop, never leaves a request waiting for the next poll. */
 int http_later(struct request *r, http_later_fn fn)
 {
     struct worker *w = r->conn->w;

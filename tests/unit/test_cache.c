@@ -252,8 +252,12 @@ static void *reader(void *p)
     cache_thread_register();
     while (!atomic_load(a->stop)) {
         for (int i = 0; i < 1000; i++) {
-            a->lookups++;
+            /* The view points into the entry: compare it before the
+             * entry can be freed, inside the read lock. */
+            cache_read_lock();
             a->wrong += !has(a->c, i, 0);
+            cache_read_unlock();
+            a->lookups++;
         }
     }
     cache_thread_unregister();

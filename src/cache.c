@@ -73,6 +73,20 @@ struct entry {
 #define SLAB_GRAIN 8
 #define SLAB_CLASSES ((ENTRY_HEAD + 8 + CODE_MAX + 8192 + 256 + SLAB_GRAIN) / SLAB_GRAIN + 1)
 
+/* Zeroed memory for the slab and the table, 'align' a power of two; from
+ * HUGE_PAGE on, asks for huge pages (a hint: fine if refused). */
+static void *zalloc(size_t bytes, size_t align)
+{
+    bytes = (bytes + align - 1) / align * align;
+    void *p = aligned_alloc(align, bytes);
+    if (!p)
+        abort();
+    if (align >= HUGE_PAGE)
+        madvise(p, bytes, MADV_HUGEPAGE);
+    memset(p, 0, bytes);
+    return p;
+}
+
 /* Memory for entries: bump allocation from blocks, reuse by size class.
  * Written by hand because entries are small and many; a general allocator
  * spends 8-24 bytes on each. */
@@ -200,11 +214,7 @@ static void *slab_alloc(struct slab *s, size_t size)
                 s->blocks = b;
                 s->cap_blocks = cap;
             }
-            s->block = aligned_alloc(HUGE_PAGE, SLAB_BLOCK);
-            if (s->block)
-                madvise(s->block, SLAB_BLOCK, MADV_HUGEPAGE);
-            if (!s->block)
-                abort();
+            s->block = zalloc(SLAB_BLOCK, HUGE_PAGE);
             s->blocks[s->nblocks++] = s->block;
             s->used = 0;
         }
@@ -261,14 +271,7 @@ static void retire_table(struct cache *c, struct table *t)
 static struct table *table_new(size_t slots)
 {
     size_t bytes = sizeof(struct table) + slots * sizeof(uint64_t);
-    size_t align = bytes < HUGE_PAGE ? 64 : HUGE_PAGE;
-    bytes = (bytes + align - 1) / align * align;
-    struct table *t = aligned_alloc(align, bytes);
-    if (!t)
-        abort();
-    if (align == HUGE_PAGE)
-        madvise(t, bytes, MADV_HUGEPAGE);
-    memset(t, 0, bytes);
+    struct table *t = zalloc(bytes, bytes < HUGE_PAGE ? 64 : HUGE_PAGE);
     t->mask = slots - 1;
     return t;
 }
@@ -383,16 +386,24 @@ static uint64_t slot_of(const struct entry *e, uint64_t hash)
     return tag_of(hash) | (uint64_t)(uintptr_t)e;
 }
 
+/* Stores slot value 's' at 'at', counting the slot used unless it was
+ * (a tombstone's, or the entry's it replaces); returns what was there. */
+static uint64_t set_slot(struct table *t, size_t at, uint64_t s)
+{
+    uint64_t old = atomic_load_explicit(&t->slot[at], memory_order_relaxed);
+    if (!old)
+        t->used++;
+    atomic_store_explicit(&t->slot[at], s, memory_order_release);
+    return old;
+}
+
 /* Stores 'e' in its code's slot of 't': returns what it replaced, or NULL
  * (added; the caller made room). */
 static struct entry *table_put(struct table *t, struct entry *e, uint64_t hash)
 {
     size_t at;
     bool found = locate(t, hash, entry_code(e), e->code_len, &at);
-    uint64_t old = atomic_load_explicit(&t->slot[at], memory_order_relaxed);
-    if (!old)
-        t->used++;      /* not a tombstone's */
-    atomic_store_explicit(&t->slot[at], slot_of(e, hash), memory_order_release);
+    uint64_t old = set_slot(t, at, slot_of(e, hash));
     return found ? entry_at(old) : NULL;
 }
 
@@ -433,11 +444,8 @@ static void migrate(struct cache *c, size_t from, size_t to)
         struct entry *e = entry_at(s);
         uint64_t h = cache_hash(c, entry_code(e), e->code_len);
         size_t at;
-        if (!locate(nt, h, entry_code(e), e->code_len, &at)) {
-            if (!atomic_load_explicit(&nt->slot[at], memory_order_relaxed))
-                nt->used++;
-            atomic_store_explicit(&nt->slot[at], s, memory_order_relaxed);
-        }
+        if (!locate(nt, h, entry_code(e), e->code_len, &at))
+            set_slot(nt, at, s);
     }
 }
 
@@ -512,6 +520,17 @@ static bool place(struct cache *c, struct entry *e, uint64_t hash, bool fill_onl
 
 static void drop(struct cache *c, struct entry *e) { slab_free(&c->slab, e, entry_size(e)); }
 
+/* place() under the lock; an entry it did not store is freed at once (no
+ * reader ever saw it). */
+static void store(struct cache *c, struct entry *e, bool fill_only, int64_t now_ms)
+{
+    pthread_mutex_lock(&c->mu);
+    bool stored = place(c, e, cache_hash(c, entry_code(e), e->code_len), fill_only, now_ms);
+    pthread_mutex_unlock(&c->mu);
+    if (!stored)
+        drop(c, e);
+}
+
 static struct entry *entry_new(struct cache *c, const char *code, size_t n, const char *url,
                                size_t url_len, int64_t expires, uint8_t flags, const char *domain)
 {
@@ -567,22 +586,8 @@ void cache_put(struct cache *c, const struct link *l)
         cache_remove(c, l->code, n);    /* never leave a stale entry behind */
         return;
     }
-    struct entry *e = entry_of_link(c, l, n);
-    pthread_mutex_lock(&c->mu);
     /* Without room the code was not there either: nothing stale is left. */
-    bool stored = place(c, e, cache_hash(c, l->code, n), false, 0);
-    pthread_mutex_unlock(&c->mu);
-    if (!stored)
-        drop(c, e);
-}
-
-static void fill(struct cache *c, struct entry *e, int64_t now_ms)
-{
-    pthread_mutex_lock(&c->mu);
-    bool stored = place(c, e, cache_hash(c, entry_code(e), e->code_len), true, now_ms);
-    pthread_mutex_unlock(&c->mu);
-    if (!stored)
-        drop(c, e);
+    store(c, entry_of_link(c, l, n), false, 0);
 }
 
 void cache_fill(struct cache *c, const struct link *l, int64_t now_ms)
@@ -590,7 +595,7 @@ void cache_fill(struct cache *c, const struct link *l, int64_t now_ms)
     size_t n = strlen(l->code);
     if (n > CODE_MAX || full(c))
         return;
-    fill(c, entry_of_link(c, l, n), now_ms);
+    store(c, entry_of_link(c, l, n), true, now_ms);
 }
 
 void cache_fill_miss(struct cache *c, const char *code, size_t n, int64_t now_ms)
@@ -598,7 +603,7 @@ void cache_fill_miss(struct cache *c, const char *code, size_t n, int64_t now_ms
     if (n > CODE_MAX || c->miss_ttl <= 0 || full(c) ||
         atomic_load(&c->misses) >= c->max_entries / 8)
         return;
-    fill(c, entry_new(c, code, n, NULL, 0, now_ms + c->miss_ttl, F_MISS, NULL), now_ms);
+    store(c, entry_new(c, code, n, NULL, 0, now_ms + c->miss_ttl, F_MISS, NULL), true, now_ms);
 }
 
 void cache_remove(struct cache *c, const char *code, size_t n)

@@ -6,7 +6,12 @@
  * more without returning to shortd's code. This VFS ("shortd-coop") is the
  * platform's default VFS with every file read, write, truncate and sync
  * passing a coop_point() first; a connection opened with it behaves exactly
- * as with the default. Threads that never called coop_thread() do not yield. */
+ * as with the default. Threads that never called coop_thread() do not yield.
+ *
+ * It also gathers the writes that follow each other in a WAL file (a commit
+ * writes each frame as two calls) into one system call per 64 KiB, made
+ * before any other call on that WAL or its database file: before the
+ * commit's sync, and before the wal-index header publishes the frames. */
 #ifndef SHORTD_SQLITE_COOP_H
 #define SHORTD_SQLITE_COOP_H
 

@@ -19,6 +19,7 @@
     X(store_chunked_jobs)                                                                          \
     X(store_writer_turns)                                                                          \
     X(sqlite_coop_vfs)                                                                             \
+    X(sqlite_coop_gathered_wal)                                                                    \
     X(buf_add)                                                                                     \
     X(buf_numbers)                                                                                 \
     X(buf_printf)                                                                                  \

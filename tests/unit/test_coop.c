@@ -3,11 +3,15 @@
  * pauses), other threads never do, an event loop gets the short time slice
  * it asks for and keeps its priority, and a
  * database written through the cooperative VFS (yielding as it writes) is an
- * ordinary SQLite file that the default VFS reads back whole. */
+ * ordinary SQLite file that the default VFS reads back whole. The VFS gathers
+ * a commit's WAL writes into a few system calls, and readers and a
+ * checkpointer working meanwhile only ever see whole commits. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,6 +248,222 @@ void test_sqlite_coop_vfs(void)
     sqlite3_finalize(q);
     sqlite3_close(db);
     char side[80];
+    unlink(path);
+    snprintf(side, sizeof(side), "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof(side), "%s-shm", path);
+    unlink(side);
+}
+
+/* Write system calls of this process so far (/proc/self/io), or -1. */
+static long long write_calls(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    if (!f)
+        return -1;
+    char line[128];
+    long long n = -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "syscw: %lld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+struct wal_run {
+    const char *path;
+    int commits;                /* the writer's; rollbacks do not count */
+    _Atomic bool done;
+    int rc;
+    long long reads, torn;      /* the reader's: snapshots, inconsistent ones */
+    long long checkpoints;
+};
+
+static sqlite3 *open_coop(const char *path)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLITE_COOP_VFS) !=
+            SQLITE_OK ||
+        sqlite3_exec(db,
+                     "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
+                     "PRAGMA cache_size = 20; PRAGMA busy_timeout = 10000;",
+                     NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+/* Commits of 40 rows of 2 KiB each (spilling the small page cache into the
+ * WAL before the commit), every fifth one rolled back instead, and a total
+ * kept in another table in the same transaction. */
+static void *wal_writer(void *arg)
+{
+    struct wal_run *r = arg;
+    sqlite3 *db = open_coop(r->path);
+    r->rc = db ? SQLITE_OK : SQLITE_CANTOPEN;
+    for (int i = 0; r->rc == SQLITE_OK && i < 150; i++) {
+        char sql[512];
+        snprintf(sql, sizeof(sql),
+                 "BEGIN;"
+                 "WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n "
+                 "WHERE k < 40) "
+                 "INSERT INTO t(v, tag) SELECT randomblob(2048), %d FROM n;"
+                 "UPDATE c SET total = total + 40;%s",
+                 i, i % 5 == 4 ? "ROLLBACK;" : "COMMIT;");
+        r->rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        if (r->rc == SQLITE_OK && i % 5 != 4)
+            r->commits++;
+    }
+    sqlite3_close(db);
+    r->done = true;
+    return NULL;
+}
+
+/* Reads snapshots until the writer is done: the rows and the total agree. */
+static void *wal_reader(void *arg)
+{
+    struct wal_run *r = arg;
+    sqlite3 *db = open_coop(r->path);
+    sqlite3_stmt *q = NULL;
+    if (!db || sqlite3_prepare_v2(db,
+                                  "SELECT (SELECT count(*) FROM t), (SELECT total FROM c), "
+                                  "(SELECT count(*) FROM t WHERE length(v) != 2048)",
+                                  -1, &q, NULL) != SQLITE_OK)
+        r->torn = -1;
+    while (q && !r->done) {
+        if (sqlite3_step(q) == SQLITE_ROW) {
+            r->reads++;
+            if (sqlite3_column_int64(q, 0) != sqlite3_column_int64(q, 1) ||
+                sqlite3_column_int64(q, 2) != 0)
+                r->torn++;
+        } else {
+            r->torn++;
+        }
+        sqlite3_reset(q);
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return NULL;
+}
+
+/* Checkpoints until the writer is done, so the WAL restarts from its start
+ * under the writer (a write that does not follow the gathered ones). */
+static void *wal_checkpointer(void *arg)
+{
+    struct wal_run *r = arg;
+    sqlite3 *db = open_coop(r->path);
+    while (db && !r->done) {
+        if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK)
+            r->checkpoints++;
+        usleep(2000);
+    }
+    sqlite3_close(db);
+    return NULL;
+}
+
+void test_sqlite_coop_gathered_wal(void)
+{
+    char path[64], side[80];
+    snprintf(path, sizeof(path), "/tmp/shortd-coop-wal-%d.db", (int)getpid());
+    unlink(path);
+    CHECK_EQ_INT(sqlite_coop_register(), ERR_OK);
+    sqlite3 *db = open_coop(path);
+    if (!CHECK(db != NULL))
+        return;
+    CHECK_EQ_INT(sqlite3_exec(db,
+                              "CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB, tag INTEGER);"
+                              "CREATE INDEX t_tag ON t(tag);"
+                              "CREATE TABLE c(total INTEGER); INSERT INTO c VALUES (0);"
+                              "PRAGMA wal_autocheckpoint = 0;",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+
+    /* Alone: a commit of 10 rows of 2 KiB writes 6 or 7 frames (a header
+     * and a page each: two writes without gathering) in one call. When the
+     * commit returns, its frames are in the file: a connection through the
+     * default VFS (which the gathering thread's buffer never sees) copies
+     * them all into the database. The second ten at synchronous=NORMAL,
+     * where no xSync writes them, but the barrier before the wal-index
+     * header that publishes them does. */
+    sqlite3 *plain = NULL;
+    CHECK_EQ_INT(sqlite3_open_v2(path, &plain, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(plain, "SELECT total FROM c", NULL, NULL, NULL), SQLITE_OK);
+    long long writes = 0;
+    for (int i = 0; i < 20; i++) {
+        if (i == 10)
+            CHECK_EQ_INT(sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL),
+                         SQLITE_OK);
+        long long w0 = write_calls();
+        CHECK_EQ_INT(sqlite3_exec(db,
+                                  "BEGIN; WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 "
+                                  "FROM n WHERE k < 10) INSERT INTO t(v, tag) "
+                                  "SELECT randomblob(2048), -1 FROM n;"
+                                  "UPDATE c SET total = total + 10; COMMIT;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+        writes += write_calls() - w0;
+        int frames = -1, copied = -2;
+        CHECK_EQ_INT(
+            sqlite3_wal_checkpoint_v2(plain, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied),
+            SQLITE_OK);
+        CHECK(frames > 0 && copied == frames);
+    }
+    CHECK(writes >= 20 && writes <= 20 * 2);    /* >= 20 * 12 without gathering */
+
+    /* Two writers taking turns on one thread: the first spills frames into
+     * the WAL and rolls back; the second then commits frames at the same
+     * offsets. The first's spilled frames must reach the file before its
+     * write lock is released, not later, over the second's. */
+    sqlite3 *other = open_coop(path);
+    for (int i = 0; other && i < 10; i++) {
+        CHECK_EQ_INT(sqlite3_exec(db,
+                                  "BEGIN; WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 "
+                                  "FROM n WHERE k < 60) INSERT INTO t(v, tag) "
+                                  "SELECT randomblob(2048), -2 FROM n; ROLLBACK;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+        CHECK_EQ_INT(sqlite3_exec(other,
+                                  "BEGIN; INSERT INTO t(v, tag) VALUES (randomblob(2048), -3);"
+                                  "UPDATE c SET total = total + 1; COMMIT;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+        CHECK_EQ_INT(sqlite3_exec(db, "SELECT count(*) FROM t", NULL, NULL, NULL), SQLITE_OK);
+    }
+    sqlite3_close(other);
+    CHECK_EQ_INT(sqlite3_exec(plain, "SELECT total FROM c", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(plain);
+    sqlite3_close(db);
+
+    /* With a reader and a checkpointer at work */
+    struct wal_run r = {.path = path};
+    pthread_t t[3];
+    void *(*fn[3])(void *) = {wal_writer, wal_reader, wal_checkpointer};
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(pthread_create(&t[i], NULL, fn[i], &r), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ_INT(r.rc, SQLITE_OK);
+    CHECK_EQ_INT(r.commits, 120);
+    CHECK(r.reads > 0);
+    CHECK_EQ_INT(r.torn, 0);
+    CHECK(r.checkpoints > 0);
+
+    /* The default VFS reads it back whole */
+    CHECK_EQ_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    CHECK_EQ_INT(sqlite3_prepare_v2(db,
+                                    "SELECT count(*), (SELECT total FROM c), "
+                                    "(SELECT * FROM pragma_integrity_check) FROM t",
+                                    -1, &q, NULL),
+                 SQLITE_OK);
+    if (CHECK_EQ_INT(sqlite3_step(q), SQLITE_ROW)) {
+        CHECK_EQ_INT(sqlite3_column_int64(q, 0), 20 * 10 + 10 + 120 * 40);
+        CHECK_EQ_INT(sqlite3_column_int64(q, 1), 20 * 10 + 10 + 120 * 40);
+        CHECK_EQ_STR((const char *)sqlite3_column_text(q, 2), "ok");
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
     unlink(path);
     snprintf(side, sizeof(side), "%s-wal", path);
     unlink(side);

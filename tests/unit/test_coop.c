@@ -284,9 +284,10 @@ static sqlite3 *open_coop(const char *path)
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLITE_COOP_VFS) !=
             SQLITE_OK ||
+        sqlite3_busy_timeout(db, 10000) != SQLITE_OK ||     /* before the first statement */
         sqlite3_exec(db,
                      "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
-                     "PRAGMA cache_size = 20; PRAGMA busy_timeout = 10000;",
+                     "PRAGMA cache_size = 20;",
                      NULL, NULL, NULL) != SQLITE_OK) {
         sqlite3_close(db);
         return NULL;

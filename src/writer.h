@@ -6,7 +6,8 @@
  * A job's run() executes on the writer thread inside the batch's transaction,
  * within a savepoint of its own: a job that returns an error has its own
  * changes rolled back without disturbing the others (a job that writes at
- * most one statement, which SQL makes atomic by itself, may skip it). After the batch commits
+ * most one statement, which SQL makes atomic by itself, may skip it; a job
+ * alone in its batch has the transaction for one). After the batch commits
  * (or fails, in which case every job's rc becomes ERR_STORAGE), each job's
  * done() runs on the writer thread with j->rc set; it owns the job from then
  * on. Nothing is acknowledged before its commit is on disk. */

@@ -18,6 +18,7 @@
     X(coop_loop_slice)                                                                             \
     X(store_chunked_jobs)                                                                          \
     X(store_writer_turns)                                                                          \
+    X(store_writer_failures)                                                                       \
     X(sqlite_coop_vfs)                                                                             \
     X(sqlite_coop_gathered_wal)                                                                    \
     X(buf_add)                                                                                     \

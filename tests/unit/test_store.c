@@ -1373,6 +1373,87 @@ static void turn_checks(struct backend *b)
 
 void test_store_writer_turns(void) { each_backend("turns", turn_checks); }
 
+/* A job that writes its key and, when 'fail', a second key, then fails. */
+struct meta_job {
+    struct wjob job;
+    const char *key;
+    bool fail;
+    int done_rc;
+};
+
+static int meta_job_run(struct wjob *j, struct store *st)
+{
+    struct meta_job *m = (struct meta_job *)j;
+    int rc = st->ops->meta_put(st, m->key, "1", 1);
+    if (rc != ERR_OK || !m->fail)
+        return rc;
+    rc = st->ops->meta_put(st, "second write", "2", 1);
+    return rc == ERR_OK ? ERR_INVALID : rc;
+}
+
+static void meta_job_done(struct wjob *j) { ((struct meta_job *)j)->done_rc = j->rc; }
+
+static bool meta_has(struct store *st, const char *key)
+{
+    struct buf v = BUF_INIT;
+    int rc = st->ops->meta_get(st, key, &v);
+    buf_release(&v);
+    return rc == ERR_OK;
+}
+
+/* A job that fails leaves none of its writes, whether it shares its batch
+ * (its savepoint is rolled back, the others commit) or is alone in it (the
+ * transaction is rolled back, and the next batch starts clean). */
+static void fail_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct writer *w = writer_new(st, 100);
+    struct meta_job jobs[3] = {
+        {.job = {.run = meta_job_run, .done = meta_job_done}, .key = "shared ok 1"},
+        {.job = {.run = meta_job_run, .done = meta_job_done}, .key = "shared fails", .fail = true},
+        {.job = {.run = meta_job_run, .done = meta_job_done}, .key = "shared ok 2"},
+    };
+    for (int i = 0; i < 3; i++)         /* before the start: one batch */
+        writer_submit(w, &jobs[i].job);
+    if (!CHECK_EQ_INT(writer_start(w, 0), ERR_OK)) {
+        writer_free(w);
+        return;
+    }
+    writer_drain(w);
+    CHECK_EQ_INT(jobs[0].done_rc, ERR_OK);
+    CHECK_EQ_INT(jobs[1].done_rc, ERR_INVALID);
+    CHECK_EQ_INT(jobs[2].done_rc, ERR_OK);
+    CHECK(meta_has(st, "shared ok 1"));
+    CHECK(!meta_has(st, "shared fails"));
+    CHECK(meta_has(st, "shared ok 2"));
+    CHECK(!meta_has(st, "second write"));
+
+    struct meta_job alone = {.job = {.run = meta_job_run, .done = meta_job_done},
+                             .key = "alone fails", .fail = true};
+    struct meta_job next = {.job = {.run = meta_job_run, .done = meta_job_done},
+                            .key = "alone ok"};
+    writer_submit(w, &alone.job);
+    writer_drain(w);
+    writer_submit(w, &next.job);
+    writer_drain(w);
+    CHECK_EQ_INT(alone.done_rc, ERR_INVALID);
+    CHECK_EQ_INT(next.done_rc, ERR_OK);
+    CHECK(!meta_has(st, "alone fails"));
+    CHECK(!meta_has(st, "second write"));
+    CHECK(meta_has(st, "alone ok"));
+
+    /* The same without writer threads (the CLI's way) */
+    struct meta_job now = {.job = {.run = meta_job_run, .done = meta_job_done},
+                           .key = "now fails", .fail = true};
+    writer_run_now(st, &now.job);
+    CHECK_EQ_INT(now.done_rc, ERR_INVALID);
+    CHECK(!meta_has(st, "now fails"));
+    CHECK(!meta_has(st, "second write"));
+    writer_free(w);
+}
+
+void test_store_writer_failures(void) { each_backend("failures", fail_checks); }
+
 /* Four nodes, each with its own store, adding to the same links and day at
  * once, in transactions of their own: every click is counted once, and no
  * transaction fails (no deadlock, no lost update between nodes). */

@@ -108,21 +108,28 @@ void test_coop_thread(void)
     CHECK_EQ_INT(coop_yields(), 0);
 }
 
-/* se.slice of the calling thread in ns, from /proc (-1: not shown, as on
- * kernels before EEVDF). */
-static long long own_slice(void)
+/* The number after the ':' of the line of 'path' that starts with 'key'
+ * (/proc's "key: value" files), or -1. */
+static long long proc_number(const char *path, const char *key)
 {
-    FILE *f = fopen("/proc/thread-self/sched", "r");
+    FILE *f = fopen(path, "r");
     if (!f)
         return -1;
     char line[256];
-    long long ns = -1;
+    long long n = -1;
+    size_t k = strlen(key);
     while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, "se.slice", 8) && strchr(line, ':'))
-            ns = atoll(strchr(line, ':') + 1);
+        if (!strncmp(line, key, k) && strchr(line, ':')) {
+            n = atoll(strchr(line, ':') + 1);
+            break;
+        }
     fclose(f);
-    return ns;
+    return n;
 }
+
+/* se.slice of the calling thread in ns (-1: not shown, as on kernels
+ * before EEVDF). */
+static long long own_slice(void) { return proc_number("/proc/thread-self/sched", "se.slice"); }
 
 /* Whether the kernel takes a fair thread's slice from sched_setattr (6.12). */
 static bool custom_slices(void)
@@ -255,20 +262,8 @@ void test_sqlite_coop_vfs(void)
     unlink(side);
 }
 
-/* Write system calls of this process so far (/proc/self/io), or -1. */
-static long long write_calls(void)
-{
-    FILE *f = fopen("/proc/self/io", "r");
-    if (!f)
-        return -1;
-    char line[128];
-    long long n = -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "syscw: %lld", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
+/* Write system calls of this process so far, or -1. */
+static long long write_calls(void) { return proc_number("/proc/self/io", "syscw"); }
 
 struct wal_run {
     const char *path;

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "jsonout.h"
+
 #include "banned.h"
 
 struct slice http_header(const struct request *r, const char *name)
@@ -54,18 +56,10 @@ int http_body(struct request *r, int status, const char *content_type, const cha
     return status;
 }
 
-/* json_dump_callback's sink: straight into the response body. */
-static int dump_to_buf(const char *p, size_t n, void *b)
-{
-    buf_add(b, p, n);
-    return 0;
-}
-
 int http_json(struct request *r, int status, json_t *doc)
 {
     buf_reset(&r->resp_body);
-    if (json_dump_callback(doc, dump_to_buf, &r->resp_body, JSON_COMPACT | JSON_ENCODE_ANY) != 0)
-        buf_reset(&r->resp_body);
+    jsonout(&r->resp_body, doc);
     json_decref(doc);
     r->content_type = "application/json";
     return status;

@@ -28,6 +28,8 @@
     X(buf_reset_release)                                                                           \
     X(buf_detach)                                                                                  \
     X(slices)                                                                                      \
+    X(jsonout_cases)                                                                               \
+    X(jsonout_random)                                                                              \
     X(base62_known)                                                                                \
     X(base62_decode)                                                                               \
     X(base62_round_trip)                                                                           \

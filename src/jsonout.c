@@ -47,6 +47,8 @@ static void string_out(struct buf *b, const char *s, size_t n)
 
 void jsonout(struct buf *b, const json_t *v)
 {
+    if (!v)
+        return;
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         const char *key;

@@ -12,7 +12,7 @@
 
 #include "buf.h"
 
-/* Appends the text of 'v' to 'b'. */
+/* Appends the text of 'v' to 'b'; nothing for NULL (a json_pack that failed). */
 void jsonout(struct buf *b, const json_t *v);
 
 #endif

@@ -53,6 +53,16 @@ void test_jsonout_cases(void)
                                "\"d\":{\"e\\n\\\"key\":[null,true,false,1,\"x\",-0.5]}}",
                                0, NULL));
 
+    /* A value that could not be made (json_pack of invalid UTF-8) writes
+     * nothing, as jansson's writer wrote nothing for it. */
+    json_t *none = json_pack("{s:s}", "k", "\xff");
+    CHECK(none == NULL);
+    struct buf n = BUF_INIT;
+    buf_add(&n, "x", 1);
+    jsonout(&n, none);
+    CHECK_EQ_STR(buf_cstr(&n), "x");
+    buf_release(&n);
+
     /* Keys come out in the order they were set, as jansson's do. */
     json_t *o = json_object();
     json_object_set_new(o, "zeta", json_integer(1));

@@ -108,10 +108,15 @@ static json_t *random_value(int depth)
     switch (next(depth > 3 ? 6 : 8)) {
     case 0:
         return random_string();
-    case 1:
-        return json_integer((int64_t)(rng >> next(64)) * (next(2) ? 1 : -1));
-    case 2:
-        return json_real((double)(int64_t)rng / (double)(1 + next(1000000)));
+    case 1: {
+        unsigned shift = 1 + next(63);
+        int64_t magnitude = (int64_t)(rng >> shift); /* below 2^63 */
+        return json_integer(next(2) ? magnitude : -magnitude);
+    }
+    case 2: {
+        double divisor = (double)(1 + next(1000000));
+        return json_real((double)(int64_t)rng / divisor);
+    }
     case 3:
         return json_true();
     case 4:

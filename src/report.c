@@ -6,6 +6,7 @@
 
 #include "analytics.h"
 #include "err.h"
+#include "jsonout.h"
 #include "links.h"
 #include "timeutil.h"
 #include "banned.h"
@@ -219,12 +220,10 @@ static int export_link(const struct link *l, void *arg)
                               "bot_clicks", (json_int_t)l->bot_clicks, "days", c->days);
         c->days = NULL;
         buf_release(&su);
-        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        json_decref(o);
-        if (s) {
+        if (o) {
             buf_adds(c->out, x->started ? ",\n" : "\n");
-            buf_adds(c->out, s);
-            free(s);
+            jsonout(c->out, o);
+            json_decref(o);
         }
     }
     json_decref(c->days);

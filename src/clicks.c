@@ -80,7 +80,6 @@ struct clicks {
     bool stop;
 
     pthread_t fold_thread;
-    int nice;                           /* of the fold thread */
     pthread_mutex_t fold_mu;
     pthread_cond_t fold_cv;
     struct batch *fold, *fold_tail;     /* journaled, not yet folded */
@@ -268,7 +267,6 @@ static void wait_a_while(pthread_cond_t *cv, pthread_mutex_t *mu)
 static void *journal_main(void *arg)
 {
     struct clicks *c = arg;
-    pthread_setname_np(pthread_self(), "shortd-journal");
     uint64_t synced = c->released;
     pthread_mutex_lock(&c->mu);
     for (;;) {
@@ -320,8 +318,6 @@ static void *journal_main(void *arg)
 static void *fold_main(void *arg)
 {
     struct clicks *c = arg;
-    pthread_setname_np(pthread_self(), "shortd-fold");
-    coop_thread(c->nice);
     uint64_t folded = c->released;
     int64_t next_store = mono_ms() + c->flush_ms;
     pthread_mutex_lock(&c->fold_mu);
@@ -448,7 +444,6 @@ static int replay(struct clicks *c, uint64_t from, uint64_t upto, bool resume, u
 int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int nice)
 {
     c->flush_ms = flush_ms;
-    c->nice = nice;
     uint64_t end = 0, from = 0;
     int rc = journal_open(journal_dir, SEGMENT_MAX, &c->journal, &end);
     if (rc != ERR_OK)
@@ -478,9 +473,10 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
     journal_release(c->journal, end);
     c->released = end;
     atomic_store(&c->committed_pos, end);
-    if (pthread_create(&c->fold_thread, NULL, fold_main, c) != 0)
+    struct coop_role fold = {"shortd-fold", nice, 0}, journaling = {"shortd-journal", -1, 0};
+    if (coop_start(&c->fold_thread, fold, fold_main, c) != 0)
         return log_fail(ERR_IO, "cannot start the click pipeline");
-    if (pthread_create(&c->thread, NULL, journal_main, c) != 0) {
+    if (coop_start(&c->thread, journaling, journal_main, c) != 0) {
         pthread_mutex_lock(&c->fold_mu);
         c->fold_stop = true;
         pthread_cond_signal(&c->fold_cv);

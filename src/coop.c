@@ -2,7 +2,9 @@
 #include "coop.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -95,6 +97,40 @@ void coop_rest(void)
 {
     if (joined)
         since = mono_ns();
+}
+
+struct start {
+    struct coop_role role;
+    void *(*fn)(void *);
+    void *arg;
+    sem_t ready;
+};
+
+static void *start_main(void *arg)
+{
+    struct start *s = arg;      /* the starter's, until ready is posted */
+    pthread_setname_np(pthread_self(), s->role.name);
+    if (s->role.nice >= 0)
+        coop_thread(s->role.nice);
+    if (s->role.slice_us > 0)
+        coop_loop_slice(s->role.slice_us);
+    void *(*fn)(void *) = s->fn;
+    void *fn_arg = s->arg;
+    sem_post(&s->ready);
+    return fn(fn_arg);
+}
+
+int coop_start(pthread_t *thread, struct coop_role role, void *(*fn)(void *), void *arg)
+{
+    struct start s = {.role = role, .fn = fn, .arg = arg};
+    if (sem_init(&s.ready, 0, 0) != 0)
+        return errno;
+    int rc = pthread_create(thread, NULL, start_main, &s);
+    if (rc == 0)
+        while (sem_wait(&s.ready) != 0 && errno == EINTR)
+            ;
+    sem_destroy(&s.ready);
+    return rc;
 }
 
 bool coop_background(void)

@@ -36,6 +36,7 @@
 #ifndef SHORTD_COOP_H
 #define SHORTD_COOP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #define COOP_SLICE_US 200
@@ -63,6 +64,19 @@ void coop_point(void);
 /* Starts the slice afresh: call after the thread has slept (a condition
  * wait, an fsync), so time asleep is not taken for time computing. */
 void coop_rest(void);
+/* What a thread started by coop_start() is. */
+struct coop_role {
+    const char *name;   /* as ps and /proc show it: 15 bytes at most */
+    int nice;           /* >= 0: a background thread, coop_thread(nice); < 0: not */
+    int slice_us;       /* > 0: an event loop, coop_loop_slice(slice_us) */
+};
+/* Starts fn(arg) on a new thread that first takes 'role', and returns once
+ * it has: from then on, whoever looks at the process's threads (ps, top,
+ * /proc) sees each with the name, priority and policy it keeps. Without the
+ * wait, a server busy starting could answer requests while a background
+ * thread still ran at the event loops' priority. 0, or pthread_create's
+ * error. */
+int coop_start(pthread_t *thread, struct coop_role role, void *(*fn)(void *), void *arg);
 /* Whether the calling thread has called coop_thread(). */
 bool coop_background(void);
 /* How many times the calling thread has yielded. */

@@ -911,8 +911,6 @@ static void on_wake(uv_async_t *a)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    pthread_setname_np(pthread_self(), "shortd-http");
-    coop_loop_slice((int)w->srv->app->cfg.loop_slice_us);
     current_worker = w;
     cache_thread_register();
     update_date(w);
@@ -1079,7 +1077,8 @@ int server_start(struct server *s)
         uv_timer_start(&w->tick, on_tick, TICK_MS, TICK_MS);
         uv_timer_start(&w->handoff, on_handoff, handoff, handoff);
         uv_check_start(&w->check, on_check);
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+        struct coop_role loop = {"shortd-http", -1, (int)s->app->cfg.loop_slice_us};
+        if (coop_start(&w->thread, loop, worker_main, w) != 0)
             return log_fail(ERR_IO, "cannot start worker thread %d", i);
     }
     return ERR_OK;

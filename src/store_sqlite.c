@@ -335,7 +335,6 @@ struct ckpt {
     pthread_t thread;
     bool started;            /* to be joined */
     bool running, stop;      /* running: the commits leave the copies to it */
-    int nice;
     int copy_pages, restart_pages;  /* CKPT_PAGES, CKPT_RESTART_PAGES */
     int pages;               /* WAL pages after the last commit */
     int copied;              /* ... of them copied by the last checkpoint */
@@ -429,8 +428,6 @@ static void *ckpt_main(void *arg)
 {
     struct sqlite_store *s = arg;
     struct ckpt *k = &s->ckpt;
-    pthread_setname_np(pthread_self(), "shortd-ckpt");
-    coop_thread(k->nice);
     struct conn *c = conn_get(&s->base);
     pthread_mutex_lock(&k->mu);
     if (!c)                     /* the commits checkpoint, as without the thread */
@@ -467,9 +464,9 @@ static int sq_background(struct store *st, int nice)
         pthread_mutex_unlock(&k->mu);
         return ERR_OK;
     }
-    k->nice = nice;
     k->stop = false;
-    int rc = pthread_create(&k->thread, NULL, ckpt_main, st);
+    struct coop_role role = {"shortd-ckpt", nice, 0};
+    int rc = coop_start(&k->thread, role, ckpt_main, st);
     k->running = k->started = rc == 0;
     pthread_mutex_unlock(&k->mu);
     return rc == 0 ? ERR_OK : log_fail(ERR_STORAGE, "cannot start the checkpoint thread");

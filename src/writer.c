@@ -34,7 +34,6 @@
 struct lane {
     struct writer *w;
     const char *name;
-    int nice;                   /* coop_thread()'s, for the background lane */
     struct wjob *head, *tail;
     pthread_t thread;
     bool started;
@@ -150,9 +149,6 @@ static void *writer_main(void *arg)
 {
     struct lane *l = arg;
     struct writer *w = l->w;
-    pthread_setname_np(pthread_self(), l->name);
-    if (l == &w->lanes[1])
-        coop_thread(l->nice);
     cache_thread_register();
     pthread_mutex_lock(&w->mu);
     for (;;) {
@@ -186,10 +182,11 @@ static void *writer_main(void *arg)
 
 int writer_start(struct writer *w, int background_nice)
 {
-    w->lanes[1].nice = background_nice;
     for (int i = 0; i < 2; i++) {
         struct lane *l = &w->lanes[i];
-        if (pthread_create(&l->thread, NULL, writer_main, l) != 0)
+        /* the create lane keeps the event loops' priority */
+        struct coop_role role = {l->name, i == 1 ? background_nice : -1, 0};
+        if (coop_start(&l->thread, role, writer_main, l) != 0)
             return log_fail(ERR_IO, "cannot start the writer thread");
         l->started = true;
     }

@@ -16,6 +16,7 @@
     X(buf_empty)                                                                                   \
     X(coop_thread)                                                                                 \
     X(coop_loop_slice)                                                                             \
+    X(coop_start)                                                                                  \
     X(store_chunked_jobs)                                                                          \
     X(store_writer_turns)                                                                          \
     X(store_writer_failures)                                                                       \

@@ -1,11 +1,13 @@
 /* test_coop.c - coop.h and sqlite_coop.h: a background thread lowers its own
  * priority and yields once it has run a slice (or, at its own priority,
  * pauses), other threads never do, an event loop gets the short time slice
- * it asks for and keeps its priority, and a
+ * it asks for and keeps its priority, a thread started with a role has
+ * it before its starter goes on, and a
  * database written through the cooperative VFS (yielding as it writes) is an
  * ordinary SQLite file that the default VFS reads back whole. The VFS gathers
  * a commit's WAL writes into a few system calls, and readers and a
  * checkpointer working meanwhile only ever see whole commits. */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -191,6 +193,113 @@ void test_coop_loop_slice(void)
     CHECK_EQ_INT(set.slice_after, 100000);
     CHECK_EQ_INT(low.slice_after, 100000);     /* the kernel's least */
     CHECK_EQ_INT(batch.slice_after, 100000);
+}
+
+/* A thread that waits until it is let go. */
+struct held {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool go;
+    int runs;
+};
+
+static void *held_main(void *arg)
+{
+    struct held *h = arg;
+    pthread_mutex_lock(&h->mu);
+    h->runs++;
+    while (!h->go)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* A thread of this process as /proc shows it, found by its name. */
+struct task_view {
+    int found;                  /* threads of that name */
+    long nice, policy;          /* fields 19 and 41 of its stat */
+    long long slice;            /* se.slice, ns; -1 when not shown */
+};
+
+static struct task_view task_named(const char *name)
+{
+    struct task_view v = {.nice = -100, .policy = -1, .slice = -1};
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[288], comm[32] = "", stat[1024] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool same = fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)) &&
+                    comm[strlen(name)] == '\n';
+        fclose(f);
+        if (!same)
+            continue;
+        v.found++;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+        f = fopen(path, "r");
+        if (f && fgets(stat, sizeof(stat), f) && strrchr(stat, ')')) {
+            /* fields from 3 on follow the last ')' */
+            char *p = strrchr(stat, ')') + 2;
+            for (int field = 3; field <= 41 && p; field++) {
+                if (field == 19)
+                    v.nice = atol(p);
+                if (field == 41)
+                    v.policy = atol(p);
+                p = strchr(p, ' ');
+                p = p ? p + 1 : NULL;
+            }
+        }
+        if (f)
+            fclose(f);
+        snprintf(path, sizeof(path), "/proc/self/task/%s/sched", e->d_name);
+        v.slice = proc_number(path, "se.slice");
+    }
+    if (d)
+        closedir(d);
+    return v;
+}
+
+void test_coop_start(void)
+{
+    int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+    struct held h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    pthread_t t[3];
+    /* As soon as coop_start returns, before the threads do anything of
+     * their own: each has its name, priority and policy. */
+    coop_set_idle(true);
+    CHECK_EQ_INT(coop_start(&t[0], (struct coop_role){"coop-bg", 7, 0}, held_main, &h), 0);
+    struct task_view bg = task_named("coop-bg");
+    coop_set_idle(false);
+    CHECK_EQ_INT(coop_start(&t[1], (struct coop_role){"coop-fg", -1, 0}, held_main, &h), 0);
+    struct task_view fg = task_named("coop-fg");
+    CHECK_EQ_INT(coop_start(&t[2], (struct coop_role){"coop-loop", -1, 100}, held_main, &h), 0);
+    struct task_view loop = task_named("coop-loop");
+
+    CHECK_EQ_INT(bg.found, 1);
+    CHECK_EQ_INT(bg.nice, nice + 7);
+    CHECK_EQ_INT(bg.policy, SCHED_IDLE);
+    CHECK_EQ_INT(fg.found, 1);
+    CHECK_EQ_INT(fg.nice, nice);
+    CHECK_EQ_INT(fg.policy, SCHED_OTHER);
+    CHECK_EQ_INT(loop.found, 1);
+    CHECK_EQ_INT(loop.nice, nice);
+    CHECK_EQ_INT(loop.policy, SCHED_OTHER);
+    if (custom_slices() && loop.slice >= 0) {
+        CHECK_EQ_INT(loop.slice, 100000);
+        CHECK(fg.slice > 100000);
+    }
+
+    pthread_mutex_lock(&h.mu);
+    h.go = true;
+    pthread_cond_broadcast(&h.cv);
+    pthread_mutex_unlock(&h.mu);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ_INT(h.runs, 3);    /* each ran fn with its argument */
+    CHECK_EQ_INT(getpriority(PRIO_PROCESS, (id_t)gettid()), nice);
 }
 
 #define ROWS 20000

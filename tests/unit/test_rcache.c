@@ -276,9 +276,7 @@ static int get(struct rcache *r, const char *code, struct link *out)
 
 static long long pttl(const char *code)
 {
-    char key[64];
-    snprintf(key, sizeof(key), "shortd:l:%s", code);
-    return raw_int("PTTL %s", key);
+    return raw_int("PTTL shortd:l:%s", code);
 }
 
 /* ---- the cache tier ---- */

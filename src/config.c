@@ -77,8 +77,9 @@ static const struct setting settings[] = {
      "milliseconds between syncs of the click journal: what a crash can lose"},
     {"background-nice", C_INT, F(background_nice), "19", 0, 19,
      "how much lower the priority of folding clicks is than serving"},
-    {"background-idle", C_BOOL, F(background_idle), "true", 0, 1,
-     "fold and store clicks only on a core nothing else wants (SCHED_IDLE)"},
+    {"background-idle", C_BOOL, F(background_idle), "false", 0, 1,
+     "fold and store clicks only on a core nothing else wants (SCHED_IDLE); "
+     "a busy neighbour then stalls them"},
     {"loop-slice-us", C_INT, F(loop_slice_us), "100", 0, 100000,
      "time slice the event loops ask the kernel for, in microseconds; 0: the kernel's"},
     {"retention-days", C_INT, F(retention_days), "400", 1, 36500,

@@ -50,9 +50,12 @@
 void coop_thread(int nice);
 /* Whether coop_thread() also gives the thread the SCHED_IDLE policy: it then
  * runs only on a core that no other thread, of any process, wants, and any
- * thread that wakes takes the core from it at once. At nice 19 alone, a
- * busy background thread delayed the load generator of the benchmark, which
- * shares the cores when unpinned. Process-wide; set before the first
+ * thread that wakes takes the core from it at once. Off by default: beside
+ * two CPU-bound processes, SCHED_IDLE threads stored 6 clicks a second
+ * against some 19,000 at nice 19 (bench/contention.sh), and no thread can
+ * leave SCHED_IDLE without CAP_SYS_NICE. What it gained, a few per cent of
+ * redirects when the load generator shares the cores, is within this VM's
+ * spread (bench/HISTORY.md). Process-wide; set before the first
  * coop_thread(). */
 void coop_set_idle(bool idle);
 /* Asks the scheduler for time slices of 'us' microseconds for the calling

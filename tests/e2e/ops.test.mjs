@@ -189,14 +189,18 @@ const threadNices = (pid) => threadStat(pid, 19);
 /* 0: SCHED_OTHER, 5: SCHED_IDLE */
 const threadPolicies = (pid) => threadStat(pid, 41);
 
-it('folding and storing clicks run below the event loops; background-nice 0 keeps them level', async () => {
+it('folding and storing clicks run below the event loops; background-idle true makes them SCHED_IDLE; background-nice 0 keeps them level', async () => {
     const both = await ofFreshServer((pid) => ({ nice: threadNices(pid), policy: threadPolicies(pid) }));
     const base = both.nice;
-    // ... and only on a core nothing else wants (SCHED_IDLE), unless --background-idle false.
+    // Every thread keeps the normal policy (a busy neighbour would stall SCHED_IDLE ones) ...
+    for (const [name, policies] of Object.entries(both.policy))
+        assert.ok(policies.every((p) => p === 0), `${name}: ${JSON.stringify(both.policy)}`);
+    // ... unless asked: then the background ones run only on a core nothing else wants.
+    const idle = await ofFreshServer(threadPolicies, { args: ['--background-idle', 'true'] });
     for (const name of ['shortd-fold', 'shortd-store'].concat(PG_MODE ? [] : ['shortd-ckpt']))
-        assert.deepEqual(both.policy[name], [5], `${name}: ${JSON.stringify(both.policy)}`);
+        assert.deepEqual(idle[name], [5], `${name}: ${JSON.stringify(idle)}`);
     for (const name of ['shortd-http', 'shortd-journal', 'shortd-writer'])
-        assert.ok(both.policy[name].every((p) => p === 0), `${name}: ${JSON.stringify(both.policy)}`);
+        assert.ok(idle[name].every((p) => p === 0), `${name}: ${JSON.stringify(idle)}`);
     const loop = base['shortd-http'][0];
     for (const name of ['shortd-http', 'shortd-journal', 'shortd-writer', 'shortd-fold', 'shortd-store'])
         assert.ok(base[name], `no thread named ${name}: ${JSON.stringify(base)}`);
@@ -211,7 +215,7 @@ it('folding and storing clicks run below the event loops; background-nice 0 keep
     else
         assert.equal(base['shortd-ckpt'], undefined);
 
-    const level = await startServer({ args: ['--background-nice', '0', '--background-idle', 'false'] });
+    const level = await startServer({ args: ['--background-nice', '0'] });
     try {
         const n = threadNices(level.proc.pid);
         const l = n['shortd-http'][0];
@@ -248,8 +252,8 @@ function threadSlices(pid) {
 }
 
 it('event loops ask for a 100 µs time slice, the other threads keep the kernel\'s; loop-slice-us 0 leaves it', async (t) => {
-    // SCHED_IDLE threads show no slice: the background ones keep the normal policy here.
-    const set = await ofFreshServer(threadSlices, { args: ['--background-idle', 'false'] });
+    // (SCHED_IDLE threads, with --background-idle true, show no slice.)
+    const set = await ofFreshServer(threadSlices);
     if (!set) return t.skip(`this kernel (${os.release()}) keeps its own slices`);
     assert.ok(set['shortd-http'].length > 0 && set['shortd-http'].every((ns) => ns === 100000),
         JSON.stringify(set));
@@ -258,7 +262,7 @@ it('event loops ask for a 100 µs time slice, the other threads keep the kernel\
     for (const name of ['shortd-fold', 'shortd-store', 'shortd-writer'])
         assert.deepEqual(set[name], [kernels], name);
 
-    const n = await ofFreshServer(threadSlices, { args: ['--loop-slice-us', '0', '--background-idle', 'false'] });
+    const n = await ofFreshServer(threadSlices, { args: ['--loop-slice-us', '0'] });
     assert.ok(n['shortd-http'].every((ns) => ns === kernels), JSON.stringify(n));
 });
 

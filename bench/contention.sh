@@ -19,6 +19,7 @@
 # bounded in time (LIMIT + 10 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/fresh.sh
 
 SHORTD=${1:-build/shortd}
 N=${2:-1000}
@@ -41,14 +42,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cp "$DATA/pristine.db" "$WORK/db"
-"$SHORTD" serve --listen "127.0.0.1:$PORT" --db "$WORK/db" --threads 2 "$@" >"$WORK/out" 2>&1 &
-PID=$!
-for _ in $(seq 600); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
-    kill -0 "$PID" 2>/dev/null || { cat "$WORK/out" >&2; exit 1; }
-    sleep 0.1
-done
+fresh_shortd "$SHORTD" "$DATA" "$WORK" "$PORT" "$@"
 
 pending() {
     curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^shortd_clicks_pending / {print $2}'

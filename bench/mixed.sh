@@ -14,6 +14,7 @@
 # bounded in time (about a minute, most of it warming the cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/fresh.sh
 
 SHORTD=${1:-build/shortd}
 N=${2:-1000000}
@@ -32,15 +33,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cp "$DATA/pristine.db" "$WORK/db"
-sync "$WORK/db"
-"$SHORTD" serve --listen "127.0.0.1:$PORT" --db "$WORK/db" --threads 2 >"$WORK/out" 2>&1 &
-PID=$!
-for _ in $(seq 600); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
-    kill -0 "$PID" 2>/dev/null || { cat "$WORK/out" >&2; exit 1; }
-    sleep 0.1
-done
+fresh_shortd "$SHORTD" "$DATA" "$WORK" "$PORT"
 "$LOADGEN" warm -p "$PORT" -c 64 --depth 16 --codes "$DATA/codes.txt" --method HEAD >/dev/null
 
 redirects() {

@@ -38,5 +38,9 @@ node --test tests/browser/ || status=1
 # built; it checks its mechanics (the click count among them), never a time.
 echo "== benchmark smoke run (bench/run.sh --smoke)"
 { bench/setup.sh && bench/run.sh --smoke --out build/bench/smoke-results; } || status=1
+# ... and the two one-server scripts, on the 1,000 links it prepared.
+echo "== bench/mixed.sh and bench/contention.sh on 1,000 links"
+bench/mixed.sh build/shortd 1000 || status=1
+CONTENTION_HOGS=1 CONTENTION_LIMIT=20 bench/contention.sh build/shortd 1000 || status=1
 
 exit $status

@@ -52,7 +52,7 @@ void coop_thread(int nice);
  * runs only on a core that no other thread, of any process, wants, and any
  * thread that wakes takes the core from it at once. Off by default: beside
  * two CPU-bound processes, SCHED_IDLE threads stored 6 clicks a second
- * against some 19,000 at nice 19 (bench/contention.sh), and no thread can
+ * against 7,000-19,000 at nice 19 (bench/contention.sh), and no thread can
  * leave SCHED_IDLE without CAP_SYS_NICE. What it gained, a few per cent of
  * redirects when the load generator shares the cores, is within this VM's
  * spread (bench/HISTORY.md). Process-wide; set before the first

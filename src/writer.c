@@ -99,10 +99,12 @@ static void run_batch(struct store *st, struct wjob *batch)
         j->rc = j->run(j, st);
         st->ops->savepoint_end(st, j->rc == ERR_OK);
     }
-    if (rc == ERR_OK && alone && batch->rc != ERR_OK)
-        st->ops->rollback(st);  /* the job keeps its own error */
-    else if (rc == ERR_OK)
-        rc = st->ops->commit(st);
+    if (rc == ERR_OK) {
+        if (alone && batch->rc != ERR_OK)
+            st->ops->rollback(st);  /* the job keeps its own error */
+        else
+            rc = st->ops->commit(st);
+    }
     if (rc != ERR_OK) {
         st->ops->rollback(st);
         for (struct wjob *j = batch; j; j = j->next)

@@ -3,8 +3,10 @@
  * summary that scripts read: "unit: N passed, M failed", counting test
  * functions; the exit status is 1 when any failed. An argument runs only the
  * tests whose names contain it. */
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test.h"
@@ -204,6 +206,32 @@ void test_note(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+int test_threads_named(const char *name, long *tid)
+{
+    DIR *d = opendir("/proc/self/task");
+    int found = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[288], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof(comm), f)) {
+            comm[strcspn(comm, "\n")] = '\0';
+            if (strcmp(comm, name) == 0) {
+                found++;
+                if (tid)
+                    *tid = atol(e->d_name);
+            }
+        }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
 }
 
 int main(int argc, char **argv)

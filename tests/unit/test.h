@@ -25,4 +25,8 @@ bool test_check_str(const char *a, const char *b, const char *file, int line, co
 /* Context for the failure just reported, e.g. which row of a table it was. */
 void test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* How many of this process's threads are named 'name' (/proc/self/task);
+ * the id of the last one found goes to *tid when tid is not NULL. */
+int test_threads_named(const char *name, long *tid);
+
 #endif

@@ -7,7 +7,6 @@
  * ordinary SQLite file that the default VFS reads back whole. The VFS gathers
  * a commit's WAL writes into a few system calls, and readers and a
  * checkpointer working meanwhile only ever see whole commits. */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -224,41 +223,29 @@ struct task_view {
 static struct task_view task_named(const char *name)
 {
     struct task_view v = {.nice = -100, .policy = -1, .slice = -1};
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[288], comm[32] = "", stat[1024] = "";
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        bool same = fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)) &&
-                    comm[strlen(name)] == '\n';
-        fclose(f);
-        if (!same)
-            continue;
-        v.found++;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
-        f = fopen(path, "r");
-        if (f && fgets(stat, sizeof(stat), f) && strrchr(stat, ')')) {
-            /* fields from 3 on follow the last ')' */
-            char *p = strrchr(stat, ')') + 2;
-            for (int field = 3; field <= 41 && p; field++) {
-                if (field == 19)
-                    v.nice = atol(p);
-                if (field == 41)
-                    v.policy = atol(p);
-                p = strchr(p, ' ');
-                p = p ? p + 1 : NULL;
-            }
+    long tid = 0;
+    v.found = test_threads_named(name, &tid);
+    if (!v.found)
+        return v;
+    char path[64], stat[1024] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (f && fgets(stat, sizeof(stat), f) && strrchr(stat, ')')) {
+        /* fields from 3 on follow the last ')' */
+        char *p = strrchr(stat, ')') + 2;
+        for (int field = 3; field <= 41 && p; field++) {
+            if (field == 19)
+                v.nice = atol(p);
+            if (field == 41)
+                v.policy = atol(p);
+            p = strchr(p, ' ');
+            p = p ? p + 1 : NULL;
         }
-        if (f)
-            fclose(f);
-        snprintf(path, sizeof(path), "/proc/self/task/%s/sched", e->d_name);
-        v.slice = proc_number(path, "se.slice");
     }
-    if (d)
-        closedir(d);
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/sched", tid);
+    v.slice = proc_number(path, "se.slice");
     return v;
 }
 

@@ -8,7 +8,6 @@
  * a claimed block outliving a rollback), the check says so.
  *
  * Times and days are small made-up numbers: the store keeps what it is given. */
-#include <dirent.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -1776,24 +1775,7 @@ void test_store_lifecycle(void) { each_backend("life", lifecycle_checks); }
 /* ---- SQLite only: the checkpoint thread ---- */
 
 /* Whether this process has a thread of that name. */
-static bool has_thread(const char *name)
-{
-    DIR *d = opendir("/proc/self/task");
-    bool found = false;
-    struct dirent *e;
-    while (d && !found && (e = readdir(d))) {
-        char path[288], comm[64] = "";
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f && fgets(comm, sizeof(comm), f))
-            found = strncmp(comm, name, strlen(name)) == 0 && comm[strlen(name)] == '\n';
-        if (f)
-            fclose(f);
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
+static bool has_thread(const char *name) { return test_threads_named(name, NULL) > 0; }
 
 static long long file_size(const char *dir, const char *name)
 {

@@ -27,6 +27,8 @@ echo "== cluster tests (4 nodes, PostgreSQL and Redis stopped under load)"
 tests/pg.sh tests/redis.sh node --test tests/e2e/cluster.test.mjs || status=1
 echo "== cluster rate limit tests (2 nodes sharing limits through Redis, Redis killed)"
 tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-ratelimit.test.mjs || status=1
+echo "== cluster blocklist tests (2 nodes: a host blocked on one is refused by the other)"
+tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-blocklist.test.mjs || status=1
 
 # The dashboard in Debian's chromium (playwright-core, from package-lock.json),
 # against the same binary; screenshots land in tests/browser/screenshots/.

@@ -5,6 +5,7 @@
 
 #include "apijob.h"
 #include "app.h"
+#include "bus.h"
 #include "err.h"
 #include "handlers.h"
 #include "links.h"
@@ -67,9 +68,14 @@ static int block_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
+/* This node counts the blocklist again at once, the others when the bus
+ * tells them. */
 static void block_after_commit(struct api_job *j)
 {
-    links_blocklist_changed(j->r->app->links);
+    struct app *app = j->r->app;
+    links_blocklist_changed(app->links);
+    if (app->bus)
+        bus_publish(app->bus, BUS_BLOCKLIST, BUS_BLOCKLIST_LEN);
 }
 
 static int submit(struct request *r, const char *host, size_t n, bool add)

@@ -30,6 +30,9 @@
  * up for the whole gap, it carried them; if not, on_code(NULL, 0) tells the
  * node to drop its whole cache. The gap of a transport that has never been
  * up starts at bus_new, so this also happens once at start, harmlessly.
+ * A change of the blocklist travels the same way, as the one message that
+ * cannot be a code (BUS_BLOCKLIST): each node keeps the blocklist's size to
+ * skip the lookups while it is empty, and must count it again.
  * The threads are registered with cache_thread_register for their whole
  * life, so on_code may call cache_remove and cache_clear directly. */
 #include "bus.h"
@@ -229,9 +232,20 @@ static void transport_down(struct transport *t, const char *why)
     t->failing = true;
 }
 
+bool bus_is_blocklist(const char *code, size_t n)
+{
+    return n == BUS_BLOCKLIST_LEN && memcmp(code, BUS_BLOCKLIST, n) == 0;
+}
+
+/* What the bus carries: codes, and the blocklist's message. */
+static bool is_message(const char *code, size_t n)
+{
+    return code_is_plausible(code, n) || bus_is_blocklist(code, n);
+}
+
 static void deliver(struct transport *t, const char *code, size_t n)
 {
-    if (!code_is_plausible(code, n))
+    if (!is_message(code, n))
         return;     /* not from a shortd node */
     atomic_fetch_add_explicit(&t->received, 1, memory_order_relaxed);
     t->b->on_code(code, n, t->b->arg);
@@ -456,7 +470,7 @@ static void pg_deliver(struct transport *t, PGconn *pg)
 }
 
 /* Sends what is queued as one statement: a text[] literal of plausible codes
- * needs no escaping beyond the quotes. */
+ * (and BUS_BLOCKLIST) needs no escaping beyond the quotes. */
 static bool pg_publish(struct transport *t, PGconn *pg, char *why, size_t wn)
 {
     struct qcode batch[BATCH_MAX];
@@ -638,7 +652,7 @@ void bus_free(struct bus *b)
 
 void bus_publish(struct bus *b, const char *code, size_t n)
 {
-    if (!code_is_plausible(code, n))
+    if (!is_message(code, n))
         return;
     for (int i = 0; i < b->nt; i++) {
         struct transport *t = &b->t[i];

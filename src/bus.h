@@ -1,5 +1,5 @@
 /* bus.h - the invalidation bus: tells every node to drop a code from its
- * in-process cache, through Redis pub/sub (channel "shortd:invalidate") and
+ * in-process cache (or to count the blocklist again), through Redis pub/sub (channel "shortd:invalidate") and
  * PostgreSQL LISTEN/NOTIFY (channel "shortd_invalidate"), either or both; each
  * works without the other, so the PostgreSQL path still delivers while Redis
  * is down. Each transport has one thread of its own that listens, publishes
@@ -7,18 +7,28 @@
 #ifndef SHORTD_BUS_H
 #define SHORTD_BUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct bus;
 
 /* Called on a listener thread for every code published by any node,
- * including this one (once per transport that delivered it), and with
- * (NULL, 0) when codes may have been missed: a listener came back after a gap
- * that no other transport covered, so drop every cached code. It must be
+ * including this one (once per transport that delivered it), with
+ * BUS_BLOCKLIST when a node changed the blocklist, and with (NULL, 0) when
+ * messages may have been missed: a listener came back after a gap that no
+ * other transport covered, so drop every cached code and count the blocklist
+ * again. It must be
  * quick and thread-safe; the thread is registered with cache_thread_register
  * (cache.h), so it may call cache_remove and cache_clear directly. */
 typedef void (*bus_cb)(const char *code, size_t n, void *arg);
+
+/* The message that says the blocklist changed: published and delivered like
+ * a code (bus_publish(b, BUS_BLOCKLIST, BUS_BLOCKLIST_LEN)), and never one,
+ * since a code cannot hold '!'. */
+#define BUS_BLOCKLIST "!blocklist"
+#define BUS_BLOCKLIST_LEN (sizeof(BUS_BLOCKLIST) - 1)
+bool bus_is_blocklist(const char *code, size_t n);
 
 /* Starts one thread per configured transport (redis_url and/or pg_url may be
  * NULL, not both; ERR_INVALID for a bad redis URL). 'timeout_ms' bounds each
@@ -33,7 +43,8 @@ void bus_free(struct bus *b);
 /* Any thread; never blocks: the code is queued for every transport's thread,
  * which sends what has queued in one round trip. Codes queued while a
  * transport is down are sent when it is back (up to 4096; beyond, dropped and
- * counted as errors). A code that cannot be one is ignored. */
+ * counted as errors). A code that cannot be one (other than BUS_BLOCKLIST)
+ * is ignored. */
 void bus_publish(struct bus *b, const char *code, size_t n);
 
 /* Counters for /metrics, summed over the transports: codes sent, codes

@@ -37,7 +37,8 @@ struct links {
     uint8_t key_secret[KEY_SECRET_BYTES];
     uint8_t variant_secret[KEY_SECRET_BYTES];   /* per-link A/B keys are derived from it */
     uint64_t next, end;     /* the claimed block not yet used */
-    _Atomic int64_t nblocked;   /* blocklist size; -1: count it again */
+    _Atomic int64_t nblocked;   /* blocklist size; negative: count it again */
+    _Atomic int64_t nchanges;   /* blocklist changes heard: each gives nblocked a new negative */
 };
 
 void link_input_release(struct link_input *in)
@@ -109,7 +110,7 @@ int links_new(struct store *st, const char *const *reserved, const char *const *
     l->st = st;
     l->reserved = reserved;
     l->self_hosts = self_hosts;
-    atomic_store(&l->nblocked, -1);
+    links_blocklist_changed(l);     /* not counted yet */
     uint8_t code_key[SCRAMBLE_KEY_BYTES];
     int rc = load_secret(st, "code_key", code_key, sizeof(code_key));
     if (rc == ERR_OK)
@@ -576,7 +577,7 @@ void links_forget_block(struct links *l)
 
 void links_blocklist_changed(struct links *l)
 {
-    atomic_store(&l->nblocked, -1);
+    atomic_store(&l->nblocked, -1 - atomic_fetch_add(&l->nchanges, 1));
 }
 
 static int count_host(const char *host, int64_t created_at, void *arg)
@@ -593,11 +594,15 @@ static int blocked(struct links *l, struct store *st, const char *host, bool *ye
     *yes = false;
     int64_t n = atomic_load(&l->nblocked);
     if (n < 0) {
+        /* A change heard while counting (another node's, on the bus thread)
+         * may not be in this count: then it is not kept, and the next
+         * create counts again. */
+        int64_t stamp = n;
         n = 0;
         int rc = st->ops->block_list(st, count_host, &n);
         if (rc != ERR_OK)
             return rc;
-        atomic_store(&l->nblocked, n);
+        atomic_compare_exchange_strong(&l->nblocked, &stamp, n);
     }
     if (n == 0)
         return ERR_OK;

@@ -113,7 +113,8 @@ int links_check_blocked(struct links *l, struct store *st, const char *url, cons
                         const char **field);
 /* After a failed transaction: forget the code block it may have claimed. */
 void links_forget_block(struct links *l);
-/* After the blocklist changed: recount it (while it is empty, creates skip it). */
+/* After the blocklist changed, on this node or (heard on the bus) another:
+ * recount it (while it is empty, creates skip it). Any thread. */
 void links_blocklist_changed(struct links *l);
 
 /* The state a caller sees ("active", "expired"...) and whether it redirects. */

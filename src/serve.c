@@ -120,6 +120,12 @@ static void invalidate_run(struct task *t)
 static void on_invalidate(const char *code, size_t n, void *arg)
 {
     struct app *app = arg;
+    if (code && bus_is_blocklist(code, n)) {
+        links_blocklist_changed(app->links);
+        return;
+    }
+    if (!code)
+        links_blocklist_changed(app->links);    /* a change may have been missed too */
     if (n > CODE_MAX)
         return;
     struct invalidation *iv = calloc(1, sizeof(*iv));

@@ -8,6 +8,7 @@
 
 #include "apijob.h"
 #include "app.h"
+#include "bus.h"
 #include "err.h"
 #include "handlers.h"
 #include "links.h"
@@ -89,6 +90,16 @@ static int domain_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
+/* Links may not point at a registered domain (it is shortd): every node
+ * counts them again, this one at once, the others when the bus tells them. */
+static void domain_after_commit(struct api_job *j)
+{
+    struct app *app = j->r->app;
+    links_blocklist_changed(app->links);
+    if (app->bus)
+        bus_publish(app->bus, BUS_BLOCKLIST, BUS_BLOCKLIST_LEN);
+}
+
 static int submit(struct request *r, const char *host, size_t n, bool add)
 {
     const char *why = NULL;
@@ -104,6 +115,7 @@ static int submit(struct request *r, const char *host, size_t n, bool add)
     d->add = add;
     d->now = now_ms();
     d->base.release = domain_release;
+    d->base.after_commit = domain_after_commit;
     /* Adding is read-then-insert: it needs its savepoint. */
     d->base.job.single_write = !add;
     return api_job_submit(r, &d->base, domain_run);

@@ -90,3 +90,13 @@ bool hostlist_has(const struct hostlist *h, const char *host, size_t n)
             return true;
     return false;
 }
+
+int hostlist_count(const struct hostlist *h)
+{
+    return h ? h->n : 0;
+}
+
+const char *hostlist_name(const struct hostlist *h, int i)
+{
+    return h->name[i];
+}

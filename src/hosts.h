@@ -28,4 +28,9 @@ size_t host_of_header(struct slice h, char *out);
 /* Whether 'host' (as host_of_header gives it) is one of the list's. */
 bool hostlist_has(const struct hostlist *h, const char *host, size_t n);
 
+/* The list's hosts, i from 0 to hostlist_count - 1 (0 for NULL), as
+ * host_of_header gives them; they live as long as the list. */
+int hostlist_count(const struct hostlist *h);
+const char *hostlist_name(const struct hostlist *h, int i);
+
 #endif

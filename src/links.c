@@ -38,7 +38,8 @@ struct links {
     uint8_t variant_secret[KEY_SECRET_BYTES];   /* per-link A/B keys are derived from it */
     uint64_t next, end;     /* the claimed block not yet used */
     _Atomic int64_t nblocked;   /* blocklist size; negative: count it again */
-    _Atomic int64_t nchanges;   /* blocklist changes heard: each gives nblocked a new negative */
+    _Atomic int64_t ndomains;   /* registered custom domains, likewise */
+    _Atomic int64_t nchanges;   /* changes heard: each gives both a new negative stamp */
 };
 
 void link_input_release(struct link_input *in)
@@ -577,7 +578,9 @@ void links_forget_block(struct links *l)
 
 void links_blocklist_changed(struct links *l)
 {
-    atomic_store(&l->nblocked, -1 - atomic_fetch_add(&l->nchanges, 1));
+    int64_t stamp = -1 - atomic_fetch_add(&l->nchanges, 1);
+    atomic_store(&l->nblocked, stamp);
+    atomic_store(&l->ndomains, stamp);
 }
 
 static int count_host(const char *host, int64_t created_at, void *arg)
@@ -588,26 +591,53 @@ static int count_host(const char *host, int64_t created_at, void *arg)
     return 0;
 }
 
-/* The host and each parent domain, against the blocklist. */
+static int count_domain(const char *host, int64_t owner, int64_t created_at, void *arg)
+{
+    (void)owner;
+    return count_host(host, created_at, arg);
+}
+
+/* The size of the blocklist ('domains' false) or of the registered custom
+ * domains, counted again after a change. A change heard while counting
+ * (another node's, on the bus thread) may not be in this count: then it is
+ * not kept, and the next create counts again. */
+static int counted(struct links *l, struct store *st, bool domains, int64_t *n)
+{
+    _Atomic int64_t *slot = domains ? &l->ndomains : &l->nblocked;
+    int64_t stamp = atomic_load(slot);
+    *n = stamp;
+    if (stamp >= 0)
+        return ERR_OK;
+    *n = 0;
+    int rc = domains ? st->ops->domain_list(st, -1, count_domain, n)
+                     : st->ops->block_list(st, count_host, n);
+    if (rc == ERR_OK)
+        atomic_compare_exchange_strong(slot, &stamp, *n);
+    return rc;
+}
+
+/* The host and each parent domain (an IP address: only itself), against the
+ * blocklist and the registered custom domains: a link to one of those would
+ * come back to shortd. */
 static int blocked(struct links *l, struct store *st, const char *host, bool *yes)
 {
     *yes = false;
-    int64_t n = atomic_load(&l->nblocked);
-    if (n < 0) {
-        /* A change heard while counting (another node's, on the bus thread)
-         * may not be in this count: then it is not kept, and the next
-         * create counts again. */
-        int64_t stamp = n;
-        n = 0;
-        int rc = st->ops->block_list(st, count_host, &n);
-        if (rc != ERR_OK)
-            return rc;
-        atomic_compare_exchange_strong(&l->nblocked, &stamp, n);
-    }
-    if (n == 0)
-        return ERR_OK;
-    for (const char *h = host; h && *h; h = strchr(h, '.'), h = h ? h + 1 : NULL) {
-        int rc = st->ops->block_has(st, h, yes);
+    int64_t nblocked, ndomains;
+    int rc = counted(l, st, false, &nblocked);
+    if (rc == ERR_OK)
+        rc = counted(l, st, true, &ndomains);
+    if (rc != ERR_OK || (nblocked == 0 && ndomains == 0))
+        return rc;
+    bool ip = host_is_ip(host);
+    for (const char *h = host; h && *h; h = ip ? NULL : strchr(h, '.'), h = h ? h + 1 : NULL) {
+        if (nblocked)
+            rc = st->ops->block_has(st, h, yes);
+        if (rc == ERR_OK && !*yes && ndomains) {
+            int64_t owner;
+            rc = st->ops->domain_get(st, h, &owner);
+            *yes = rc == ERR_OK;
+            rc = rc == ERR_NOTFOUND ? ERR_OK : rc;
+        }
         if (rc != ERR_OK || *yes)
             return rc;
     }

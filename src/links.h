@@ -103,18 +103,20 @@ int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now,
 /* Inside a write transaction (writer thread or CLI). On ERR_OK 'out' is the
  * new link, or with in->reuse the caller's existing live link to the same URL
  * (*reused true). ERR_EXISTS: alias taken (or a tombstone); ERR_FORBIDDEN:
- * destination blocked. */
+ * destination blocked, or one of the registered custom domains. */
 int links_create(struct links *l, struct store *st, const struct link_input *in, int64_t owner,
                  int64_t now, struct link *out, bool *reused);
 /* Inside a write transaction: ERR_FORBIDDEN when 'url' or one of the
- * 'variants' (stored JSON text; either may be NULL) points at a blocked host,
+ * 'variants' (stored JSON text; either may be NULL) points at a blocked host
+ * or a registered custom domain,
  * *field naming which ("url", "variants"). */
 int links_check_blocked(struct links *l, struct store *st, const char *url, const char *variants,
                         const char **field);
 /* After a failed transaction: forget the code block it may have claimed. */
 void links_forget_block(struct links *l);
-/* After the blocklist changed, on this node or (heard on the bus) another:
- * recount it (while it is empty, creates skip it). Any thread. */
+/* After the blocklist or the registered custom domains changed, on this node
+ * or (heard on the bus) another: recount them (while one is empty, creates
+ * skip its lookups). Any thread. */
 void links_blocklist_changed(struct links *l);
 
 /* The state a caller sees ("active", "expired"...) and whether it redirects. */

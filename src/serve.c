@@ -217,10 +217,19 @@ int serve_run(struct config *cfg)
         log_at(LOG_ERROR, "%s", herr);
         goto out;
     }
+    /* A link may not point at any host shortd answers on: those two, and
+     * the default short hosts (custom domains are looked up at create). */
+    const char *self[3 + HOSTS_MAX];
+    int nself = 0;
+    for (; hosts[nself]; nself++)
+        self[nself] = hosts[nself];
+    for (int i = 0; i < hostlist_count(app.hosts); i++)
+        self[nself++] = hostlist_name(app.hosts, i);
+    self[nself] = NULL;
 
     if (store_open(app.cfg.store ? app.cfg.store : app.cfg.db, &app.store) != ERR_OK)
         goto out;
-    if (links_new(app.store, router_reserved(), hosts, &app.links) != ERR_OK)
+    if (links_new(app.store, router_reserved(), self, &app.links) != ERR_OK)
         goto out;
     print_admin_key(&app);
     if (app.cfg.geoip_db && geo_open(app.cfg.geoip_db, &app.geo) != ERR_OK)

@@ -15,6 +15,7 @@
 #include "urlcheck.h"
 
 #include <arpa/inet.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "err.h"
@@ -69,71 +70,6 @@ static bool has_prefix_nocase(const char *s, size_t n, const char *prefix)
     return true;
 }
 
-/* Host normalisation */
-
-/* The bytes of h[0..n) that name the host: without a :port, without IPv6
- * brackets and without one trailing dot. False when the brackets are
- * unbalanced or anything but a port follows them. */
-static bool host_span(const char *h, size_t n, size_t *start, size_t *len)
-{
-    if (n > 0 && h[0] == '[') {
-        const char *close = memchr(h, ']', n);
-        if (!close)
-            return false;
-        size_t end = (size_t)(close - h);
-        if (end + 1 < n && h[end + 1] != ':')
-            return false;
-        *start = 1;
-        *len = end - 1;
-        return true;
-    }
-    /* One colon separates a port; more than one is a bare IPv6 address. */
-    const char *colon = memchr(h, ':', n);
-    if (colon && !memchr(colon + 1, ':', n - (size_t)(colon - h) - 1))
-        n = (size_t)(colon - h);
-    if (n > 0 && h[n - 1] == '.')
-        n--;
-    *start = 0;
-    *len = n;
-    return true;
-}
-
-int host_normalise(const char *h, size_t n, struct buf *out)
-{
-    buf_reset(out);
-    size_t start, len;
-    if (!host_span(h, n, &start, &len) || len == 0)
-        return ERR_INVALID;
-    for (size_t i = 0; i < len; i++)
-        buf_addc(out, (char)ascii_lower((unsigned char)h[start + i]));
-
-    /* IPv6 has many spellings of one address; compare the canonical one. */
-    if (memchr(out->p, ':', out->len) && out->len < INET6_ADDRSTRLEN) {
-        unsigned char addr[16];
-        char text[INET6_ADDRSTRLEN];
-        if (inet_pton(AF_INET6, out->p, addr) == 1 &&
-            inet_ntop(AF_INET6, addr, text, sizeof(text))) {
-            buf_reset(out);
-            buf_adds(out, text);
-        }
-    }
-    return ERR_OK;
-}
-
-bool host_matches(const char *host, const char *rule)
-{
-    size_t hn = strlen(host);
-    size_t rn = strlen(rule);
-    if (rn == 0 || hn < rn)
-        return false;
-    const char *tail = host + hn - rn;
-    for (size_t i = 0; i < rn; i++) {
-        if (ascii_lower((unsigned char)tail[i]) != ascii_lower((unsigned char)rule[i]))
-            return false;
-    }
-    return hn == rn || tail[-1] == '.';
-}
-
 /* Host checks */
 
 /* WHATWG's "ends in a number": a host whose last label is all digits or
@@ -182,6 +118,144 @@ static bool is_dotted_quad(const char *h, size_t n)
             return false;
     }
     return i == n;
+}
+
+/* WHATWG's IPv4 parser: one to four parts split by dots (one trailing dot
+ * allowed), each decimal, 0x-hex or 0-octal, the last filling the bytes the
+ * others leave. True with the address in 'out' when h[0..n) is one. */
+static bool ipv4_parse(const char *h, size_t n, unsigned char out[4])
+{
+    if (n > 0 && h[n - 1] == '.')
+        n--;
+    uint64_t part[4];
+    int parts = 0;
+    size_t i = 0;
+    for (;;) {
+        if (parts == 4)
+            return false;
+        size_t start = i;
+        unsigned base = 10;
+        if (n - i >= 2 && h[i] == '0' && (h[i + 1] == 'x' || h[i + 1] == 'X')) {
+            base = 16;
+            i += 2;
+            start = i;
+        } else if (n - i >= 2 && h[i] == '0' && h[i + 1] != '.') {
+            base = 8;
+            i++;
+            start = i;
+        }
+        uint64_t v = 0;
+        for (; i < n && h[i] != '.'; i++) {
+            int d = pct_hex_value((unsigned char)h[i]);
+            if (d < 0 || (unsigned)d >= base)
+                return false;
+            v = v * base + (unsigned)d;
+            if (v > UINT32_MAX)
+                return false;
+        }
+        if (i == start && base == 10)
+            return false;   /* an empty part */
+        part[parts++] = v;
+        if (i == n)
+            break;
+        i++;    /* the dot */
+        if (i == n)
+            return false;
+    }
+    uint64_t ip = 0;
+    for (int k = 0; k < parts - 1; k++) {
+        if (part[k] > 255)
+            return false;
+        ip |= part[k] << (8 * (3 - k));
+    }
+    uint64_t last = part[parts - 1];
+    if (last >= (UINT64_C(1) << (8 * (5 - parts))))
+        return false;
+    ip |= last;
+    for (int k = 0; k < 4; k++)
+        out[k] = (unsigned char)(ip >> (8 * (3 - k)));
+    return true;
+}
+
+/* Host normalisation */
+
+/* The bytes of h[0..n) that name the host: without a :port, without IPv6
+ * brackets and without one trailing dot. False when the brackets are
+ * unbalanced or anything but a port follows them. */
+static bool host_span(const char *h, size_t n, size_t *start, size_t *len)
+{
+    if (n > 0 && h[0] == '[') {
+        const char *close = memchr(h, ']', n);
+        if (!close)
+            return false;
+        size_t end = (size_t)(close - h);
+        if (end + 1 < n && h[end + 1] != ':')
+            return false;
+        *start = 1;
+        *len = end - 1;
+        return true;
+    }
+    /* One colon separates a port; more than one is a bare IPv6 address. */
+    const char *colon = memchr(h, ':', n);
+    if (colon && !memchr(colon + 1, ':', n - (size_t)(colon - h) - 1))
+        n = (size_t)(colon - h);
+    if (n > 0 && h[n - 1] == '.')
+        n--;
+    *start = 0;
+    *len = n;
+    return true;
+}
+
+int host_normalise(const char *h, size_t n, struct buf *out)
+{
+    buf_reset(out);
+    size_t start, len;
+    if (!host_span(h, n, &start, &len) || len == 0)
+        return ERR_INVALID;
+    for (size_t i = 0; i < len; i++)
+        buf_addc(out, (char)ascii_lower((unsigned char)h[start + i]));
+
+    /* An IP address has many spellings; compare the canonical one: IPv6
+     * compressed, IPv4-mapped IPv6 and the numeric forms a browser reads as
+     * IPv4 ("2130706433", "0x7f.1", "0177.0.0.1") as a dotted quad. */
+    unsigned char addr[16];
+    char text[INET6_ADDRSTRLEN];
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (memchr(out->p, ':', out->len) && out->len < INET6_ADDRSTRLEN) {
+        if (inet_pton(AF_INET6, out->p, addr) == 1) {
+            bool v4 = memcmp(addr, mapped, 12) == 0;
+            if (inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? addr + 12 : addr, text, sizeof(text))) {
+                buf_reset(out);
+                buf_adds(out, text);
+            }
+        }
+    } else if (ends_in_number(out->p, out->len) && ipv4_parse(out->p, out->len, addr) &&
+               inet_ntop(AF_INET, addr, text, sizeof(text))) {
+        buf_reset(out);
+        buf_adds(out, text);
+    }
+    return ERR_OK;
+}
+
+bool host_is_ip(const char *host)
+{
+    return strchr(host, ':') || is_dotted_quad(host, strlen(host));
+}
+
+bool host_matches(const char *host, const char *rule)
+{
+    size_t hn = strlen(host);
+    size_t rn = strlen(rule);
+    if (rn == 0 || hn < rn)
+        return false;
+    if (host_is_ip(host))
+        return strcmp(host, rule) == 0;     /* "0.1" is no parent of "10.0.0.1" */
+    const char *tail = host + hn - rn;
+    for (size_t i = 0; i < rn; i++) {
+        if (ascii_lower((unsigned char)tail[i]) != ascii_lower((unsigned char)rule[i]))
+            return false;
+    }
+    return hn == rn || tail[-1] == '.';
 }
 
 /* A reg-name host as browsers will resolve it: escapes decoded, lowercase.
@@ -311,14 +385,27 @@ static const char *authority_check(const char *a, size_t n, struct buf *out, siz
 
 /* Whole URL */
 
+bool host_is_loopback(const char *host)
+{
+    return host_matches(host, "localhost") || !strncmp(host, "127.", 4) ||
+           !strcmp(host, "::1") || !strcmp(host, "0.0.0.0") || !strcmp(host, "::");
+}
+
+/* shortd's own names with their subdomains (www. and the like), its own
+ * addresses, and when one of those is this machine (loopback), every
+ * spelling of this machine: 127.0.0.2 and localhost reach the same place. */
 static bool self_host(const char *host, const char *const *self_hosts, struct buf *scratch)
 {
+    bool loopback = false;
     for (size_t i = 0; self_hosts && self_hosts[i]; i++) {
         const char *h = self_hosts[i];
-        if (host_normalise(h, strlen(h), scratch) == ERR_OK && strcmp(host, scratch->p) == 0)
+        if (host_normalise(h, strlen(h), scratch) != ERR_OK)
+            continue;
+        if (host_matches(host, scratch->p))
             return true;
+        loopback = loopback || host_is_loopback(scratch->p);
     }
-    return false;
+    return loopback && host_is_loopback(host);
 }
 
 static bool blocked_host(const char *host, const char *const *blocked)

@@ -2,7 +2,9 @@
 // PostgreSQL and one Redis (issue 22, item 4): a host blocked through one
 // node is refused by the other within the bus's second, at create and at a
 // PATCH of the URL, even when that node had counted an empty blocklist
-// before; a host unblocked on one node is accepted by the other again.
+// before; a host unblocked on one node is accepted by the other again; a
+// custom domain registered on one node (a destination that is shortd itself,
+// item 8) is refused by the other.
 //
 // Needs SHORTD_TEST_PG (tests/pg.sh) and SHORTD_TEST_REDIS (tests/redis.sh):
 // run as
@@ -120,4 +122,17 @@ it('a host blocked on one node while the other had counted a non-empty list is r
         last = await create(A, 'https://two-bl.example/x');
         return last.status === 400;
     }, { timeoutMs: BOUND_MS, intervalMs: 100 }), `A accepts two-bl.example: ${last.status} ${last.text}`);
+}, { skip });
+
+it('a custom domain registered on one node is refused as a destination by the other', async () => {
+    const warm = await create(B, 'https://go.brand-bl.example/before');
+    assert.equal(warm.status, 201, warm.text);  // B has counted no domain yet
+    const reg = await api(A, 'POST', '/api/domains', { key: admin, body: { host: 'go.brand-bl.example' } });
+    assert.equal(reg.status, 201, reg.text);
+    let last;
+    assert.ok(await poll(async () => {
+        last = await create(B, 'https://go.brand-bl.example/loop');
+        return last.status === 400;
+    }, { timeoutMs: BOUND_MS, intervalMs: 100 }), `B still links to the registered domain: ${last.status} ${last.text}`);
+    assert.equal(last.json.error.field, 'url');
 }, { skip });

@@ -57,7 +57,7 @@ static const struct url_case {
     {U("http://[::1]/"), ERR_OK, "http://[::1]/", "::1", NULL},
     {U("http://[2001:DB8:0:0::1]:8080/p"), ERR_OK, "http://[2001:db8::1]:8080/p", "2001:db8::1",
      NULL},
-    {U("http://[::ffff:192.0.2.1]"), ERR_OK, "http://[::ffff:192.0.2.1]", "::ffff:192.0.2.1", NULL},
+    {U("http://[::ffff:192.0.2.1]"), ERR_OK, "http://[::ffff:192.0.2.1]", "192.0.2.1", NULL},
     {U("http://example.org/a@b/c:d"), ERR_OK, "http://example.org/a@b/c:d", "example.org", NULL},
     {U("http://example.org/%7Euser/100%"), ERR_OK, "http://example.org/%7Euser/100%", "example.org",
      NULL},
@@ -71,7 +71,7 @@ static const struct url_case {
     {U("http://notexample.com/"), ERR_OK, "http://notexample.com/", "notexample.com", NULL},
     {U("http://example.com.evil.org/"), ERR_OK, "http://example.com.evil.org/",
      "example.com.evil.org", NULL},
-    {U("http://www.sho.rt/"), ERR_OK, "http://www.sho.rt/", "www.sho.rt", NULL},
+    {U("http://sho.rt.evil.org/"), ERR_OK, "http://sho.rt.evil.org/", "sho.rt.evil.org", NULL},
     {U("http://10.0.0.10/"), ERR_OK, "http://10.0.0.10/", "10.0.0.10", NULL},
 
     /* Nothing that could split a header or hide in one */
@@ -151,6 +151,12 @@ static const struct url_case {
     {U("http://sho.rt./x"), ERR_FORBIDDEN, NULL, NULL, self_why},
     {U("http://%73ho.rt/x"), ERR_FORBIDDEN, NULL, NULL, self_why},
     {U("http://go.sho.rt/x"), ERR_FORBIDDEN, NULL, NULL, self_why},
+    {U("http://www.sho.rt/x"), ERR_FORBIDDEN, NULL, NULL, self_why},
+    {U("http://a.b.sho.rt:1/x"), ERR_FORBIDDEN, NULL, NULL, self_why},
+    {U("http://notsho.rt/x"), ERR_OK, "http://notsho.rt/x", "notsho.rt", NULL},
+    {U("http://[::ffff:10.0.0.1]/"), ERR_FORBIDDEN, NULL, NULL, block_why},
+    {U("http://[::ffff:a00:1]/"), ERR_FORBIDDEN, NULL, NULL, block_why},
+    {U("http://110.0.0.1/"), ERR_OK, "http://110.0.0.1/", "110.0.0.1", NULL},
 
     /* Blocked hosts and their subdomains, not lookalikes */
     {U("http://example.com/"), ERR_FORBIDDEN, NULL, NULL, block_why},
@@ -245,6 +251,30 @@ void test_url_resets_outputs(void)
     CHECK_EQ_INT(host.len, 0);
     CHECK_EQ_STR(buf_cstr(&out), "");
 
+    /* shortd on a loopback address: every spelling of this machine is self,
+     * and an address blocked in one spelling is blocked in every other. */
+    static const char *const loop_self[] = {"127.0.0.1:8080", NULL};
+    static const char *const loop_blocked[] = {"192.0.2.7", NULL};
+    const struct urlcheck_opts loop = {loop_self, loop_blocked};
+    static const char *const self_urls[] = {
+        "http://127.0.0.1/",        "http://127.0.0.2:8080/x", "http://127.255.255.254/",
+        "http://[::ffff:127.0.0.1]/", "http://[::FFFF:7f00:1]:8080/", "http://[::1]/",
+        "http://localhost:8080/",   "http://LocalHost./",      "http://a.localhost/",
+        "http://0.0.0.0:8080/",     "http://[::]/",            "http://%6cocalhost/",
+    };
+    for (size_t i = 0; i < sizeof(self_urls) / sizeof(self_urls[0]); i++) {
+        int rc = urlcheck(self_urls[i], strlen(self_urls[i]), &loop, &out, &host, &why);
+        if (!CHECK(rc == ERR_FORBIDDEN && why && strcmp(why, self_why) == 0))
+            test_note("%s: rc %d, host \"%s\"", self_urls[i], rc, buf_cstr(&host));
+    }
+    CHECK_EQ_INT(urlcheck(U("http://[::ffff:192.0.2.7]/"), &loop, &out, &host, &why), ERR_FORBIDDEN);
+    CHECK_EQ_STR(why, block_why);
+    CHECK_EQ_INT(urlcheck(U("http://128.0.0.1/"), &loop, &out, &host, &why), ERR_OK);
+    CHECK_EQ_INT(urlcheck(U("http://localhost.example/"), &loop, &out, &host, &why), ERR_OK);
+    /* ... but on a public name, localhost is someone else's machine. */
+    CHECK_EQ_INT(urlcheck(U("http://localhost/"), &opts, &out, &host, &why), ERR_OK);
+    CHECK_EQ_INT(urlcheck(U("http://127.0.0.2/"), &opts, &out, &host, &why), ERR_OK);
+
     /* No options: nothing is self or blocked; no interest in the reason. */
     CHECK_EQ_INT(urlcheck(U("http://sho.rt/"), NULL, &out, &host, NULL), ERR_OK);
     struct urlcheck_opts none = {NULL, NULL};
@@ -271,6 +301,26 @@ void test_host_normalise(void)
         {"::1", "::1"},
         {"[2001:DB8:0:0::1]:443", "2001:db8::1"},
         {"2001:db8::1", "2001:db8::1"},
+        {"[::ffff:127.0.0.1]", "127.0.0.1"},
+        {"::FFFF:7f00:1", "127.0.0.1"},
+        {"[::ffff:7f00:1]:80", "127.0.0.1"},
+        {"::ffff:1:7f00:1", "::ffff:1:7f00:1"},
+        {"2130706433", "127.0.0.1"},
+        {"0x7f000001", "127.0.0.1"},
+        {"0x7F.1", "127.0.0.1"},
+        {"0177.0.0.1", "127.0.0.1"},
+        {"127.1", "127.0.0.1"},
+        {"127.0.1", "127.0.0.1"},
+        {"10.0.0.1.", "10.0.0.1"},
+        {"0x", "0.0.0.0"},
+        {"4294967295", "255.255.255.255"},
+        {"4294967296", "4294967296"},
+        {"1.2.3.4.5", "1.2.3.4.5"},
+        {"256.1.1.1", "256.1.1.1"},
+        {"1.256", "1.0.1.0"},
+        {"08.1.1.1", "08.1.1.1"},
+        {"1..1", "1..1"},
+        {"a.0x10", "a.0x10"},
         {"", NULL},
         {".", NULL},
         {":80", NULL},
@@ -306,4 +356,13 @@ void test_host_matches(void)
     CHECK(!host_matches("example.com", ""));
     CHECK(!host_matches("", "example.com"));
     CHECK(host_matches("::1", "::1"));
+    /* An address has no parents: blocking "0.1" blocks no 10.0.0.1. */
+    CHECK(!host_matches("10.0.0.1", "0.1"));
+    CHECK(!host_matches("10.0.0.1", "0.0.1"));
+    CHECK(host_matches("10.0.0.1", "10.0.0.1"));
+    CHECK(!host_matches("2001:db8::1", "db8::1"));
+    CHECK(host_is_ip("10.0.0.1") && host_is_ip("::1") && !host_is_ip("10.0.0.1.example"));
+    CHECK(host_is_loopback("127.0.0.9") && host_is_loopback("localhost") &&
+          host_is_loopback("x.localhost") && !host_is_loopback("localhost.example") &&
+          !host_is_loopback("128.0.0.1"));
 }

@@ -285,3 +285,12 @@ void clientaddr_of(const struct request *r, struct client_ip *out)
     }
     clientaddr_resolve(ca, (const struct sockaddr *)r->peer, xff, n, out);
 }
+
+bool clientaddr_peer_trusted(const struct request *r)
+{
+    const struct clientaddr *ca = r->app ? r->app->clientaddr : NULL;
+    struct client_ip peer;
+    if (!ca || !ca->n || !clientaddr_from_sockaddr((const struct sockaddr *)r->peer, &peer))
+        return false;
+    return clientaddr_trusted(ca, &peer);
+}

@@ -9,6 +9,9 @@
  * client can write anything on the left, never on the right of what a proxy
  * appends). IPv4-mapped IPv6 addresses count as IPv4.
  *
+ * The same trust decides whether the country header a CDN adds is believed
+ * (clientaddr_peer_trusted).
+ *
  * The address is personal data: it may feed a keyed hash, a country lookup or
  * a rate limit key, and is never logged or stored. */
 #ifndef SHORTD_CLIENTADDR_H
@@ -49,6 +52,10 @@ void clientaddr_resolve(const struct clientaddr *ca, const struct sockaddr *peer
                         const struct slice *xff, int nxff, struct client_ip *out);
 /* The client of a request: the app's trusted proxies and its headers. */
 void clientaddr_of(const struct request *r, struct client_ip *out);
+/* Whether the request's TCP peer is one of the app's trusted proxies: only
+ * then is a header that a proxy or CDN sets about the client (its country:
+ * config `country-header`) believed, since anyone else can send it too. */
+bool clientaddr_peer_trusted(const struct request *r);
 
 /* Conversions */
 

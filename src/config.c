@@ -47,7 +47,7 @@ static const struct setting settings[] = {
     {"journal", C_STR, F(journal), NULL, 0, 0,
      "click journal directory (default: the database path + .clicks)"},
     {"country-header", C_STR, F(country_header), "CF-IPCountry", 0, 0,
-     "request header a CDN puts the client's country in"},
+     "request header a CDN puts the client's country in (believed from trusted-proxies only)"},
     {"geoip-db", C_STR, F(geoip_db), NULL, 0, 0,
      "MaxMind country database; when set, it decides the country instead of the header"},
     {"threads", C_INT, F(threads), "0", 0, 256, "event-loop threads (0: one per core)"},

@@ -27,7 +27,8 @@ void geo_close(struct geo *g); /* NULL is fine */
 void geo_country(const struct geo *g, const struct sockaddr *sa, char cc[3]);
 
 /* The value of a CDN country header (Cloudflare's CF-IPCountry and the like),
- * n bytes at v: two ASCII letters, after leading and trailing spaces and tabs,
+ * to be read only from a request whose peer is a trusted proxy
+ * (clientaddr_peer_trusted), n bytes at v: two ASCII letters, after leading and trailing spaces and tabs,
  * become an upper case copy; "XX" (unknown), "T1" (Tor) and anything else
  * become "". Pure. */
 void geo_from_header(const char *v, size_t n, char cc[3]);

@@ -166,8 +166,8 @@ static void record_click(struct request *r, struct slice code, int64_t now, uint
         struct sockaddr_storage sa;
         clientaddr_to_sockaddr(&ip, &sa);
         geo_country(app->geo, (const struct sockaddr *)&sa, e.country);
-    } else if (country.p) {
-        geo_from_header(country.p, country.n, e.country);
+    } else if (country.p && clientaddr_peer_trusted(r)) {
+        geo_from_header(country.p, country.n, e.country);   /* set by a trusted CDN or proxy */
     }
     e.visitor = clicks_visitor(app->clicks, day_number(now), ip.bytes, ip.n, e.ua.p, e.ua.n);
     clicks_record(app->clicks, worker_index(worker_current()), &e);

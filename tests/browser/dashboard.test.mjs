@@ -57,7 +57,7 @@ before(async () => {
     if (z.error) throw new Error('no zbarimg: run scripts/setup.sh (apt-get install zbar-tools)');
     fs.mkdirSync(SHOTS, { recursive: true });
     dir = tempDir();
-    srv = await startServer();
+    srv = await startServer({ args: ['--trusted-proxies', '127.0.0.1/32'] });   // believes cf-ipcountry
     otherKey = createKey(srv, 'someone-else');
     theirs = await createLink(srv, otherKey, { url: 'https://example.com/theirs', title: 'Not yours' });
     // Enough links for two pages of the table (50 a page); the one tagged

@@ -71,11 +71,12 @@ const DIMS = ['referrers', 'ref_groups', 'countries', 'browsers', 'os', 'devices
 
 /* ---------------------------------------------------------------- servers */
 
-let srv;      // main server, base URL https://sho.example, country from CF-IPCountry
+let srv;      // main server, base URL https://sho.example, trusts no proxy
 let admin;
+let cdn;      // like srv, behind a trusted proxy (the test): country from CF-IPCountry
 let geo;      // --geoip-db (127.0.0.0/8 → NL); also used for top and /api/stats
 let geoAdmin;
-let dur;      // explicit --journal, --retention-days, --country-header: crash and replay
+let dur;      // explicit --journal, --retention-days, --country-header (trusted): crash and replay
 let durAdmin;
 let durJournal;
 let mmdb = null;
@@ -86,10 +87,12 @@ before(async () => {
     const r = spawnSync('perl', [path.join(ROOT, 'tests/data/make-geo-mmdb.pl'), p], { encoding: 'utf8' });
     if (r.status === 0 && fs.existsSync(p)) mmdb = p;
     durJournal = path.join(tempDir(), 'journal');   // not there yet: the server makes it
-    [srv, geo, dur] = await Promise.all([
+    [srv, geo, dur, cdn] = await Promise.all([
         startServer({ baseUrl: `https://${BASE_HOST}` }),
         startServer({ args: [...(mmdb ? ['--geoip-db', mmdb] : []), '--click-flush-ms', '100', '--journal-sync-ms', '10'] }),
-        startServer({ args: ['--journal', durJournal, '--retention-days', '30', '--country-header', 'X-Geo-Country'] }),
+        startServer({ args: ['--journal', durJournal, '--retention-days', '30', '--country-header', 'X-Geo-Country',
+            '--trusted-proxies', '127.0.0.1/32'] }),
+        startServer({ baseUrl: `https://${BASE_HOST}`, args: ['--trusted-proxies', '127.0.0.1/32'] }),
     ]);
     admin = srv.adminKey;
     geoAdmin = geo.adminKey;
@@ -97,7 +100,7 @@ before(async () => {
 });
 
 after(async () => {
-    for (const s of [srv, geo, dur]) if (s && s.running) await s.stop();
+    for (const s of [srv, geo, dur, cdn]) if (s && s.running) await s.stop();
 });
 
 /* ------------------------------------------------------------------ dates */
@@ -395,8 +398,8 @@ it('a click without a User-Agent header is an empty_ua bot click', async () => {
 /* ============================================================ dimensions */
 
 it('every dimension comes out of crafted requests; bots never reach the human ones', async () => {
-    const key = createKey(srv, 'dimensions');
-    const l = await createLink(srv, key, { url: 'https://example.com/dims' });
+    const key = createKey(cdn, 'dimensions');
+    const l = await createLink(cdn, key, { url: 'https://example.com/dims' });
     const c0 = `/${l.code}`;
     // [user agent, headers, query, expected {referrer, group, country, browser, os, device, language}]
     const rows = [
@@ -419,7 +422,7 @@ it('every dimension comes out of crafted requests; bots never reach the human on
             ['duckduckgo.com', 'search', 'GB', 'Firefox', 'Linux', 'desktop', 'en']],
     ];
     const tStart = Date.now();
-    await withConn(srv, async (c) => {
+    await withConn(cdn, async (c) => {
         for (const [ua, h, q] of rows) await click(c, c0 + q, { 'User-Agent': ua, 'X-Forwarded-For': XFF, ...h });
         // Bots with every dimension set: none of it may show in the human dimensions.
         await click(c, `${c0}?utm_source=botsrc&utm_medium=botmed&utm_campaign=botcamp`, {
@@ -432,7 +435,7 @@ it('every dimension comes out of crafted requests; bots never reach the human on
         });
     });
     const tEnd = Date.now();
-    const s = await waitStats(srv, l.code, key, { clicks: rows.length, bot_clicks: 2 });
+    const s = await waitStats(cdn, l.code, key, { clicks: rows.length, bot_clicks: 2 });
     checkShape(s, { code: l.code });
     checkSums(s);
 

@@ -36,7 +36,10 @@
  * redirect reads such a link from the store. The cache is bounded by entry
  * count, and remembered misses by an eighth of it, so a scan of random codes
  * cannot crowd out real links; when full, new entries are simply not cached
- * and lookups go to the store. */
+ * and lookups go to the store. Misses all live for one miss_ttl, so a ring of
+ * them in the order they were made (writer side only, under the writer lock)
+ * tells which expired first: each new miss first takes a few expired ones
+ * out, and a scan's misses make room for later ones once their time is up. */
 #include "cache.h"
 
 #include <pthread.h>
@@ -113,6 +116,17 @@ struct table {
     _Alignas(64) _Atomic uint64_t slot[];   /* eight to a cache line */
 };
 
+/* A remembered miss, as cache_fill_miss made it: all live for one miss_ttl,
+ * so the ring of them in the order they were made is in the order they
+ * expire, and the expired ones are taken from its front. */
+struct missq {
+    int64_t expires;
+    uint8_t n;
+    char code[CODE_MAX];
+};
+
+#define MISS_SWEEP 64               /* expired misses cache_fill_miss takes out at most */
+
 struct cache {
     struct slab slab;
     struct table *_Atomic table;
@@ -124,6 +138,8 @@ struct cache {
     atomic_size_t count;
     atomic_size_t misses;           /* remembered misses among count */
     atomic_size_t bytes;            /* the entries in the table, as carved */
+    struct missq *mq;               /* remembered misses, oldest first: a ring, under mu */
+    size_t mq_head, mq_len, mq_cap;
     pthread_mutex_t retire_mu;
     struct entry **retired;         /* out of the table, waiting for a grace period */
     size_t nretired, cap_retired;
@@ -598,12 +614,67 @@ void cache_fill(struct cache *c, const struct link *l, int64_t now_ms)
     store(c, entry_of_link(c, l, n), true, now_ms);
 }
 
+/* Under the writer lock: takes out of the table the misses at the front of
+ * the ring whose time is up (at most MISS_SWEEP), so that the bound on
+ * misses counts the live ones only. A code whose miss was since replaced (by
+ * a link, or a newer miss) or removed is left as it is. */
+static void sweep_misses(struct cache *c, int64_t now_ms)
+{
+    for (int k = 0; k < MISS_SWEEP && c->mq_len; k++) {
+        const struct missq *m = &c->mq[c->mq_head];
+        if (m->expires > now_ms && m->expires <= now_ms + c->miss_ttl)
+            return;     /* live (or the clock stepped back: then it goes too) */
+        uint64_t hash = cache_hash(c, m->code, m->n);
+        const struct entry *e = find(table_of(c), hash, m->code, m->n);
+        if (e && (e->flags & F_MISS) && entry_expires(e) == m->expires) {
+            if (c->next)
+                table_del(c->next, hash, m->code, m->n);
+            retire(c, table_del(table_of(c), hash, m->code, m->n));
+        }
+        c->mq_head = (c->mq_head + 1) % c->mq_cap;
+        c->mq_len--;
+    }
+}
+
+/* Under the writer lock: appends a miss to the ring, which grows up to the
+ * bound (an eighth of the cache) as misses come. */
+static void push_miss(struct cache *c, const char *code, size_t n, int64_t expires)
+{
+    if (c->mq_len == c->mq_cap) {
+        size_t cap = c->mq_cap ? c->mq_cap * 2 : 64;
+        struct missq *q = malloc(cap * sizeof(*q));
+        if (!q)
+            abort();
+        for (size_t i = 0; i < c->mq_len; i++)
+            q[i] = c->mq[(c->mq_head + i) % c->mq_cap];
+        free(c->mq);
+        c->mq = q;
+        c->mq_head = 0;
+        c->mq_cap = cap;
+    }
+    struct missq *m = &c->mq[(c->mq_head + c->mq_len++) % c->mq_cap];
+    m->expires = expires;
+    m->n = (uint8_t)n;
+    memcpy(m->code, code, n);
+}
+
 void cache_fill_miss(struct cache *c, const char *code, size_t n, int64_t now_ms)
 {
-    if (n > CODE_MAX || c->miss_ttl <= 0 || full(c) ||
-        atomic_load(&c->misses) >= c->max_entries / 8)
+    size_t bound = c->max_entries / 8;
+    if (n > CODE_MAX || c->miss_ttl <= 0 || full(c) || bound == 0)
         return;
-    store(c, entry_new(c, code, n, NULL, 0, now_ms + c->miss_ttl, F_MISS, NULL), true, now_ms);
+    int64_t expires = now_ms + c->miss_ttl;
+    struct entry *e = entry_new(c, code, n, NULL, 0, expires, F_MISS, NULL);
+    pthread_mutex_lock(&c->mu);
+    sweep_misses(c, now_ms);
+    /* The ring holds every miss made within one miss_ttl (some since
+     * replaced), so this bounds the live misses too. */
+    bool stored = c->mq_len < bound && place(c, e, cache_hash(c, code, n), true, now_ms);
+    if (stored)
+        push_miss(c, code, n, expires);
+    pthread_mutex_unlock(&c->mu);
+    if (!stored)
+        drop(c, e);
 }
 
 void cache_remove(struct cache *c, const char *code, size_t n)
@@ -633,6 +704,7 @@ void cache_clear(struct cache *c)
         retire_table(c, c->next);   /* a copy under way: cache_reclaim sees it gone */
         c->next = NULL;
     }
+    c->mq_head = c->mq_len = 0;     /* their misses are gone with the table */
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -712,6 +784,7 @@ void cache_free(struct cache *c)
         free(c->slab.blocks[i]);
     free(c->slab.blocks);
     pthread_mutex_destroy(&c->slab.mu);
+    free(c->mq);
     free(c);
 }
 

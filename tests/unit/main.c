@@ -108,6 +108,7 @@
     X(cache_put_get)                                                                               \
     X(cache_fill_never_overwrites)                                                                 \
     X(cache_bounds)                                                                                \
+    X(cache_misses_expire)                                                                         \
     X(cache_grow_and_churn)                                                                        \
     X(cache_readers_during_writes)                                                                 \
     X(rcache_url)                                                                                  \

@@ -180,6 +180,59 @@ static void put_n(struct cache *c, int from, int to, int version)
 /* The table grows past the size it grows at in the writer (256 Ki slots)
  * only in cache_reclaim; removals leave tombstones that later lookups must
  * step over, and puts reuse. Every entry stays findable through all of it. */
+/* A scan of more unknown codes than the misses' bound: once its misses are
+ * out of time, later unknown codes are remembered again (the expired ones
+ * make room), not sent to the store on every lookup. */
+void test_cache_misses_expire(void)
+{
+    cache_thread_register();
+    struct cache *c = cache_new(64, 1000);     /* at most 8 misses */
+    char code[32];
+    struct cache_view v;
+    for (int i = 0; i < 100; i++) {
+        snprintf(code, sizeof(code), "scan%03d", i);
+        cache_fill_miss(c, code, strlen(code), 0);
+    }
+    CHECK_EQ_INT(cache_entries(c), 8);
+    CHECK(get(c, "scan000", 999, &v) && v.miss);
+    CHECK(!get(c, "scan099", 999, &v));
+    /* A miss and a link made over a miss: the sweep takes only the miss. */
+    struct link lk = mk("linked", "https://example.com/l", 0, LINK_ACTIVE);
+    cache_put(c, &lk);
+    for (int round = 1; round <= 3; round++) {
+        int64_t t = round * 1000 + 500;     /* every earlier miss is out of time */
+        int remembered = 0;
+        for (int i = 0; i < 8; i++) {
+            snprintf(code, sizeof(code), "later%d_%d", round, i);
+            cache_fill_miss(c, code, strlen(code), t);
+            remembered += get(c, code, t, &v) && v.miss;
+        }
+        if (!CHECK_EQ_INT(remembered, 8))
+            test_note("round %d: %d of 8 later misses remembered", round, remembered);
+        CHECK_EQ_INT(cache_entries(c), 9);  /* the 8 live misses and the link */
+        CHECK(!get(c, "scan000", t, &v));
+        CHECK(get(c, "linked", t, &v) && !v.miss && v.url_len == strlen(lk.url));
+        /* Still bounded: a ninth live miss is not remembered. */
+        cache_fill_miss(c, "one-more", 8, t);
+        CHECK(!get(c, "one-more", t, &v));
+    }
+    /* A miss replaced by a newer one of the same code stays. */
+    cache_fill_miss(c, "again", 5, 10000);
+    cache_fill_miss(c, "again", 5, 11000);
+    cache_fill_miss(c, "other", 5, 11500);
+    CHECK(get(c, "again", 11500, &v) && v.miss);
+    /* After a clear, the bound starts over. */
+    cache_clear(c);
+    for (int i = 0; i < 8; i++) {
+        snprintf(code, sizeof(code), "clear%d", i);
+        cache_fill_miss(c, code, strlen(code), 12000);
+        CHECK(get(c, code, 12000, &v) && v.miss);
+    }
+    cache_reclaim(c);
+    cache_free(c);
+    cache_thread_unregister();
+}
+
 void test_cache_grow_and_churn(void)
 {
     cache_thread_register();

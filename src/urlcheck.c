@@ -8,9 +8,12 @@
  * way browsers will read it, so that what the blocklist sees is where the
  * user lands: percent-escapes in it are decoded, numeric hosts must be plain
  * dotted-quad IPv4 (browsers read "0x7f.1" or "2130706433" as 127.0.0.1) and
- * IPv6 addresses are put in canonical form. The stored URL has its scheme and
- * host lowercased and non-ASCII bytes and the characters never valid in a
- * URL percent-encoded; the path, query and fragment are otherwise untouched.
+ * IPv6 addresses are put in canonical form; the rules compare the host as
+ * host_normalise gives it, where an IPv4-mapped IPv6 address is its IPv4
+ * address, so no spelling of an address escapes them. The stored URL has
+ * its scheme and host lowercased and non-ASCII bytes and the characters never
+ * valid in a URL percent-encoded; the path, query and fragment are otherwise
+ * untouched.
  * Pure: no I/O, no global state, safe from any thread. */
 #include "urlcheck.h"
 
@@ -70,7 +73,7 @@ static bool has_prefix_nocase(const char *s, size_t n, const char *prefix)
     return true;
 }
 
-/* Host checks */
+/* IPv4 spellings */
 
 /* WHATWG's "ends in a number": a host whose last label is all digits or
  * 0x-hex is an IPv4 address to a browser, in any of its odd spellings. */
@@ -257,6 +260,8 @@ bool host_matches(const char *host, const char *rule)
     }
     return hn == rn || tail[-1] == '.';
 }
+
+/* Host checks */
 
 /* A reg-name host as browsers will resolve it: escapes decoded, lowercase.
  * Appends it to 'out' (trailing dot kept); NULL or the reason it is bad. */

@@ -1,9 +1,10 @@
 /* bus.h - the invalidation bus: tells every node to drop a code from its
- * in-process cache (or to count the blocklist again), through Redis pub/sub (channel "shortd:invalidate") and
- * PostgreSQL LISTEN/NOTIFY (channel "shortd_invalidate"), either or both; each
- * works without the other, so the PostgreSQL path still delivers while Redis
- * is down. Each transport has one thread of its own that listens, publishes
- * and reconnects by itself; nothing here ever blocks the caller. */
+ * in-process cache (or to count the blocklist again), through Redis pub/sub
+ * (channel "shortd:invalidate") and PostgreSQL LISTEN/NOTIFY (channel
+ * "shortd_invalidate"), either or both; each works without the other, so
+ * the PostgreSQL path still delivers while Redis is down. Each transport has
+ * one thread of its own that listens, publishes and reconnects by itself;
+ * nothing here ever blocks the caller. */
 #ifndef SHORTD_BUS_H
 #define SHORTD_BUS_H
 

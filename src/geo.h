@@ -28,9 +28,9 @@ void geo_country(const struct geo *g, const struct sockaddr *sa, char cc[3]);
 
 /* The value of a CDN country header (Cloudflare's CF-IPCountry and the like),
  * to be read only from a request whose peer is a trusted proxy
- * (clientaddr_peer_trusted), n bytes at v: two ASCII letters, after leading and trailing spaces and tabs,
- * become an upper case copy; "XX" (unknown), "T1" (Tor) and anything else
- * become "". Pure. */
+ * (clientaddr_peer_trusted), n bytes at v: two ASCII letters, after leading and
+ * trailing spaces and tabs, become an upper case copy; "XX" (unknown), "T1"
+ * (Tor) and anything else become "". Pure. */
 void geo_from_header(const char *v, size_t n, char cc[3]);
 
 #endif

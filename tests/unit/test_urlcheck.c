@@ -267,7 +267,8 @@ void test_url_resets_outputs(void)
         if (!CHECK(rc == ERR_FORBIDDEN && why && strcmp(why, self_why) == 0))
             test_note("%s: rc %d, host \"%s\"", self_urls[i], rc, buf_cstr(&host));
     }
-    CHECK_EQ_INT(urlcheck(U("http://[::ffff:192.0.2.7]/"), &loop, &out, &host, &why), ERR_FORBIDDEN);
+    CHECK_EQ_INT(urlcheck(U("http://[::ffff:192.0.2.7]/"), &loop, &out, &host, &why),
+                 ERR_FORBIDDEN);
     CHECK_EQ_STR(why, block_why);
     CHECK_EQ_INT(urlcheck(U("http://128.0.0.1/"), &loop, &out, &host, &why), ERR_OK);
     CHECK_EQ_INT(urlcheck(U("http://localhost.example/"), &loop, &out, &host, &why), ERR_OK);

@@ -71,6 +71,7 @@ struct clicks {
     int nworkers;
     struct local *local;
     int64_t flush_ms;
+    int64_t sync_ms;
 
     pthread_t thread;
     bool started;
@@ -91,6 +92,10 @@ struct clicks {
     _Atomic uint64_t committed;         /* events in the store */
     uint64_t released;
 
+    _Atomic bool journal_down;          /* store every sync_ms rather than flush_ms */
+    pthread_mutex_t health_mu;
+    struct journal_health health;       /* the journal's, as of its last sync */
+
     struct salt_slot salt[2];
 };
 
@@ -110,6 +115,7 @@ struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *
     pthread_cond_init(&c->cv, NULL);
     pthread_mutex_init(&c->fold_mu, NULL);
     pthread_cond_init(&c->fold_cv, NULL);
+    pthread_mutex_init(&c->health_mu, NULL);
     atomic_store(&c->salt[0].day, -1);
     atomic_store(&c->salt[1].day, -1);
     return c;
@@ -137,6 +143,7 @@ void clicks_free(struct clicks *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->fold_cv);
     pthread_mutex_destroy(&c->fold_mu);
+    pthread_mutex_destroy(&c->health_mu);
     sodium_memzero(c->salt, sizeof(c->salt));
     free(c);
 }
@@ -261,6 +268,24 @@ static void wait_a_while(pthread_cond_t *cv, pthread_mutex_t *mu)
     pthread_cond_timedwait(cv, mu, &until);
 }
 
+/* Publishes the journal's health, and while it is down makes the fold
+ * thread store every sync interval: the store then keeps the promise of
+ * the journal (a crash loses no more than a sync window of clicks). */
+static void note_health(struct clicks *c)
+{
+    pthread_mutex_lock(&c->health_mu);
+    journal_health(c->journal, &c->health);
+    atomic_store(&c->journal_down, c->health.down);
+    pthread_mutex_unlock(&c->health_mu);
+}
+
+void clicks_health(struct clicks *c, struct journal_health *out)
+{
+    pthread_mutex_lock(&c->health_mu);
+    *out = c->health;
+    pthread_mutex_unlock(&c->health_mu);
+}
+
 /* The journal thread: appends and syncs whatever the workers handed over,
  * passes it on to the fold thread, and releases the journal up to the last
  * stored checkpoint. */
@@ -278,11 +303,12 @@ static void *journal_main(void *arg)
         bool stopping = c->stop;
         pthread_mutex_unlock(&c->mu);
 
-        if (b) {
-            for (struct batch *x = b; x; x = x->next)
-                journal_batch(c, x);
-            if (journal_sync(c->journal, &synced) != ERR_OK)
-                log_at(LOG_ERROR, "cannot sync the click journal");
+        for (struct batch *x = b; x; x = x->next)
+            journal_batch(c, x);
+        /* A journal that is down tries again every pass, clicks or not. */
+        if (b || atomic_load(&c->journal_down)) {
+            journal_sync(c->journal, &synced);  /* a failure is logged, and shows in health */
+            note_health(c);
         }
         pthread_mutex_lock(&c->fold_mu);
         if (b) {
@@ -301,8 +327,10 @@ static void *journal_main(void *arg)
 
         uint64_t done = atomic_load(&c->committed_pos);
         if (done > c->released) {
+            journal_skip_to(c->journal, done);  /* stored while the journal was down */
             journal_release(c->journal, done);
             c->released = done;
+            note_health(c);
         }
         pthread_mutex_lock(&c->mu);
         if (stopping && !c->queue)
@@ -322,6 +350,8 @@ static void *fold_main(void *arg)
     int64_t next_store = mono_ms() + c->flush_ms;
     pthread_mutex_lock(&c->fold_mu);
     for (;;) {
+        if (atomic_load(&c->journal_down) && next_store > mono_ms() + c->sync_ms)
+            next_store = mono_ms() + c->sync_ms;
         bool due = mono_ms() >= next_store;
         bool waiting = atomic_load(&c->inflight) || aggregate_empty(c->agg);
         if (!c->fold && !c->fold_stop && (!due || waiting)) {
@@ -350,7 +380,7 @@ static void *fold_main(void *arg)
         if (idle && !aggregate_empty(c->agg) && due) {
             atomic_store(&c->inflight, true);
             aggregate_submit(c->agg, c->writer, folded, job_done, c);
-            next_store = mono_ms() + c->flush_ms;
+            next_store = mono_ms() + (atomic_load(&c->journal_down) ? c->sync_ms : c->flush_ms);
         }
         if (stopping && !atomic_load(&c->inflight) && aggregate_empty(c->agg))
             break;
@@ -441,9 +471,11 @@ static int replay(struct clicks *c, uint64_t from, uint64_t upto, bool resume, u
     return ERR_OK;
 }
 
-int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int nice)
+int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int64_t sync_ms,
+                 int nice)
 {
     c->flush_ms = flush_ms;
+    c->sync_ms = sync_ms;
     uint64_t end = 0, from = 0;
     int rc = journal_open(journal_dir, SEGMENT_MAX, &c->journal, &end);
     if (rc != ERR_OK)
@@ -463,6 +495,15 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
     if (partial > from && partial <= end) {
         rc = replay(c, from, partial, true, &events);
         from = partial;
+    } else if (partial > end) {
+        /* Stopped part way while the journal was down: what it had not
+         * stored is lost; replaying the journal under it would count the
+         * rest twice. */
+        log_at(LOG_WARN,
+               "a job storing clicks of journal '%s' up to position %llu stopped part way, "
+               "past the journal's end (%llu): its clicks not yet stored are lost",
+               journal_dir, (unsigned long long)partial, (unsigned long long)end);
+        from = partial;
     }
     if (rc == ERR_OK && from < end)
         rc = replay(c, from, end, false, &events);
@@ -470,9 +511,20 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
         return rc;
     if (events)
         log_at(LOG_INFO, "replayed %llu clicks from the journal", (unsigned long long)events);
+    if (from > end) {
+        /* Stored while the journal was down, or the journal lost its tail:
+         * positions below the store's are never used again. */
+        log_at(LOG_WARN,
+               "the store has the clicks of journal '%s' up to position %llu, past its end "
+               "(%llu): nothing to replay, new clicks are journaled from there",
+               journal_dir, (unsigned long long)from, (unsigned long long)end);
+        journal_skip_to(c->journal, from);
+        end = from;
+    }
     journal_release(c->journal, end);
     c->released = end;
     atomic_store(&c->committed_pos, end);
+    note_health(c);
     struct coop_role fold = {"shortd-fold", nice, 0}, journaling = {"shortd-journal", -1, 0};
     if (coop_start(&c->fold_thread, fold, fold_main, c) != 0)
         return log_fail(ERR_IO, "cannot start the click pipeline");

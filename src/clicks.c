@@ -21,6 +21,7 @@
  * the key. */
 #include "clicks.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "aggregate.h"
 #include "coop.h"
@@ -419,36 +421,110 @@ struct wait {
     int rc;
 };
 
-/* The journal's identity: a random id kept in DIR/id, made on first use. It
- * names the journal's checkpoint in the store, so a journal (and whatever
- * database it travels with) always resumes from its own position. */
-static int journal_id(const char *dir, char id[33])
+/* The journal's identity: a random id, made on first use, that names its
+ * checkpoint in the store, so a journal (and whatever database it travels
+ * with) always resumes from its own position. It is kept twice, in DIR/id
+ * and DIR/id.bak, each "<32 hex digits> <CRC-32 of them, 8 hex digits>\n"
+ * (a file of the 32 digits alone, as written before the copy, is read too):
+ * one copy lost or damaged is restored from the other. */
+#define ID_HEX 32
+
+static bool is_hex(const char *p, size_t n)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/id", dir);
+    for (size_t i = 0; i < n; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* True when 'path' holds a valid id; *exists says whether the file was there. */
+static bool id_read(const char *path, char id[ID_HEX + 1], bool *exists)
+{
+    char text[64];
     FILE *f = fopen(path, "r");
-    if (f) {
-        bool ok = fgets(id, 33, f) && strlen(id) == 32;
-        fclose(f);
-        if (ok)
-            return ERR_OK;
-        return log_fail(ERR_IO, "journal id file '%s' is damaged", path);
+    *exists = f != NULL || errno != ENOENT;
+    if (!f)
+        return false;
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (n < ID_HEX || !is_hex(text, ID_HEX))
+        return false;
+    if (n == ID_HEX) {
+        /* the format before the copy */
+    } else if (n == ID_HEX + 10 && text[ID_HEX] == ' ' && text[ID_HEX + 9] == '\n' &&
+               is_hex(text + ID_HEX + 1, 8)) {
+        unsigned long want = strtoul(text + ID_HEX + 1, NULL, 16);
+        if (crc32(0L, (const unsigned char *)text, ID_HEX) != want)
+            return false;
+    } else {
+        return false;
     }
-    unsigned char raw[16];
-    randombytes_buf(raw, sizeof(raw));
-    sodium_bin2hex(id, 33, raw, sizeof(raw));
+    memcpy(id, text, ID_HEX);
+    id[ID_HEX] = '\0';
+    return true;
+}
+
+static int id_write(const char *path, const char *id)
+{
     char tmp[4104];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (!f || fputs(id, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    FILE *f = fopen(tmp, "w");
+    unsigned long crc = crc32(0L, (const unsigned char *)id, ID_HEX);
+    if (!f || fprintf(f, "%s %08lx\n", id, crc) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         if (f)
             fclose(f);
-        return log_fail(ERR_IO, "cannot write journal id file '%s'", path);
+        return log_fail(ERR_IO, "cannot write journal id file '%s': %s", path, strerror(errno));
     }
     fclose(f);
     if (rename(tmp, path) != 0)
-        return log_fail(ERR_IO, "cannot write journal id file '%s'", path);
+        return log_fail(ERR_IO, "cannot write journal id file '%s': %s", path, strerror(errno));
     return ERR_OK;
+}
+
+/* Finds the journal's id in either copy, restoring the other, or makes a
+ * new one (*made). *lost when both copies are gone or damaged while the
+ * journal holds records: the store's position in them is then unknown. */
+static int journal_id(const char *dir, bool has_records, char id[ID_HEX + 1], bool *made,
+                      bool *lost)
+{
+    char path[2][4096], got[2][ID_HEX + 1];
+    bool ok[2], exists[2];
+    snprintf(path[0], sizeof(path[0]), "%s/id", dir);
+    snprintf(path[1], sizeof(path[1]), "%s/id.bak", dir);
+    for (int i = 0; i < 2; i++)
+        ok[i] = id_read(path[i], got[i], &exists[i]);
+    *lost = false;
+    int use = ok[0] ? 0 : ok[1] ? 1 : -1;
+    *made = use < 0;
+    if (use >= 0) {
+        memcpy(id, got[use], ID_HEX + 1);
+    } else {
+        unsigned char raw[16];
+        randombytes_buf(raw, sizeof(raw));
+        sodium_bin2hex(id, ID_HEX + 1, raw, sizeof(raw));
+        *lost = has_records;
+        if (!has_records && (exists[0] || exists[1]))
+            log_at(LOG_WARN, "journal id files '%s' and '%s' are missing or damaged; the journal "
+                             "holds no clicks, so it starts afresh as '%s'", path[0], path[1], id);
+    }
+    int rc = ERR_OK;
+    for (int i = 0; i < 2 && rc == ERR_OK; i++) {
+        if (ok[i] && !strcmp(got[i], id))
+            continue;
+        if (use >= 0 && (exists[i] || i == 0))
+            log_at(LOG_WARN, "journal id file '%s' is %s: restored from '%s'", path[i],
+                   exists[i] ? (ok[i] ? "different" : "damaged") : "missing", path[use]);
+        rc = id_write(path[i], id);
+    }
+    return rc;
+}
+
+static int first_record(const void *rec, size_t n, uint64_t pos_after, void *arg)
+{
+    (void)rec, (void)n, (void)pos_after;
+    *(bool *)arg = true;
+    return REPLAY_STOP;
 }
 
 /* Folds the journal's clicks from 'from' to 'upto' and stores them (as the
@@ -480,15 +556,36 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
     int rc = journal_open(journal_dir, SEGMENT_MAX, &c->journal, &end);
     if (rc != ERR_OK)
         return rc;
-    char id[33];
-    rc = journal_id(journal_dir, id);
+    bool has_records = false, made = false, lost = false;
+    rc = journal_replay(c->journal, 0, first_record, &has_records);
+    if (rc != ERR_OK && rc != REPLAY_STOP)
+        return rc;
+    char id[ID_HEX + 1];
+    rc = journal_id(journal_dir, has_records, id, &made, &lost);
     if (rc != ERR_OK)
         return rc;
     aggregate_set_journal(c->agg, id);
+    if (made && end > 0) {
+        /* A new id has no checkpoint yet, which reads as position 0: the
+         * store gets one at the end, so that a crash before the first store
+         * replays nothing written before now. */
+        aggregate_submit(c->agg, c->writer, end, NULL, NULL);
+        writer_drain(c->writer);
+    }
     uint64_t partial = 0;
     rc = aggregate_checkpoint(c->agg, c->st, &from, &partial);
     if (rc != ERR_OK)
         return rc;
+    if (lost) {
+        /* Replaying from 0 would count again whatever the store has. */
+        log_at(LOG_WARN,
+               "journal id files '%s/id' and '%s/id.bak' are missing or damaged, so the store's "
+               "position in the journal is unknown: nothing is replayed (clicks journaled after "
+               "the last store, if shortd did not stop cleanly, are not counted); the journal "
+               "carries on as '%s'",
+               journal_dir, journal_dir, id);
+        from = end;
+    }
     /* First the job a crash stopped between two chunks, on its own, then
      * everything after it. */
     uint64_t events = 0;

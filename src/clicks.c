@@ -8,7 +8,8 @@
  * once, and hands the batches on to the fold thread, which owns the
  * aggregate: it folds them, and at most one store job is in flight at a
  * time, so checkpoints are stored in order. The journal is released up to
- * the last stored checkpoint. Folding and storing are background work: the
+ * the last stored checkpoint, and rotated every flush interval so that
+ * stored clicks do not wait for a full segment to leave the disk. Folding and storing are background work: the
  * fold thread (and the writer's store lane) run at a lower priority
  * ('background-nice') and yield often (coop.h), so a redirect never waits
  * behind them; the journal thread keeps the normal priority, so however busy
@@ -295,6 +296,7 @@ static void *journal_main(void *arg)
 {
     struct clicks *c = arg;
     uint64_t synced = c->released;
+    int64_t next_rotate = mono_ms() + c->flush_ms;
     pthread_mutex_lock(&c->mu);
     for (;;) {
         if (!c->queue && !c->stop) {
@@ -328,7 +330,14 @@ static void *journal_main(void *arg)
         pthread_mutex_unlock(&c->fold_mu);
 
         uint64_t done = atomic_load(&c->committed_pos);
-        if (done > c->released) {
+        bool rotated = false;
+        if (mono_ms() >= next_rotate) {
+            /* Every flush interval, so that stored clicks leave the disk
+             * once their checkpoint is stored, not at segment_max. */
+            rotated = journal_rotate(c->journal) == ERR_OK;
+            next_rotate = mono_ms() + c->flush_ms;
+        }
+        if (done > c->released || rotated) {
             journal_skip_to(c->journal, done);  /* stored while the journal was down */
             journal_release(c->journal, done);
             c->released = done;

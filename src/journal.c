@@ -523,13 +523,9 @@ static int sync_pending(struct journal *j)
     return ERR_OK;
 }
 
-int journal_sync(struct journal *j, uint64_t *synced)
+/* The bookkeeping of journal_health around one attempt to write. */
+static int attempted(struct journal *j, int rc)
 {
-    *synced = j->synced;
-    if (j->pending.len == 0)
-        return ERR_OK;
-    int rc = sync_pending(j);
-    *synced = j->synced;
     if (rc != ERR_OK) {
         if (!j->health.down) {
             j->health.down_since_ms = now_ms();
@@ -546,6 +542,41 @@ int journal_sync(struct journal *j, uint64_t *synced)
     }
     j->health.down = false;
     return ERR_OK;
+}
+
+/* Down with nothing to write (the store took the records): whether the disk
+ * takes a byte past the synced end, which is then cut off again. A crash in
+ * between leaves a torn tail of one byte, which open cuts off. */
+static int probe(struct journal *j)
+{
+    if (j->reseg) {
+        int rc = new_segment(j, j->synced);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    uint64_t off = j->synced - last_start(j);
+    int rc = write_all(j, "", 1, off);
+    char name[SEG_NAME_SIZE];
+    seg_name(name, last_start(j));
+    if (rc == ERR_OK && fdatasync(j->fd) != 0)
+        rc = write_fail(j, strerror(errno), "cannot sync journal segment '%s/%s'", j->dir, name);
+    if (ftruncate(j->fd, (off_t)off) != 0) {
+        j->reseg = true;
+        if (rc == ERR_OK)
+            rc = write_fail(j, strerror(errno), "cannot truncate journal segment '%s/%s'",
+                            j->dir, name);
+    }
+    return rc;
+}
+
+int journal_sync(struct journal *j, uint64_t *synced)
+{
+    *synced = j->synced;
+    if (j->pending.len == 0 && !j->health.down)
+        return ERR_OK;
+    int rc = attempted(j, j->pending.len ? sync_pending(j) : probe(j));
+    *synced = j->synced;
+    return rc;
 }
 
 int journal_replay(struct journal *j, uint64_t from, journal_cb cb, void *arg)
@@ -613,6 +644,16 @@ int journal_release(struct journal *j, uint64_t upto)
     if (fsync(j->dirfd) != 0 && rc == ERR_OK)
         rc = log_fail(ERR_IO, "cannot sync journal directory '%s': %s", j->dir, strerror(errno));
     return rc;
+}
+
+int journal_rotate(struct journal *j)
+{
+    if (j->reseg || j->synced == last_start(j))
+        return ERR_OK;  /* the next sync starts one anyway, or there is nothing to leave */
+    int rc = new_segment(j, j->synced);
+    if (rc != ERR_OK)
+        j->reseg = true;    /* tried again by the next sync */
+    return attempted(j, rc);
 }
 
 int journal_skip_to(struct journal *j, uint64_t pos)

@@ -55,8 +55,10 @@ int journal_append(struct journal *j, const void *rec, size_t n, uint64_t *pos_a
 
 /* Writes the buffer and fdatasync()s it; *synced = logical position now on
  * disk. Rotates to a new segment first when the current one is over
- * segment_max_bytes. With nothing buffered it does no I/O. After a failed
- * write the records stay buffered and the next sync tries them again. */
+ * segment_max_bytes. With nothing buffered it does no I/O, unless the
+ * journal is down: it then writes one byte past the end, syncs and cuts it
+ * off, to tell whether the disk writes again. After a failed write the
+ * records stay buffered and the next sync tries them again. */
 int journal_sync(struct journal *j, uint64_t *synced);
 
 /* Whether the journal writes, for /readyz and /metrics. */
@@ -87,6 +89,11 @@ int journal_replay(struct journal *j, uint64_t from, journal_cb cb, void *arg);
  * files that lie wholly before it. The segment being written is always kept,
  * which is what carries the position across a reopen. */
 int journal_release(struct journal *j, uint64_t upto);
+
+/* Starts a new segment at the synced end, unless the one written holds
+ * nothing synced: the records so far can then be released as a whole,
+ * long before the segment would have reached segment_max_bytes. */
+int journal_rotate(struct journal *j);
 
 /* The store holds every record before 'pos' (a record boundary, or past the
  * end), which lies past the synced end: it took them while the journal was

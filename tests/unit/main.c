@@ -88,6 +88,8 @@
     X(journal_write_failure)                                                                       \
     X(journal_recovers_after_failure)                                                              \
     X(journal_skip_to)                                                                             \
+    X(journal_down_and_idle)                                                                       \
+    X(journal_rotate)                                                                              \
     X(store_meta)                                                                                  \
     X(store_transactions)                                                                          \
     X(store_links)                                                                                 \

@@ -1259,3 +1259,88 @@ void test_journal_skip_to(void)
     buf_release(&log);
     fx_done(&f);
 }
+
+/* Down with nothing left to write (the store took it all): a sync still
+ * tells whether the disk writes again, with a byte it then cuts off, so the
+ * journal does not stay down while no click comes. */
+void test_journal_down_and_idle(void)
+{
+    struct fx f;
+    if (!fx_init(&f))
+        return;
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    append_range(f.j, 0, 10, 10);
+    append_range(f.j, 10, 20, 0);
+    struct buf log = BUF_INIT;
+    CHECK_EQ_INT(sync_with_limit(f.j, pos_tab[10] + 100, &log), ERR_IO);
+    CHECK_EQ_INT(journal_skip_to(f.j, pos_tab[20]), ERR_OK);
+    struct journal_health h;
+    journal_health(f.j, &h);
+    CHECK(h.down);
+    CHECK_EQ_INT(h.unsynced_bytes, 0);
+
+    CHECK_EQ_INT(sync_with_limit(f.j, 0, &log), ERR_IO); /* not a byte */
+    journal_health(f.j, &h);
+    CHECK(h.down);
+    CHECK_EQ_INT(h.failures, 2);
+
+    struct capture c;
+    capture_begin(&c);
+    uint64_t synced = 0;
+    CHECK_EQ_INT(journal_sync(f.j, &synced), ERR_OK);
+    capture_end(&c, &log);
+    CHECK_EQ_INT(synced, pos_tab[20]);
+    CHECK_EQ_INT(count_lines(&log, "writes again, after 2 failed syncs"), 1);
+    journal_health(f.j, &h);
+    CHECK(!h.down);
+    char path[96];
+    seg_path(&f, pos_tab[20], path, sizeof(path));
+    CHECK_EQ_INT(file_size(path), 0); /* the probe's byte is gone */
+    CHECK_EQ_INT(journal_sync(f.j, &synced), ERR_OK); /* up and idle: no I/O */
+    append_range(f.j, 20, 25, 5);
+    fx_close(&f);
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    CHECK_EQ_INT(f.end, pos_tab[25]);
+    check_replay(f.j, pos_tab[20], 20, 25);
+    buf_release(&log);
+    fx_done(&f);
+}
+
+/* Rotating leaves the records synced so far in a segment of their own, so
+ * that releasing up to them deletes them, however small the segment. */
+void test_journal_rotate(void)
+{
+    struct fx f;
+    if (!fx_init(&f))
+        return;
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    CHECK_EQ_INT(journal_rotate(f.j), ERR_OK); /* nothing to leave: no new file */
+    struct segs s;
+    list_segs(&f, &s);
+    CHECK_EQ_INT(s.n, 1);
+    append_range(f.j, 0, 10, 10);
+    CHECK_EQ_INT(journal_rotate(f.j), ERR_OK);
+    CHECK_EQ_INT(journal_release(f.j, pos_tab[10]), ERR_OK);
+    list_segs(&f, &s);
+    if (CHECK_EQ_INT(s.n, 1)) {
+        CHECK_EQ_INT(s.start[0], pos_tab[10]);
+        CHECK_EQ_INT(s.size[0], 0);
+    }
+    CHECK_EQ_INT(journal_rotate(f.j), ERR_OK); /* the new one is empty: kept */
+    list_segs(&f, &s);
+    CHECK_EQ_INT(s.n, 1);
+
+    /* Buffered records go to the new segment, at their positions. */
+    append_range(f.j, 10, 15, 5);
+    append_range(f.j, 15, 18, 0);
+    CHECK_EQ_INT(journal_rotate(f.j), ERR_OK);
+    uint64_t synced = 0;
+    CHECK_EQ_INT(journal_sync(f.j, &synced), ERR_OK);
+    CHECK_EQ_INT(synced, pos_tab[18]);
+    check_replay(f.j, pos_tab[10], 10, 18);
+    fx_close(&f);
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    CHECK_EQ_INT(f.end, pos_tab[18]);
+    check_segs(&f, 0, pos_tab[10], pos_tab[18]);
+    fx_done(&f);
+}

@@ -112,7 +112,8 @@ int handle_metrics(struct request *r)
                   "# TYPE shortd_journal_recoveries_total counter\n"
                   "shortd_journal_recoveries_total %llu\n"
                   "# HELP shortd_journal_unsynced_bytes Journal records waiting in memory.\n"
-                  "# TYPE shortd_journal_unsynced_bytes gauge\nshortd_journal_unsynced_bytes %llu\n",
+                  "# TYPE shortd_journal_unsynced_bytes gauge\n"
+                  "shortd_journal_unsynced_bytes %llu\n",
                jh.down ? 0 : 1, (unsigned long long)jh.failures,
                (unsigned long long)jh.recoveries, (unsigned long long)jh.unsynced_bytes);
     if (app->rcache) {

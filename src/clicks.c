@@ -9,9 +9,10 @@
  * aggregate: it folds them, and at most one store job is in flight at a
  * time, so checkpoints are stored in order. The journal is released up to
  * the last stored checkpoint, and rotated every flush interval so that
- * stored clicks do not wait for a full segment to leave the disk. Folding and storing are background work: the
- * fold thread (and the writer's store lane) run at a lower priority
- * ('background-nice') and yield often (coop.h), so a redirect never waits
+ * stored clicks do not wait for a full segment to leave the disk. Folding
+ * and storing are background work: the fold thread (and the writer's store
+ * lane) run at a lower priority ('background-nice') and yield often
+ * (coop.h), so a redirect never waits
  * behind them; the journal thread keeps the normal priority, so however busy
  * the machine, a click answered is on disk within the sync interval. A store
  * job that fails is retried (after a pause) with the same counters and
@@ -525,6 +526,8 @@ static int journal_id(const char *dir, bool has_records, char id[ID_HEX + 1], bo
             log_at(LOG_WARN, "journal id file '%s' is %s: restored from '%s'", path[i],
                    exists[i] ? (ok[i] ? "different" : "damaged") : "missing", path[use]);
         rc = id_write(path[i], id);
+        if (use >= 0)
+            rc = ERR_OK;    /* the id is known: a copy not restored only warns */
     }
     return rc;
 }

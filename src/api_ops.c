@@ -1,6 +1,7 @@
 /* api_ops.c - what operators and load balancers ask: /healthz (the process
- * answers), /readyz (the store answers), /metrics (Prometheus text), and the
- * home page redirect. */
+ * answers), /readyz (the store answers and the click journal writes),
+ * /metrics (Prometheus text), and the home page redirect. */
+#include <jansson.h>
 #include <string.h>
 
 #include "app.h"
@@ -8,10 +9,12 @@
 #include "clicks.h"
 #include "err.h"
 #include "handlers.h"
+#include "journal.h"
 #include "metrics.h"
 #include "bus.h"
 #include "rcache.h"
 #include "store.h"
+#include "timeutil.h"
 #include "banned.h"
 
 int handle_home(struct request *r)
@@ -27,14 +30,36 @@ int handle_healthz(struct request *r)
     return http_body(r, 200, "application/json", "{\"status\":\"ok\"}", 15);
 }
 
+/* The journal's part of /readyz: while it is down, when that began, why, and
+ * how much waits in memory (the store keeps those clicks meanwhile). */
+static json_t *journal_detail(const struct journal_health *h)
+{
+    json_t *o = json_pack("{s:s, s:I, s:I}", "state", h->down ? "down" : "ok", "failures",
+                          (json_int_t)h->failures, "recoveries", (json_int_t)h->recoveries);
+    if (h->down) {
+        char since[RFC3339_MAX];
+        rfc3339_format(h->down_since_ms, since);
+        json_object_set_new(o, "since", json_string(since));
+        json_object_set_new(o, "error", json_string(h->error));
+        json_object_set_new(o, "unsynced_bytes", json_integer((json_int_t)h->unsynced_bytes));
+    }
+    return o;
+}
+
 int handle_readyz(struct request *r)
 {
     struct store *st = r->app->store;
     if (atomic_load(&r->app->stopping))
         return http_body(r, 503, "application/json", "{\"status\":\"stopping\"}", 21);
+    struct journal_health h;
+    clicks_health(r->app->clicks, &h);
+    const char *status = "ready";
     if (st->ops->ping(st) != ERR_OK)
-        return http_body(r, 503, "application/json", "{\"status\":\"store unavailable\"}", 30);
-    return http_body(r, 200, "application/json", "{\"status\":\"ready\"}", 18);
+        status = "store unavailable";
+    else if (h.down)
+        status = "journal unavailable";
+    return http_json(r, strcmp(status, "ready") ? 503 : 200,
+                     json_pack("{s:s, s:o}", "status", status, "journal", journal_detail(&h)));
 }
 
 int handle_metrics(struct request *r)
@@ -75,6 +100,22 @@ int handle_metrics(struct request *r)
                 "# TYPE shortd_clicks_pending gauge\nshortd_clicks_pending ");
     buf_add_u64(b, clicks_pending(app->clicks));
     buf_addc(b, '\n');
+    struct journal_health jh;
+    clicks_health(app->clicks, &jh);
+    buf_printf(b, "# HELP shortd_journal_up Whether the click journal writes (0: its last sync "
+                  "failed; clicks then go to the store every sync interval).\n"
+                  "# TYPE shortd_journal_up gauge\nshortd_journal_up %d\n"
+                  "# HELP shortd_journal_sync_failures_total Failed syncs of the click journal.\n"
+                  "# TYPE shortd_journal_sync_failures_total counter\n"
+                  "shortd_journal_sync_failures_total %llu\n"
+                  "# HELP shortd_journal_recoveries_total Times the click journal came back.\n"
+                  "# TYPE shortd_journal_recoveries_total counter\n"
+                  "shortd_journal_recoveries_total %llu\n"
+                  "# HELP shortd_journal_unsynced_bytes Journal records waiting in memory.\n"
+                  "# TYPE shortd_journal_unsynced_bytes gauge\n"
+                  "shortd_journal_unsynced_bytes %llu\n",
+               jh.down ? 0 : 1, (unsigned long long)jh.failures,
+               (unsigned long long)jh.recoveries, (unsigned long long)jh.unsynced_bytes);
     if (app->rcache) {
         uint64_t rh = 0, rm = 0, re = 0;
         bool down = false;

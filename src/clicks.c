@@ -8,9 +8,11 @@
  * once, and hands the batches on to the fold thread, which owns the
  * aggregate: it folds them, and at most one store job is in flight at a
  * time, so checkpoints are stored in order. The journal is released up to
- * the last stored checkpoint. Folding and storing are background work: the
- * fold thread (and the writer's store lane) run at a lower priority
- * ('background-nice') and yield often (coop.h), so a redirect never waits
+ * the last stored checkpoint, and rotated every flush interval so that
+ * stored clicks do not wait for a full segment to leave the disk. Folding
+ * and storing are background work: the fold thread (and the writer's store
+ * lane) run at a lower priority ('background-nice') and yield often
+ * (coop.h), so a redirect never waits
  * behind them; the journal thread keeps the normal priority, so however busy
  * the machine, a click answered is on disk within the sync interval. A store
  * job that fails is retried (after a pause) with the same counters and
@@ -21,6 +23,7 @@
  * the key. */
 #include "clicks.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
@@ -29,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "aggregate.h"
 #include "coop.h"
@@ -71,6 +75,7 @@ struct clicks {
     int nworkers;
     struct local *local;
     int64_t flush_ms;
+    int64_t sync_ms;
 
     pthread_t thread;
     bool started;
@@ -91,6 +96,10 @@ struct clicks {
     _Atomic uint64_t committed;         /* events in the store */
     uint64_t released;
 
+    _Atomic bool journal_down;          /* store every sync_ms rather than flush_ms */
+    pthread_mutex_t health_mu;
+    struct journal_health health;       /* the journal's, as of its last sync */
+
     struct salt_slot salt[2];
 };
 
@@ -110,6 +119,7 @@ struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *
     pthread_cond_init(&c->cv, NULL);
     pthread_mutex_init(&c->fold_mu, NULL);
     pthread_cond_init(&c->fold_cv, NULL);
+    pthread_mutex_init(&c->health_mu, NULL);
     atomic_store(&c->salt[0].day, -1);
     atomic_store(&c->salt[1].day, -1);
     return c;
@@ -137,6 +147,7 @@ void clicks_free(struct clicks *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->fold_cv);
     pthread_mutex_destroy(&c->fold_mu);
+    pthread_mutex_destroy(&c->health_mu);
     sodium_memzero(c->salt, sizeof(c->salt));
     free(c);
 }
@@ -261,6 +272,24 @@ static void wait_a_while(pthread_cond_t *cv, pthread_mutex_t *mu)
     pthread_cond_timedwait(cv, mu, &until);
 }
 
+/* Publishes the journal's health, and while it is down makes the fold
+ * thread store every sync interval: the store then keeps the promise of
+ * the journal (a crash loses no more than a sync window of clicks). */
+static void note_health(struct clicks *c)
+{
+    pthread_mutex_lock(&c->health_mu);
+    journal_health(c->journal, &c->health);
+    atomic_store(&c->journal_down, c->health.down);
+    pthread_mutex_unlock(&c->health_mu);
+}
+
+void clicks_health(struct clicks *c, struct journal_health *out)
+{
+    pthread_mutex_lock(&c->health_mu);
+    *out = c->health;
+    pthread_mutex_unlock(&c->health_mu);
+}
+
 /* The journal thread: appends and syncs whatever the workers handed over,
  * passes it on to the fold thread, and releases the journal up to the last
  * stored checkpoint. */
@@ -268,6 +297,7 @@ static void *journal_main(void *arg)
 {
     struct clicks *c = arg;
     uint64_t synced = c->released;
+    int64_t next_rotate = mono_ms() + c->flush_ms;
     pthread_mutex_lock(&c->mu);
     for (;;) {
         if (!c->queue && !c->stop) {
@@ -278,11 +308,12 @@ static void *journal_main(void *arg)
         bool stopping = c->stop;
         pthread_mutex_unlock(&c->mu);
 
-        if (b) {
-            for (struct batch *x = b; x; x = x->next)
-                journal_batch(c, x);
-            if (journal_sync(c->journal, &synced) != ERR_OK)
-                log_at(LOG_ERROR, "cannot sync the click journal");
+        for (struct batch *x = b; x; x = x->next)
+            journal_batch(c, x);
+        /* A journal that is down tries again every pass, clicks or not. */
+        if (b || atomic_load(&c->journal_down)) {
+            journal_sync(c->journal, &synced);  /* a failure is logged, and shows in health */
+            note_health(c);
         }
         pthread_mutex_lock(&c->fold_mu);
         if (b) {
@@ -300,9 +331,18 @@ static void *journal_main(void *arg)
         pthread_mutex_unlock(&c->fold_mu);
 
         uint64_t done = atomic_load(&c->committed_pos);
-        if (done > c->released) {
+        bool rotated = false;
+        if (mono_ms() >= next_rotate) {
+            /* Every flush interval, so that stored clicks leave the disk
+             * once their checkpoint is stored, not at segment_max. */
+            rotated = journal_rotate(c->journal) == ERR_OK;
+            next_rotate = mono_ms() + c->flush_ms;
+        }
+        if (done > c->released || rotated) {
+            journal_skip_to(c->journal, done);  /* stored while the journal was down */
             journal_release(c->journal, done);
             c->released = done;
+            note_health(c);
         }
         pthread_mutex_lock(&c->mu);
         if (stopping && !c->queue)
@@ -322,6 +362,8 @@ static void *fold_main(void *arg)
     int64_t next_store = mono_ms() + c->flush_ms;
     pthread_mutex_lock(&c->fold_mu);
     for (;;) {
+        if (atomic_load(&c->journal_down) && next_store > mono_ms() + c->sync_ms)
+            next_store = mono_ms() + c->sync_ms;
         bool due = mono_ms() >= next_store;
         bool waiting = atomic_load(&c->inflight) || aggregate_empty(c->agg);
         if (!c->fold && !c->fold_stop && (!due || waiting)) {
@@ -350,7 +392,7 @@ static void *fold_main(void *arg)
         if (idle && !aggregate_empty(c->agg) && due) {
             atomic_store(&c->inflight, true);
             aggregate_submit(c->agg, c->writer, folded, job_done, c);
-            next_store = mono_ms() + c->flush_ms;
+            next_store = mono_ms() + (atomic_load(&c->journal_down) ? c->sync_ms : c->flush_ms);
         }
         if (stopping && !atomic_load(&c->inflight) && aggregate_empty(c->agg))
             break;
@@ -389,36 +431,112 @@ struct wait {
     int rc;
 };
 
-/* The journal's identity: a random id kept in DIR/id, made on first use. It
- * names the journal's checkpoint in the store, so a journal (and whatever
- * database it travels with) always resumes from its own position. */
-static int journal_id(const char *dir, char id[33])
+/* The journal's identity: a random id, made on first use, that names its
+ * checkpoint in the store, so a journal (and whatever database it travels
+ * with) always resumes from its own position. It is kept twice, in DIR/id
+ * and DIR/id.bak, each "<32 hex digits> <CRC-32 of them, 8 hex digits>\n"
+ * (a file of the 32 digits alone, as written before the copy, is read too):
+ * one copy lost or damaged is restored from the other. */
+#define ID_HEX 32
+
+static bool is_hex(const char *p, size_t n)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/id", dir);
+    for (size_t i = 0; i < n; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* True when 'path' holds a valid id; *exists says whether the file was there. */
+static bool id_read(const char *path, char id[ID_HEX + 1], bool *exists)
+{
+    char text[64];
     FILE *f = fopen(path, "r");
-    if (f) {
-        bool ok = fgets(id, 33, f) && strlen(id) == 32;
-        fclose(f);
-        if (ok)
-            return ERR_OK;
-        return log_fail(ERR_IO, "journal id file '%s' is damaged", path);
+    *exists = f != NULL || errno != ENOENT;
+    if (!f)
+        return false;
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (n < ID_HEX || !is_hex(text, ID_HEX))
+        return false;
+    if (n == ID_HEX) {
+        /* the format before the copy */
+    } else if (n == ID_HEX + 10 && text[ID_HEX] == ' ' && text[ID_HEX + 9] == '\n' &&
+               is_hex(text + ID_HEX + 1, 8)) {
+        unsigned long want = strtoul(text + ID_HEX + 1, NULL, 16);
+        if (crc32(0L, (const unsigned char *)text, ID_HEX) != want)
+            return false;
+    } else {
+        return false;
     }
-    unsigned char raw[16];
-    randombytes_buf(raw, sizeof(raw));
-    sodium_bin2hex(id, 33, raw, sizeof(raw));
+    memcpy(id, text, ID_HEX);
+    id[ID_HEX] = '\0';
+    return true;
+}
+
+static int id_write(const char *path, const char *id)
+{
     char tmp[4104];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (!f || fputs(id, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    FILE *f = fopen(tmp, "w");
+    unsigned long crc = crc32(0L, (const unsigned char *)id, ID_HEX);
+    if (!f || fprintf(f, "%s %08lx\n", id, crc) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         if (f)
             fclose(f);
-        return log_fail(ERR_IO, "cannot write journal id file '%s'", path);
+        return log_fail(ERR_IO, "cannot write journal id file '%s': %s", path, strerror(errno));
     }
     fclose(f);
     if (rename(tmp, path) != 0)
-        return log_fail(ERR_IO, "cannot write journal id file '%s'", path);
+        return log_fail(ERR_IO, "cannot write journal id file '%s': %s", path, strerror(errno));
     return ERR_OK;
+}
+
+/* Finds the journal's id in either copy, restoring the other, or makes a
+ * new one (*made). *lost when both copies are gone or damaged while the
+ * journal holds records: the store's position in them is then unknown. */
+static int journal_id(const char *dir, bool has_records, char id[ID_HEX + 1], bool *made,
+                      bool *lost)
+{
+    char path[2][4096], got[2][ID_HEX + 1];
+    bool ok[2], exists[2];
+    snprintf(path[0], sizeof(path[0]), "%s/id", dir);
+    snprintf(path[1], sizeof(path[1]), "%s/id.bak", dir);
+    for (int i = 0; i < 2; i++)
+        ok[i] = id_read(path[i], got[i], &exists[i]);
+    *lost = false;
+    int use = ok[0] ? 0 : ok[1] ? 1 : -1;
+    *made = use < 0;
+    if (use >= 0) {
+        memcpy(id, got[use], ID_HEX + 1);
+    } else {
+        unsigned char raw[16];
+        randombytes_buf(raw, sizeof(raw));
+        sodium_bin2hex(id, ID_HEX + 1, raw, sizeof(raw));
+        *lost = has_records;
+        if (!has_records && (exists[0] || exists[1]))
+            log_at(LOG_WARN, "journal id files '%s' and '%s' are missing or damaged; the journal "
+                             "holds no clicks, so it starts afresh as '%s'", path[0], path[1], id);
+    }
+    int rc = ERR_OK;
+    for (int i = 0; i < 2 && rc == ERR_OK; i++) {
+        if (ok[i] && !strcmp(got[i], id))
+            continue;
+        if (use >= 0 && (exists[i] || i == 0))
+            log_at(LOG_WARN, "journal id file '%s' is %s: restored from '%s'", path[i],
+                   exists[i] ? (ok[i] ? "different" : "damaged") : "missing", path[use]);
+        rc = id_write(path[i], id);
+        if (use >= 0)
+            rc = ERR_OK;    /* the id is known: a copy not restored only warns */
+    }
+    return rc;
+}
+
+static int first_record(const void *rec, size_t n, uint64_t pos_after, void *arg)
+{
+    (void)rec, (void)n, (void)pos_after;
+    *(bool *)arg = true;
+    return REPLAY_STOP;
 }
 
 /* Folds the journal's clicks from 'from' to 'upto' and stores them (as the
@@ -441,27 +559,59 @@ static int replay(struct clicks *c, uint64_t from, uint64_t upto, bool resume, u
     return ERR_OK;
 }
 
-int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int nice)
+int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int64_t sync_ms,
+                 int nice)
 {
     c->flush_ms = flush_ms;
+    c->sync_ms = sync_ms;
     uint64_t end = 0, from = 0;
     int rc = journal_open(journal_dir, SEGMENT_MAX, &c->journal, &end);
     if (rc != ERR_OK)
         return rc;
-    char id[33];
-    rc = journal_id(journal_dir, id);
+    bool has_records = false, made = false, lost = false;
+    rc = journal_replay(c->journal, 0, first_record, &has_records);
+    if (rc != ERR_OK && rc != REPLAY_STOP)
+        return rc;
+    char id[ID_HEX + 1];
+    rc = journal_id(journal_dir, has_records, id, &made, &lost);
     if (rc != ERR_OK)
         return rc;
     aggregate_set_journal(c->agg, id);
+    if (made && end > 0) {
+        /* A new id has no checkpoint yet, which reads as position 0: the
+         * store gets one at the end, so that a crash before the first store
+         * replays nothing written before now. */
+        aggregate_submit(c->agg, c->writer, end, NULL, NULL);
+        writer_drain(c->writer);
+    }
     uint64_t partial = 0;
     rc = aggregate_checkpoint(c->agg, c->st, &from, &partial);
     if (rc != ERR_OK)
         return rc;
+    if (lost) {
+        /* Replaying from 0 would count again whatever the store has. */
+        log_at(LOG_WARN,
+               "journal id files '%s/id' and '%s/id.bak' are missing or damaged, so the store's "
+               "position in the journal is unknown: nothing is replayed (clicks journaled after "
+               "the last store, if shortd did not stop cleanly, are not counted); the journal "
+               "carries on as '%s'",
+               journal_dir, journal_dir, id);
+        from = end;
+    }
     /* First the job a crash stopped between two chunks, on its own, then
      * everything after it. */
     uint64_t events = 0;
     if (partial > from && partial <= end) {
         rc = replay(c, from, partial, true, &events);
+        from = partial;
+    } else if (partial > end) {
+        /* Stopped part way while the journal was down: what it had not
+         * stored is lost; replaying the journal under it would count the
+         * rest twice. */
+        log_at(LOG_WARN,
+               "a job storing clicks of journal '%s' up to position %llu stopped part way, "
+               "past the journal's end (%llu): its clicks not yet stored are lost",
+               journal_dir, (unsigned long long)partial, (unsigned long long)end);
         from = partial;
     }
     if (rc == ERR_OK && from < end)
@@ -470,9 +620,20 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
         return rc;
     if (events)
         log_at(LOG_INFO, "replayed %llu clicks from the journal", (unsigned long long)events);
+    if (from > end) {
+        /* Stored while the journal was down, or the journal lost its tail:
+         * positions below the store's are never used again. */
+        log_at(LOG_WARN,
+               "the store has the clicks of journal '%s' up to position %llu, past its end "
+               "(%llu): nothing to replay, new clicks are journaled from there",
+               journal_dir, (unsigned long long)from, (unsigned long long)end);
+        journal_skip_to(c->journal, from);
+        end = from;
+    }
     journal_release(c->journal, end);
     c->released = end;
     atomic_store(&c->committed_pos, end);
+    note_health(c);
     struct coop_role fold = {"shortd-fold", nice, 0}, journaling = {"shortd-journal", -1, 0};
     if (coop_start(&c->fold_thread, fold, fold_main, c) != 0)
         return log_fail(ERR_IO, "cannot start the click pipeline");

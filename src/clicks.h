@@ -18,6 +18,7 @@
 
 struct aggregate;
 struct clicks;
+struct journal_health;
 struct store;
 struct writer;
 
@@ -27,8 +28,12 @@ struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *
                           int nworkers);
 /* Opens (locks) the journal, replays what the store has not counted yet and
  * starts the journal thread and the fold thread, the latter 'nice' lower in
- * priority (coop.h). ERR_BUSY when another process holds the journal. */
-int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int nice);
+ * priority (coop.h). Counters go to the store every 'flush_ms', and every
+ * 'sync_ms' while the journal is down (journal.h), so that they, rather than
+ * the journal, keep the clicks of a crash. ERR_BUSY when another process
+ * holds the journal. */
+int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int64_t sync_ms,
+                 int nice);
 /* After every worker has handed over its last buffer: journals, folds and
  * stores everything, then stops the threads. */
 void clicks_stop(struct clicks *c);
@@ -40,6 +45,8 @@ void clicks_flush(struct clicks *c, int worker);
 
 /* Clicks recorded but not yet in the store. Any thread. */
 uint64_t clicks_pending(struct clicks *c);
+/* The journal's health as of its last sync (journal.h). Any thread. */
+void clicks_health(struct clicks *c, struct journal_health *out);
 
 /* Unique visitors: a keyed hash of (address, user agent) under the salt of
  * the click's day (0 when that day's salt is not loaded). Any thread. */

@@ -8,20 +8,24 @@
  * reopening. A record is u32 length, u32 CRC-32 of those four bytes and the
  * payload, then the payload, little-endian. Appends only grow one buffer;
  * journal_sync writes it with pwrite at the synced end and fdatasync()s, so one
- * fsync covers every record since the last. A segment is left behind only after
- * a successful sync, so only the last one can have a torn tail: open verifies
+ * fsync covers every record since the last. A segment is left behind after a
+ * successful sync, or after a failed one at the synced end, which is where the
+ * next segment starts: an older segment is read only up to the next one's
+ * start, so only the last one can have a torn tail that matters: open verifies
  * that segment alone and truncates whatever follows its last intact record.
  * Older segments are verified as replay reads them; a bad record there costs
  * the rest of its segment (logged), not the service. Reading goes through one
  * buffer allocated at open, big enough for several whole records. After a
  * failed fsync the page cache no longer tells what is on disk, so the journal
- * stops writing until it is reopened and the tail verified again. */
+ * never writes to that file again: the retry starts a new segment at the
+ * synced end. */
 #include "journal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +38,7 @@
 #include "buf.h"
 #include "err.h"
 #include "log.h"
+#include "timeutil.h"
 #include "banned.h"
 
 #define HDR_SIZE 8u                           /* u32 length, u32 CRC-32 */
@@ -54,7 +59,10 @@ struct journal {
     uint64_t synced;        /* the disk holds intact records up to here */
     struct buf pending;     /* framed records after 'synced', not yet written */
     unsigned char *rbuf;    /* RBUF_SIZE bytes for reading segments */
-    bool failed;            /* an fsync failed: no more writing until reopened */
+    bool reseg;             /* the segment written is not to be trusted (a failed fsync or
+                             * cut) or 'synced' moved past it: the next sync starts a new one */
+    struct journal_health health;
+    uint64_t failures_before; /* health.failures when it last went down */
 };
 
 /* One pass over part of a segment file through j->rbuf. */
@@ -134,11 +142,29 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A failure to write, sync or create a segment: kept as the journal's last
+ * error, and logged when it is the first of a run (the journal goes down);
+ * the recovery is logged by journal_sync. */
+static int __attribute__((format(printf, 3, 4)))
+write_fail(struct journal *j, const char *why, const char *fmt, ...)
+{
+    snprintf(j->health.error, sizeof(j->health.error), "%s", why);
+    if (j->health.down)
+        return ERR_IO;
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    log_at(LOG_ERROR, "%s: %s", what, why);
+    return ERR_IO;
+}
+
 static int sync_dir(struct journal *j)
 {
     if (fsync(j->dirfd) != 0) {
-        j->failed = true;
-        return log_fail(ERR_IO, "cannot sync journal directory '%s': %s", j->dir, strerror(errno));
+        j->reseg = true;
+        return write_fail(j, strerror(errno), "cannot sync journal directory '%s'", j->dir);
     }
     return ERR_OK;
 }
@@ -207,24 +233,34 @@ static int list_segments(struct journal *j)
     return rc;
 }
 
-/* Creates the segment starting at 'start' and makes it the one written. */
+/* Creates the segment starting at 'start' and makes it the one written.
+ * When the last segment already starts there (it holds nothing synced: a
+ * failure before anything reached it), that file is emptied and used again. */
 static int new_segment(struct journal *j, uint64_t start)
 {
     char name[SEG_NAME_SIZE];
     seg_name(name, start);
-    int fd = openat(j->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    bool again = j->nsegs > 0 && last_start(j) == start;
+    int flags = again ? O_RDWR | O_TRUNC | O_CLOEXEC : O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC;
+    int fd = openat(j->dirfd, name, flags, 0644);
     if (fd < 0)
-        return log_fail(ERR_IO, "cannot create journal segment '%s/%s': %s", j->dir, name,
-                        strerror(errno));
-    int rc = sync_dir(j);
+        return write_fail(j, strerror(errno), "cannot create journal segment '%s/%s'", j->dir,
+                          name);
+    int rc = again ? (fdatasync(fd) == 0 ? ERR_OK
+                                        : write_fail(j, strerror(errno),
+                                                     "cannot sync journal segment '%s/%s'", j->dir,
+                                                     name))
+                   : sync_dir(j);
     if (rc != ERR_OK) {
         close(fd);
         return rc;
     }
-    seg_push(j, start);
+    if (!again)
+        seg_push(j, start);
     if (j->fd >= 0)
         close(j->fd);
     j->fd = fd;
+    j->reseg = false;
     return ERR_OK;
 }
 
@@ -409,7 +445,7 @@ void journal_close(struct journal *j)
 {
     if (!j)
         return;
-    if (j->pending.len && !j->failed) {
+    if (j->pending.len) {
         uint64_t synced;
         journal_sync(j, &synced); /* a failure has been logged; nothing more to do */
     }
@@ -422,8 +458,6 @@ int journal_append(struct journal *j, const void *rec, size_t n, uint64_t *pos_a
         return ERR_INVALID;
     if (n > REC_MAX)
         return ERR_TOOBIG;
-    if (j->failed)
-        return ERR_IO;
     uint64_t after = j->synced + j->pending.len + HDR_SIZE + n;
     if (after > POS_MAX)
         return ERR_TOOBIG;
@@ -447,8 +481,8 @@ static int write_all(struct journal *j, const char *p, size_t n, uint64_t off)
         if (w <= 0) {
             char name[SEG_NAME_SIZE];
             seg_name(name, last_start(j));
-            return log_fail(ERR_IO, "cannot write journal segment '%s/%s': %s", j->dir, name,
-                            w < 0 ? strerror(errno) : "no progress");
+            return write_fail(j, w < 0 ? strerror(errno) : "no progress",
+                              "cannot write journal segment '%s/%s'", j->dir, name);
         }
         p += w;
         n -= (size_t)w;
@@ -457,40 +491,92 @@ static int write_all(struct journal *j, const char *p, size_t n, uint64_t off)
     return ERR_OK;
 }
 
-int journal_sync(struct journal *j, uint64_t *synced)
+static int sync_pending(struct journal *j)
 {
-    *synced = j->synced;
-    if (j->failed)
-        return ERR_IO;
-    if (j->pending.len == 0)
-        return ERR_OK;
     uint64_t used = j->synced - last_start(j);
-    if (used > 0 && used >= j->segment_max) {
+    if (j->reseg || (used > 0 && used >= j->segment_max)) {
         int rc = new_segment(j, j->synced);
         if (rc != ERR_OK)
             return rc;
     }
-
     uint64_t off = j->synced - last_start(j);
     int rc = write_all(j, j->pending.p, j->pending.len, off);
     if (rc != ERR_OK) {
-        /* Cut off what did get written, so that the retry starts clean. If even
-         * that fails, reopening will find and truncate the torn tail. */
+        /* Cut off what did get written, so that the retry starts clean; if
+         * even that fails, the retry starts a new segment instead (what the
+         * old one holds past its synced end then lies past its replay limit,
+         * the new one's start). */
         if (ftruncate(j->fd, (off_t)off) != 0)
-            j->failed = true;
+            j->reseg = true;
         return rc;
     }
     if (fdatasync(j->fd) != 0) {
-        j->failed = true;
+        /* The kernel may have dropped pages it could not write: the file no
+         * longer says what is on disk, so the retry writes a new segment. */
+        j->reseg = true;
         char name[SEG_NAME_SIZE];
         seg_name(name, last_start(j));
-        return log_fail(ERR_IO, "cannot sync journal segment '%s/%s': %s", j->dir, name,
-                        strerror(errno));
+        return write_fail(j, strerror(errno), "cannot sync journal segment '%s/%s'", j->dir, name);
     }
     j->synced += j->pending.len;
     buf_reset(&j->pending);
-    *synced = j->synced;
     return ERR_OK;
+}
+
+/* The bookkeeping of journal_health around one attempt to write. */
+static int attempted(struct journal *j, int rc)
+{
+    if (rc != ERR_OK) {
+        if (!j->health.down) {
+            j->health.down_since_ms = now_ms();
+            j->failures_before = j->health.failures;
+        }
+        j->health.failures++;
+        j->health.down = true;
+        return rc;
+    }
+    if (j->health.down) {
+        log_at(LOG_WARN, "journal '%s' writes again, after %" PRIu64 " failed syncs", j->dir,
+               j->health.failures - j->failures_before);
+        j->health.recoveries++;
+    }
+    j->health.down = false;
+    return ERR_OK;
+}
+
+/* Down with nothing to write (the store took the records): whether the disk
+ * takes a byte past the synced end, which is then cut off again. A crash in
+ * between leaves a torn tail of one byte, which open cuts off. */
+static int probe(struct journal *j)
+{
+    if (j->reseg) {
+        int rc = new_segment(j, j->synced);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    uint64_t off = j->synced - last_start(j);
+    int rc = write_all(j, "", 1, off);
+    char name[SEG_NAME_SIZE];
+    seg_name(name, last_start(j));
+    if (rc == ERR_OK && fdatasync(j->fd) != 0)
+        rc = write_fail(j, strerror(errno), "cannot sync journal segment '%s/%s'", j->dir, name);
+    if (ftruncate(j->fd, (off_t)off) != 0) {
+        j->reseg = true;
+        if (rc == ERR_OK)
+            rc = write_fail(j, strerror(errno), "cannot truncate journal segment '%s/%s'",
+                            j->dir, name);
+    }
+    return rc;
+}
+
+int journal_sync(struct journal *j, uint64_t *synced)
+{
+    *synced = j->synced;
+    if (j->pending.len == 0 && !j->health.down)
+        return ERR_OK;
+    int rc = attempted(j, j->pending.len ? sync_pending(j) : probe(j));
+    *synced = j->synced;
+    return rc;
 }
 
 int journal_replay(struct journal *j, uint64_t from, journal_cb cb, void *arg)
@@ -558,4 +644,40 @@ int journal_release(struct journal *j, uint64_t upto)
     if (fsync(j->dirfd) != 0 && rc == ERR_OK)
         rc = log_fail(ERR_IO, "cannot sync journal directory '%s': %s", j->dir, strerror(errno));
     return rc;
+}
+
+int journal_rotate(struct journal *j)
+{
+    if (j->reseg || j->synced == last_start(j))
+        return ERR_OK;  /* the next sync starts one anyway, or there is nothing to leave */
+    int rc = new_segment(j, j->synced);
+    if (rc != ERR_OK)
+        j->reseg = true;    /* tried again by the next sync */
+    return attempted(j, rc);
+}
+
+int journal_skip_to(struct journal *j, uint64_t pos)
+{
+    if (pos <= j->synced)
+        return ERR_OK;
+    if (pos > POS_MAX)
+        return ERR_INVALID;
+    /* Not written, and not to be: the next sync starts a new segment at
+     * 'pos', so that no position is ever written twice. */
+    uint64_t drop = pos - j->synced;
+    if (drop >= j->pending.len) {
+        buf_reset(&j->pending);
+    } else {
+        memmove(j->pending.p, j->pending.p + drop, j->pending.len - (size_t)drop);
+        j->pending.len -= (size_t)drop;
+    }
+    j->synced = pos;
+    j->reseg = true;
+    return ERR_OK;
+}
+
+void journal_health(const struct journal *j, struct journal_health *out)
+{
+    *out = j->health;
+    out->unsynced_bytes = j->pending.len;
 }

@@ -17,12 +17,17 @@
  * journal_open, even in the same process, gets ERR_BUSY.
  *
  * Errors: ERR_IO with one log line naming the file and the system's reason.
- * After a failed fsync the kernel may have dropped the data it could not
- * write, so the journal refuses to append or sync from then on (ERR_IO, not
- * logged again); reopening it recovers from what is really on disk. */
+ * A failing disk (full, read-only, an I/O error) takes the journal down: the
+ * first failed sync is logged, the next ones only counted (journal_health),
+ * and the records stay buffered. Every later sync tries again, in a new
+ * segment after a failed fsync or a write it could not cut off (the kernel
+ * may have dropped what it could not write, so the old file no longer says
+ * what is on disk), and the first that succeeds brings the journal back up,
+ * with one log line. */
 #ifndef SHORTD_JOURNAL_H
 #define SHORTD_JOURNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,9 +55,22 @@ int journal_append(struct journal *j, const void *rec, size_t n, uint64_t *pos_a
 
 /* Writes the buffer and fdatasync()s it; *synced = logical position now on
  * disk. Rotates to a new segment first when the current one is over
- * segment_max_bytes. With nothing buffered it does no I/O. After a failed
- * write the records stay buffered and the next sync tries them again. */
+ * segment_max_bytes. With nothing buffered it does no I/O, unless the
+ * journal is down: it then writes one byte past the end, syncs and cuts it
+ * off, to tell whether the disk writes again. After a failed write the
+ * records stay buffered and the next sync tries them again. */
 int journal_sync(struct journal *j, uint64_t *synced);
+
+/* Whether the journal writes, for /readyz and /metrics. */
+struct journal_health {
+    bool down;              /* the last sync failed: records wait in memory */
+    int64_t down_since_ms;  /* wall clock of the first failed sync of this run */
+    uint64_t failures;      /* failed syncs since open */
+    uint64_t recoveries;    /* times it came back up */
+    uint64_t unsynced_bytes; /* buffered, not on disk */
+    char error[128];        /* the system's reason for the last failure (the log names the file) */
+};
+void journal_health(const struct journal *j, struct journal_health *out);
 
 /* Reading */
 
@@ -71,5 +89,17 @@ int journal_replay(struct journal *j, uint64_t from, journal_cb cb, void *arg);
  * files that lie wholly before it. The segment being written is always kept,
  * which is what carries the position across a reopen. */
 int journal_release(struct journal *j, uint64_t upto);
+
+/* Starts a new segment at the synced end, unless the one written holds
+ * nothing synced: the records so far can then be released as a whole,
+ * long before the segment would have reached segment_max_bytes. */
+int journal_rotate(struct journal *j);
+
+/* The store holds every record before 'pos' (a record boundary, or past the
+ * end), which lies past the synced end: it took them while the journal was
+ * down, or the journal lost its tail. The buffered records before 'pos' are
+ * dropped, and the journal carries on from 'pos', in a new segment at the
+ * next sync. A no-op at or before the synced end; ERR_INVALID past 2^63. */
+int journal_skip_to(struct journal *j, uint64_t pos);
 
 #endif

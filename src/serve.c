@@ -290,7 +290,7 @@ int serve_run(struct config *cfg)
         buf_printf(&j, "%s.clicks", db);
         app.cfg.journal = buf_detach(&j, NULL);
     }
-    if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms,
+    if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms, app.cfg.journal_sync_ms,
                      (int)app.cfg.background_nice) != ERR_OK)
         goto out;
     if (server_start(app.server) != ERR_OK)

@@ -86,6 +86,10 @@
     X(journal_record_limits)                                                                       \
     X(journal_open_errors)                                                                         \
     X(journal_write_failure)                                                                       \
+    X(journal_recovers_after_failure)                                                              \
+    X(journal_skip_to)                                                                             \
+    X(journal_down_and_idle)                                                                       \
+    X(journal_rotate)                                                                              \
     X(store_meta)                                                                                  \
     X(store_transactions)                                                                          \
     X(store_links)                                                                                 \

@@ -7,6 +7,7 @@
  * Record i of every test is the same: rec_size(i) bytes of rec_fill(i), so its
  * position pos_tab[i + 1] is known in advance and a replay can check both. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1097,5 +1100,247 @@ void test_journal_write_failure(void)
     CHECK_EQ_INT(f.end, pos_tab[12]);
     CHECK_EQ_INT(count_lines(&log, " warn "), 0);
     buf_release(&log);
+    fx_done(&f);
+}
+
+/* Sets or clears the append-only flag of 'path' (FS_IOC_SETFLAGS, root only),
+ * which makes ftruncate fail while writes through an open descriptor go on. */
+static bool set_append_only(const char *path, bool on)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    int flags = 0;
+    bool ok = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    flags = on ? flags | FS_APPEND_FL : flags & ~FS_APPEND_FL;
+    ok = ok && ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Makes the next journal_sync fail with 'limit' as the largest file size
+ * (the write stops part of the way); returns its rc and the log. */
+static int sync_with_limit(struct journal *j, uint64_t limit, struct buf *log)
+{
+    struct rlimit old, lim;
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)limit;
+    struct capture c;
+    capture_begin(&c);
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    uint64_t synced = 0;
+    int rc = ERR_OK;
+    if (CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0)) {
+        rc = journal_sync(j, &synced);
+        setrlimit(RLIMIT_FSIZE, &old);
+    }
+    signal(SIGXFSZ, old_handler);
+    capture_end(&c, log);
+    return rc;
+}
+
+/* A write that fails and cannot even be cut off (the file is append-only):
+ * the journal goes down, says so in its health, and the next sync brings it
+ * back in a new segment, without a restart. */
+void test_journal_recovers_after_failure(void)
+{
+    struct fx f;
+    if (!fx_init(&f))
+        return;
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    append_range(f.j, 0, 10, 10);
+    char path[96];
+    seg_path(&f, 0, path, sizeof(path));
+    if (!set_append_only(path, true)) {
+        test_note("skipped: cannot make '%s' append-only (%s): needs root and ext4/tmpfs", path,
+                  strerror(errno));
+        fx_done(&f);
+        return;
+    }
+    append_range(f.j, 10, 12, 0);
+    struct buf log = BUF_INIT;
+    CHECK_EQ_INT(sync_with_limit(f.j, pos_tab[10] + 100, &log), ERR_IO);
+    CHECK_EQ_INT(count_lines(&log, "cannot write journal segment"), 1);
+    CHECK(file_size(path) > pos_tab[10]); /* the cut failed: a torn tail stays */
+    struct journal_health h;
+    journal_health(f.j, &h);
+    CHECK(h.down);
+    CHECK_EQ_INT(h.failures, 1);
+    CHECK_EQ_STR(h.error, "File too large");
+    CHECK_EQ_INT(h.unsynced_bytes, pos_tab[12] - pos_tab[10]);
+
+    struct capture c;
+    capture_begin(&c);
+    uint64_t synced = 0;
+    int rc = journal_sync(f.j, &synced);
+    capture_end(&c, &log);
+    CHECK_EQ_INT(rc, ERR_OK);
+    CHECK_EQ_INT(synced, pos_tab[12]);
+    CHECK_EQ_INT(count_lines(&log, "writes again, after 1 failed syncs"), 1);
+    journal_health(f.j, &h);
+    CHECK(!h.down);
+    CHECK_EQ_INT(h.recoveries, 1);
+    CHECK_EQ_INT(h.unsynced_bytes, 0);
+    char next[96];
+    seg_path(&f, pos_tab[10], next, sizeof(next));
+    CHECK_EQ_INT(file_size(next), pos_tab[12] - pos_tab[10]);
+    check_replay(f.j, 0, 0, 12); /* the old file is read up to the new one's start */
+    append_range(f.j, 12, 20, 4);
+    fx_close(&f);
+
+    capture_begin(&c);
+    rc = fx_open(&f, 1u << 20);
+    capture_end(&c, &log);
+    CHECK_EQ_INT(rc, ERR_OK);
+    CHECK_EQ_INT(f.end, pos_tab[20]);
+    CHECK_EQ_INT(count_lines(&log, " warn "), 0);
+    check_replay(f.j, 0, 0, 20);
+    set_append_only(path, false);
+    buf_release(&log);
+    fx_done(&f);
+}
+
+/* While the journal is down the store takes its records: skipping to a
+ * position past the synced end drops them from memory, and the journal
+ * carries on from there in a new segment, its positions unchanged; later
+ * failures are not logged again. Skipping past the end of an idle journal
+ * (a store ahead of a journal that lost its tail) moves it there too. */
+void test_journal_skip_to(void)
+{
+    struct fx f;
+    if (!fx_init(&f))
+        return;
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    append_range(f.j, 0, 10, 10);
+    append_range(f.j, 10, 20, 0);
+    struct buf log = BUF_INIT;
+    CHECK_EQ_INT(sync_with_limit(f.j, pos_tab[10] + 100, &log), ERR_IO);
+    CHECK_EQ_INT(count_lines(&log, "cannot write journal segment"), 1);
+    CHECK_EQ_INT(sync_with_limit(f.j, pos_tab[10] + 100, &log), ERR_IO);
+    CHECK_EQ_STR(buf_cstr(&log), "");
+    struct journal_health h;
+    journal_health(f.j, &h);
+    CHECK(h.down);
+    CHECK_EQ_INT(h.failures, 2);
+
+    CHECK_EQ_INT(journal_skip_to(f.j, pos_tab[15]), ERR_OK);
+    journal_health(f.j, &h);
+    CHECK_EQ_INT(h.unsynced_bytes, pos_tab[20] - pos_tab[15]);
+    uint64_t synced = 0;
+    struct capture c;
+    capture_begin(&c);
+    CHECK_EQ_INT(journal_sync(f.j, &synced), ERR_OK);
+    capture_end(&c, &log);
+    CHECK_EQ_INT(synced, pos_tab[20]);
+    CHECK_EQ_INT(count_lines(&log, "writes again, after 2 failed syncs"), 1);
+    char path[96];
+    seg_path(&f, pos_tab[15], path, sizeof(path));
+    CHECK_EQ_INT(file_size(path), pos_tab[20] - pos_tab[15]);
+    check_replay(f.j, pos_tab[15], 15, 20);
+    /* From before the gap: the journal cannot tell it from a lost tail. */
+    struct expect e = {.next = 0};
+    capture_begin(&c);
+    CHECK_EQ_INT(journal_replay(f.j, 0, expect_cb, &e), ERR_OK);
+    capture_end(&c, &log);
+    CHECK_EQ_INT(e.calls, 15); /* 0..9, then 15..19 */
+    CHECK_EQ_INT(e.jumps, 1);
+    CHECK_EQ_INT(e.wrong, 0);
+    CHECK_EQ_INT(count_lines(&log, "replay skips to position"), 1);
+
+    CHECK_EQ_INT(journal_skip_to(f.j, pos_tab[20]), ERR_OK); /* a no-op */
+    CHECK_EQ_INT(journal_skip_to(f.j, UINT64_MAX), ERR_INVALID);
+    CHECK_EQ_INT(journal_skip_to(f.j, pos_tab[25]), ERR_OK); /* nothing buffered */
+    append_range(f.j, 25, 30, 5);
+    fx_close(&f);
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    CHECK_EQ_INT(f.end, pos_tab[30]);
+    check_replay(f.j, pos_tab[25], 25, 30);
+    buf_release(&log);
+    fx_done(&f);
+}
+
+/* Down with nothing left to write (the store took it all): a sync still
+ * tells whether the disk writes again, with a byte it then cuts off, so the
+ * journal does not stay down while no click comes. */
+void test_journal_down_and_idle(void)
+{
+    struct fx f;
+    if (!fx_init(&f))
+        return;
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    append_range(f.j, 0, 10, 10);
+    append_range(f.j, 10, 20, 0);
+    struct buf log = BUF_INIT;
+    CHECK_EQ_INT(sync_with_limit(f.j, pos_tab[10] + 100, &log), ERR_IO);
+    CHECK_EQ_INT(journal_skip_to(f.j, pos_tab[20]), ERR_OK);
+    struct journal_health h;
+    journal_health(f.j, &h);
+    CHECK(h.down);
+    CHECK_EQ_INT(h.unsynced_bytes, 0);
+
+    CHECK_EQ_INT(sync_with_limit(f.j, 0, &log), ERR_IO); /* not a byte */
+    journal_health(f.j, &h);
+    CHECK(h.down);
+    CHECK_EQ_INT(h.failures, 2);
+
+    struct capture c;
+    capture_begin(&c);
+    uint64_t synced = 0;
+    CHECK_EQ_INT(journal_sync(f.j, &synced), ERR_OK);
+    capture_end(&c, &log);
+    CHECK_EQ_INT(synced, pos_tab[20]);
+    CHECK_EQ_INT(count_lines(&log, "writes again, after 2 failed syncs"), 1);
+    journal_health(f.j, &h);
+    CHECK(!h.down);
+    char path[96];
+    seg_path(&f, pos_tab[20], path, sizeof(path));
+    CHECK_EQ_INT(file_size(path), 0); /* the probe's byte is gone */
+    CHECK_EQ_INT(journal_sync(f.j, &synced), ERR_OK); /* up and idle: no I/O */
+    append_range(f.j, 20, 25, 5);
+    fx_close(&f);
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    CHECK_EQ_INT(f.end, pos_tab[25]);
+    check_replay(f.j, pos_tab[20], 20, 25);
+    buf_release(&log);
+    fx_done(&f);
+}
+
+/* Rotating leaves the records synced so far in a segment of their own, so
+ * that releasing up to them deletes them, however small the segment. */
+void test_journal_rotate(void)
+{
+    struct fx f;
+    if (!fx_init(&f))
+        return;
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    CHECK_EQ_INT(journal_rotate(f.j), ERR_OK); /* nothing to leave: no new file */
+    struct segs s;
+    list_segs(&f, &s);
+    CHECK_EQ_INT(s.n, 1);
+    append_range(f.j, 0, 10, 10);
+    CHECK_EQ_INT(journal_rotate(f.j), ERR_OK);
+    CHECK_EQ_INT(journal_release(f.j, pos_tab[10]), ERR_OK);
+    list_segs(&f, &s);
+    if (CHECK_EQ_INT(s.n, 1)) {
+        CHECK_EQ_INT(s.start[0], pos_tab[10]);
+        CHECK_EQ_INT(s.size[0], 0);
+    }
+    CHECK_EQ_INT(journal_rotate(f.j), ERR_OK); /* the new one is empty: kept */
+    list_segs(&f, &s);
+    CHECK_EQ_INT(s.n, 1);
+
+    /* Buffered records go to the new segment, at their positions. */
+    append_range(f.j, 10, 15, 5);
+    append_range(f.j, 15, 18, 0);
+    CHECK_EQ_INT(journal_rotate(f.j), ERR_OK);
+    uint64_t synced = 0;
+    CHECK_EQ_INT(journal_sync(f.j, &synced), ERR_OK);
+    CHECK_EQ_INT(synced, pos_tab[18]);
+    check_replay(f.j, pos_tab[10], 10, 18);
+    fx_close(&f);
+    CHECK_EQ_INT(fx_open(&f, 1u << 20), ERR_OK);
+    CHECK_EQ_INT(f.end, pos_tab[18]);
+    check_segs(&f, 0, pos_tab[10], pos_tab[18]);
     fx_done(&f);
 }

@@ -60,6 +60,8 @@
     X(classify_ua_table)                                                                           \
     X(classify_ua_edges)                                                                           \
     X(classify_names)                                                                              \
+    X(classify_in_app_bots)                                                                        \
+    X(classify_agents)                                                                             \
     X(classify_cache)                                                                              \
     X(classify_prefetch)                                                                           \
     X(classify_referrer)                                                                           \

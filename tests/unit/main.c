@@ -135,6 +135,7 @@
     X(dayrow_recent)                                                                               \
     X(dayrow_visitors)                                                                             \
     X(dayrow_merge_recent)                                                                         \
+    X(dayrow_old_rows)                                                                             \
     X(dayrow_bad_blobs)                                                                            \
     X(utm_json)                                                                                    \
     X(utm_json_errors)                                                                             \

@@ -19,7 +19,7 @@
  * job's clicks again (the same events give the same link days, in the same
  * order) and skips those up to the partial record's link day. Human and bot
  * clicks are kept apart: a bot or a prefetch only counts as a bot click of
- * its kind. */
+ * its kind (and a bot under its agent's name too). */
 #include "aggregate.h"
 
 #include <pthread.h>
@@ -49,6 +49,7 @@ const char *const dim_names[DIM__COUNT] = {
     [DIM_UTM_MEDIUM] = "utm_medium",    [DIM_UTM_CAMPAIGN] = "utm_campaign",
     [DIM_BOT_KIND] = "bot_kinds",       [DIM_HOUR] = "hours",
     [DIM_DOWHOUR] = "dowhour",         [DIM_VARIANT] = "variants",
+    [DIM_BOT_AGENT] = "bot_agents",
 };
 
 #define RETRY_PAUSE_US 200000
@@ -237,6 +238,7 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     if (ua.bot != BOT_NONE) {
         r->bots++;
         count_dim(r, DIM_BOT_KIND, bot_kind_name(ua.bot));
+        count_dim(r, DIM_BOT_AGENT, ua.agent);
         return;
     }
     r->clicks++;

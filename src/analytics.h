@@ -19,6 +19,7 @@ enum dim {
     DIM_HOUR = 11,          /* "00".."23", UTC */
     DIM_DOWHOUR = 12,       /* "D-HH": ISO weekday 1 (Monday)..7, hour 00..23, UTC */
     DIM_VARIANT = 13,       /* A/B: the variant's number, "1".."10", in the link's order */
+    DIM_BOT_AGENT = 14,     /* bot clicks only: the bot's name, "googlebot".. or "other" */
     DIM__COUNT
 };
 

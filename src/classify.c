@@ -5,9 +5,10 @@
  * into one PCRE2 regex: the list needs look-behind), plus the rules below for
  * what it misses: an empty user agent, mail and office link scanners, a few
  * clients it does not know. A person's click in an in-app browser (Instagram,
- * Facebook, TikTok...) is never a bot, whatever a pattern says. Which kind of
- * bot is read from one ordered table of markers; browser, OS and device from
- * ordered token checks, because the order is the whole trick (Edge and Opera
+ * Facebook, TikTok...) is not a bot, whatever a pattern says, unless a bot's
+ * own name is in it too. Which kind of bot, and which agent, is read from
+ * one ordered table of markers; browser, OS and device from ordered token
+ * checks, because the order is the whole trick (Edge and Opera
  * also say "Chrome", Chrome also says "Safari", Android also says "Linux").
  * Results are cached per distinct user agent in an open-addressing table
  * keyed by SipHash under a random key, so crafted user agents cannot force
@@ -269,256 +270,299 @@ size_t clamp_utf8(const char *s, size_t n, char out[DIM_MAX + 1])
  * before Applebot, LinkedInBot ("Apache-HttpClient") and Mastodon ("http.rb")
  * before the HTTP libraries, monitors built on headless Chrome before
  * "headless", named crawlers before the libraries' short words ("php" is in
- * MJ12bot's URL). Markers are lowercase. */
+ * MJ12bot's URL). Markers are lowercase.
+ *
+ * A rule that names one agent also gives the name its bot clicks are tallied
+ * under (AGENT_NAME_MAX bytes at most, lowercase; several markers of one
+ * agent share it); a generic word ("spider", "monitor") names none, and the
+ * first naming rule further on, if any, gives the name. */
 
 static const struct kind_rule {
     const char *marker;
     enum bot_kind kind;
     bool sure;
+    const char *agent; /* NULL: a word of many agents */
 } kind_rules[] = {
+    /* Bots that wear an in-app browser's user agent and carry an app's
+     * token in their own name ("TikTokSpider"): before the apps' markers. */
+    {"tiktokspider", BOT_CRAWLER, true, "tiktokspider"},
+    {"snapchatads", BOT_CRAWLER, true, "snapchatads"},
+    {"brandverity", BOT_CRAWLER, true, "brandverity"},
+
     /* Mail and office link scanners, mail image proxies: isbot misses most. */
-    {"mail.ru_bot", BOT_CRAWLER, true}, /* Mail.ru's search crawler, not its mail */
-    {"microsoft office existence discovery", BOT_MAIL_SCANNER, true},
-    {"ms-office", BOT_MAIL_SCANNER, true},
-    {"msoffice", BOT_MAIL_SCANNER, true},
-    {"microsoft outlook", BOT_MAIL_SCANNER, true},
-    {"microsoft office/", BOT_MAIL_SCANNER, true},
-    {"googleimageproxy", BOT_MAIL_SCANNER, true},
-    {"google-safety", BOT_MAIL_SCANNER, true},
-    {"yahoomailproxy", BOT_MAIL_SCANNER, true},
-    {"emailproxy", BOT_MAIL_SCANNER, true},
-    {"imageproxy", BOT_MAIL_SCANNER, true},
-    {"mail.ukr.net", BOT_MAIL_SCANNER, true},
-    {"mail.ru", BOT_MAIL_SCANNER, true},
-    {"barracuda", BOT_MAIL_SCANNER, true},
-    {"proofpoint", BOT_MAIL_SCANNER, true},
-    {"mimecast", BOT_MAIL_SCANNER, true},
-    {"messagelabs", BOT_MAIL_SCANNER, true},
-    {"symantec", BOT_MAIL_SCANNER, true},
-    {"trend micro", BOT_MAIL_SCANNER, true},
-    {"trendmicro", BOT_MAIL_SCANNER, true},
-    {"kaspersky", BOT_MAIL_SCANNER, true},
-    {"forcepoint", BOT_MAIL_SCANNER, true},
-    {"sophos", BOT_MAIL_SCANNER, true},
-    {"fireeye", BOT_MAIL_SCANNER, true},
-    {"ironport", BOT_MAIL_SCANNER, true},
+    {"mail.ru_bot", BOT_CRAWLER, true, "mail.ru_bot"}, /* Mail.ru's search crawler, not its mail */
+    {"microsoft office existence discovery", BOT_MAIL_SCANNER, true, "ms-office"},
+    {"ms-office", BOT_MAIL_SCANNER, true, "ms-office"},
+    {"msoffice", BOT_MAIL_SCANNER, true, "ms-office"},
+    {"microsoft outlook", BOT_MAIL_SCANNER, true, "outlook"},
+    {"microsoft office/", BOT_MAIL_SCANNER, true, "ms-office"},
+    {"googleimageproxy", BOT_MAIL_SCANNER, true, "googleimageproxy"},
+    {"google-safety", BOT_MAIL_SCANNER, true, "google-safety"},
+    {"yahoomailproxy", BOT_MAIL_SCANNER, true, "yahoomailproxy"},
+    {"emailproxy", BOT_MAIL_SCANNER, true, NULL},
+    {"imageproxy", BOT_MAIL_SCANNER, true, NULL},
+    {"mail.ukr.net", BOT_MAIL_SCANNER, true, "mail.ukr.net"},
+    {"mail.ru", BOT_MAIL_SCANNER, true, "mail.ru"},
+    {"barracuda", BOT_MAIL_SCANNER, true, "barracuda"},
+    {"proofpoint", BOT_MAIL_SCANNER, true, "proofpoint"},
+    {"mimecast", BOT_MAIL_SCANNER, true, "mimecast"},
+    {"messagelabs", BOT_MAIL_SCANNER, true, "messagelabs"},
+    {"symantec", BOT_MAIL_SCANNER, true, "symantec"},
+    {"trend micro", BOT_MAIL_SCANNER, true, "trendmicro"},
+    {"trendmicro", BOT_MAIL_SCANNER, true, "trendmicro"},
+    {"kaspersky", BOT_MAIL_SCANNER, true, "kaspersky"},
+    {"forcepoint", BOT_MAIL_SCANNER, true, "forcepoint"},
+    {"sophos", BOT_MAIL_SCANNER, true, "sophos"},
+    {"fireeye", BOT_MAIL_SCANNER, true, "fireeye"},
+    {"ironport", BOT_MAIL_SCANNER, true, "ironport"},
 
     /* AI crawlers and assistants */
-    {"gptbot", BOT_AI_CRAWLER, true},
-    {"chatgpt-user", BOT_AI_CRAWLER, true},
-    {"oai-searchbot", BOT_AI_CRAWLER, true},
-    {"claudebot", BOT_AI_CRAWLER, true},
-    {"claude-web", BOT_AI_CRAWLER, true},
-    {"claude-user", BOT_AI_CRAWLER, true},
-    {"claude-searchbot", BOT_AI_CRAWLER, true},
-    {"anthropic-ai", BOT_AI_CRAWLER, true},
-    {"perplexitybot", BOT_AI_CRAWLER, true},
-    {"perplexity-user", BOT_AI_CRAWLER, true},
-    {"ccbot", BOT_AI_CRAWLER, true},
-    {"google-extended", BOT_AI_CRAWLER, true},
-    {"applebot-extended", BOT_AI_CRAWLER, true},
-    {"bytespider", BOT_AI_CRAWLER, true},
-    {"amazonbot", BOT_AI_CRAWLER, true},
-    {"cohere-ai", BOT_AI_CRAWLER, true},
-    {"cohere-training", BOT_AI_CRAWLER, true},
-    {"meta-externalagent", BOT_AI_CRAWLER, true},
-    {"meta-externalfetcher", BOT_AI_CRAWLER, true},
-    {"facebookbot", BOT_AI_CRAWLER, true},
-    {"diffbot", BOT_AI_CRAWLER, true},
-    {"youbot", BOT_AI_CRAWLER, true},
-    {"ai2bot", BOT_AI_CRAWLER, true},
-    {"omgili", BOT_AI_CRAWLER, true},
-    {"timpibot", BOT_AI_CRAWLER, true},
-    {"imagesiftbot", BOT_AI_CRAWLER, true},
-    {"mistralai-user", BOT_AI_CRAWLER, true},
-    {"duckassistbot", BOT_AI_CRAWLER, true},
-    {"pangubot", BOT_AI_CRAWLER, true},
-    {"openai", BOT_AI_CRAWLER, false},
+    {"gptbot", BOT_AI_CRAWLER, true, "gptbot"},
+    {"chatgpt-user", BOT_AI_CRAWLER, true, "chatgpt-user"},
+    {"oai-searchbot", BOT_AI_CRAWLER, true, "oai-searchbot"},
+    {"claudebot", BOT_AI_CRAWLER, true, "claudebot"},
+    {"claude-web", BOT_AI_CRAWLER, true, "claude-web"},
+    {"claude-user", BOT_AI_CRAWLER, true, "claude-user"},
+    {"claude-searchbot", BOT_AI_CRAWLER, true, "claude-searchbot"},
+    {"anthropic-ai", BOT_AI_CRAWLER, true, "anthropic-ai"},
+    {"perplexitybot", BOT_AI_CRAWLER, true, "perplexitybot"},
+    {"perplexity-user", BOT_AI_CRAWLER, true, "perplexity-user"},
+    {"ccbot", BOT_AI_CRAWLER, true, "ccbot"},
+    {"google-extended", BOT_AI_CRAWLER, true, "google-extended"},
+    {"applebot-extended", BOT_AI_CRAWLER, true, "applebot-extended"},
+    {"bytespider", BOT_AI_CRAWLER, true, "bytespider"},
+    {"amazonbot", BOT_AI_CRAWLER, true, "amazonbot"},
+    {"cohere-ai", BOT_AI_CRAWLER, true, "cohere-ai"},
+    {"cohere-training", BOT_AI_CRAWLER, true, "cohere-training"},
+    {"meta-externalagent", BOT_AI_CRAWLER, true, "meta-externalagent"},
+    {"meta-externalfetcher", BOT_AI_CRAWLER, true, "meta-externalfetcher"},
+    {"facebookbot", BOT_AI_CRAWLER, true, "facebookbot"},
+    {"diffbot", BOT_AI_CRAWLER, true, "diffbot"},
+    {"youbot", BOT_AI_CRAWLER, true, "youbot"},
+    {"ai2bot", BOT_AI_CRAWLER, true, "ai2bot"},
+    {"omgili", BOT_AI_CRAWLER, true, "omgili"},
+    {"timpibot", BOT_AI_CRAWLER, true, "timpibot"},
+    {"imagesiftbot", BOT_AI_CRAWLER, true, "imagesiftbot"},
+    {"mistralai-user", BOT_AI_CRAWLER, true, "mistralai-user"},
+    {"duckassistbot", BOT_AI_CRAWLER, true, "duckassistbot"},
+    {"pangubot", BOT_AI_CRAWLER, true, "pangubot"},
+    {"amzn-searchbot", BOT_AI_CRAWLER, true, "amzn-searchbot"},
+    {"amzn-user", BOT_AI_CRAWLER, true, "amzn-user"},
+    {"novaact", BOT_AI_CRAWLER, true, "novaact"},
+    {"deepseekbot", BOT_AI_CRAWLER, true, "deepseekbot"},
+    {"google-cloudvertexbot", BOT_AI_CRAWLER, true, "google-cloudvertexbot"},
+    {"gemini-deep-research", BOT_AI_CRAWLER, true, "gemini-deep-research"},
+    {"meta-webindexer", BOT_AI_CRAWLER, true, "meta-webindexer"},
+    {"firecrawlagent", BOT_AI_CRAWLER, true, "firecrawlagent"},
+    {"webzio-extended", BOT_AI_CRAWLER, true, "webzio-extended"},
+    {"kangaroo bot", BOT_AI_CRAWLER, true, "kangaroobot"},
+    {"icc-crawler", BOT_AI_CRAWLER, true, "icc-crawler"},
+    {"img2dataset", BOT_AI_CRAWLER, true, "img2dataset"},
+    {"cotoyogi", BOT_AI_CRAWLER, true, "cotoyogi"},
+    {"andibot", BOT_AI_CRAWLER, true, "andibot"},
+    {"iaskspider", BOT_AI_CRAWLER, true, "iaskspider"},
+    {"manus-user", BOT_AI_CRAWLER, true, "manus-user"},
+    {"claude-code", BOT_AI_CRAWLER, true, "claude-code"},
+    {"openai", BOT_AI_CRAWLER, false, "openai"},
 
     /* Uptime and synthetic monitoring */
-    {"uptimerobot", BOT_MONITOR, true},
-    {"pingdom", BOT_MONITOR, true},
-    {"statuscake", BOT_MONITOR, true},
-    {"site24x7", BOT_MONITOR, true},
-    {"better uptime", BOT_MONITOR, true},
-    {"betteruptime", BOT_MONITOR, true},
-    {"betterstack", BOT_MONITOR, true},
-    {"datadogsynthetics", BOT_MONITOR, true},
-    {"datadog agent", BOT_MONITOR, true},
-    {"newrelicpinger", BOT_MONITOR, true},
-    {"checkly", BOT_MONITOR, true},
-    {"uptime-kuma", BOT_MONITOR, true},
-    {"uptimebot", BOT_MONITOR, true},
-    {"uptime.com", BOT_MONITOR, true},
-    {"freshping", BOT_MONITOR, true},
-    {"hetrixtools", BOT_MONITOR, true},
-    {"updown.io", BOT_MONITOR, true},
-    {"nagios", BOT_MONITOR, true},
-    {"check_http", BOT_MONITOR, true},
-    {"monitoring-plugins", BOT_MONITOR, true},
-    {"zabbix", BOT_MONITOR, true},
-    {"blackbox exporter", BOT_MONITOR, true},
-    {"prometheus", BOT_MONITOR, false},
-    {"route53-health-check", BOT_MONITOR, true},
-    {"elb-healthchecker", BOT_MONITOR, true},
-    {"googlestackdrivermonitoring", BOT_MONITOR, true},
-    {"kube-probe", BOT_MONITOR, true},
-    {"healthcheck", BOT_MONITOR, false},
-    {"health-check", BOT_MONITOR, false},
-    {"ruxitsynthetic", BOT_MONITOR, true},
-    {"catchpoint", BOT_MONITOR, true},
-    {"dejaclick", BOT_MONITOR, true},
-    {"phpservermon", BOT_MONITOR, true},
-    {"monit/", BOT_MONITOR, false},
-    {"synthetic", BOT_MONITOR, false},
-    {"monitor", BOT_MONITOR, false},
+    {"uptimerobot", BOT_MONITOR, true, "uptimerobot"},
+    {"pingdom", BOT_MONITOR, true, "pingdom"},
+    {"statuscake", BOT_MONITOR, true, "statuscake"},
+    {"site24x7", BOT_MONITOR, true, "site24x7"},
+    {"better uptime", BOT_MONITOR, true, "betteruptime"},
+    {"betteruptime", BOT_MONITOR, true, "betteruptime"},
+    {"betterstack", BOT_MONITOR, true, "betterstack"},
+    {"datadogsynthetics", BOT_MONITOR, true, "datadog"},
+    {"datadog agent", BOT_MONITOR, true, "datadog"},
+    {"newrelicpinger", BOT_MONITOR, true, "newrelicpinger"},
+    {"checkly", BOT_MONITOR, true, "checkly"},
+    {"uptime-kuma", BOT_MONITOR, true, "uptime-kuma"},
+    {"uptimebot", BOT_MONITOR, true, "uptimebot"},
+    {"uptime.com", BOT_MONITOR, true, "uptime.com"},
+    {"freshping", BOT_MONITOR, true, "freshping"},
+    {"hetrixtools", BOT_MONITOR, true, "hetrixtools"},
+    {"updown.io", BOT_MONITOR, true, "updown.io"},
+    {"nagios", BOT_MONITOR, true, "nagios"},
+    {"check_http", BOT_MONITOR, true, "nagios"},
+    {"monitoring-plugins", BOT_MONITOR, true, "nagios"},
+    {"zabbix", BOT_MONITOR, true, "zabbix"},
+    {"blackbox exporter", BOT_MONITOR, true, "blackbox-exporter"},
+    {"prometheus", BOT_MONITOR, false, "prometheus"},
+    {"route53-health-check", BOT_MONITOR, true, "route53"},
+    {"elb-healthchecker", BOT_MONITOR, true, "elb-healthchecker"},
+    {"googlestackdrivermonitoring", BOT_MONITOR, true, "stackdriver"},
+    {"kube-probe", BOT_MONITOR, true, "kube-probe"},
+    {"healthcheck", BOT_MONITOR, false, NULL},
+    {"health-check", BOT_MONITOR, false, NULL},
+    {"ruxitsynthetic", BOT_MONITOR, true, "ruxitsynthetic"},
+    {"catchpoint", BOT_MONITOR, true, "catchpoint"},
+    {"dejaclick", BOT_MONITOR, true, "dejaclick"},
+    {"phpservermon", BOT_MONITOR, true, "phpservermon"},
+    {"hyperping", BOT_MONITOR, true, "hyperping"},
+    {"cronitor", BOT_MONITOR, true, "cronitor"},
+    {"ohdear", BOT_MONITOR, true, "ohdear"},
+    {"nodeping", BOT_MONITOR, true, "nodeping"},
+    {"host-tracker", BOT_MONITOR, true, "host-tracker"},
+    {"uptimia", BOT_MONITOR, true, "uptimia"},
+    {"montastic", BOT_MONITOR, true, "montastic"},
+    {"jetmon", BOT_MONITOR, true, "jetmon"},
+    {"gatus/", BOT_MONITOR, true, "gatus"},
+    {"pulsetic", BOT_MONITOR, true, "pulsetic"},
+    {"sematext", BOT_MONITOR, true, "sematext"},
+    {"panopta", BOT_MONITOR, true, "panopta"},
+    {"monitis", BOT_MONITOR, true, "monitis"},
+    {"monit/", BOT_MONITOR, false, "monit"},
+    {"synthetic", BOT_MONITOR, false, NULL},
+    {"monitor", BOT_MONITOR, false, NULL},
 
     /* Link previews of chat and social apps */
-    {"facebookexternalhit", BOT_PREVIEWER, true},
-    {"facebot", BOT_PREVIEWER, true},
-    {"facebookcatalog", BOT_PREVIEWER, true},
-    {"twitterbot", BOT_PREVIEWER, true},
-    {"slackbot", BOT_PREVIEWER, true},
-    {"slack-imgproxy", BOT_PREVIEWER, true},
-    {"discordbot", BOT_PREVIEWER, true},
-    {"telegrambot", BOT_PREVIEWER, true},
-    {"whatsapp", BOT_PREVIEWER, false},
-    {"linkedinbot", BOT_PREVIEWER, true},
-    {"skypeuripreview", BOT_PREVIEWER, true},
-    {"iframely", BOT_PREVIEWER, true},
-    {"embedly", BOT_PREVIEWER, true},
-    {"redditbot", BOT_PREVIEWER, true},
-    {"pinterestbot", BOT_PREVIEWER, true},
-    {"pinterest/0.", BOT_PREVIEWER, true},
-    {"mastodon", BOT_PREVIEWER, false},
-    {"bluesky", BOT_PREVIEWER, false},
-    {"cardyb", BOT_PREVIEWER, true},
-    {"vkshare", BOT_PREVIEWER, true},
-    {"viber", BOT_PREVIEWER, false},
-    {"line-poker", BOT_PREVIEWER, true},
-    {"kakaotalk-scrap", BOT_PREVIEWER, true},
-    {"snapchat", BOT_PREVIEWER, false},
-    {"quora link preview", BOT_PREVIEWER, true},
-    {"bitrix link preview", BOT_PREVIEWER, true},
-    {"yahoo:linkexpander", BOT_PREVIEWER, true},
-    {"bingpreview", BOT_PREVIEWER, true},
-    {"google web preview", BOT_PREVIEWER, true},
-    {"applenewsbot", BOT_PREVIEWER, true},
-    {"flipboardproxy", BOT_PREVIEWER, true},
-    {"tumblr", BOT_PREVIEWER, false},
-    {"nuzzel", BOT_PREVIEWER, false},
-    {"synapse", BOT_PREVIEWER, false}, /* Matrix */
-    {"mattermost", BOT_PREVIEWER, false},
-    {"rocket.chat", BOT_PREVIEWER, false},
-    {"zulip", BOT_PREVIEWER, false},
-    {"keybase", BOT_PREVIEWER, false},
-    {"preview", BOT_PREVIEWER, false},
+    {"facebookexternalhit", BOT_PREVIEWER, true, "facebookexternalhit"},
+    {"facebot", BOT_PREVIEWER, true, "facebot"},
+    {"facebookcatalog", BOT_PREVIEWER, true, "facebookcatalog"},
+    {"twitterbot", BOT_PREVIEWER, true, "twitterbot"},
+    {"slackbot", BOT_PREVIEWER, true, "slackbot"},
+    {"slack-imgproxy", BOT_PREVIEWER, true, "slack-imgproxy"},
+    {"discordbot", BOT_PREVIEWER, true, "discordbot"},
+    {"telegrambot", BOT_PREVIEWER, true, "telegrambot"},
+    {"whatsapp", BOT_PREVIEWER, false, "whatsapp"},
+    {"linkedinbot", BOT_PREVIEWER, true, "linkedinbot"},
+    {"skypeuripreview", BOT_PREVIEWER, true, "skypeuripreview"},
+    {"iframely", BOT_PREVIEWER, true, "iframely"},
+    {"embedly", BOT_PREVIEWER, true, "embedly"},
+    {"redditbot", BOT_PREVIEWER, true, "redditbot"},
+    {"pinterestbot", BOT_PREVIEWER, true, "pinterestbot"},
+    {"pinterest/0.", BOT_PREVIEWER, true, "pinterestbot"},
+    {"mastodon", BOT_PREVIEWER, false, "mastodon"},
+    {"bluesky", BOT_PREVIEWER, false, "bluesky"},
+    {"cardyb", BOT_PREVIEWER, true, "cardyb"},
+    {"vkshare", BOT_PREVIEWER, true, "vkshare"},
+    {"viber", BOT_PREVIEWER, false, "viber"},
+    {"line-poker", BOT_PREVIEWER, true, "line"},
+    {"kakaotalk-scrap", BOT_PREVIEWER, true, "kakaotalk"},
+    {"snapchat", BOT_PREVIEWER, false, "snapchat"},
+    {"quora link preview", BOT_PREVIEWER, true, "quora"},
+    {"bitrix link preview", BOT_PREVIEWER, true, "bitrix24"},
+    {"yahoo:linkexpander", BOT_PREVIEWER, true, "yahoo"},
+    {"bingpreview", BOT_PREVIEWER, true, "bingpreview"},
+    {"google web preview", BOT_PREVIEWER, true, "google-web-preview"},
+    {"applenewsbot", BOT_PREVIEWER, true, "applenewsbot"},
+    {"flipboardproxy", BOT_PREVIEWER, true, "flipboardproxy"},
+    {"tumblr", BOT_PREVIEWER, false, "tumblr"},
+    {"nuzzel", BOT_PREVIEWER, false, "nuzzel"},
+    {"synapse", BOT_PREVIEWER, false, "synapse"}, /* Matrix */
+    {"mattermost", BOT_PREVIEWER, false, "mattermost"},
+    {"rocket.chat", BOT_PREVIEWER, false, "rocket.chat"},
+    {"zulip", BOT_PREVIEWER, false, "zulip"},
+    {"keybase", BOT_PREVIEWER, false, "keybase"},
+    {"preview", BOT_PREVIEWER, false, NULL},
 
     /* Headless and automated browsers */
-    {"headlesschrome", BOT_HEADLESS, true},
-    {"phantomjs", BOT_HEADLESS, true},
-    {"puppeteer", BOT_HEADLESS, true},
-    {"playwright", BOT_HEADLESS, true},
-    {"selenium", BOT_HEADLESS, true},
-    {"webdriver", BOT_HEADLESS, true},
-    {"cypress/", BOT_HEADLESS, false},
-    {"lighthouse", BOT_HEADLESS, false},
-    {"prerender", BOT_HEADLESS, false},
-    {"wkhtmlto", BOT_HEADLESS, false},
-    {"webkit2png", BOT_HEADLESS, false},
-    {"splash", BOT_HEADLESS, false},
-    {"headless", BOT_HEADLESS, false},
+    {"headlesschrome", BOT_HEADLESS, true, "headlesschrome"},
+    {"phantomjs", BOT_HEADLESS, true, "phantomjs"},
+    {"puppeteer", BOT_HEADLESS, true, "puppeteer"},
+    {"playwright", BOT_HEADLESS, true, "playwright"},
+    {"selenium", BOT_HEADLESS, true, "selenium"},
+    {"webdriver", BOT_HEADLESS, true, "webdriver"},
+    {"cypress/", BOT_HEADLESS, false, "cypress"},
+    {"lighthouse", BOT_HEADLESS, false, "lighthouse"},
+    {"prerender", BOT_HEADLESS, false, "prerender"},
+    {"wkhtmlto", BOT_HEADLESS, false, "wkhtmltopdf"},
+    {"webkit2png", BOT_HEADLESS, false, "webkit2png"},
+    {"splash", BOT_HEADLESS, false, "splash"},
+    {"headless", BOT_HEADLESS, false, NULL},
 
     /* Search, SEO and archive crawlers */
-    {"googlebot", BOT_CRAWLER, true},
-    {"google-inspectiontool", BOT_CRAWLER, true},
-    {"googleother", BOT_CRAWLER, true},
-    {"adsbot-google", BOT_CRAWLER, true},
-    {"mediapartners-google", BOT_CRAWLER, true},
-    {"apis-google", BOT_CRAWLER, true},
-    {"feedfetcher-google", BOT_CRAWLER, true},
-    {"storebot-google", BOT_CRAWLER, true},
-    {"bingbot", BOT_CRAWLER, true},
-    {"msnbot", BOT_CRAWLER, true},
-    {"adidxbot", BOT_CRAWLER, true},
-    {"baiduspider", BOT_CRAWLER, true},
-    {"yandex", BOT_CRAWLER, false},
-    {"duckduckbot", BOT_CRAWLER, true},
-    {"duckduckgo-favicons-bot", BOT_CRAWLER, true},
-    {"applebot", BOT_CRAWLER, true},
-    {"ahrefsbot", BOT_CRAWLER, true},
-    {"semrushbot", BOT_CRAWLER, true},
-    {"mj12bot", BOT_CRAWLER, true},
-    {"dotbot", BOT_CRAWLER, true},
-    {"petalbot", BOT_CRAWLER, true},
-    {"sogou", BOT_CRAWLER, false},
-    {"slurp", BOT_CRAWLER, false},
-    {"exabot", BOT_CRAWLER, true},
-    {"seznambot", BOT_CRAWLER, true},
-    {"yeti/", BOT_CRAWLER, false},
-    {"coccocbot", BOT_CRAWLER, true},
-    {"qwantify", BOT_CRAWLER, true},
-    {"mojeekbot", BOT_CRAWLER, true},
-    {"ia_archiver", BOT_CRAWLER, true},
-    {"archive.org_bot", BOT_CRAWLER, true},
-    {"blexbot", BOT_CRAWLER, true},
-    {"dataforseobot", BOT_CRAWLER, true},
-    {"barkrowler", BOT_CRAWLER, true},
-    {"linespider", BOT_CRAWLER, true},
+    {"googlebot", BOT_CRAWLER, true, "googlebot"},
+    {"google-inspectiontool", BOT_CRAWLER, true, "google-inspectiontool"},
+    {"googleother", BOT_CRAWLER, true, "googleother"},
+    {"adsbot-google", BOT_CRAWLER, true, "adsbot-google"},
+    {"mediapartners-google", BOT_CRAWLER, true, "mediapartners-google"},
+    {"apis-google", BOT_CRAWLER, true, "apis-google"},
+    {"feedfetcher-google", BOT_CRAWLER, true, "feedfetcher-google"},
+    {"storebot-google", BOT_CRAWLER, true, "storebot-google"},
+    {"bingbot", BOT_CRAWLER, true, "bingbot"},
+    {"msnbot", BOT_CRAWLER, true, "msnbot"},
+    {"adidxbot", BOT_CRAWLER, true, "adidxbot"},
+    {"baiduspider", BOT_CRAWLER, true, "baiduspider"},
+    {"yandex", BOT_CRAWLER, false, "yandex"},
+    {"duckduckbot", BOT_CRAWLER, true, "duckduckbot"},
+    {"duckduckgo-favicons-bot", BOT_CRAWLER, true, "duckduckgo-favicons-bot"},
+    {"applebot", BOT_CRAWLER, true, "applebot"},
+    {"ahrefsbot", BOT_CRAWLER, true, "ahrefsbot"},
+    {"semrushbot", BOT_CRAWLER, true, "semrushbot"},
+    {"mj12bot", BOT_CRAWLER, true, "mj12bot"},
+    {"dotbot", BOT_CRAWLER, true, "dotbot"},
+    {"petalbot", BOT_CRAWLER, true, "petalbot"},
+    {"sogou", BOT_CRAWLER, false, "sogou"},
+    {"slurp", BOT_CRAWLER, false, "slurp"},
+    {"exabot", BOT_CRAWLER, true, "exabot"},
+    {"seznambot", BOT_CRAWLER, true, "seznambot"},
+    {"yeti/", BOT_CRAWLER, false, "yeti"},
+    {"coccocbot", BOT_CRAWLER, true, "coccocbot"},
+    {"qwantify", BOT_CRAWLER, true, "qwantify"},
+    {"mojeekbot", BOT_CRAWLER, true, "mojeekbot"},
+    {"ia_archiver", BOT_CRAWLER, true, "ia_archiver"},
+    {"archive.org_bot", BOT_CRAWLER, true, "archive.org_bot"},
+    {"blexbot", BOT_CRAWLER, true, "blexbot"},
+    {"dataforseobot", BOT_CRAWLER, true, "dataforseobot"},
+    {"barkrowler", BOT_CRAWLER, true, "barkrowler"},
+    {"linespider", BOT_CRAWLER, true, "linespider"},
 
     /* HTTP libraries and command-line tools */
-    {"curl", BOT_HTTP_LIBRARY, false},
-    {"wget", BOT_HTTP_LIBRARY, false},
-    {"python-requests", BOT_HTTP_LIBRARY, false},
-    {"python-urllib", BOT_HTTP_LIBRARY, false},
-    {"python-httpx", BOT_HTTP_LIBRARY, false},
-    {"aiohttp", BOT_HTTP_LIBRARY, false},
-    {"httpx", BOT_HTTP_LIBRARY, false},
-    {"urllib", BOT_HTTP_LIBRARY, false},
-    {"python", BOT_HTTP_LIBRARY, false},
-    {"go-http-client", BOT_HTTP_LIBRARY, false},
-    {"go 1.1 package http", BOT_HTTP_LIBRARY, false},
-    {"go-resty", BOT_HTTP_LIBRARY, false},
-    {"okhttp", BOT_HTTP_LIBRARY, false},
-    {"axios", BOT_HTTP_LIBRARY, false},
-    {"node-fetch", BOT_HTTP_LIBRARY, false},
-    {"undici", BOT_HTTP_LIBRARY, false},
-    {"got (", BOT_HTTP_LIBRARY, false},
-    {"node.js", BOT_HTTP_LIBRARY, false},
-    {"java", BOT_HTTP_LIBRARY, false}, /* Java/, Java-http-client, (java 1.5) */
-    {"apache-httpclient", BOT_HTTP_LIBRARY, false},
-    {"httpclient", BOT_HTTP_LIBRARY, false},
-    {"libwww-perl", BOT_HTTP_LIBRARY, false},
-    {"lwp", BOT_HTTP_LIBRARY, false},
-    {"perl", BOT_HTTP_LIBRARY, false},
-    {"postmanruntime", BOT_HTTP_LIBRARY, false},
-    {"httpie", BOT_HTTP_LIBRARY, false},
-    {"insomnia", BOT_HTTP_LIBRARY, false},
-    {"http.rb", BOT_HTTP_LIBRARY, false},
-    {"faraday", BOT_HTTP_LIBRARY, false},
-    {"rest-client", BOT_HTTP_LIBRARY, false},
-    {"ruby", BOT_HTTP_LIBRARY, false},
-    {"guzzle", BOT_HTTP_LIBRARY, false},
-    {"php", BOT_HTTP_LIBRARY, false},
-    {"(dart:io)", BOT_HTTP_LIBRARY, true}, /* isbot misses Dart's default */
-    {"dart/", BOT_HTTP_LIBRARY, false},
-    {"reqwest", BOT_HTTP_LIBRARY, false},
-    {"deno/", BOT_HTTP_LIBRARY, false},
-    {"bun/", BOT_HTTP_LIBRARY, false},
-    {"restsharp", BOT_HTTP_LIBRARY, false},
-    {"winhttp", BOT_HTTP_LIBRARY, false},
-    {"grpc-", BOT_HTTP_LIBRARY, false},
-    {"alamofire", BOT_HTTP_LIBRARY, false},
-    {"apachebench", BOT_HTTP_LIBRARY, false},
+    {"curl", BOT_HTTP_LIBRARY, false, "curl"},
+    {"wget", BOT_HTTP_LIBRARY, false, "wget"},
+    {"python-requests", BOT_HTTP_LIBRARY, false, "python-requests"},
+    {"python-urllib", BOT_HTTP_LIBRARY, false, "python-urllib"},
+    {"python-httpx", BOT_HTTP_LIBRARY, false, "python-httpx"},
+    {"aiohttp", BOT_HTTP_LIBRARY, false, "aiohttp"},
+    {"httpx", BOT_HTTP_LIBRARY, false, "httpx"},
+    {"urllib", BOT_HTTP_LIBRARY, false, "urllib"},
+    {"python", BOT_HTTP_LIBRARY, false, "python"},
+    {"go-http-client", BOT_HTTP_LIBRARY, false, "go-http-client"},
+    {"go 1.1 package http", BOT_HTTP_LIBRARY, false, "go-http-client"},
+    {"go-resty", BOT_HTTP_LIBRARY, false, "go-resty"},
+    {"okhttp", BOT_HTTP_LIBRARY, false, "okhttp"},
+    {"axios", BOT_HTTP_LIBRARY, false, "axios"},
+    {"node-fetch", BOT_HTTP_LIBRARY, false, "node-fetch"},
+    {"undici", BOT_HTTP_LIBRARY, false, "undici"},
+    {"got (", BOT_HTTP_LIBRARY, false, "got"},
+    {"node.js", BOT_HTTP_LIBRARY, false, "node.js"},
+    {"java", BOT_HTTP_LIBRARY, false, "java"}, /* Java/, Java-http-client, (java 1.5) */
+    {"apache-httpclient", BOT_HTTP_LIBRARY, false, "apache-httpclient"},
+    {"httpclient", BOT_HTTP_LIBRARY, false, NULL},
+    {"libwww-perl", BOT_HTTP_LIBRARY, false, "libwww-perl"},
+    {"lwp", BOT_HTTP_LIBRARY, false, "libwww-perl"},
+    {"perl", BOT_HTTP_LIBRARY, false, "perl"},
+    {"postmanruntime", BOT_HTTP_LIBRARY, false, "postmanruntime"},
+    {"httpie", BOT_HTTP_LIBRARY, false, "httpie"},
+    {"insomnia", BOT_HTTP_LIBRARY, false, "insomnia"},
+    {"http.rb", BOT_HTTP_LIBRARY, false, "http.rb"},
+    {"faraday", BOT_HTTP_LIBRARY, false, "faraday"},
+    {"rest-client", BOT_HTTP_LIBRARY, false, "rest-client"},
+    {"ruby", BOT_HTTP_LIBRARY, false, "ruby"},
+    {"guzzle", BOT_HTTP_LIBRARY, false, "guzzle"},
+    {"php", BOT_HTTP_LIBRARY, false, "php"},
+    {"(dart:io)", BOT_HTTP_LIBRARY, true, "dart"}, /* isbot misses Dart's default */
+    {"dart/", BOT_HTTP_LIBRARY, false, "dart"},
+    {"reqwest", BOT_HTTP_LIBRARY, false, "reqwest"},
+    {"deno/", BOT_HTTP_LIBRARY, false, "deno"},
+    {"bun/", BOT_HTTP_LIBRARY, false, "bun"},
+    {"restsharp", BOT_HTTP_LIBRARY, false, "restsharp"},
+    {"winhttp", BOT_HTTP_LIBRARY, false, "winhttp"},
+    {"grpc-", BOT_HTTP_LIBRARY, false, "grpc"},
+    {"alamofire", BOT_HTTP_LIBRARY, false, "alamofire"},
+    {"apachebench", BOT_HTTP_LIBRARY, false, "apachebench"},
 
     /* Crawler words, last: they are parts of many names above. */
-    {"scrapy", BOT_CRAWLER, false},
-    {"screaming frog", BOT_CRAWLER, false},
-    {"spider", BOT_CRAWLER, false},
-    {"crawl", BOT_CRAWLER, false},
+    {"scrapy", BOT_CRAWLER, false, "scrapy"},
+    {"screaming frog", BOT_CRAWLER, false, "screamingfrog"},
+    {"spider", BOT_CRAWLER, false, NULL},
+    {"crawl", BOT_CRAWLER, false, NULL},
 };
 
-/* In-app browsers: a person's click inside an app, whatever isbot says.
+/* In-app browsers: a person's click inside an app, whatever isbot says,
+ * unless a bot's marker is found outside these tokens (classify_uncached).
  * Only a user agent that starts like a browser's ("Mozilla/5.0 (") counts,
  * so an app's own server-side fetcher ("Snapchat/..." alone) stays a bot. */
 static const struct in_app {
@@ -763,23 +807,32 @@ static bool isbot_matches(struct classify *c, const char *ua, size_t n)
     return rc != PCRE2_ERROR_NOMATCH;
 }
 
-/* The first kind rule whose marker is in the user agent, or NULL. */
-static const struct kind_rule *kind_rule_of(const char *ua, size_t n)
+/* The first kind rule whose marker is in 'low' (the user agent lowercased),
+ * or NULL; '*agent' is the name of the first rule found that names one, or
+ * NULL. The scan goes on past the first hit only while no name is found. */
+static const struct kind_rule *kind_rule_of(const char *low, size_t n, const char **agent)
 {
-    char stack[UA_STACK];
-    char *low = n <= sizeof(stack) ? stack : malloc(n);
-    if (!low)
-        abort();
-    for (size_t i = 0; i < n; i++)
-        low[i] = (char)lower((unsigned char)ua[i]);
     const struct kind_rule *hit = NULL;
-    for (size_t i = 0; i < ARRAY_LEN(kind_rules) && !hit; i++) {
-        if (memmem(low, n, kind_rules[i].marker, strlen(kind_rules[i].marker)))
-            hit = &kind_rules[i];
+    *agent = NULL;
+    for (size_t i = 0; i < ARRAY_LEN(kind_rules) && !*agent; i++) {
+        if (memmem(low, n, kind_rules[i].marker, strlen(kind_rules[i].marker))) {
+            if (!hit)
+                hit = &kind_rules[i];
+            *agent = kind_rules[i].agent;
+        }
     }
-    if (low != stack)
-        free(low);
     return hit;
+}
+
+/* Blanks every in-app token of 'ua' in its lowercased copy 'low'. */
+static void mask_in_apps(const char *ua, char *low, size_t n)
+{
+    for (size_t i = 0; i < ARRAY_LEN(in_apps); i++) {
+        size_t m = strlen(in_apps[i].token);
+        for (const char *p = ua; (p = memmem(p, n - (size_t)(p - ua), in_apps[i].token, m));
+             p += m)
+            memset(low + (p - ua), ' ', m);
+    }
 }
 
 static bool is_blank(const char *s, size_t n)
@@ -791,29 +844,55 @@ static bool is_blank(const char *s, size_t n)
     return true;
 }
 
+static void set_bot(struct ua_info *out, enum bot_kind kind, const char *agent)
+{
+    out->bot = kind;
+    out->agent = agent ? agent : "other";
+}
+
 /* The decision, in order: empty; a sure marker (our own rules win over
- * everything); an in-app browser (a person, whatever isbot says); isbot. */
+ * everything); an in-app browser (a person, whatever isbot says), unless a
+ * bot's marker is found outside the apps' own tokens: then, as for any
+ * other user agent, isbot. */
 static void classify_uncached(struct classify *c, const char *ua, size_t n, struct ua_info *out)
 {
-    *out = (struct ua_info){"Other", "Other", DEV_BOT, BOT_OTHER};
+    *out = (struct ua_info){"Other", "Other", DEV_BOT, BOT_OTHER, "other"};
     if (is_blank(ua, n)) {
         out->bot = BOT_EMPTY_UA;
         return;
     }
-    const struct kind_rule *hit = kind_rule_of(ua, n);
+    char stack[UA_STACK] = ""; /* all written below; GCC cannot tell */
+    char *low = n <= sizeof(stack) ? stack : malloc(n);
+    if (!low)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        low[i] = (char)lower((unsigned char)ua[i]);
+    const char *agent;
+    const struct kind_rule *hit = kind_rule_of(low, n, &agent);
     if (hit && hit->sure) {
-        out->bot = hit->kind;
-        return;
+        set_bot(out, hit->kind, agent);
+        goto out;
     }
     bool in_app = starts_with(ua, n, "Mozilla/5.0 (") && in_app_browser(ua, n);
+    if (in_app && hit) {
+        /* "Snapchat" is the marker of Snapchat's fetcher and the token of its
+         * in-app browser: only a marker elsewhere names a bot. */
+        mask_in_apps(ua, low, n);
+        hit = kind_rule_of(low, n, &agent);
+        in_app = !hit;
+    }
     if (!in_app && isbot_matches(c, ua, n)) {
-        out->bot = hit ? hit->kind : BOT_OTHER;
-        return;
+        set_bot(out, hit ? hit->kind : BOT_OTHER, agent);
+        goto out;
     }
     out->bot = BOT_NONE;
+    out->agent = NULL;
     out->browser = browser_of(ua, n);
     out->os = os_of(ua, n);
     out->device = device_of(ua, n);
+out:
+    if (low != stack)
+        free(low);
 }
 
 void classify_ua(struct classify *c, const char *ua, size_t n, struct ua_info *out)
@@ -844,6 +923,19 @@ void classify_ua(struct classify *c, const char *ua, size_t n, struct ua_info *o
     s->hash = h;
     s->info = *out;
     c->used++;
+}
+
+const char *classify_agent_name(size_t i)
+{
+    for (size_t k = 0; k < ARRAY_LEN(kind_rules); k++) {
+        const char *name = kind_rules[k].agent;
+        bool seen = !name;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = kind_rules[j].agent && strcmp(kind_rules[j].agent, name) == 0;
+        if (!seen && i-- == 0)
+            return name;
+    }
+    return i == 0 ? "other" : NULL;
 }
 
 /* Prefetch */

@@ -43,7 +43,14 @@ struct ua_info {
     const char *os;
     enum device device;
     enum bot_kind bot; /* BOT_NONE for a person */
+    /* A bot's name from the bounded table of agents shortd knows
+     * ("googlebot", "facebookexternalhit", "uptimerobot"...: lowercase, at
+     * most AGENT_NAME_MAX bytes), "other" for any other bot; NULL for a
+     * person. A static string. */
+    const char *agent;
 };
+
+#define AGENT_NAME_MAX 24
 
 struct classify;
 
@@ -56,6 +63,10 @@ void classify_free(struct classify *c); /* NULL is fine */
 /* One thread at a time (the aggregator's). Results are cached per distinct
  * user agent; the cache is cleared when full. 'ua' may be NULL when n is 0. */
 void classify_ua(struct classify *c, const char *ua, size_t n, struct ua_info *out);
+
+/* The i-th name classify_ua() can give a bot's 'agent' (each once, "other"
+ * last), NULL past the last: how many values the tally can have. Pure. */
+const char *classify_agent_name(size_t i);
 
 /* Prefetch and prerender: true when Sec-Purpose contains "prefetch" or
  * "prerender", Purpose or X-Moz contains "prefetch", or X-Purpose contains

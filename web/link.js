@@ -155,9 +155,13 @@ export function renderLink(view, code, params, ctx) {
             c.dataset.dim = k;
             return c;
         }));
-        const botCard = card('Bot clicks by kind',
+        // By kind, then by the agent that made them ("other": one shortd does not name).
+        const botCard = card('Bot clicks',
             h('p', { class: 'help', text: 'Crawlers, link previewers, scanners, HTTP libraries, headless browsers and prefetches. They are counted here and never in the figures above.' }),
-            bars(stats.bot_kinds, { total: stats.bot_clicks, empty: 'No bot clicks in this range.' }));
+            h('h3', { class: 'card-sub', text: 'By kind' }),
+            h('div', { id: 'bot-kinds' }, bars(stats.bot_kinds, { total: stats.bot_clicks, empty: 'No bot clicks in this range.' })),
+            h('h3', { class: 'card-sub', text: 'By agent' }),
+            h('div', { id: 'bot-agents' }, bars(stats.bot_agents, { total: stats.bot_clicks, empty: 'No bot named in this range.' })));
         botCard.id = 'bots-card';
         botCard.hidden = !showBots;
         const recent = card('Last clicks', recentTable(stats.recent || []));

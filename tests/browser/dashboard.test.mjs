@@ -384,6 +384,9 @@ it('the link page: counts, the chart, the heatmap, ranked bars, the last clicks;
     assert.ok(await page.locator('#bots-card').isVisible());
     assert.equal(await page.locator('#bots-card .bar[data-key="headless"]').getAttribute('data-count'), '1');
     assert.equal(await page.locator('#bots-card .bar[data-key="http_library"]').getAttribute('data-count'), '1');
+    // And by agent: HeadlessChrome and curl by their names.
+    assert.equal(await page.locator('#bot-agents .bar[data-key="headlesschrome"]').getAttribute('data-count'), '1');
+    assert.equal(await page.locator('#bot-agents .bar[data-key="curl"]').getAttribute('data-count'), '1');
     assert.ok(!(await legend.nth(3).evaluate((e) => e.classList.contains('u-off'))), 'bot series on');
     assert.match(page.url(), /bots=1/);
 

@@ -60,6 +60,8 @@
     X(classify_ua_table)                                                                           \
     X(classify_ua_edges)                                                                           \
     X(classify_names)                                                                              \
+    X(classify_in_app_bots)                                                                        \
+    X(classify_agents)                                                                             \
     X(classify_cache)                                                                              \
     X(classify_prefetch)                                                                           \
     X(classify_referrer)                                                                           \
@@ -138,6 +140,7 @@
     X(dayrow_recent)                                                                               \
     X(dayrow_visitors)                                                                             \
     X(dayrow_merge_recent)                                                                         \
+    X(dayrow_old_rows)                                                                             \
     X(dayrow_bad_blobs)                                                                            \
     X(utm_json)                                                                                    \
     X(utm_json_errors)                                                                             \

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "dayrow.h"
 #include "err.h"
 #include "log.h"
 #include "test.h"
@@ -446,6 +447,11 @@ static bool same_info(const struct ua_info *a, const struct ua_info *b)
            strcmp(a->os, b->os) == 0;
 }
 
+static bool same_agent(const struct ua_info *a, const struct ua_info *b)
+{
+    return a->agent == b->agent || (a->agent && b->agent && strcmp(a->agent, b->agent) == 0);
+}
+
 static const char *kind_str(enum bot_kind k)
 {
     return k == BOT_NONE ? "person" : bot_kind_name(k);
@@ -460,7 +466,7 @@ void test_classify_ua_table(void)
     int wrong = 0;
     for (size_t i = 0; i < ARRAY_LEN(ua_cases); i++) {
         const struct ua_case *t = &ua_cases[i];
-        struct ua_info want = {t->browser, t->os, t->device, t->bot};
+        struct ua_info want = {t->browser, t->os, t->device, t->bot, NULL};
         struct ua_info got;
         classify_ua(c, t->ua, strlen(t->ua), &got);
         if (same_info(&got, &want))
@@ -556,6 +562,203 @@ void test_classify_names(void)
     CHECK_EQ_STR(ref_group_name(REF_REFERRAL), "referral");
 }
 
+/* A bot inside an in-app browser's user agent: its own name wins over the
+ * in-app rule (issue 22, item 16). The first five are the crawlers' own
+ * user agents; the others put a bot's name into an app's user agent the way
+ * those do, each behind another app's token, and the last names no agent
+ * shortd knows, only a crawler's word, outside the app's token. */
+static const struct agent_case {
+    const char *ua;
+    enum bot_kind bot;
+    const char *agent; /* NULL: a person */
+} in_app_bots[] = {
+    {"Mozilla/5.0 (Linux; Android 5.0) AppleWebKit/537.36 (KHTML, like Gecko) Mobile "
+     "Safari/537.36 (compatible; TikTokSpider; ttspider-feedback@tiktok.com)",
+     BOT_CRAWLER, "tiktokspider"},
+    {"Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like "
+     "Gecko) Mobile/15E148 (compatible; TikTokSpider; ttspider-feedback@tiktok.com)",
+     BOT_CRAWLER, "tiktokspider"},
+    {"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+     "Version/16.0 Safari/605.1.15 (compatible; SnapchatAds/1.0; "
+     "+https://businesshelp.snapchat.com/s/article/adsbot-crawler)",
+     BOT_CRAWLER, "snapchatads"},
+    {"Mozilla/5.0 (iPhone; CPU iPhone OS 7_0 like Mac OS X) AppleWebKit/537.51.1 (KHTML, like "
+     "Gecko) Mobile/11A465 Twitter for iPhone BrandVerity/1.0 "
+     "(http://www.brandverity.com/why-is-brandverity-visiting-me)",
+     BOT_CRAWLER, "brandverity"},
+    {"Mozilla/5.0 (Macintosh; Intel Mac OS X 10.10; rv:41.0) Gecko/20100101 Firefox/55.0 "
+     "BrandVerity/1.0 (http://www.brandverity.com/why-is-brandverity-visiting-me)",
+     BOT_CRAWLER, "brandverity"},
+    {"Mozilla/5.0 (iPhone; CPU iPhone OS 14_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like "
+     "Gecko) Version/14.1.1 Mobile/15E148 Snapchat/11.36.0.36 (like Safari/604.1) "
+     "(compatible; SnapchatAds/1.0; +https://businesshelp.snapchat.com/)",
+     BOT_CRAWLER, "snapchatads"},
+    {"Mozilla/5.0 (Linux; Android 10; SM-G973F Build/QQ3A.200805.001; wv) AppleWebKit/537.36 "
+     "(KHTML, like Gecko) Version/4.0 Chrome/85.0.4183.101 Mobile Safari/537.36 "
+     "trill_2021806060 AppName/musical_ly (compatible; TikTokSpider; "
+     "ttspider-feedback@tiktok.com)",
+     BOT_CRAWLER, "tiktokspider"},
+    {"Mozilla/5.0 (iPhone; CPU iPhone OS 13_3_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like "
+     "Gecko) Mobile/17D50 Twitter for iPhone/8.10 (compatible; Googlebot/2.1; "
+     "+http://www.google.com/bot.html)",
+     BOT_CRAWLER, "googlebot"},
+    {"Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like "
+     "Gecko) Mobile/15E148 Instagram 329.0.0.41.93 (compatible; UptimeRobot/2.0; "
+     "http://www.uptimerobot.com/)",
+     BOT_MONITOR, "uptimerobot"},
+    {"Mozilla/5.0 (Linux; Android 9; SM-G950U Build/PPR1.180610.011; wv) AppleWebKit/537.36 "
+     "(KHTML, like Gecko) Version/4.0 Chrome/80.0.3987.149 Mobile Safari/537.36 "
+     "[FB_IAB/FB4A;FBAV/263.0.0.46.121;] (compatible; FeedSpider/1.0; +https://example.com/bot)",
+     BOT_CRAWLER, "other"},
+    /* And people stay people: the apps' own tokens name no bot. */
+    {"Mozilla/5.0 (iPhone; CPU iPhone OS 14_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like "
+     "Gecko) Version/14.1.1 Mobile/15E148 Snapchat/11.36.0.36 (like Safari/604.1)",
+     BOT_NONE, NULL},
+    {"Mozilla/5.0 (iPhone; CPU iPhone OS 13_3_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like "
+     "Gecko) Mobile/17D50 Twitter for iPhone/8.10",
+     BOT_NONE, NULL},
+    {"Mozilla/5.0 (Linux; Android 13; SM-S918B Build/TP1A.220624.014; wv) AppleWebKit/537.36 "
+     "(KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.230 Mobile Safari/537.36 trill_330403 "
+     "JsSdk/1.0 NetType/WIFI Channel/googleplay AppName/musical_ly app_version/33.4.3 "
+     "ByteLocale/en Region/US AppId/1233 BytedanceWebview/d8a21c6",
+     BOT_NONE, NULL},
+};
+
+/* Which agent each bot was: a bounded set of names, "other" for the rest. */
+static const struct agent_case agent_cases[] = {
+    {"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", BOT_CRAWLER,
+     "googlebot"},
+    {"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", BOT_CRAWLER,
+     "bingbot"},
+    {"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", BOT_PREVIEWER,
+     "facebookexternalhit"},
+    {"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) "
+     "Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0",
+     BOT_PREVIEWER, "facebookexternalhit"},
+    {"Twitterbot/1.0", BOT_PREVIEWER, "twitterbot"},
+    {"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", BOT_PREVIEWER, "slackbot"},
+    {"Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)", BOT_PREVIEWER,
+     "discordbot"},
+    {"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; "
+     "+https://openai.com/gptbot)",
+     BOT_AI_CRAWLER, "gptbot"},
+    {"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; "
+     "+claudebot@anthropic.com)",
+     BOT_AI_CRAWLER, "claudebot"},
+    {"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; "
+     "+https://perplexity.ai/perplexitybot)",
+     BOT_AI_CRAWLER, "perplexitybot"},
+    {"Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)", BOT_CRAWLER,
+     "ahrefsbot"},
+    {"Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)", BOT_MONITOR,
+     "uptimerobot"},
+    {"Pingdom.com_bot_version_1.4_(http://www.pingdom.com/)", BOT_MONITOR, "pingdom"},
+    {"Mozilla/5.0 (compatible; Linux x86_64; Mail.RU_Bot/Fast/2.0; "
+     "+http://go.mail.ru/help/robots)",
+     BOT_CRAWLER, "mail.ru_bot"},
+    {"Microsoft Office/16.0 (Windows NT 10.0; Microsoft Outlook 16.0.4266; Pro)",
+     BOT_MAIL_SCANNER, "outlook"},
+    {"check_http/v2.2.1 (nagios-plugins 2.2.1)", BOT_MONITOR, "nagios"},
+    {"GoogleStackdriverMonitoring-UptimeChecks(https://cloud.google.com/monitoring)",
+     BOT_MONITOR, "stackdriver"},
+    {"Dart/3.3 (dart:io)", BOT_HTTP_LIBRARY, "dart"},
+    {"curl/8.5.0", BOT_HTTP_LIBRARY, "curl"},
+    /* Monitors and AI agents that used to be kind "other". */
+    {"Mozilla/5.0 (compatible; Hyperping/1.0; +https://hyperping.io)", BOT_MONITOR, "hyperping"},
+    {"Mozilla/5.0 (compatible; OhDear/1.1; +https://ohdear.app/checker)", BOT_MONITOR, "ohdear"},
+    {"Mozilla/5.0 (compatible; NodePing)", BOT_MONITOR, "nodeping"},
+    {"jetmon/1.0 (Jetpack Site Uptime Monitor by WordPress.com)", BOT_MONITOR, "jetmon"},
+    {"Gatus/1.0", BOT_MONITOR, "gatus"},
+    {"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Amzn-SearchBot/0.1) "
+     "Chrome/119.0.6045.214 Safari/537.36",
+     BOT_AI_CRAWLER, "amzn-searchbot"},
+    {"Mozilla/5.0 (compatible; DeepSeekBot/1.0; +https://www.deepseek.com/bot)", BOT_AI_CRAWLER,
+     "deepseekbot"},
+    {"meta-webindexer/1.1 (+https://developers.facebook.com/docs/sharing/webmasters/crawler)",
+     BOT_AI_CRAWLER, "meta-webindexer"},
+    {"Mozilla/5.0 (compatible; FirecrawlAgent/1.0)", BOT_AI_CRAWLER, "firecrawlagent"},
+    /* A generic word gives the kind and names no agent. */
+    {"Mozilla/5.0 (compatible; Seekport Crawler; http://seekport.com/)", BOT_CRAWLER, "other"},
+    {"Mozilla/5.0 (compatible; inoreader.com; 2 subscribers)", BOT_OTHER, "other"},
+    {"", BOT_EMPTY_UA, "other"},
+    {"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+     "Chrome/124.0.0.0 Safari/537.36",
+     BOT_NONE, NULL},
+};
+
+static int check_agents(struct classify *c, const struct agent_case *cases, size_t n)
+{
+    int wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct agent_case *t = &cases[i];
+        struct ua_info got;
+        classify_ua(c, t->ua, strlen(t->ua), &got);
+        struct ua_info want = got;
+        want.bot = t->bot;
+        want.agent = t->agent;
+        if (got.bot == want.bot && same_agent(&got, &want))
+            continue;
+        wrong++;
+        test_note("\"%.120s\": want %s/%s, got %s/%s", t->ua, kind_str(t->bot),
+                  t->agent ? t->agent : "-", kind_str(got.bot), got.agent ? got.agent : "-");
+    }
+    return wrong;
+}
+
+void test_classify_in_app_bots(void)
+{
+    struct classify *c;
+    if (!CHECK_EQ_INT(classify_new(0, &c), ERR_OK))
+        return;
+    CHECK_EQ_INT(check_agents(c, in_app_bots, ARRAY_LEN(in_app_bots)), 0);
+    classify_free(c);
+}
+
+/* True when 'name' is one of classify_agent_name()'s. */
+static bool agent_listed(const char *name)
+{
+    for (size_t i = 0; classify_agent_name(i); i++) {
+        if (strcmp(classify_agent_name(i), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+void test_classify_agents(void)
+{
+    struct classify *c;
+    if (!CHECK_EQ_INT(classify_new(100, &c), ERR_OK))
+        return;
+    CHECK_EQ_INT(check_agents(c, agent_cases, ARRAY_LEN(agent_cases)), 0);
+
+    /* The names are few, short, lowercase, distinct, "other" last; every
+     * bot of the big table gets one of them, and no person one. */
+    size_t count = 0;
+    const char *last = NULL;
+    for (const char *name; (name = classify_agent_name(count)); count++) {
+        size_t len = strlen(name);
+        bool plain = len > 0 && len <= AGENT_NAME_MAX;
+        for (size_t k = 0; k < len; k++)
+            plain = plain && (strchr("abcdefghijklmnopqrstuvwxyz0123456789._-", name[k]) != NULL);
+        if (!CHECK(plain))
+            test_note("agent name \"%s\"", name);
+        for (size_t j = 0; j < count; j++)
+            CHECK(strcmp(classify_agent_name(j), name) != 0);
+        last = name;
+    }
+    CHECK(count > 100 && count < TALLY_VALUES_MAX);
+    CHECK(last && strcmp(last, "other") == 0);
+    for (size_t i = 0; i < ARRAY_LEN(ua_cases); i++) {
+        struct ua_info got;
+        classify_ua(c, ua_cases[i].ua, strlen(ua_cases[i].ua), &got);
+        if (got.bot == BOT_NONE)
+            CHECK(got.agent == NULL);
+        else if (!CHECK(got.agent && agent_listed(got.agent)))
+            test_note("row %zu: agent %s", i, got.agent ? got.agent : "NULL");
+    }
+    classify_free(c);
+}
+
 /* The cache: the same answers as without it, at any size, across clears. */
 void test_classify_cache(void)
 {
@@ -573,7 +776,8 @@ void test_classify_cache(void)
             classify_ua(tiny, ua, strlen(ua), &a);
             classify_ua(big, ua, strlen(ua), &b);
             classify_ua(big, ua, strlen(ua), &again);
-            if (!same_info(&want, &a) || !same_info(&want, &b) || !same_info(&b, &again)) {
+            if (!same_info(&want, &a) || !same_info(&want, &b) || !same_info(&b, &again) ||
+                !same_agent(&want, &a) || !same_agent(&want, &b) || !same_agent(&b, &again)) {
                 differ++;
                 test_note("cache differs on row %zu, round %d", i, round);
             }

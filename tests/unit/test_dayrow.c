@@ -442,3 +442,71 @@ void test_dayrow_merge_recent(void)
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         buf_release(all[i]);
 }
+
+/* A row stored before the bot agents' dimension (DIM_BOT_AGENT) existed:
+ * its bytes are what that version wrote, and they still load, merge with a
+ * delta carrying agents, and come out with both. The format did not change
+ * (a tally is its dimension's number, so a new dimension is only a new
+ * number); an older reader skips the numbers it does not know. */
+void test_dayrow_old_rows(void)
+{
+    static const char dims[] = "D"
+                               "\x0a\x07" "crawler" "\x05"    /* bot_kinds */
+                               "\x0a\x07" "monitor" "\x01"
+                               "\x03\x06" "Chrome" "\x02";    /* browsers */
+    static const char recent[] = "R" "\x80\xb0\xe8\xc9\xd6\x33"    /* a time in ms */
+                                 "\x0e" "www.google.com" "\x02" "DE" "\x07" "desktop"
+                                 "\x06" "Chrome";
+    static const char visitors[] = "S" "\x01\x02\x03\x04\x05\x06\x07\x08";
+    struct day_blobs old = {.clicks = 2, .bots = 6, .uniques = 1,
+                            .dims = dims, .ndims = sizeof(dims) - 1,
+                            .recent = recent, .nrecent = sizeof(recent) - 1,
+                            .visitors = visitors, .nvisitors = sizeof(visitors) - 1};
+
+    struct dayrow r;
+    dayrow_init(&r);
+    CHECK_EQ_INT(dayrow_load(&r, &old), ERR_OK);
+    struct seen s = {0};
+    dayrow_each_tally(&r, collect, &s);
+    CHECK_EQ_INT(s.n, 3);
+    CHECK_EQ_INT(r.rcount, 1);
+    CHECK_EQ_INT(dayrow_uniques(&r), 1);
+    dayrow_release(&r);
+
+    struct dayrow delta;
+    dayrow_init(&delta);
+    delta.bots = 2;
+    dayrow_tally(&delta, DIM_BOT_KIND, "crawler", 7, 2);
+    dayrow_tally(&delta, DIM_BOT_AGENT, "googlebot", 9, 1);
+    dayrow_tally(&delta, DIM_BOT_AGENT, "other", 5, 1);
+    struct buf d = BUF_INIT, v = BUF_INIT, rc = BUF_INIT;
+    struct day_blobs out;
+    CHECK_EQ_INT(dayrow_merge(&old, &delta, &d, &v, &rc, &out), ERR_OK);
+    CHECK_EQ_INT(out.clicks, 2);
+    CHECK_EQ_INT(out.bots, 8);
+    CHECK_EQ_INT(out.uniques, 1);
+
+    dayrow_init(&r);
+    CHECK_EQ_INT(dayrow_load(&r, &out), ERR_OK);
+    memset(&s, 0, sizeof(s));
+    dayrow_each_tally(&r, collect, &s);
+    static const struct { int dim; const char *value; int64_t n; } want[] = {
+        {DIM_BROWSER, "Chrome", 2},   {DIM_BOT_KIND, "crawler", 7},
+        {DIM_BOT_KIND, "monitor", 1}, {DIM_BOT_AGENT, "googlebot", 1},
+        {DIM_BOT_AGENT, "other", 1},
+    };
+    if (CHECK_EQ_INT(s.n, (int)(sizeof(want) / sizeof(want[0])))) {
+        for (int i = 0; i < s.n; i++) {
+            CHECK_EQ_INT(s.dim[i], want[i].dim);
+            CHECK_EQ_STR(s.value[i], want[i].value);
+            CHECK_EQ_INT(s.count[i], want[i].n);
+        }
+    }
+    CHECK_EQ_INT(r.rcount, 1);
+    CHECK_EQ_STR(r.recent[0].text[0], "www.google.com");
+    dayrow_release(&r);
+    dayrow_release(&delta);
+    buf_release(&d);
+    buf_release(&v);
+    buf_release(&rc);
+}

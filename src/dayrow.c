@@ -476,7 +476,8 @@ void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitor
 
 static struct reader reader_of(const void *p, size_t n, char tag)
 {
-    struct reader rd = {p, (const unsigned char *)p + n, false};
+    /* No arithmetic on a NULL blob (absent), not even + 0: that is undefined. */
+    struct reader rd = {p, p ? (const unsigned char *)p + n : NULL, false};
     if (!p || !n)
         rd.p = rd.end;
     else if (n == 1 || *rd.p++ != (unsigned char)tag)

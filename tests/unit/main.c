@@ -134,6 +134,7 @@
     X(dayrow_visitors)                                                                             \
     X(dayrow_merge_recent)                                                                         \
     X(dayrow_bad_blobs)                                                                            \
+    X(fuzzfound_dayrow_counts)                                                                     \
     X(utm_json)                                                                                    \
     X(utm_json_errors)                                                                             \
     X(utm_merge)                                                                                   \

@@ -13,6 +13,7 @@
 #include "codes.h"
 #include "err.h"
 #include "router.h"
+#include "banned.h"
 
 static void check(int cond)
 {

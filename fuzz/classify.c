@@ -14,6 +14,7 @@
 #include "classify.h"
 #include "err.h"
 #include "log.h"
+#include "banned.h"
 
 static struct classify *cls;
 static const char *const self_hosts[] = {"sho.rt", "localhost:8080", NULL};
@@ -33,9 +34,15 @@ static void check_text(const char *s, size_t max)
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
         unsigned c = p[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                               : (c & 0xf8) == 0xf0     ? 4
-                                                        : 0;
+        size_t len = 0;
+        if (c < 0x80)
+            len = 1;
+        else if ((c & 0xe0) == 0xc0)
+            len = 2;
+        else if ((c & 0xf0) == 0xe0)
+            len = 3;
+        else if ((c & 0xf8) == 0xf0)
+            len = 4;
         check(len > 0 && i + len <= n);
         check(c >= 0x20 && c != 0x7f);
         unsigned cp = len == 1 ? c : c & (0x7fu >> len);
@@ -72,9 +79,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const browsers[] = {
-        "Chrome",   "Firefox",  "Safari",    "Edge",    "Opera",    "Samsung Internet",
-        "Internet Explorer",    "Instagram", "Facebook", "LinkedIn", "TikTok",
-        "Snapchat", "Pinterest", "Twitter",  "WeChat",  "Line",     "Other",    NULL};
+        "Chrome",   "Firefox",   "Safari",  "Edge",   "Opera", "Samsung Internet",
+        "Internet Explorer",     "Instagram", "Facebook", "LinkedIn", "TikTok",
+        "Snapchat", "Pinterest", "Twitter", "WeChat", "Line",  "Other", NULL};
     static const char *const oses[] = {"Windows", "macOS",    "iOS",   "iPadOS", "Android",
                                        "Linux",   "ChromeOS", "Other", NULL};
     const char *p = (const char *)data;

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "err.h"
 #include "log.h"
+#include "banned.h"
 
 static int fd = -1;
 static char path[64];

@@ -18,6 +18,7 @@
 #include "bump.h"
 #include "dayrow.h"
 #include "err.h"
+#include "banned.h"
 
 static void check(int cond)
 {

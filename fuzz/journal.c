@@ -27,6 +27,7 @@
 #include "event.h"
 #include "journal.h"
 #include "log.h"
+#include "banned.h"
 
 #define SEGMENT_MAX 64 /* rotate after every record */
 

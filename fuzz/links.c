@@ -26,6 +26,7 @@
 #include "router.h"
 #include "store.h"
 #include "urlcheck.h"
+#include "banned.h"
 
 /* The router's (router.c, parse_json). */
 #define BODY_FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "err.h"
 #include "urlcheck.h"
+#include "banned.h"
 
 static const char *const self_hosts[] = {"sho.rt", "localhost", NULL};
 static const char *const blocked[] = {"evil.example", "10.0.0.1", NULL};

@@ -5,6 +5,8 @@
 #                   under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make SAN=thread ... a ThreadSanitizer build into build/tsan
 #   make PROFILE=1  an -O2 build with frame pointers into build/prof, for perf
+#   make fuzz       every libFuzzer target (fuzz/*.c) for FUZZ_SECONDS each
+#                   (docs/fuzzing.md); make fuzz-smoke: a few seconds each
 
 CC      ?= cc
 PKGS    := libuv sqlite3 libsodium jansson liburcu-memb libmaxminddb zlib libpcre2-8 libpq \
@@ -38,7 +40,7 @@ LLOBJ    := $(OUT)/obj/llhttp_api.o $(OUT)/obj/llhttp_http.o $(OUT)/obj/llhttp_l
 UNITSRC  := $(wildcard tests/unit/*.c)
 UNITOBJ  := $(UNITSRC:tests/unit/%.c=$(OUT)/unit/%.o)
 
-.PHONY: all run test unit e2e setup clean asan bench format
+.PHONY: all run test unit e2e setup clean asan bench format fuzz fuzz-smoke
 all: $(OUT)/shortd
 
 $(OUT)/shortd: $(OBJ) $(LLOBJ)
@@ -111,6 +113,49 @@ $(OUT)/unit_tests: $(UNITOBJ) $(LIBOBJ) $(LLOBJ)
 
 $(OUT)/obj $(OUT)/unit:
 	mkdir -p $@
+
+# libFuzzer targets (docs/fuzzing.md): every fuzz/<name>.c becomes
+# build/fuzz/<name>, built by Debian's clang with ASan and UBSan and linked
+# with every src/*.c object but main.o, compiled by clang into build/fuzz/obj/.
+# fuzz/run.sh runs one on a scratch copy of fuzz/corpus/<name>/ after
+# replaying fuzz/regressions/<name>/.
+FUZZCC       ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 2
+FUZZOPT  := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZSRC  := $(wildcard fuzz/*.c)
+FUZZBIN  := $(FUZZSRC:fuzz/%.c=build/fuzz/%)
+FUZZOBJ  := $(filter-out build/fuzz/obj/main.o,$(SRC:src/%.c=build/fuzz/obj/%.o)) \
+            build/fuzz/obj/llhttp_api.o build/fuzz/obj/llhttp_http.o build/fuzz/obj/llhttp_llhttp.o
+
+build/fuzz/obj/%.o: src/%.c $(wildcard src/*.h) | build/fuzz/obj
+	@echo "  CC      $< (fuzz)"
+	$(Q)$(FUZZCC) $(BASE) $(WARN) -Wno-error -Wno-format-nonliteral $(FUZZOPT) -fsanitize=fuzzer-no-link $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -c -o $@ $<
+
+build/fuzz/obj/llhttp_%.o: $(LLHTTP)/%.c | build/fuzz/obj
+	@echo "  CC      $< (llhttp, fuzz)"
+	$(Q)$(FUZZCC) $(BASE) $(FUZZOPT) -fsanitize=fuzzer-no-link -w -c -o $@ $<
+
+build/fuzz/obj/classify.o: $(ISBOT_INC)
+build/fuzz/obj/dashboard.o: $(WEB_INC)
+build/fuzz/obj/gate.o: $(GATE_INC)
+build/fuzz/obj/store_pg.o: $(PGMIG_INC)
+
+build/fuzz/%: fuzz/%.c $(FUZZOBJ)
+	@echo "  LD      $@ (libFuzzer)"
+	$(Q)$(FUZZCC) $(BASE) $(WARN) $(FUZZOPT) -fsanitize=fuzzer $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -o $@ $< $(FUZZOBJ) $(LIBS)
+
+build/fuzz/obj:
+	mkdir -p $@
+
+.SECONDARY: $(FUZZOBJ)
+
+# Every target runs even after one fails; the status says whether any did.
+fuzz: $(FUZZBIN)
+	@st=0; for t in $(FUZZSRC:fuzz/%.c=%); do fuzz/run.sh $$t $(FUZZ_SECONDS) || st=1; done; exit $$st
+
+fuzz-smoke: $(FUZZBIN)
+	@st=0; for t in $(FUZZSRC:fuzz/%.c=%); do fuzz/run.sh $$t $(FUZZ_SMOKE_SECONDS) || st=1; done; exit $$st
 
 setup:
 	@scripts/setup.sh

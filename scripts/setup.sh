@@ -12,6 +12,8 @@ pkgs=(
     libqrencode-dev libpng-dev
     sqlite3 curl nodejs
     chromium zbar-tools
+    # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes
+    clang libclang-rt-14-dev
 )
 
 missing=()

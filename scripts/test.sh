@@ -15,6 +15,9 @@ status=0
 echo "== unit tests (build/asan/unit_tests, SQLite, a throwaway PostgreSQL and Redis)"
 tests/pg.sh tests/redis.sh build/asan/unit_tests || status=1
 
+echo "== fuzz smoke pass (make fuzz-smoke: each fuzz/*.c target for seconds, its regressions replayed)"
+make --no-print-directory fuzz-smoke || status=1
+
 echo "== end-to-end tests ($SHORTD_BIN, node --test, with a throwaway PostgreSQL)"
 tests/pg.sh node --test --test-concurrency=2 tests/e2e/ || status=1
 

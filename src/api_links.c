@@ -494,20 +494,63 @@ static void bulk_render(struct api_job *j)
         j->answer = bulk_answer((struct bulk_job *)j, j->r->app);
 }
 
+int link_bulk_body(json_t *body, json_t **links, const char **field, char *why, size_t whylen)
+{
+    const char *key;
+    json_t *v;
+    *links = NULL;
+    json_object_foreach(body, key, v) {
+        if (strcmp(key, "links") != 0) {
+            *field = key;
+            snprintf(why, whylen, "%s unknown field", key);
+            return ERR_INVALID;
+        }
+    }
+    json_t *a = json_object_get(body, "links");
+    if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > BULK_MAX) {
+        *field = "links";
+        snprintf(why, whylen, "links must be an array of 1 to %d link objects", BULK_MAX);
+        return ERR_INVALID;
+    }
+    *links = a;
+    return ERR_OK;
+}
+
+int link_bulk_item(struct links *l, json_t *v, int64_t now, struct link_input *in, json_t **error)
+{
+    const char *field = NULL;
+    char why[256];
+    memset(in, 0, sizeof(*in));
+    *error = NULL;
+    if (!json_is_object(v)) {
+        *error = json_pack("{s:s,s:s,s:n}", "code", "invalid_field", "message",
+                           "each item must be a link object as POST /api/links takes", "field");
+    } else if (json_object_get(v, "password")) {
+        /* Argon2id costs tens of milliseconds a password: a thousand in
+         * one request would hold the thread pool for seconds. */
+        *error = json_pack("{s:s,s:s,s:s}", "code", "invalid_field", "message",
+                           "password cannot be set in a bulk create; use POST /api/links "
+                           "or PATCH the link",
+                           "field", "password");
+    } else if (links_parse(l, v, now, in, &field, why, sizeof(why)) != ERR_OK) {
+        link_input_release(in);
+        struct buf msg = BUF_INIT;
+        buf_printf(&msg, "%s %s", field ? field : "body", why);
+        *error = json_pack("{s:s,s:s%,s:s?}", "code", "invalid_field", "message", msg.p, msg.len,
+                           "field", field);
+        buf_release(&msg);
+    }
+    return *error ? 400 : 0;
+}
+
 int handle_link_bulk(struct request *r)
 {
     struct app *app = r->app;
-    const char *key;
-    json_t *v;
-    json_object_foreach(r->json, key, v) {
-        if (strcmp(key, "links") != 0)
-            return http_error(r, 400, "invalid_field", key, "%s unknown field", key);
-    }
-    json_t *links = json_object_get(r->json, "links");
-    if (!json_is_array(links) || json_array_size(links) < 1 ||
-        json_array_size(links) > BULK_MAX)
-        return http_error(r, 400, "invalid_field", "links",
-                          "links must be an array of 1 to %d link objects", BULK_MAX);
+    json_t *links, *v;
+    const char *field = NULL;
+    char why[256];
+    if (link_bulk_body(r->json, &links, &field, why, sizeof(why)) != ERR_OK)
+        return http_error(r, 400, "invalid_field", field, "%s", why);
     struct bulk_job *b = calloc(1, sizeof(*b));
     if (!b)
         abort();
@@ -520,31 +563,7 @@ int handle_link_bulk(struct request *r)
     size_t i;
     json_array_foreach(links, i, v) {
         struct bulk_item *it = &b->items[i];
-        const char *field = NULL;
-        char why[256];
-        if (!json_is_object(v)) {
-            it->status = 400;
-            it->error = json_pack("{s:s,s:s,s:n}", "code", "invalid_field", "message",
-                                  "each item must be a link object as POST /api/links takes",
-                                  "field");
-        } else if (json_object_get(v, "password")) {
-            /* Argon2id costs tens of milliseconds a password: a thousand in
-             * one request would hold the thread pool for seconds. */
-            it->status = 400;
-            it->error = json_pack("{s:s,s:s,s:s}", "code", "invalid_field", "message",
-                                  "password cannot be set in a bulk create; use POST /api/links "
-                                  "or PATCH the link",
-                                  "field", "password");
-        } else if (links_parse(app->links, v, b->now, &it->in, &field, why, sizeof(why)) !=
-                   ERR_OK) {
-            link_input_release(&it->in);
-            struct buf msg = BUF_INIT;
-            buf_printf(&msg, "%s %s", field ? field : "body", why);
-            it->status = 400;
-            it->error = json_pack("{s:s,s:s%,s:s?}", "code", "invalid_field", "message", msg.p,
-                                  msg.len, "field", field);
-            buf_release(&msg);
-        }
+        it->status = link_bulk_item(app->links, v, b->now, &it->in, &it->error);
     }
     int status = idem_header(r, b->now, &b->idem);
     if (status) {

@@ -237,10 +237,13 @@ int config_load_file(struct config *c, const char *path, char *err, size_t errle
         snprintf(err, errlen, "cannot read config file '%s': %s", path, strerror(errno));
         return ERR_IO;
     }
-    char line[4096];
+    /* Whole lines, however long: a fixed buffer would read the rest of a
+     * long one as a line of its own (a setting, in a long comment). */
+    char *line = NULL;
+    size_t cap = 0;
     int lineno = 0;
     int rc = ERR_OK;
-    while (fgets(line, sizeof(line), f)) {
+    while (getline(&line, &cap, f) != -1) {
         lineno++;
         char *s = trim(line);
         if (!*s || *s == '#')
@@ -266,6 +269,7 @@ int config_load_file(struct config *c, const char *path, char *err, size_t errle
             break;
         }
     }
+    free(line);
     fclose(f);
     return rc;
 }

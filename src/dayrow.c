@@ -129,7 +129,8 @@ void dayrow_tally(struct dayrow *r, int dim, const char *value, size_t len, int6
         len = DIM_MAX;
     struct tally *t = tally_find(r, dim, value, len);
     if (t) {
-        t->n += n;
+        /* Counts from stored rows may be anything: saturate, never overflow. */
+        t->n = n > 0 && t->n > INT64_MAX - n ? INT64_MAX : t->n + n;
         return;
     }
     if (r->values[dim] >= TALLY_VALUES_MAX && !(len == 7 && !memcmp(value, "(other)", 7))) {
@@ -476,7 +477,8 @@ void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitor
 
 static struct reader reader_of(const void *p, size_t n, char tag)
 {
-    struct reader rd = {p, (const unsigned char *)p + n, false};
+    /* No arithmetic on a NULL blob (absent), not even + 0: that is undefined. */
+    struct reader rd = {p, p ? (const unsigned char *)p + n : NULL, false};
     if (!p || !n)
         rd.p = rd.end;
     else if (n == 1 || *rd.p++ != (unsigned char)tag)
@@ -493,6 +495,8 @@ static int load_dims(struct dayrow *r, const struct day_blobs *b)
         const char *hdr = get_bytes(&rd, 2);
         const char *v = hdr ? get_bytes(&rd, (unsigned char)hdr[1]) : NULL;
         uint64_t n = get_varint(&rd);
+        if (n > INT64_MAX)
+            rd.bad = true;  /* no count the encoder writes */
         if (!rd.bad && (unsigned char)hdr[0] < DIM__COUNT)
             dayrow_tally(r, (unsigned char)hdr[0], v, (unsigned char)hdr[1], (int64_t)n);
     }

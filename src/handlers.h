@@ -16,6 +16,15 @@ struct link;
 json_t *link_json(const struct app *app, const struct link *l, int64_t now); /* the link object */
 int handle_link_create(struct request *r);
 int handle_link_bulk(struct request *r);
+/* A bulk create's body, checked as handle_link_bulk does before anything is
+ * stored: link_bulk_body finds its "links" array (ERR_INVALID with the
+ * offending field and a reason for a body refused whole); link_bulk_item
+ * parses one item into 'in' (0) or refuses it, 400 with its error object. */
+struct links;
+struct link_input;
+int link_bulk_body(json_t *body, json_t **links, const char **field, char *why, size_t whylen);
+int link_bulk_item(struct links *l, json_t *item, int64_t now, struct link_input *in,
+                   json_t **error);
 int handle_link_list(struct request *r);
 int handle_link_get(struct request *r);
 int handle_link_delete(struct request *r);

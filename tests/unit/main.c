@@ -70,6 +70,7 @@
     X(clamp_utf8)                                                                                  \
     X(config_example_file)                                                                         \
     X(config_sources)                                                                              \
+    X(fuzzfound_config_long_lines)                                                                 \
     X(geo_lookups)                                                                                 \
     X(geo_unknown_inputs)                                                                          \
     X(geo_threads)                                                                                 \
@@ -142,6 +143,7 @@
     X(dayrow_merge_recent)                                                                         \
     X(dayrow_old_rows)                                                                             \
     X(dayrow_bad_blobs)                                                                            \
+    X(fuzzfound_dayrow_counts)                                                                     \
     X(utm_json)                                                                                    \
     X(utm_json_errors)                                                                             \
     X(utm_merge)                                                                                   \

@@ -75,6 +75,8 @@ struct conn {
     struct hdr_off hoff[HTTP_MAX_HEADERS];
     int nh;
     bool in_field, in_value;
+    bool trailers;                  /* headers complete: fields now are trailers */
+    uint32_t trailer_bytes;         /* trailer fields seen, counted, never kept */
     int host_count;
     char prev_tail[2];              /* last two bytes of the previous read */
     const char *chunk;              /* the read being parsed */
@@ -173,6 +175,8 @@ static int on_message_begin(llhttp_t *p)
     c->url_len = 0;
     c->nh = 0;
     c->in_field = c->in_value = false;
+    c->trailers = false;
+    c->trailer_bytes = 0;
     c->host_count = 0;
     set_state(c, C_HEADERS, cfg->header_timeout);
     return 0;
@@ -208,9 +212,28 @@ static bool after_crlf(struct conn *c, const char *at)
     return b1 == '\n' && b2 == '\r';
 }
 
+/* Trailer fields (after a chunked body) are checked like headers and counted
+ * against max-header-bytes, but never stored: the request's header slices
+ * point into c->hdr, which must not grow once they are taken. */
+static int on_trailer_bytes(struct conn *c, size_t n)
+{
+    c->trailer_bytes += (uint32_t)n;
+    if (c->hdr.len + c->trailer_bytes > (size_t)c->w->srv->app->cfg.max_header_bytes)
+        return fail_cb(c, 431, "request header fields too large");
+    return 0;
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     struct conn *c = conn_of(p);
+    if (c->trailers) {
+        if (!c->in_field && !after_crlf(c, at))
+            return fail_cb(c, 400, "bare LF line ending");
+        c->in_field = true;
+        if (memchr(at, ' ', n) || memchr(at, '\t', n))
+            return fail_cb(c, 400, "whitespace in a header field name");
+        return on_trailer_bytes(c, n);
+    }
     if (!c->in_field) {
         if (c->nh == HTTP_MAX_HEADERS)
             return fail_cb(c, 431, "too many header fields");
@@ -233,6 +256,8 @@ static int on_header_field_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
     c->in_field = false;
+    if (c->trailers)
+        return 0;
     c->hoff[c->nh].value_off = (uint32_t)c->hdr.len;
     c->hoff[c->nh].value_len = 0;
     return 0;
@@ -244,6 +269,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
     if (c->in_value && n && (at[0] == ' ' || at[0] == '\t') && after_crlf(c, at))
         return fail_cb(c, 400, "obsolete line folding in a header");
     c->in_value = true;
+    if (c->trailers)
+        return on_trailer_bytes(c, n);
     buf_add(&c->hdr, at, n);
     c->hoff[c->nh].value_len += (uint32_t)n;
     return check_header_size(c);
@@ -253,6 +280,8 @@ static int on_header_value_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
     c->in_value = false;
+    if (c->trailers)
+        return 0;
     struct hdr_off *h = &c->hoff[c->nh];
     if (h->name_len == 4 && strncasecmp(c->hdr.p + h->name_off, "host", 4) == 0)
         c->host_count++;
@@ -294,6 +323,7 @@ static int on_headers_complete(llhttp_t *p)
         buf_adds(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
         conn_flush(c);
     }
+    c->trailers = true;
     set_state(c, C_BODY, cfg->body_timeout);
     return 0;
 }

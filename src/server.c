@@ -88,6 +88,7 @@ struct conn {
     struct buf pending;             /* unparsed input while paused */
     bool writing, paused, closing, close_after, reading, shut, streaming;
     bool later;                     /* paused for http_later: still reading */
+    bool blocked;                   /* paused: OUT_HIGH_WATER of answers unsent */
     struct http_stream stream;      /* while streaming */
     uv_write_t wr;
     uv_shutdown_t sd;
@@ -136,10 +137,33 @@ static void stream_pump(struct conn *c);
 static void conn_flush(struct conn *c);
 static void conn_feed(struct conn *c, const char *data, size_t n);
 static void conn_fail(struct conn *c, int status, const char *message);
+static void conn_send(struct conn *c);
+static void read_stop(struct conn *c);
+static void continue_after(struct conn *c);
 
 /* ---- small helpers ---- */
 
 static uint64_t loop_now(struct conn *c) { return uv_now(&c->w->loop); }
+
+/* Answers queued but not taken by the client: past the mark, no request is
+ * parsed (so none is answered) until a write drains it. */
+static bool out_full(const struct conn *c) { return c->out.len + c->wbuf.len > OUT_HIGH_WATER; }
+
+/* After an answer: when too much is queued, writes what the socket takes
+ * and, if that is not enough, stops the parser and reading until on_write
+ * has drained it below the mark. True when stopped. */
+static bool out_block(struct conn *c)
+{
+    if (!out_full(c))
+        return false;
+    conn_send(c);
+    if (!out_full(c) && !c->closing)
+        return false;
+    c->blocked = true;
+    c->paused = true;
+    read_stop(c);
+    return true;
+}
 
 static void set_state(struct conn *c, enum conn_state st, int64_t seconds)
 {
@@ -431,6 +455,8 @@ static int on_message_complete(llhttp_t *p)
         finish_answer(c, status);
     if (c->close_after)
         return HPE_PAUSED;  /* parse nothing after a closing answer */
+    if (out_block(c))
+        return HPE_PAUSED;  /* the rest waits in 'pending' */
     return 0;
 }
 
@@ -524,6 +550,11 @@ static void on_write(uv_write_t *wr, int status)
     if (c->closing) {
         if (c->streaming)
             stream_end(c, false);
+        return;
+    }
+    if (c->blocked && !out_full(c)) {
+        c->blocked = false;
+        continue_after(c);  /* parses what waited; flushes what it answers */
         return;
     }
     if (c->out.len) {
@@ -683,6 +714,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         return;
     if (c->paused || c->close_after) {
         buf_add(&c->pending, b->base, (size_t)nread);
+        if (c->pending.len >= READ_BUF)
+            read_stop(c);   /* more waits in the socket */
         return;
     }
     conn_feed(c, b->base, (size_t)nread);
@@ -703,6 +736,8 @@ static void continue_after(struct conn *c)
             conn_linger(c);
         return;
     }
+    if (out_block(c))
+        return;
     llhttp_resume(&c->parser);
     if (c->pending.len) {
         struct buf tmp = c->pending;
@@ -876,9 +911,11 @@ static void on_tick(uv_timer_t *t)
     struct worker *w = t->data;
     update_date(w);
     uint64_t now = uv_now(&w->loop);
+    uint64_t queued = 0;
     struct conn *c = w->conns;
     while (c) {
         struct conn *next = c->next;
+        queued += c->out.len + c->wbuf.len;
         if (!c->closing && c->state != C_BUSY && now >= c->deadline) {
             if (c->state == C_HEADERS || c->state == C_BODY)
                 conn_fail(c, 408, "request timeout");
@@ -887,6 +924,7 @@ static void on_tick(uv_timer_t *t)
         }
         c = next;
     }
+    metrics_output_queued(w->m, queued);
 }
 
 static void on_handoff(uv_timer_t *t)

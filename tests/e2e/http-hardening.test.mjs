@@ -58,3 +58,51 @@ it('chunked trailers neither crash the server nor change the request they follow
         { timeoutMs: 5000, stopAfter: 1 });
     assert.equal(statusOf(big.text), 431, describeAnswer(big));
 });
+
+/* -------------------------------------------------------------- item 2 */
+
+async function metric(server, name) {
+    const r = await api(server, 'GET', '/metrics');
+    const m = new RegExp(`^${name} (\\d+)$`, 'm').exec(r.text);
+    assert.ok(m, `${name} is not in /metrics`);
+    return Number(m[1]);
+}
+
+it('pipelined requests from a client that never reads hold at most the high-water mark', async () => {
+    const asset = '/static/uPlot.iife.min.js';
+    const one = await rawExchange(srv.port, `GET ${asset} HTTP/1.1\r\n${H(srv.port)}\r\n`, { stopAfter: 1 });
+    const answerBytes = one.buf.length;
+    assert.ok(answerBytes > 20_000, `the asset is ${answerBytes} bytes`);
+    const n = 1000;     // about 50 MB of answers, far more than the kernel's socket buffers
+    const sock = net.connect({ port: srv.port, host: '127.0.0.1' });
+    await new Promise((resolve) => sock.once('connect', resolve));
+    sock.pause();       // never reads: the answers pile up on the server
+    sock.write(`GET ${asset} HTTP/1.1\r\n${H(srv.port)}\r\n`.repeat(n));
+    try {
+        const queued = await poll(async () => (await metric(srv, 'shortd_http_output_queued_bytes')) || 0,
+            { timeoutMs: 10_000 });
+        assert.ok(queued > 0, 'nothing was ever queued for the client that does not read');
+        // 1 MiB stops the parser; the answer that crossed it is the most beyond.
+        const bound = 1024 * 1024 + answerBytes;
+        assert.ok(queued <= bound, `${queued} bytes queued for one connection; the bound is ${bound}`);
+
+        // Once the client reads, every answer arrives, in order.
+        const chunks = [];
+        let got = 0;
+        const done = new Promise((resolve) => {
+            sock.on('data', (d) => {
+                chunks.push(d);
+                got += d.length;
+                if (got >= n * answerBytes) resolve();
+            });
+        });
+        sock.resume();
+        await done;
+        const answers = parseResponses(Buffer.concat(chunks));
+        assert.equal(answers.length, n);
+        assert.ok(answers.every((a) => a.status === 200 && a.body.length === answers[0].body.length));
+        assert.equal(await poll(async () => (await metric(srv, 'shortd_http_output_queued_bytes')) === 0), true);
+    } finally {
+        sock.destroy();
+    }
+});

@@ -61,6 +61,8 @@ static const struct setting settings[] = {
     {"header-timeout", C_INT, F(header_timeout), "10", 1, 3600, "seconds to receive the headers"},
     {"body-timeout", C_INT, F(body_timeout), "30", 1, 3600, "seconds to receive the body"},
     {"idle-timeout", C_INT, F(idle_timeout), "60", 1, 86400, "seconds an idle keep-alive lasts"},
+    {"send-timeout", C_INT, F(send_timeout), "60", 1, 3600,
+     "seconds a write may wait for the client to take data (then the connection is closed)"},
     {"cache-size", C_INT, F(cache_size), "10000000", 0, 1000000000,
      "links kept in the redirect cache"},
     {"miss-ttl", C_INT, F(miss_ttl), "1000", 0, 3600000,

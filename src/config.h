@@ -38,6 +38,7 @@ struct config {
     int64_t header_timeout;  /* seconds */
     int64_t body_timeout;
     int64_t idle_timeout;
+    int64_t send_timeout;    /* seconds a write may make no progress */
     int64_t cache_size;      /* links kept in the redirect cache */
     int64_t miss_ttl;        /* milliseconds an unknown code is remembered as unknown */
     int64_t pass_query;      /* bool: append the request's query to the destination */

@@ -70,6 +70,7 @@ struct conn {
     struct conn *prev, *next;       /* the worker's list */
     enum conn_state state;
     uint64_t deadline;              /* uv_now() ms */
+    uint64_t wdeadline;             /* the write in flight must finish by then */
     struct buf hdr;                 /* target, header names and values */
     uint32_t url_len;
     struct hdr_off hoff[HTTP_MAX_HEADERS];
@@ -490,6 +491,14 @@ static void conn_close(struct conn *c)
     if (c->closing)
         return;
     c->closing = true;
+    if (c->streaming) {
+        /* Ended here, or by on_write once the write in flight is cancelled. */
+        if (!c->writing)
+            stream_end(c, false);
+        else
+            uv_close((uv_handle_t *)&c->tcp, on_closed);
+        return;
+    }
     if (c->state == C_BUSY)
         return;     /* the handler's http_resume closes it */
     uv_close((uv_handle_t *)&c->tcp, on_closed);
@@ -543,10 +552,8 @@ static void on_write(uv_write_t *wr, int status)
     struct conn *c = wr->data;
     c->writing = false;
     buf_reset(&c->wbuf);
-    if (status < 0) {
-        conn_close(c);
-        return;
-    }
+    if (status < 0)
+        conn_close(c);      /* a peer gone: a stream ends here */
     if (c->closing) {
         if (c->streaming)
             stream_end(c, false);
@@ -585,6 +592,7 @@ static void conn_flush(struct conn *c)
     uv_buf_t b = uv_buf_init(c->wbuf.p, (unsigned)c->wbuf.len);
     c->wr.data = c;
     c->writing = true;
+    c->wdeadline = loop_now(c) + (uint64_t)c->w->srv->app->cfg.send_timeout * 1000;
     if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
         c->writing = false;
         conn_close(c);
@@ -916,7 +924,12 @@ static void on_tick(uv_timer_t *t)
     while (c) {
         struct conn *next = c->next;
         queued += c->out.len + c->wbuf.len;
-        if (!c->closing && c->state != C_BUSY && now >= c->deadline) {
+        if (!c->closing && c->writing && now >= c->wdeadline) {
+            /* The client took nothing for send-timeout: a handler at work
+             * closes it when done, anything else (a stream too) now. */
+            conn_close(c);
+        } else if (!c->closing && c->state != C_BUSY && !(c->writing && c->state == C_IDLE) &&
+                   now >= c->deadline) {
             if (c->state == C_HEADERS || c->state == C_BODY)
                 conn_fail(c, 408, "request timeout");
             else

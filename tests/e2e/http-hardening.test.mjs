@@ -12,14 +12,21 @@ import { Conn, api, createLink, it, parseResponses, poll, rawExchange, startServ
 
 let srv;        // defaults
 let code;       // a live link on srv
+const servers = [];     // every server of this file, stopped after all tests
+
+async function serverWith(opts) {
+    const s = await startServer(opts);
+    servers.push(s);
+    return s;
+}
 
 before(async () => {
-    srv = await startServer();
+    srv = await serverWith();
     code = (await createLink(srv, srv.adminKey, { url: 'https://example.com/hardening' })).code;
 });
 
 after(async () => {
-    for (const s of [srv]) if (s) await s.stop();
+    for (const s of servers) await s.stop();
 });
 
 const H = (port) => `Host: 127.0.0.1:${port}\r\n`;
@@ -104,5 +111,88 @@ it('pipelined requests from a client that never reads hold at most the high-wate
         assert.equal(await poll(async () => (await metric(srv, 'shortd_http_output_queued_bytes')) === 0), true);
     } finally {
         sock.destroy();
+    }
+});
+
+/* -------------------------------------------------------------- item 3 */
+
+/* 'n' links with long URLs (8 KB each) by bulk creates over raw sockets, so
+ * that an export of them is far larger than the socket buffers. */
+async function manyLongLinks(server, n) {
+    const per = 100;    // 100 x 8 KB stays under the 1 MiB body limit
+    for (let i = 0; i < n; i += per) {
+        const links = Array.from({ length: Math.min(per, n - i) },
+            (_, k) => ({ url: `https://example.com/${i + k}/${'p'.repeat(7900)}` }));
+        const body = JSON.stringify({ links });
+        const r = await rawExchange(server.port, `POST /api/links/bulk HTTP/1.1\r\n${H(server.port)}` +
+            `Authorization: Bearer ${server.adminKey}\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+            { timeoutMs: 30_000, stopAfter: 1 });
+        assert.equal(statusOf(r.text), 200, describeAnswer(r));
+    }
+}
+
+/* The code of one of the server's links, over a raw socket. */
+async function firstCode(server) {
+    const r = await rawExchange(server.port, `GET /api/links?limit=1 HTTP/1.1\r\n${H(server.port)}` +
+        `Authorization: Bearer ${server.adminKey}\r\nConnection: close\r\n\r\n`, { stopAfter: 1 });
+    const [res] = parseResponses(r.buf, { closed: true });
+    return JSON.parse(res.text)[0].code;
+}
+
+/* True once a new connection is served (a redirect answered). */
+async function served(server, link) {
+    const r = await rawExchange(server.port, `GET /${link} HTTP/1.1\r\n${H(server.port)}Connection: close\r\n\r\n`,
+        { timeoutMs: 2000, stopAfter: 1 });
+    return statusOf(r.text) === 302;
+}
+
+it('aborted and stalled exports end and free their connection (--max-connections 4, --send-timeout 1)', async () => {
+    const cap = 4;
+    const s = await serverWith({ args: ['--max-connections', String(cap), '--send-timeout', '1'] });
+    {
+        // Raw sockets only: a kept-alive fetch connection would take a slot.
+        await manyLongLinks(s, 1000);
+        const link = await firstCode(s);
+        const exportReq = `GET /api/export?format=json HTTP/1.1\r\n${H(s.port)}Authorization: Bearer ${s.adminKey}\r\n\r\n`;
+
+        // Aborted: each client reads the start of the export and goes away
+        // (a reset or a close), one after the other, twice as many as the cap.
+        let aborted = 0;
+        for (let i = 0; i < 2 * cap; i++) {
+            aborted += await new Promise((resolve) => {
+                const sock = net.connect({ port: s.port, host: '127.0.0.1' }, () => sock.write(exportReq));
+                sock.once('data', () => {
+                    if (i % 2) sock.resetAndDestroy(); else sock.destroy();
+                    resolve(1);
+                });
+                sock.on('error', () => resolve(0));
+                sock.on('close', () => resolve(0));     // refused: every slot taken
+            });
+        }
+        assert.equal(aborted, 2 * cap, `only ${aborted} of ${2 * cap} exports could start: ` +
+            'the aborted ones still hold their connections');
+        assert.ok(await poll(() => served(s, link), { timeoutMs: 10_000 }),
+            `no connection is served after ${aborted} aborted exports`);
+
+        // Stalled: clients that stop reading hold every slot until the send
+        // timeout (a connection refused while a slot was still closing is retried).
+        const stalled = [];
+        for (let tries = 0; stalled.length < cap && tries < 100; tries++) {
+            const sock = await new Promise((resolve) => {
+                const c = net.connect({ port: s.port, host: '127.0.0.1' }, () => c.write(exportReq));
+                c.once('data', () => { c.pause(); resolve(c); });
+                c.on('error', () => resolve(null));
+                c.on('close', () => resolve(null));
+            });
+            if (sock) stalled.push(sock);
+        }
+        assert.equal(stalled.length, cap, 'the stalled exports could not take every slot');
+        try {
+            assert.ok(await poll(() => served(s, link), { timeoutMs: 15_000 }),
+                'no connection is served while stalled exports hold the slots');
+        } finally {
+            for (const sock of stalled) sock.destroy();
+        }
     }
 });

@@ -78,7 +78,15 @@ struct conn {
     bool in_field, in_value;
     bool trailers;                  /* headers complete: fields now are trailers */
     uint32_t trailer_bytes;         /* trailer fields seen, counted, never kept */
-    int host_count;
+    int host_count, host_idx;       /* Host headers, the last one's index */
+    int auth_count;                 /* Authorization headers */
+    int te_count, te_idx;           /* Transfer-Encoding headers, the last one's index */
+    uint32_t field_len;             /* of the field name being read */
+    bool value_tab;                 /* the value being read follows a tab */
+    bool te_tab;                    /* ... and it is Transfer-Encoding's */
+    uint64_t chunk_left;            /* bytes of the chunk being read */
+    int crlf_need;                  /* bytes of the CRLF after chunk data still unseen */
+    const char *chunk_end;          /* end of the read being parsed */
     char prev_tail[2];              /* last two bytes of the previous read */
     const char *chunk;              /* the read being parsed */
     int err_status;                 /* set by a callback that failed the request */
@@ -141,6 +149,8 @@ static void conn_fail(struct conn *c, int status, const char *message);
 static void conn_send(struct conn *c);
 static void read_stop(struct conn *c);
 static void continue_after(struct conn *c);
+static bool host_valid(struct slice h);
+static int split_target(struct request *r);
 
 /* ---- small helpers ---- */
 
@@ -202,7 +212,10 @@ static int on_message_begin(llhttp_t *p)
     c->in_field = c->in_value = false;
     c->trailers = false;
     c->trailer_bytes = 0;
-    c->host_count = 0;
+    c->host_count = c->auth_count = c->te_count = 0;
+    c->te_tab = false;
+    c->chunk_left = 0;
+    c->crlf_need = 0;
     set_state(c, C_HEADERS, cfg->header_timeout);
     return 0;
 }
@@ -251,6 +264,9 @@ static int on_trailer_bytes(struct conn *c, size_t n)
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     struct conn *c = conn_of(p);
+    if (!c->in_field)
+        c->field_len = 0;
+    c->field_len += (uint32_t)n;
     if (c->trailers) {
         if (!c->in_field && !after_crlf(c, at))
             return fail_cb(c, 400, "bare LF line ending");
@@ -280,6 +296,8 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
 static int on_header_field_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
+    if (!c->in_field || !c->field_len)  /* a line that starts with the colon */
+        return fail_cb(c, 400, "empty header field name");
     c->in_field = false;
     if (c->trailers)
         return 0;
@@ -293,6 +311,12 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
     struct conn *c = conn_of(p);
     if (c->in_value && n && (at[0] == ' ' || at[0] == '\t') && after_crlf(c, at))
         return fail_cb(c, 400, "obsolete line folding in a header");
+    if (!c->in_value && n) {
+        /* llhttp skips a tab before a value as whitespace; nginx does not (for
+         * Transfer-Encoding it then answers 501). */
+        char before = at > c->chunk ? at[-1] : c->prev_tail[1];
+        c->value_tab = before == '\t';
+    }
     c->in_value = true;
     if (c->trailers)
         return on_trailer_bytes(c, n);
@@ -308,8 +332,19 @@ static int on_header_value_complete(llhttp_t *p)
     if (c->trailers)
         return 0;
     struct hdr_off *h = &c->hoff[c->nh];
-    if (h->name_len == 4 && strncasecmp(c->hdr.p + h->name_off, "host", 4) == 0)
+    const char *name = c->hdr.p + h->name_off;
+    /* The names that may appear once, told apart by length first. */
+    if (h->name_len == 4 && strncasecmp(name, "host", 4) == 0) {
         c->host_count++;
+        c->host_idx = c->nh;
+    } else if (h->name_len == 13 && strncasecmp(name, "authorization", 13) == 0) {
+        c->auth_count++;
+    } else if (h->name_len == 17 && strncasecmp(name, "transfer-encoding", 17) == 0) {
+        c->te_count++;
+        c->te_idx = c->nh;
+        c->te_tab = c->value_tab && h->value_len;
+    }
+    c->value_tab = false;
     c->nh++;
     return 0;
 }
@@ -323,26 +358,47 @@ static int on_headers_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
     const struct config *cfg = &c->w->srv->app->cfg;
+    if (p->http_major != 1)     /* llhttp parses "HTTP/2.0"; nginx answers 505 */
+        return p->http_major > 1 ? fail_cb(c, 505, "only HTTP/1.0 and HTTP/1.1 are served")
+                                 : fail_cb(c, 400, "unsupported HTTP version");
     if (c->host_count > 1)
         return fail_cb(c, 400, "more than one Host header");
-    if (c->host_count == 0 && p->http_major == 1 && p->http_minor >= 1)
+    if (c->host_count == 0 && p->http_minor >= 1)
         return fail_cb(c, 400, "missing Host header");
+    if (c->auth_count > 1)
+        return fail_cb(c, 400, "more than one Authorization header");
 
     struct request *r = &c->req;
     r->method = p->method;
     r->target = off_slice(c, 0, c->url_len);
     r->nheaders = c->nh;
-    r->host = (struct slice){NULL, 0};
     for (int i = 0; i < c->nh; i++) {
         r->headers[i].name = off_slice(c, c->hoff[i].name_off, c->hoff[i].name_len);
         r->headers[i].value = off_slice(c, c->hoff[i].value_off, c->hoff[i].value_len);
-        if (slice_ieq(r->headers[i].name, "host"))
-            r->host = r->headers[i].value;
     }
+    r->host = c->host_count ? r->headers[c->host_idx].value : (struct slice){NULL, 0};
+    if (c->te_count) {
+        /* As nginx: only HTTP/1.1, only one, only "chunked" (llhttp takes
+         * any list that ends in chunked). */
+        if (p->http_minor < 1)
+            return fail_cb(c, 400, "Transfer-Encoding in an HTTP/1.0 request");
+        if (c->te_count > 1)
+            return fail_cb(c, 400, "more than one Transfer-Encoding header");
+        struct slice te = r->headers[c->te_idx].value;
+        while (te.n && te.p[te.n - 1] == ' ')
+            te.n--;
+        if (c->te_tab || !slice_ieq(te, "chunked"))
+            return fail_cb(c, 501, "the only transfer coding served is chunked");
+    }
+    if (split_target(r) != 0)
+        return fail_cb(c, 400, "invalid host in the request target");
+    if (r->host.p && !host_valid(r->host))
+        return fail_cb(c, 400, "invalid Host header");
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > (uint64_t)cfg->max_body_bytes)
         return fail_cb(c, 413, "request body too large");
     struct slice expect = http_header(r, "expect");
-    if (expect.p) {
+    /* RFC 9110 10.1.1: an HTTP/1.0 client's expectation is ignored. */
+    if (expect.p && p->http_minor >= 1) {
         if (!slice_ieq(expect, "100-continue"))
             return fail_cb(c, 417, "only 'Expect: 100-continue' is supported");
         buf_adds(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
@@ -353,25 +409,110 @@ static int on_headers_complete(llhttp_t *p)
     return 0;
 }
 
+/* Checks the CRLF after a chunk's data: 'at' is where it starts; what is
+ * not in this read is checked at the start of the next (conn_feed). llhttp
+ * 8 skips those two bytes whatever they are. */
+static int check_crlf(struct conn *c, const char *at, int need)
+{
+    const char *want = "\r\n" + (2 - need);
+    size_t have = (size_t)(c->chunk_end - at);
+    size_t k = have < (size_t)need ? have : (size_t)need;
+    if (memcmp(at, want, k) != 0)
+        return -1;
+    c->crlf_need = need - (int)k;
+    return 0;
+}
+
+static int on_chunk_header(llhttp_t *p)
+{
+    conn_of(p)->chunk_left = p->content_length;
+    return 0;
+}
+
 static int on_body(llhttp_t *p, const char *at, size_t n)
 {
     struct conn *c = conn_of(p);
     if (c->body.len + n > (size_t)c->w->srv->app->cfg.max_body_bytes)
         return fail_cb(c, 413, "request body too large");
     buf_add(&c->body, at, n);
+    if (c->chunk_left) {
+        c->chunk_left -= n;
+        if (!c->chunk_left && check_crlf(c, at + n, 2) != 0)
+            return fail_cb(c, 400, "chunk data not followed by CRLF");
+    }
     return 0;
 }
 
-static void split_target(struct request *r)
+/* nginx's rules for a host (ngx_http_validate_host): no control character,
+ * space or '/', no empty label between dots, not empty once a port and a
+ * trailing dot are taken off. */
+static bool host_valid(struct slice h)
 {
-    const char *q = memchr(r->target.p, '?', r->target.n);
+    size_t host_len = h.n, dot = SIZE_MAX;
+    bool literal = false, rest = false;
+    for (size_t i = 0; i < h.n; i++) {
+        unsigned char ch = (unsigned char)h.p[i];
+        if (ch == '.') {
+            if (dot != SIZE_MAX && dot + 1 == i)
+                return false;
+            dot = i;
+        } else if (ch == ':') {
+            if (!rest && !literal) {
+                host_len = i;
+                rest = true;
+            }
+        } else if (ch == '[') {
+            literal = literal || i == 0;
+        } else if (ch == ']') {
+            if (literal && !rest) {
+                host_len = i + 1;
+                rest = true;
+            }
+        } else if (ch == '/' || ch <= 0x20 || ch == 0x7f) {
+            return false;
+        }
+    }
+    if (host_len && dot == host_len - 1)
+        host_len--;
+    return host_len > 0;
+}
+
+/* Path and query from the target. An absolute-form target (RFC 9112 3.2.2,
+ * "http://host/path") gives the host too, which then replaces Host's.
+ * Returns 1 for an absolute-form target with an invalid host, else 0. */
+static int split_target(struct request *r)
+{
+    struct slice t = r->target;
+    if (t.n && t.p[0] != '/') {
+        size_t skip = t.n > 7 && strncasecmp(t.p, "http://", 7) == 0    ? 7
+                      : t.n > 8 && strncasecmp(t.p, "https://", 8) == 0 ? 8
+                                                                        : 0;
+        if (skip) {
+            const char *a = t.p + skip, *end = t.p + t.n, *e = a;
+            while (e < end && *e != '/' && *e != '?')
+                e++;
+            r->host = (struct slice){a, (size_t)(e - a)};
+            if (!r->host.n || !host_valid(r->host))
+                return 1;
+            if (e == end || *e == '?') {
+                /* "http://host?q": the path is "/", the query follows */
+                r->path = SLICE_LIT("/");
+                r->query = e == end ? (struct slice){NULL, 0}
+                                    : (struct slice){e + 1, (size_t)(end - e - 1)};
+                return 0;
+            }
+            t = (struct slice){e, (size_t)(end - e)};
+        }
+    }
+    const char *q = memchr(t.p, '?', t.n);
     if (q) {
-        r->path = (struct slice){r->target.p, (size_t)(q - r->target.p)};
-        r->query = (struct slice){q + 1, r->target.n - r->path.n - 1};
+        r->path = (struct slice){t.p, (size_t)(q - t.p)};
+        r->query = (struct slice){q + 1, t.n - r->path.n - 1};
     } else {
-        r->path = r->target;
+        r->path = t;
         r->query = (struct slice){q, 0};
     }
+    return 0;
 }
 
 /* Serialises the answer of c->req into c->out and resets it for the next. */
@@ -442,7 +583,6 @@ static int on_message_complete(llhttp_t *p)
     struct conn *c = conn_of(p);
     struct request *r = &c->req;
     r->body = (struct slice){c->body.p ? c->body.p : "", c->body.len};
-    split_target(r);
     r->start_ns = uv_hrtime();
     r->route_id = 0;
     c->state = C_BUSY;
@@ -636,6 +776,8 @@ static void error_body(struct buf *b, int status, const char *message)
                  : status == 503 ? "unavailable"
                  : status == 414 ? "target_too_long"
                  : status == 431 ? "headers_too_large"
+                 : status == 501 ? "not_implemented"
+                 : status == 505 ? "version_not_supported"
                                  : "bad_request");
     buf_adds(b, "\",\"message\":\"");
     buf_adds(b, message);  /* a fixed string of this file, nothing to escape */
@@ -664,7 +806,12 @@ static void conn_fail(struct conn *c, int status, const char *message)
 static void conn_feed(struct conn *c, const char *data, size_t n)
 {
     c->chunk = data;
+    c->chunk_end = data + n;
     c->err_status = 0;
+    if (c->crlf_need && n && check_crlf(c, data, c->crlf_need) != 0) {
+        conn_fail(c, 400, "chunk data not followed by CRLF");
+        return;
+    }
     llhttp_errno_t e = llhttp_execute(&c->parser, data, n);
     /* An Upgrade we do not speak is ignored (RFC 9110 7.8): go on parsing
      * HTTP/1.1 after the answer. A CONNECT tunnel is never opened. */
@@ -1102,6 +1249,7 @@ int server_new(struct app *app, struct server **out)
     s->settings.on_header_value_complete = on_header_value_complete;
     s->settings.on_headers_complete = on_headers_complete;
     s->settings.on_body = on_body;
+    s->settings.on_chunk_header = on_chunk_header;
     s->settings.on_message_complete = on_message_complete;
 
     for (int i = 0; i < n; i++) {

@@ -196,3 +196,85 @@ it('aborted and stalled exports end and free their connection (--max-connections
         }
     }
 });
+
+/* ------------------------------------------------------- items 6 and 8 */
+
+// Each as nginx 1.22 answers it (checked side by side); 400 or 501 where
+// nginx says 501 and RFC 9112 allows either.
+const refused = [
+    ['bytes other than CRLF after chunk data', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n', [400]],
+    ['a bare LF after chunk data', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\nX0\r\n\r\n', [400]],
+    ['Transfer-Encoding: gzip, chunked', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n', [501]],
+    ['Transfer-Encoding: identity, chunked', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n', [501]],
+    ['Transfer-Encoding: <tab>chunked', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \tchunked\r\n\r\n0\r\n\r\n', [501]],
+    ['Transfer-Encoding:<tab>chunked', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\tchunked\r\n\r\n0\r\n\r\n', [501]],
+    ['Transfer-Encoding in HTTP/1.0', 'POST /x HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', [400]],
+    ['an empty header name', 'GET /x HTTP/1.1\r\nHost: a\r\n: v\r\n\r\n', [400]],
+    ['Host: a b', 'GET /x HTTP/1.1\r\nHost: a b\r\n\r\n', [400]],
+    ['an empty Host', 'GET /x HTTP/1.1\r\nHost:\r\n\r\n', [400]],
+    ['an empty Host in HTTP/1.0', 'GET /x HTTP/1.0\r\nHost:\r\n\r\n', [400]],
+    ['a slash in Host', 'GET /x HTTP/1.1\r\nHost: a/b\r\n\r\n', [400]],
+    ['an empty label in Host', 'GET /x HTTP/1.1\r\nHost: a..b\r\n\r\n', [400]],
+    ['a Host that is only a port', 'GET /x HTTP/1.1\r\nHost: :80\r\n\r\n', [400]],
+    ['two Authorization headers', 'GET /x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n', [400]],
+    ['an invalid host in an absolute-form target', 'GET http://a b/x HTTP/1.1\r\nHost: b\r\n\r\n', [400]],
+    ['an HTTP/2.0 request line', 'GET /x HTTP/2.0\r\nHost: a\r\n\r\n', [505]],
+    ['an HTTP/0.9 request line', 'GET /x HTTP/0.9\r\nHost: a\r\n\r\n', [400]],
+];
+
+for (const [why, bytes, wants] of refused) {
+    it(`as strict as nginx: ${why} → ${wants.join(' or ')}, in the API's error shape`, async () => {
+        const r = await rawExchange(srv.port, bytes, { timeoutMs: 5000, stopAfter: 1 });
+        assert.ok(wants.includes(statusOf(r.text)), `${why}: want ${wants.join(' or ')}, got ${describeAnswer(r)}`);
+        const [res] = parseResponses(r.buf, { closed: true });
+        assert.ok(res && JSON.parse(res.text).error.code, 'no JSON error');
+    });
+}
+
+it('what nginx accepts is still accepted: chunked in any case, hosts with dots and ports', async () => {
+    const ok = [
+        'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: CHUNKED\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+        'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked \r\n\r\n5;ext=1\r\nhello\r\n0\r\n\r\n',
+        'GET /x HTTP/1.1\r\nHost: a.\r\n\r\n',
+        'GET /x HTTP/1.1\r\nHost: [::1]:80\r\n\r\n',
+        'GET /x HTTP/1.1\r\nHost: example.com:8080\r\n\r\n',
+    ];
+    for (const bytes of ok) {
+        const r = await rawExchange(srv.port, bytes, { timeoutMs: 5000, stopAfter: 1 });
+        assert.equal(statusOf(r.text), 404, `${JSON.stringify(bytes)}: got ${describeAnswer(r)}`);
+    }
+    // The CRLF after chunk data split over reads is still checked, and still accepted.
+    const head = `POST /x HTTP/1.1\r\n${H(srv.port)}Transfer-Encoding: chunked\r\n\r\n5\r\nhello`;
+    const good = await rawExchange(srv.port, [head, '\r', '\n0\r\n\r\n'], { timeoutMs: 5000, stopAfter: 1, gapMs: 20 });
+    assert.equal(statusOf(good.text), 404, describeAnswer(good));
+    const bad = await rawExchange(srv.port, [head, '\r', 'X0\r\n\r\n'], { timeoutMs: 5000, stopAfter: 1, gapMs: 20 });
+    assert.equal(statusOf(bad.text), 400, describeAnswer(bad));
+});
+
+it('an absolute-form target is served: the path and the host come from it', async () => {
+    const r = await rawExchange(srv.port, `GET http://127.0.0.1:${srv.port}/${code}?a=1 HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n`,
+        { timeoutMs: 5000, stopAfter: 1 });
+    const [res] = parseResponses(r.buf);
+    assert.equal(res && res.status, 302, describeAnswer(r));
+    assert.equal(res.headers.location, 'https://example.com/hardening?a=1');
+    const home = await rawExchange(srv.port, `GET HTTP://127.0.0.1:${srv.port} HTTP/1.1\r\n${H(srv.port)}\r\n`,
+        { timeoutMs: 5000, stopAfter: 1 });
+    assert.equal(statusOf(home.text), 302, describeAnswer(home));
+    assert.equal(parseResponses(home.buf)[0].headers.location, '/dashboard');
+});
+
+it('HTTP/1.0 gets no 100 Continue, and its expectation is ignored', async () => {
+    const body = JSON.stringify({ url: 'https://example.com/http10' });
+    const head = `POST /api/links HTTP/1.0\r\nAuthorization: Bearer ${srv.adminKey}\r\nContent-Type: application/json\r\n` +
+        `Expect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    // The body follows only after a pause: an interim answer would come first.
+    const r = await rawExchange(srv.port, [head, body], { timeoutMs: 5000, stopAfter: 1, gapMs: 300 });
+    assert.equal(statusOf(r.text), 201, describeAnswer(r));
+    assert.ok(!/ 100 Continue/.test(r.text), `an HTTP/1.0 client got ${describeAnswer(r)}`);
+    const other = await rawExchange(srv.port, 'GET /healthz HTTP/1.0\r\nExpect: something\r\n\r\n', { stopAfter: 1 });
+    assert.equal(statusOf(other.text), 200, describeAnswer(other));
+    // HTTP/1.1 still gets its 100 Continue.
+    const h11 = head.replace('HTTP/1.0', 'HTTP/1.1').replace('Authorization', `${H(srv.port)}Authorization`);
+    const c = await rawExchange(srv.port, [h11, body], { timeoutMs: 5000, stopAfter: 2, gapMs: 300 });
+    assert.deepEqual(parseResponses(c.buf).map((a) => a.status), [100, 201], describeAnswer(c));
+});

@@ -396,6 +396,15 @@ static int on_headers_complete(llhttp_t *p)
         return fail_cb(c, 400, "invalid Host header");
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > (uint64_t)cfg->max_body_bytes)
         return fail_cb(c, 413, "request body too large");
+    r->authed = false;
+    if ((p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length)) {
+        /* A body is coming: a request that needs a key is refused before it is read. */
+        r->json = NULL;
+        r->route_id = 0;
+        int status = router_precheck(r);
+        if (status)
+            return fail_cb(c, status, NULL);   /* NULL: the answer is in c->req */
+    }
     struct slice expect = http_header(r, "expect");
     /* RFC 9110 10.1.1: an HTTP/1.0 client's expectation is ignored. */
     if (expect.p && p->http_minor >= 1) {
@@ -784,23 +793,31 @@ static void error_body(struct buf *b, int status, const char *message)
     buf_adds(b, "\",\"field\":null}}");
 }
 
-/* Answers an error the request itself caused, then closes gracefully. */
-static void conn_fail(struct conn *c, int status, const char *message)
+/* Sends the answer already in c->req, then closes gracefully (the rest of
+ * the request is drained, not read). */
+static void conn_refuse(struct conn *c, int status)
 {
     struct request *r = &c->req;
     c->close_after = true;
     c->state = C_BUSY;
     r->method = HTTP_GET;
-    r->route_id = 0;
     r->start_ns = uv_hrtime();
-    buf_reset(&r->resp_headers);
-    error_body(&r->resp_body, status, message);
-    r->content_type = "application/json";
     finish_answer(c, status);
     read_stop(c);
     conn_flush(c);
     if (!c->writing && !c->closing)
         conn_linger(c);
+}
+
+/* Answers an error the request itself caused, then closes gracefully. */
+static void conn_fail(struct conn *c, int status, const char *message)
+{
+    struct request *r = &c->req;
+    r->route_id = 0;
+    buf_reset(&r->resp_headers);
+    error_body(&r->resp_body, status, message);
+    r->content_type = "application/json";
+    conn_refuse(c, status);
 }
 
 static void conn_feed(struct conn *c, const char *data, size_t n)
@@ -844,6 +861,10 @@ static void conn_feed(struct conn *c, const char *data, size_t n)
             read_stop(c);   /* what comes meanwhile waits in the socket */
     } else if (e != HPE_OK) {
         int status = c->err_status ? c->err_status : 400;
+        if (c->err_status && !c->err_message) {
+            conn_refuse(c, status);     /* router_precheck's answer */
+            return;
+        }
         const char *msg = c->err_status ? c->err_message : llhttp_get_error_reason(&c->parser);
         /* llhttp's reasons are fixed strings without quotes or backslashes */
         conn_fail(c, status, msg ? msg : "malformed request");

@@ -278,3 +278,25 @@ it('HTTP/1.0 gets no 100 Continue, and its expectation is ignored', async () => 
     const c = await rawExchange(srv.port, [h11, body], { timeoutMs: 5000, stopAfter: 2, gapMs: 300 });
     assert.deepEqual(parseResponses(c.buf).map((a) => a.status), [100, 201], describeAnswer(c));
 });
+
+it('a body for a route that needs a key is not read without a valid one: 401 first', async () => {
+    const head = (auth) => `POST /api/links HTTP/1.1\r\n${H(srv.port)}${auth}Content-Type: application/json\r\n` +
+        'Content-Length: 1000000\r\n\r\n';
+    // Only the headers are sent: the answer must not wait for the megabyte.
+    for (const [why, auth] of [['no key', ''], ['an unknown key', 'Authorization: Bearer sk_nosuchkey\r\n']]) {
+        const r = await rawExchange(srv.port, head(auth), { timeoutMs: 5000, stopAfter: 1 });
+        assert.equal(statusOf(r.text), 401, `${why}: ${describeAnswer(r)}`);
+        const [res] = parseResponses(r.buf, { closed: true });
+        assert.equal(JSON.parse(res.text).error.code, 'unauthorized');
+        assert.equal(res.headers.connection, 'close');
+    }
+    // Chunked too.
+    const chunked = await rawExchange(srv.port, `POST /api/links/bulk HTTP/1.1\r\n${H(srv.port)}` +
+        'Transfer-Encoding: chunked\r\n\r\n10000\r\n', { timeoutMs: 5000, stopAfter: 1 });
+    assert.equal(statusOf(chunked.text), 401, describeAnswer(chunked));
+    // A valid key still gets its body read and judged.
+    const body = JSON.stringify({ url: 'https://example.com/keyed' });
+    const ok = await rawExchange(srv.port, `POST /api/links HTTP/1.1\r\n${H(srv.port)}Authorization: Bearer ${srv.adminKey}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, { stopAfter: 1 });
+    assert.equal(statusOf(ok.text), 201, describeAnswer(ok));
+});

@@ -52,6 +52,8 @@ static const struct setting settings[] = {
      "MaxMind country database; when set, it decides the country instead of the header"},
     {"threads", C_INT, F(threads), "0", 0, 256, "event-loop threads (0: one per core)"},
     {"max-connections", C_INT, F(max_connections), "10000", 1, 1000000, "open connections at most"},
+    {"max-connections-per-addr", C_INT, F(max_connections_per_addr), "1000", 1, 1000000,
+     "open connections from one client address (an IPv6 /64) at most; trusted proxies are exempt"},
     {"max-header-bytes", C_INT, F(max_header_bytes), "16384", 1024, 1048576,
      "request line and headers at most (431)"},
     {"max-target-bytes", C_INT, F(max_target_bytes), "4096", 64, 1048576,

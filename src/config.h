@@ -32,6 +32,7 @@ struct config {
     char *trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
     int64_t threads;         /* event-loop threads; 0 = one per core */
     int64_t max_connections;
+    int64_t max_connections_per_addr;   /* trusted proxies exempt */
     int64_t max_header_bytes;
     int64_t max_target_bytes;
     int64_t max_body_bytes;

@@ -26,6 +26,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 
 #include "app.h"
 #include "cache.h"
+#include "clientaddr.h"
 #include "clicks.h"
 #include "coop.h"
 #include "err.h"
@@ -103,6 +105,8 @@ struct conn {
     uv_shutdown_t sd;
     struct request req;
     struct sockaddr_storage peer;   /* read once at accept; never logged */
+    uint8_t addr_key[16];           /* its per-address count's key... */
+    bool addr_counted;              /* ... when counted */
 };
 
 struct worker {
@@ -129,12 +133,30 @@ struct worker {
     char rbuf[READ_BUF];
 };
 
+/* Open connections per client address (an IPv6 client by its /64), for
+ * max-connections-per-addr: open addressing with linear probing and
+ * backward-shift deletion, at least twice as many slots as connections
+ * can be open, so a probe is short; slots by a keyed hash, so a client
+ * cannot choose where its addresses land. Taken once per accept and close. */
+struct addr_slot {
+    uint8_t key[16];
+    uint32_t n;                     /* 0: free */
+};
+
+struct addr_table {
+    pthread_mutex_t mu;
+    struct addr_slot *slots;
+    size_t mask;
+    uint8_t hash_key[crypto_shorthash_KEYBYTES];
+};
+
 struct server {
     struct app *app;
     int nworkers;
     struct worker *workers;
     atomic_int nconns;
     llhttp_settings_t settings;
+    struct addr_table addrs;
 };
 
 static _Thread_local struct worker *current_worker;
@@ -610,6 +632,98 @@ static int on_message_complete(llhttp_t *p)
     return 0;
 }
 
+/* ---- connections per address ---- */
+
+static void addr_table_init(struct addr_table *t, int64_t max_connections)
+{
+    size_t n = 16;
+    while (n < (size_t)max_connections * 2 + 2)
+        n *= 2;
+    t->slots = calloc(n, sizeof(*t->slots));
+    if (!t->slots)
+        abort();
+    t->mask = n - 1;
+    randombytes_buf(t->hash_key, sizeof(t->hash_key));
+    pthread_mutex_init(&t->mu, NULL);
+}
+
+static void addr_table_release(struct addr_table *t)
+{
+    if (!t->slots)
+        return;
+    free(t->slots);
+    pthread_mutex_destroy(&t->mu);
+}
+
+static size_t addr_home(const struct addr_table *t, const uint8_t key[16])
+{
+    uint64_t h;
+    crypto_shorthash((unsigned char *)&h, key, 16, t->hash_key);
+    return (size_t)h & t->mask;
+}
+
+/* The slot of 'key', or the free slot where it would go. Lock held. */
+static size_t addr_find(const struct addr_table *t, const uint8_t key[16])
+{
+    size_t i = addr_home(t, key);
+    while (t->slots[i].n && memcmp(t->slots[i].key, key, 16) != 0)
+        i = (i + 1) & t->mask;
+    return i;
+}
+
+/* Counts one more connection of 'key' unless it has 'cap' already. */
+static bool addr_take(struct addr_table *t, const uint8_t key[16], int64_t cap)
+{
+    pthread_mutex_lock(&t->mu);
+    size_t i = addr_find(t, key);
+    bool ok = t->slots[i].n < (uint64_t)cap;
+    if (ok) {
+        memcpy(t->slots[i].key, key, 16);
+        t->slots[i].n++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return ok;
+}
+
+static void addr_give(struct addr_table *t, const uint8_t key[16])
+{
+    pthread_mutex_lock(&t->mu);
+    size_t i = addr_find(t, key);
+    if (t->slots[i].n && --t->slots[i].n == 0) {
+        /* Backward shift: move up every later entry of the run that may
+         * sit in the freed slot, so no probe stops short of its key. */
+        size_t j = i;
+        for (;;) {
+            j = (j + 1) & t->mask;
+            if (!t->slots[j].n)
+                break;
+            size_t home = addr_home(t, t->slots[j].key);
+            /* j's entry stays unless its home lies cyclically in (i, j]. */
+            bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+            if (stays)
+                continue;
+            t->slots[i] = t->slots[j];
+            t->slots[j].n = 0;
+            i = j;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* The key of a client: an IPv4 address, or an IPv6 address's /64 (one
+ * host usually holds a whole /64). */
+static void addr_key_of(const struct client_ip *ip, uint8_t key[16])
+{
+    memset(key, 0, 16);
+    if (ip->family == AF_INET) {
+        memcpy(key, ip->bytes, 4);
+        key[15] = 4;
+    } else {
+        memcpy(key, ip->bytes, 8);
+        key[15] = 6;
+    }
+}
+
 /* ---- connections ---- */
 
 static void on_closed(uv_handle_t *h)
@@ -623,6 +737,8 @@ static void on_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     atomic_fetch_sub(&w->srv->nconns, 1);
+    if (c->addr_counted)
+        addr_give(&w->srv->addrs, c->addr_key);
     if (c->req.json)
         json_decref(c->req.json);
     buf_release(&c->hdr);
@@ -1072,6 +1188,17 @@ static void on_connection(uv_stream_t *listener, int status)
     int plen = sizeof(c->peer);
     uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &plen);
     c->req.peer = &c->peer;
+    struct client_ip ip;
+    if (clientaddr_from_sockaddr((struct sockaddr *)&c->peer, &ip) &&
+        !clientaddr_trusted(w->srv->app->clientaddr, &ip)) {
+        addr_key_of(&ip, c->addr_key);
+        if (!addr_take(&w->srv->addrs, c->addr_key, w->srv->app->cfg.max_connections_per_addr)) {
+            metrics_rejected_addr(w->m);
+            conn_close(c);
+            return;
+        }
+        c->addr_counted = true;
+    }
     llhttp_init(&c->parser, HTTP_REQUEST, &w->srv->settings);
     c->parser.data = c;
     c->req.conn = c;
@@ -1261,6 +1388,7 @@ int server_new(struct app *app, struct server **out)
     s->workers = calloc((size_t)n, sizeof(*s->workers));
     if (!s->workers)
         abort();
+    addr_table_init(&s->addrs, app->cfg.max_connections + n);
     llhttp_settings_init(&s->settings);
     s->settings.on_message_begin = on_message_begin;
     s->settings.on_url = on_url;
@@ -1369,6 +1497,7 @@ void server_free(struct server *s)
         pthread_mutex_destroy(&w->mu);
     }
     free(s->workers);
+    addr_table_release(&s->addrs);
     free(s);
 }
 

@@ -300,3 +300,49 @@ it('a body for a route that needs a key is not read without a valid one: 401 fir
         `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, { stopAfter: 1 });
     assert.equal(statusOf(ok.text), 201, describeAnswer(ok));
 });
+
+it('--max-connections-per-addr 3: a 4th connection from one address is refused and counted; trusted proxies are exempt', async () => {
+    const [capped, proxied] = await Promise.all([
+        serverWith({ args: ['--max-connections-per-addr', '3'] }),
+        serverWith({ args: ['--max-connections-per-addr', '2', '--trusted-proxies', '127.0.0.1'] }),
+    ]);
+    const three = [];
+    try {
+        for (let i = 0; i < 3; i++) {
+            const c = await Conn.open(capped.port);
+            three.push(c);
+            assert.equal((await c.get('/healthz')).status, 200, `connection ${i + 1} of 3`);
+        }
+        const fourth = await Conn.open(capped.port);
+        try {
+            const a = await fourth.get('/healthz', { timeoutMs: 5000 }).catch(() => null);
+            assert.ok(a === null || a.status !== 200, 'the 4th connection from 127.0.0.1 was served');
+            assert.ok(await fourth.waitClose(5000), 'the 4th connection was not closed');
+        } finally {
+            fourth.destroy();
+        }
+        const m = await three[0].get('/metrics');
+        const refused = Number(/^shortd_connections_rejected_per_address_total (\d+)$/m.exec(m.text)[1]);
+        assert.equal(refused, 1, 'the refusal is not counted in /metrics');
+        // A slot freed is a slot to take.
+        three.shift().destroy();
+        assert.ok(await poll(async () => {
+            const r = await rawExchange(capped.port, `GET /healthz HTTP/1.1\r\n${H(capped.port)}Connection: close\r\n\r\n`,
+                { timeoutMs: 2000, stopAfter: 1 });
+            return statusOf(r.text) === 200;
+        }), 'no connection is served after one of the 3 closed');
+    } finally {
+        for (const c of three) c.destroy();
+    }
+    // From a trusted proxy, more than the cap are served.
+    const many = [];
+    try {
+        for (let i = 0; i < 5; i++) {
+            const c = await Conn.open(proxied.port);
+            many.push(c);
+            assert.equal((await c.get('/healthz')).status, 200, `proxied connection ${i + 1}`);
+        }
+    } finally {
+        for (const c of many) c.destroy();
+    }
+});

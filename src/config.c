@@ -51,6 +51,9 @@ static const struct setting settings[] = {
     {"geoip-db", C_STR, F(geoip_db), NULL, 0, 0,
      "MaxMind country database; when set, it decides the country instead of the header"},
     {"threads", C_INT, F(threads), "0", 0, 256, "event-loop threads (0: one per core)"},
+    {"takeover", C_BOOL, F(takeover), "false", 0, 1,
+     "listen beside a server already on the address instead of refusing to start "
+     "(a restart without downtime)"},
     {"max-connections", C_INT, F(max_connections), "10000", 1, 1000000, "open connections at most"},
     {"max-connections-per-addr", C_INT, F(max_connections_per_addr), "1000", 1, 1000000,
      "open connections from one client address (an IPv6 /64) at most; trusted proxies are exempt"},

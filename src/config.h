@@ -31,6 +31,7 @@ struct config {
     char *node_id;           /* this node's name in logs and metrics */
     char *trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
     int64_t threads;         /* event-loop threads; 0 = one per core */
+    int64_t takeover;        /* bool: share a busy listen address (SO_REUSEPORT) */
     int64_t max_connections;
     int64_t max_connections_per_addr;   /* trusted proxies exempt */
     int64_t max_header_bytes;

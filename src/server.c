@@ -21,6 +21,7 @@
  * cache loads of all of them before it waits for any (cache.h). */
 #include "server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <llhttp.h>
 #include <netinet/in.h>
@@ -28,6 +29,7 @@
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -1368,6 +1370,111 @@ static int open_listener(struct sockaddr_storage *ss, int *fd_out)
     return ERR_OK;
 }
 
+/* The inode of a listening TCP socket on 'port' (any local address), from
+ * /proc/net/tcp and tcp6; 0 when none is visible. */
+static unsigned long listener_inode(int port)
+{
+    static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    for (int t = 0; t < 2; t++) {
+        FILE *f = fopen(tables[t], "r");
+        if (!f)
+            continue;
+        char line[512];
+        unsigned long inode = 0;
+        while (!inode && fgets(line, sizeof(line), f)) {
+            char local[64];
+            unsigned st = 0;
+            unsigned long ino = 0;
+            /* "sl local rem st tx:rx tr:when retrnsmt uid timeout inode" */
+            if (sscanf(line, " %*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &ino) != 3)
+                continue;
+            const char *colon = strrchr(local, ':');
+            if (colon && st == 0x0A && strtol(colon + 1, NULL, 16) == port)
+                inode = ino;
+        }
+        fclose(f);
+        if (inode)
+            return inode;
+    }
+    return 0;
+}
+
+/* Who holds the listening socket 'inode': "pid 123 (shortd)", from the
+ * /proc/PID/fd links this user may read; "" when none says. */
+static void socket_holder(unsigned long inode, char *out, size_t cap)
+{
+    out[0] = '\0';
+    char want[64];
+    snprintf(want, sizeof(want), "socket:[%lu]", inode);
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return;
+    struct dirent *pe;
+    while (!out[0] && (pe = readdir(proc))) {
+        char *end = NULL;
+        long pid = strtol(pe->d_name, &end, 10);
+        if (pid <= 0 || *end || pid == (long)getpid())
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+        DIR *fds = opendir(path);
+        if (!fds)
+            continue;
+        struct dirent *fe;
+        while (!out[0] && (fe = readdir(fds))) {
+            char link[300], target[64];
+            snprintf(link, sizeof(link), "/proc/%ld/fd/%s", pid, fe->d_name);
+            ssize_t n = readlink(link, target, sizeof(target) - 1);
+            if (n <= 0)
+                continue;
+            target[n] = '\0';
+            if (strcmp(target, want) != 0)
+                continue;
+            char comm[64] = "?";
+            snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+            FILE *f = fopen(path, "r");
+            if (f) {
+                if (fgets(comm, sizeof(comm), f))
+                    comm[strcspn(comm, "\n")] = '\0';
+                fclose(f);
+            }
+            snprintf(out, cap, "pid %ld (%s)", pid, comm);
+        }
+        closedir(fds);
+    }
+    closedir(proc);
+}
+
+/* SO_REUSEPORT lets any process of this user bind a port shortd listens on
+ * and take half its connections; so, unless a takeover is asked for, the
+ * address must be free first: a probe without SO_REUSEPORT must bind it. */
+static int check_free(const struct config *cfg, struct sockaddr_storage *ss)
+{
+    int port = ntohs(ss->ss_family == AF_INET6 ? ((struct sockaddr_in6 *)ss)->sin6_port
+                                               : ((struct sockaddr_in *)ss)->sin_port);
+    if (cfg->takeover || port == 0)
+        return ERR_OK;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ERR_OK;      /* open_listener will say why */
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));   /* TIME_WAIT is no holder */
+    socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in);
+    int rc = bind(fd, (struct sockaddr *)ss, len);
+    int e = errno;
+    close(fd);
+    if (rc == 0 || e != EADDRINUSE)
+        return ERR_OK;
+    char who[128] = "";
+    unsigned long inode = listener_inode(port);
+    if (inode)
+        socket_holder(inode, who, sizeof(who));
+    return log_fail(ERR_IO, "cannot listen on '%s': the address is in use by %s; stop it first, "
+                    "or start with --takeover to serve beside it (a restart without downtime)",
+                    cfg->listen, who[0] ? who : "another process (/proc does not say which)");
+}
+
 int server_new(struct app *app, struct server **out)
 {
     struct sockaddr_storage ss;
@@ -1375,6 +1482,8 @@ int server_new(struct app *app, struct server **out)
     if (parse_listen(app->cfg.listen, &ss) != ERR_OK)
         return log_fail(ERR_INVALID, "invalid listen address '%s' (want ADDR:PORT)",
                         app->cfg.listen);
+    if (check_free(&app->cfg, &ss) != ERR_OK)
+        return ERR_IO;
     struct server *s = calloc(1, sizeof(*s));
     if (!s)
         abort();

@@ -5,10 +5,12 @@
 // cap, and a second server on a busy address. Raw sockets throughout.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import net from 'node:net';
+import path from 'node:path';
 import { after, before } from 'node:test';
 
-import { Conn, api, createLink, it, parseResponses, poll, rawExchange, startServer, statusOf } from './harness.mjs';
+import { BIN, Conn, api, createLink, it, parseResponses, poll, rawExchange, startServer, statusOf, tempDir } from './harness.mjs';
 
 let srv;        // defaults
 let code;       // a live link on srv
@@ -345,4 +347,46 @@ it('--max-connections-per-addr 3: a 4th connection from one address is refused a
     } finally {
         for (const c of many) c.destroy();
     }
+});
+
+/* -------------------------------------------------------------- item 9 */
+
+/* Runs `shortd serve` on 'listen' with a database of its own; resolves with
+ * {code, stderr} once it exits, or kills it (SIGTERM) after it has said it is
+ * serving, when 'stopWhenServing'. */
+function second(listen, extra = [], { stopWhenServing = false } = {}) {
+    const dir = tempDir();
+    return new Promise((resolve) => {
+        const p = spawn(BIN, ['serve', '--listen', listen, '--db', path.join(dir, 'second.db'), ...extra],
+            { stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        let serving = false;
+        const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+        p.stderr.on('data', (d) => {
+            stderr += d;
+            if (stopWhenServing && !serving && /serving/.test(stderr)) {
+                serving = true;
+                p.kill('SIGTERM');
+            }
+        });
+        p.on('close', (code) => { clearTimeout(timer); resolve({ code, stderr, serving }); });
+    });
+}
+
+it('a second server on a busy address refuses to start and names the holder; --takeover true shares it', async () => {
+    const listen = `127.0.0.1:${srv.port}`;
+    const r = await second(listen);
+    assert.notEqual(r.code, 0, `a second server started on ${listen}: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`cannot listen on '${listen}': the address is in use by pid ${srv.proc.pid} \\(shortd\\)`),
+        r.stderr);
+    // The first is untouched and still answers.
+    const ok = await rawExchange(srv.port, `GET /${code} HTTP/1.1\r\n${H(srv.port)}\r\n`, { stopAfter: 1 });
+    assert.equal(statusOf(ok.text), 302, describeAnswer(ok));
+    // Asked for, the takeover starts beside it and stops cleanly.
+    const t = await second(listen, ['--takeover', 'true'], { stopWhenServing: true });
+    assert.ok(t.serving, `the takeover did not start: ${t.stderr}`);
+    assert.equal(t.code, 0, t.stderr);
+    // A port of 0 is never busy.
+    const z = await second('127.0.0.1:0', [], { stopWhenServing: true });
+    assert.ok(z.serving && z.code === 0, z.stderr);
 });

@@ -7,14 +7,21 @@
  * are copied into one per-connection buffer (bounded by max-header-bytes),
  * the body into another (bounded by max-body-bytes). Every answer produced
  * while handling one read is appended to the connection's output and sent
- * with one write, so pipelined requests cost one syscall. A handler that goes
+ * with one write, so pipelined requests cost one syscall; once OUT_HIGH_WATER
+ * of answers waits unsent, parsing and reading stop until the client has
+ * taken them below it, so a client that does not read holds a bounded
+ * amount. Trailer fields are checked and counted but never stored (the
+ * request's slices point into the header buffer). A handler that goes
  * asynchronous pauses the parser; the unparsed rest waits in 'pending' until
  * http_resume(). Timeouts are checked by a per-worker tick over its
  * connection list rather than a timer per connection, so the hot path never
  * touches a timer heap. An error answer is followed by a half-close and a
  * short linger that drains the client, so the answer is never lost to a
  * reset. What llhttp does not check (Host rules, obs-fold, whitespace before
- * the colon, size limits) is checked here.
+ * the colon, size limits, chunk CRLFs, Transfer-Encoding and Host as nginx
+ * has them) is checked here. Connections are counted per client address in
+ * one table for all workers (max-connections-per-addr), and a listen
+ * address another process holds is refused unless a takeover is asked for.
  * A handler may also ask to answer a moment later (http_later): every
  * request that the reads of one poll completed is then answered together,
  * after those reads, from a check handle; the redirect uses it to start the

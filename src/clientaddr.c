@@ -191,7 +191,7 @@ int clientaddr_new(const char *cidrs, struct clientaddr **out, char *err, size_t
     struct clientaddr *ca = calloc(1, sizeof(*ca) + max * sizeof(ca->nets[0]));
     if (!ca)
         abort();
-    const char *p = cidrs, *end = cidrs + len;
+    const char *p = cidrs, *end = cidrs ? cidrs + len : NULL;   /* NULL + 0 is UB */
     while (p && p < end) {
         size_t skip = strspn(p, ", \t");
         p += skip;

@@ -31,13 +31,16 @@ struct config {
     char *node_id;           /* this node's name in logs and metrics */
     char *trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
     int64_t threads;         /* event-loop threads; 0 = one per core */
+    int64_t takeover;        /* bool: share a busy listen address (SO_REUSEPORT) */
     int64_t max_connections;
+    int64_t max_connections_per_addr;   /* trusted proxies exempt */
     int64_t max_header_bytes;
     int64_t max_target_bytes;
     int64_t max_body_bytes;
     int64_t header_timeout;  /* seconds */
     int64_t body_timeout;
     int64_t idle_timeout;
+    int64_t send_timeout;    /* seconds a write may make no progress */
     int64_t cache_size;      /* links kept in the redirect cache */
     int64_t miss_ttl;        /* milliseconds an unknown code is remembered as unknown */
     int64_t pass_query;      /* bool: append the request's query to the destination */

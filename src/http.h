@@ -50,6 +50,7 @@ struct request {
     int route_id;               /* metrics label index */
     struct slice params[HTTP_MAX_PARAMS];
     struct apikey key;          /* valid when ROUTE_AUTH */
+    bool authed;                /* key checked at headers-complete (router_precheck) */
     json_t *json;               /* parsed body when ROUTE_JSON; freed after the answer */
 
     /* The answer */

@@ -28,6 +28,8 @@ struct metrics_local {
     _Atomic uint64_t buckets[NBUCKET + 1];      /* last: +Inf */
     _Atomic uint64_t sum_ns;
     _Atomic uint64_t rejected;
+    _Atomic uint64_t rejected_addr;
+    _Atomic uint64_t out_queued;                /* a gauge */
 };
 
 struct metrics {
@@ -103,6 +105,12 @@ void metrics_observe(struct metrics_local *l, int route, int status, uint64_t ns
 }
 
 void metrics_rejected(struct metrics_local *l) { inc(&l->rejected, 1); }
+void metrics_rejected_addr(struct metrics_local *l) { inc(&l->rejected_addr, 1); }
+
+void metrics_output_queued(struct metrics_local *l, uint64_t bytes)
+{
+    atomic_store_explicit(&l->out_queued, bytes, memory_order_relaxed);
+}
 
 void metrics_render(struct metrics *m, struct buf *out)
 {
@@ -146,10 +154,12 @@ void metrics_render(struct metrics *m, struct buf *out)
         buf_add_u64(out, cum);
         buf_addc(out, '\n');
     }
-    uint64_t rejected = 0;
+    uint64_t rejected = 0, rejected_addr = 0, queued = 0;
     for (int i = 0; i < n; i++) {
         sum += get(&ls[i]->sum_ns);
         rejected += get(&ls[i]->rejected);
+        rejected_addr += get(&ls[i]->rejected_addr);
+        queued += get(&ls[i]->out_queued);
     }
     buf_printf(out, "shortd_request_duration_seconds_sum %.9f\n", (double)sum / 1e9);
     buf_adds(out, "shortd_request_duration_seconds_count ");
@@ -158,5 +168,15 @@ void metrics_render(struct metrics *m, struct buf *out)
                   "# TYPE shortd_connections_rejected_total counter\n"
                   "shortd_connections_rejected_total ");
     buf_add_u64(out, rejected);
+    buf_adds(out, "\n# HELP shortd_connections_rejected_per_address_total Connections closed at "
+                  "the per-address cap.\n"
+                  "# TYPE shortd_connections_rejected_per_address_total counter\n"
+                  "shortd_connections_rejected_per_address_total ");
+    buf_add_u64(out, rejected_addr);
+    buf_adds(out, "\n# HELP shortd_http_output_queued_bytes Answer bytes queued for clients "
+                  "that have not taken them (as of the last tick).\n"
+                  "# TYPE shortd_http_output_queued_bytes gauge\n"
+                  "shortd_http_output_queued_bytes ");
+    buf_add_u64(out, queued);
     buf_addc(out, '\n');
 }

@@ -27,6 +27,12 @@ struct route {
  * Returns the status, or HTTP_ASYNC. */
 int router_dispatch(struct request *r);
 
+/* At headers-complete, for a request that announces a body: when its route
+ * needs a key, checks the key (and the auth rate limit) before the body is
+ * read. Returns 0 to read the body, or the status of an answer already
+ * written into r (401, 403, 429, 503), sent without reading the body. */
+int router_precheck(struct request *r);
+
 /* NULL-terminated reserved words: first path segments of the routes and a
  * few names kept for later (lower case). */
 const char *const *router_reserved(void);

@@ -7,26 +7,36 @@
  * are copied into one per-connection buffer (bounded by max-header-bytes),
  * the body into another (bounded by max-body-bytes). Every answer produced
  * while handling one read is appended to the connection's output and sent
- * with one write, so pipelined requests cost one syscall. A handler that goes
+ * with one write, so pipelined requests cost one syscall; once OUT_HIGH_WATER
+ * of answers waits unsent, parsing and reading stop until the client has
+ * taken them below it, so a client that does not read holds a bounded
+ * amount. Trailer fields are checked and counted but never stored (the
+ * request's slices point into the header buffer). A handler that goes
  * asynchronous pauses the parser; the unparsed rest waits in 'pending' until
  * http_resume(). Timeouts are checked by a per-worker tick over its
  * connection list rather than a timer per connection, so the hot path never
  * touches a timer heap. An error answer is followed by a half-close and a
  * short linger that drains the client, so the answer is never lost to a
  * reset. What llhttp does not check (Host rules, obs-fold, whitespace before
- * the colon, size limits) is checked here.
+ * the colon, size limits, chunk CRLFs, Transfer-Encoding and Host as nginx
+ * has them) is checked here. Connections are counted per client address in
+ * one table for all workers (max-connections-per-addr), and a listen
+ * address another process holds is refused unless a takeover is asked for.
  * A handler may also ask to answer a moment later (http_later): every
  * request that the reads of one poll completed is then answered together,
  * after those reads, from a check handle; the redirect uses it to start the
  * cache loads of all of them before it waits for any (cache.h). */
 #include "server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <llhttp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -36,6 +46,7 @@
 
 #include "app.h"
 #include "cache.h"
+#include "clientaddr.h"
 #include "clicks.h"
 #include "coop.h"
 #include "err.h"
@@ -70,12 +81,23 @@ struct conn {
     struct conn *prev, *next;       /* the worker's list */
     enum conn_state state;
     uint64_t deadline;              /* uv_now() ms */
+    uint64_t wdeadline;             /* the write in flight must finish by then */
     struct buf hdr;                 /* target, header names and values */
     uint32_t url_len;
     struct hdr_off hoff[HTTP_MAX_HEADERS];
     int nh;
     bool in_field, in_value;
-    int host_count;
+    bool trailers;                  /* headers complete: fields now are trailers */
+    uint32_t trailer_bytes;         /* trailer fields seen, counted, never kept */
+    int host_count, host_idx;       /* Host headers, the last one's index */
+    int auth_count;                 /* Authorization headers */
+    int te_count, te_idx;           /* Transfer-Encoding headers, the last one's index */
+    uint32_t field_len;             /* of the field name being read */
+    bool value_tab;                 /* the value being read follows a tab */
+    bool te_tab;                    /* ... and it is Transfer-Encoding's */
+    uint64_t chunk_left;            /* bytes of the chunk being read */
+    int crlf_need;                  /* bytes of the CRLF after chunk data still unseen */
+    const char *chunk_end;          /* end of the read being parsed */
     char prev_tail[2];              /* last two bytes of the previous read */
     const char *chunk;              /* the read being parsed */
     int err_status;                 /* set by a callback that failed the request */
@@ -86,11 +108,14 @@ struct conn {
     struct buf pending;             /* unparsed input while paused */
     bool writing, paused, closing, close_after, reading, shut, streaming;
     bool later;                     /* paused for http_later: still reading */
+    bool blocked;                   /* paused: OUT_HIGH_WATER of answers unsent */
     struct http_stream stream;      /* while streaming */
     uv_write_t wr;
     uv_shutdown_t sd;
     struct request req;
     struct sockaddr_storage peer;   /* read once at accept; never logged */
+    uint8_t addr_key[16];           /* its per-address count's key... */
+    bool addr_counted;              /* ... when counted */
 };
 
 struct worker {
@@ -117,12 +142,30 @@ struct worker {
     char rbuf[READ_BUF];
 };
 
+/* Open connections per client address (an IPv6 client by its /64), for
+ * max-connections-per-addr: open addressing with linear probing and
+ * backward-shift deletion, at least twice as many slots as connections
+ * can be open, so a probe is short; slots by a keyed hash, so a client
+ * cannot choose where its addresses land. Taken once per accept and close. */
+struct addr_slot {
+    uint8_t key[16];
+    uint32_t n;                     /* 0: free */
+};
+
+struct addr_table {
+    pthread_mutex_t mu;
+    struct addr_slot *slots;
+    size_t mask;
+    uint8_t hash_key[crypto_shorthash_KEYBYTES];
+};
+
 struct server {
     struct app *app;
     int nworkers;
     struct worker *workers;
     atomic_int nconns;
     llhttp_settings_t settings;
+    struct addr_table addrs;
 };
 
 static _Thread_local struct worker *current_worker;
@@ -134,10 +177,35 @@ static void stream_pump(struct conn *c);
 static void conn_flush(struct conn *c);
 static void conn_feed(struct conn *c, const char *data, size_t n);
 static void conn_fail(struct conn *c, int status, const char *message);
+static void conn_send(struct conn *c);
+static void read_stop(struct conn *c);
+static void continue_after(struct conn *c);
+static bool host_valid(struct slice h);
+static int split_target(struct request *r);
 
 /* ---- small helpers ---- */
 
 static uint64_t loop_now(struct conn *c) { return uv_now(&c->w->loop); }
+
+/* Answers queued but not taken by the client: past the mark, no request is
+ * parsed (so none is answered) until a write drains it. */
+static bool out_full(const struct conn *c) { return c->out.len + c->wbuf.len > OUT_HIGH_WATER; }
+
+/* After an answer: when too much is queued, writes what the socket takes
+ * and, if that is not enough, stops the parser and reading until on_write
+ * has drained it below the mark. True when stopped. */
+static bool out_block(struct conn *c)
+{
+    if (!out_full(c))
+        return false;
+    conn_send(c);
+    if (!out_full(c) && !c->closing)
+        return false;
+    c->blocked = true;
+    c->paused = true;
+    read_stop(c);
+    return true;
+}
 
 static void set_state(struct conn *c, enum conn_state st, int64_t seconds)
 {
@@ -173,7 +241,12 @@ static int on_message_begin(llhttp_t *p)
     c->url_len = 0;
     c->nh = 0;
     c->in_field = c->in_value = false;
-    c->host_count = 0;
+    c->trailers = false;
+    c->trailer_bytes = 0;
+    c->host_count = c->auth_count = c->te_count = 0;
+    c->te_tab = false;
+    c->chunk_left = 0;
+    c->crlf_need = 0;
     set_state(c, C_HEADERS, cfg->header_timeout);
     return 0;
 }
@@ -208,9 +281,31 @@ static bool after_crlf(struct conn *c, const char *at)
     return b1 == '\n' && b2 == '\r';
 }
 
+/* Trailer fields (after a chunked body) are checked like headers and counted
+ * against max-header-bytes, but never stored: the request's header slices
+ * point into c->hdr, which must not grow once they are taken. */
+static int on_trailer_bytes(struct conn *c, size_t n)
+{
+    c->trailer_bytes += (uint32_t)n;
+    if (c->hdr.len + c->trailer_bytes > (size_t)c->w->srv->app->cfg.max_header_bytes)
+        return fail_cb(c, 431, "request header fields too large");
+    return 0;
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     struct conn *c = conn_of(p);
+    if (!c->in_field)
+        c->field_len = 0;
+    c->field_len += (uint32_t)n;
+    if (c->trailers) {
+        if (!c->in_field && !after_crlf(c, at))
+            return fail_cb(c, 400, "bare LF line ending");
+        c->in_field = true;
+        if (memchr(at, ' ', n) || memchr(at, '\t', n))
+            return fail_cb(c, 400, "whitespace in a header field name");
+        return on_trailer_bytes(c, n);
+    }
     if (!c->in_field) {
         if (c->nh == HTTP_MAX_HEADERS)
             return fail_cb(c, 431, "too many header fields");
@@ -232,7 +327,11 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
 static int on_header_field_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
+    if (!c->in_field || !c->field_len)  /* a line that starts with the colon */
+        return fail_cb(c, 400, "empty header field name");
     c->in_field = false;
+    if (c->trailers)
+        return 0;
     c->hoff[c->nh].value_off = (uint32_t)c->hdr.len;
     c->hoff[c->nh].value_len = 0;
     return 0;
@@ -243,7 +342,15 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
     struct conn *c = conn_of(p);
     if (c->in_value && n && (at[0] == ' ' || at[0] == '\t') && after_crlf(c, at))
         return fail_cb(c, 400, "obsolete line folding in a header");
+    if (!c->in_value && n) {
+        /* llhttp skips a tab before a value as whitespace; nginx does not (for
+         * Transfer-Encoding it then answers 501). */
+        char before = at > c->chunk ? at[-1] : c->prev_tail[1];
+        c->value_tab = before == '\t';
+    }
     c->in_value = true;
+    if (c->trailers)
+        return on_trailer_bytes(c, n);
     buf_add(&c->hdr, at, n);
     c->hoff[c->nh].value_len += (uint32_t)n;
     return check_header_size(c);
@@ -253,9 +360,22 @@ static int on_header_value_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
     c->in_value = false;
+    if (c->trailers)
+        return 0;
     struct hdr_off *h = &c->hoff[c->nh];
-    if (h->name_len == 4 && strncasecmp(c->hdr.p + h->name_off, "host", 4) == 0)
+    const char *name = c->hdr.p + h->name_off;
+    /* The names that may appear once, told apart by length first. */
+    if (h->name_len == 4 && strncasecmp(name, "host", 4) == 0) {
         c->host_count++;
+        c->host_idx = c->nh;
+    } else if (h->name_len == 13 && strncasecmp(name, "authorization", 13) == 0) {
+        c->auth_count++;
+    } else if (h->name_len == 17 && strncasecmp(name, "transfer-encoding", 17) == 0) {
+        c->te_count++;
+        c->te_idx = c->nh;
+        c->te_tab = c->value_tab && h->value_len;
+    }
+    c->value_tab = false;
     c->nh++;
     return 0;
 }
@@ -269,32 +389,83 @@ static int on_headers_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
     const struct config *cfg = &c->w->srv->app->cfg;
+    if (p->http_major != 1)     /* llhttp parses "HTTP/2.0"; nginx answers 505 */
+        return p->http_major > 1 ? fail_cb(c, 505, "only HTTP/1.0 and HTTP/1.1 are served")
+                                 : fail_cb(c, 400, "unsupported HTTP version");
     if (c->host_count > 1)
         return fail_cb(c, 400, "more than one Host header");
-    if (c->host_count == 0 && p->http_major == 1 && p->http_minor >= 1)
+    if (c->host_count == 0 && p->http_minor >= 1)
         return fail_cb(c, 400, "missing Host header");
+    if (c->auth_count > 1)
+        return fail_cb(c, 400, "more than one Authorization header");
 
     struct request *r = &c->req;
     r->method = p->method;
     r->target = off_slice(c, 0, c->url_len);
     r->nheaders = c->nh;
-    r->host = (struct slice){NULL, 0};
     for (int i = 0; i < c->nh; i++) {
         r->headers[i].name = off_slice(c, c->hoff[i].name_off, c->hoff[i].name_len);
         r->headers[i].value = off_slice(c, c->hoff[i].value_off, c->hoff[i].value_len);
-        if (slice_ieq(r->headers[i].name, "host"))
-            r->host = r->headers[i].value;
     }
+    r->host = c->host_count ? r->headers[c->host_idx].value : (struct slice){NULL, 0};
+    if (c->te_count) {
+        /* As nginx: only HTTP/1.1, only one, only "chunked" (llhttp takes
+         * any list that ends in chunked). */
+        if (p->http_minor < 1)
+            return fail_cb(c, 400, "Transfer-Encoding in an HTTP/1.0 request");
+        if (c->te_count > 1)
+            return fail_cb(c, 400, "more than one Transfer-Encoding header");
+        struct slice te = r->headers[c->te_idx].value;
+        while (te.n && te.p[te.n - 1] == ' ')
+            te.n--;
+        if (c->te_tab || !slice_ieq(te, "chunked"))
+            return fail_cb(c, 501, "the only transfer coding served is chunked");
+    }
+    if (split_target(r) != 0)
+        return fail_cb(c, 400, "invalid host in the request target");
+    if (r->host.p && !host_valid(r->host))
+        return fail_cb(c, 400, "invalid Host header");
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > (uint64_t)cfg->max_body_bytes)
         return fail_cb(c, 413, "request body too large");
+    r->authed = false;
+    if ((p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length)) {
+        /* A body is coming: a request that needs a key is refused before it is read. */
+        r->json = NULL;
+        r->route_id = 0;
+        int status = router_precheck(r);
+        if (status)
+            return fail_cb(c, status, NULL);   /* NULL: the answer is in c->req */
+    }
     struct slice expect = http_header(r, "expect");
-    if (expect.p) {
+    /* RFC 9110 10.1.1: an HTTP/1.0 client's expectation is ignored. */
+    if (expect.p && p->http_minor >= 1) {
         if (!slice_ieq(expect, "100-continue"))
             return fail_cb(c, 417, "only 'Expect: 100-continue' is supported");
         buf_adds(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
         conn_flush(c);
     }
+    c->trailers = true;
     set_state(c, C_BODY, cfg->body_timeout);
+    return 0;
+}
+
+/* Checks the CRLF after a chunk's data: 'at' is where it starts; what is
+ * not in this read is checked at the start of the next (conn_feed). llhttp
+ * 8 skips those two bytes whatever they are. */
+static int check_crlf(struct conn *c, const char *at, int need)
+{
+    const char *want = "\r\n" + (2 - need);
+    size_t have = (size_t)(c->chunk_end - at);
+    size_t k = have < (size_t)need ? have : (size_t)need;
+    if (memcmp(at, want, k) != 0)
+        return -1;
+    c->crlf_need = need - (int)k;
+    return 0;
+}
+
+static int on_chunk_header(llhttp_t *p)
+{
+    conn_of(p)->chunk_left = p->content_length;
     return 0;
 }
 
@@ -304,19 +475,84 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
     if (c->body.len + n > (size_t)c->w->srv->app->cfg.max_body_bytes)
         return fail_cb(c, 413, "request body too large");
     buf_add(&c->body, at, n);
+    if (c->chunk_left) {
+        c->chunk_left -= n;
+        if (!c->chunk_left && check_crlf(c, at + n, 2) != 0)
+            return fail_cb(c, 400, "chunk data not followed by CRLF");
+    }
     return 0;
 }
 
-static void split_target(struct request *r)
+/* nginx's rules for a host (ngx_http_validate_host): no control character,
+ * space or '/', no empty label between dots, not empty once a port and a
+ * trailing dot are taken off. */
+static bool host_valid(struct slice h)
 {
-    const char *q = memchr(r->target.p, '?', r->target.n);
+    size_t host_len = h.n, dot = SIZE_MAX;
+    bool literal = false, rest = false;
+    for (size_t i = 0; i < h.n; i++) {
+        unsigned char ch = (unsigned char)h.p[i];
+        if (ch == '.') {
+            if (dot != SIZE_MAX && dot + 1 == i)
+                return false;
+            dot = i;
+        } else if (ch == ':') {
+            if (!rest && !literal) {
+                host_len = i;
+                rest = true;
+            }
+        } else if (ch == '[') {
+            literal = literal || i == 0;
+        } else if (ch == ']') {
+            if (literal && !rest) {
+                host_len = i + 1;
+                rest = true;
+            }
+        } else if (ch == '/' || ch <= 0x20 || ch == 0x7f) {
+            return false;
+        }
+    }
+    if (host_len && dot == host_len - 1)
+        host_len--;
+    return host_len > 0;
+}
+
+/* Path and query from the target. An absolute-form target (RFC 9112 3.2.2,
+ * "http://host/path") gives the host too, which then replaces Host's.
+ * Returns 1 for an absolute-form target with an invalid host, else 0. */
+static int split_target(struct request *r)
+{
+    struct slice t = r->target;
+    if (t.n && t.p[0] != '/') {
+        size_t skip = t.n > 7 && strncasecmp(t.p, "http://", 7) == 0    ? 7
+                      : t.n > 8 && strncasecmp(t.p, "https://", 8) == 0 ? 8
+                                                                        : 0;
+        if (skip) {
+            const char *a = t.p + skip, *end = t.p + t.n, *e = a;
+            while (e < end && *e != '/' && *e != '?')
+                e++;
+            r->host = (struct slice){a, (size_t)(e - a)};
+            if (!r->host.n || !host_valid(r->host))
+                return 1;
+            if (e == end || *e == '?') {
+                /* "http://host?q": the path is "/", the query follows */
+                r->path = SLICE_LIT("/");
+                r->query = e == end ? (struct slice){NULL, 0}
+                                    : (struct slice){e + 1, (size_t)(end - e - 1)};
+                return 0;
+            }
+            t = (struct slice){e, (size_t)(end - e)};
+        }
+    }
+    const char *q = memchr(t.p, '?', t.n);
     if (q) {
-        r->path = (struct slice){r->target.p, (size_t)(q - r->target.p)};
-        r->query = (struct slice){q + 1, r->target.n - r->path.n - 1};
+        r->path = (struct slice){t.p, (size_t)(q - t.p)};
+        r->query = (struct slice){q + 1, t.n - r->path.n - 1};
     } else {
-        r->path = r->target;
+        r->path = t;
         r->query = (struct slice){q, 0};
     }
+    return 0;
 }
 
 /* Serialises the answer of c->req into c->out and resets it for the next. */
@@ -387,7 +623,6 @@ static int on_message_complete(llhttp_t *p)
     struct conn *c = conn_of(p);
     struct request *r = &c->req;
     r->body = (struct slice){c->body.p ? c->body.p : "", c->body.len};
-    split_target(r);
     r->start_ns = uv_hrtime();
     r->route_id = 0;
     c->state = C_BUSY;
@@ -401,7 +636,101 @@ static int on_message_complete(llhttp_t *p)
         finish_answer(c, status);
     if (c->close_after)
         return HPE_PAUSED;  /* parse nothing after a closing answer */
+    if (out_block(c))
+        return HPE_PAUSED;  /* the rest waits in 'pending' */
     return 0;
+}
+
+/* ---- connections per address ---- */
+
+static void addr_table_init(struct addr_table *t, int64_t max_connections)
+{
+    size_t n = 16;
+    while (n < (size_t)max_connections * 2 + 2)
+        n *= 2;
+    t->slots = calloc(n, sizeof(*t->slots));
+    if (!t->slots)
+        abort();
+    t->mask = n - 1;
+    randombytes_buf(t->hash_key, sizeof(t->hash_key));
+    pthread_mutex_init(&t->mu, NULL);
+}
+
+static void addr_table_release(struct addr_table *t)
+{
+    if (!t->slots)
+        return;
+    free(t->slots);
+    pthread_mutex_destroy(&t->mu);
+}
+
+static size_t addr_home(const struct addr_table *t, const uint8_t key[16])
+{
+    uint64_t h;
+    crypto_shorthash((unsigned char *)&h, key, 16, t->hash_key);
+    return (size_t)h & t->mask;
+}
+
+/* The slot of 'key', or the free slot where it would go. Lock held. */
+static size_t addr_find(const struct addr_table *t, const uint8_t key[16])
+{
+    size_t i = addr_home(t, key);
+    while (t->slots[i].n && memcmp(t->slots[i].key, key, 16) != 0)
+        i = (i + 1) & t->mask;
+    return i;
+}
+
+/* Counts one more connection of 'key' unless it has 'cap' already. */
+static bool addr_take(struct addr_table *t, const uint8_t key[16], int64_t cap)
+{
+    pthread_mutex_lock(&t->mu);
+    size_t i = addr_find(t, key);
+    bool ok = t->slots[i].n < (uint64_t)cap;
+    if (ok) {
+        memcpy(t->slots[i].key, key, 16);
+        t->slots[i].n++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return ok;
+}
+
+static void addr_give(struct addr_table *t, const uint8_t key[16])
+{
+    pthread_mutex_lock(&t->mu);
+    size_t i = addr_find(t, key);
+    if (t->slots[i].n && --t->slots[i].n == 0) {
+        /* Backward shift: move up every later entry of the run that may
+         * sit in the freed slot, so no probe stops short of its key. */
+        size_t j = i;
+        for (;;) {
+            j = (j + 1) & t->mask;
+            if (!t->slots[j].n)
+                break;
+            size_t home = addr_home(t, t->slots[j].key);
+            /* j's entry stays unless its home lies cyclically in (i, j]. */
+            bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+            if (stays)
+                continue;
+            t->slots[i] = t->slots[j];
+            t->slots[j].n = 0;
+            i = j;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* The key of a client: an IPv4 address, or an IPv6 address's /64 (one
+ * host usually holds a whole /64). */
+static void addr_key_of(const struct client_ip *ip, uint8_t key[16])
+{
+    memset(key, 0, 16);
+    if (ip->family == AF_INET) {
+        memcpy(key, ip->bytes, 4);
+        key[15] = 4;
+    } else {
+        memcpy(key, ip->bytes, 8);
+        key[15] = 6;
+    }
 }
 
 /* ---- connections ---- */
@@ -417,6 +746,8 @@ static void on_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     atomic_fetch_sub(&w->srv->nconns, 1);
+    if (c->addr_counted)
+        addr_give(&w->srv->addrs, c->addr_key);
     if (c->req.json)
         json_decref(c->req.json);
     buf_release(&c->hdr);
@@ -434,6 +765,14 @@ static void conn_close(struct conn *c)
     if (c->closing)
         return;
     c->closing = true;
+    if (c->streaming) {
+        /* Ended here, or by on_write once the write in flight is cancelled. */
+        if (!c->writing)
+            stream_end(c, false);
+        else
+            uv_close((uv_handle_t *)&c->tcp, on_closed);
+        return;
+    }
     if (c->state == C_BUSY)
         return;     /* the handler's http_resume closes it */
     uv_close((uv_handle_t *)&c->tcp, on_closed);
@@ -487,13 +826,16 @@ static void on_write(uv_write_t *wr, int status)
     struct conn *c = wr->data;
     c->writing = false;
     buf_reset(&c->wbuf);
-    if (status < 0) {
-        conn_close(c);
-        return;
-    }
+    if (status < 0)
+        conn_close(c);      /* a peer gone: a stream ends here */
     if (c->closing) {
         if (c->streaming)
             stream_end(c, false);
+        return;
+    }
+    if (c->blocked && !out_full(c)) {
+        c->blocked = false;
+        continue_after(c);  /* parses what waited; flushes what it answers */
         return;
     }
     if (c->out.len) {
@@ -524,6 +866,7 @@ static void conn_flush(struct conn *c)
     uv_buf_t b = uv_buf_init(c->wbuf.p, (unsigned)c->wbuf.len);
     c->wr.data = c;
     c->writing = true;
+    c->wdeadline = loop_now(c) + (uint64_t)c->w->srv->app->cfg.send_timeout * 1000;
     if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
         c->writing = false;
         conn_close(c);
@@ -567,24 +910,23 @@ static void error_body(struct buf *b, int status, const char *message)
                  : status == 503 ? "unavailable"
                  : status == 414 ? "target_too_long"
                  : status == 431 ? "headers_too_large"
+                 : status == 501 ? "not_implemented"
+                 : status == 505 ? "version_not_supported"
                                  : "bad_request");
     buf_adds(b, "\",\"message\":\"");
     buf_adds(b, message);  /* a fixed string of this file, nothing to escape */
     buf_adds(b, "\",\"field\":null}}");
 }
 
-/* Answers an error the request itself caused, then closes gracefully. */
-static void conn_fail(struct conn *c, int status, const char *message)
+/* Sends the answer already in c->req, then closes gracefully (the rest of
+ * the request is drained, not read). */
+static void conn_refuse(struct conn *c, int status)
 {
     struct request *r = &c->req;
     c->close_after = true;
     c->state = C_BUSY;
     r->method = HTTP_GET;
-    r->route_id = 0;
     r->start_ns = uv_hrtime();
-    buf_reset(&r->resp_headers);
-    error_body(&r->resp_body, status, message);
-    r->content_type = "application/json";
     finish_answer(c, status);
     read_stop(c);
     conn_flush(c);
@@ -592,10 +934,26 @@ static void conn_fail(struct conn *c, int status, const char *message)
         conn_linger(c);
 }
 
+/* Answers an error the request itself caused, then closes gracefully. */
+static void conn_fail(struct conn *c, int status, const char *message)
+{
+    struct request *r = &c->req;
+    r->route_id = 0;
+    buf_reset(&r->resp_headers);
+    error_body(&r->resp_body, status, message);
+    r->content_type = "application/json";
+    conn_refuse(c, status);
+}
+
 static void conn_feed(struct conn *c, const char *data, size_t n)
 {
     c->chunk = data;
+    c->chunk_end = data + n;
     c->err_status = 0;
+    if (c->crlf_need && n && check_crlf(c, data, c->crlf_need) != 0) {
+        conn_fail(c, 400, "chunk data not followed by CRLF");
+        return;
+    }
     llhttp_errno_t e = llhttp_execute(&c->parser, data, n);
     /* An Upgrade we do not speak is ignored (RFC 9110 7.8): go on parsing
      * HTTP/1.1 after the answer. A CONNECT tunnel is never opened. */
@@ -628,6 +986,10 @@ static void conn_feed(struct conn *c, const char *data, size_t n)
             read_stop(c);   /* what comes meanwhile waits in the socket */
     } else if (e != HPE_OK) {
         int status = c->err_status ? c->err_status : 400;
+        if (c->err_status && !c->err_message) {
+            conn_refuse(c, status);     /* router_precheck's answer */
+            return;
+        }
         const char *msg = c->err_status ? c->err_message : llhttp_get_error_reason(&c->parser);
         /* llhttp's reasons are fixed strings without quotes or backslashes */
         conn_fail(c, status, msg ? msg : "malformed request");
@@ -653,6 +1015,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         return;
     if (c->paused || c->close_after) {
         buf_add(&c->pending, b->base, (size_t)nread);
+        if (c->pending.len >= READ_BUF)
+            read_stop(c);   /* more waits in the socket */
         return;
     }
     conn_feed(c, b->base, (size_t)nread);
@@ -673,6 +1037,8 @@ static void continue_after(struct conn *c)
             conn_linger(c);
         return;
     }
+    if (out_block(c))
+        return;
     llhttp_resume(&c->parser);
     if (c->pending.len) {
         struct buf tmp = c->pending;
@@ -831,6 +1197,17 @@ static void on_connection(uv_stream_t *listener, int status)
     int plen = sizeof(c->peer);
     uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &plen);
     c->req.peer = &c->peer;
+    struct client_ip ip;
+    if (clientaddr_from_sockaddr((struct sockaddr *)&c->peer, &ip) &&
+        !clientaddr_trusted(w->srv->app->clientaddr, &ip)) {
+        addr_key_of(&ip, c->addr_key);
+        if (!addr_take(&w->srv->addrs, c->addr_key, w->srv->app->cfg.max_connections_per_addr)) {
+            metrics_rejected_addr(w->m);
+            conn_close(c);
+            return;
+        }
+        c->addr_counted = true;
+    }
     llhttp_init(&c->parser, HTTP_REQUEST, &w->srv->settings);
     c->parser.data = c;
     c->req.conn = c;
@@ -846,10 +1223,17 @@ static void on_tick(uv_timer_t *t)
     struct worker *w = t->data;
     update_date(w);
     uint64_t now = uv_now(&w->loop);
+    uint64_t queued = 0;
     struct conn *c = w->conns;
     while (c) {
         struct conn *next = c->next;
-        if (!c->closing && c->state != C_BUSY && now >= c->deadline) {
+        queued += c->out.len + c->wbuf.len;
+        if (!c->closing && c->writing && now >= c->wdeadline) {
+            /* The client took nothing for send-timeout: a handler at work
+             * closes it when done, anything else (a stream too) now. */
+            conn_close(c);
+        } else if (!c->closing && c->state != C_BUSY && !(c->writing && c->state == C_IDLE) &&
+                   now >= c->deadline) {
             if (c->state == C_HEADERS || c->state == C_BODY)
                 conn_fail(c, 408, "request timeout");
             else
@@ -857,6 +1241,7 @@ static void on_tick(uv_timer_t *t)
         }
         c = next;
     }
+    metrics_output_queued(w->m, queued);
 }
 
 static void on_handoff(uv_timer_t *t)
@@ -992,6 +1377,111 @@ static int open_listener(struct sockaddr_storage *ss, int *fd_out)
     return ERR_OK;
 }
 
+/* The inode of a listening TCP socket on 'port' (any local address), from
+ * /proc/net/tcp and tcp6; 0 when none is visible. */
+static unsigned long listener_inode(int port)
+{
+    static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    for (int t = 0; t < 2; t++) {
+        FILE *f = fopen(tables[t], "r");
+        if (!f)
+            continue;
+        char line[512];
+        unsigned long inode = 0;
+        while (!inode && fgets(line, sizeof(line), f)) {
+            char local[64];
+            unsigned st = 0;
+            unsigned long ino = 0;
+            /* "sl local rem st tx:rx tr:when retrnsmt uid timeout inode" */
+            if (sscanf(line, " %*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &ino) != 3)
+                continue;
+            const char *colon = strrchr(local, ':');
+            if (colon && st == 0x0A && strtol(colon + 1, NULL, 16) == port)
+                inode = ino;
+        }
+        fclose(f);
+        if (inode)
+            return inode;
+    }
+    return 0;
+}
+
+/* Who holds the listening socket 'inode': "pid 123 (shortd)", from the
+ * /proc/PID/fd links this user may read; "" when none says. */
+static void socket_holder(unsigned long inode, char *out, size_t cap)
+{
+    out[0] = '\0';
+    char want[64];
+    snprintf(want, sizeof(want), "socket:[%lu]", inode);
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return;
+    struct dirent *pe;
+    while (!out[0] && (pe = readdir(proc))) {
+        char *end = NULL;
+        long pid = strtol(pe->d_name, &end, 10);
+        if (pid <= 0 || *end || pid == (long)getpid())
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+        DIR *fds = opendir(path);
+        if (!fds)
+            continue;
+        struct dirent *fe;
+        while (!out[0] && (fe = readdir(fds))) {
+            char link[300], target[64];
+            snprintf(link, sizeof(link), "/proc/%ld/fd/%s", pid, fe->d_name);
+            ssize_t n = readlink(link, target, sizeof(target) - 1);
+            if (n <= 0)
+                continue;
+            target[n] = '\0';
+            if (strcmp(target, want) != 0)
+                continue;
+            char comm[64] = "?";
+            snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+            FILE *f = fopen(path, "r");
+            if (f) {
+                if (fgets(comm, sizeof(comm), f))
+                    comm[strcspn(comm, "\n")] = '\0';
+                fclose(f);
+            }
+            snprintf(out, cap, "pid %ld (%s)", pid, comm);
+        }
+        closedir(fds);
+    }
+    closedir(proc);
+}
+
+/* SO_REUSEPORT lets any process of this user bind a port shortd listens on
+ * and take half its connections; so, unless a takeover is asked for, the
+ * address must be free first: a probe without SO_REUSEPORT must bind it. */
+static int check_free(const struct config *cfg, struct sockaddr_storage *ss)
+{
+    int port = ntohs(ss->ss_family == AF_INET6 ? ((struct sockaddr_in6 *)ss)->sin6_port
+                                               : ((struct sockaddr_in *)ss)->sin_port);
+    if (cfg->takeover || port == 0)
+        return ERR_OK;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ERR_OK;      /* open_listener will say why */
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));   /* TIME_WAIT is no holder */
+    socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in);
+    int rc = bind(fd, (struct sockaddr *)ss, len);
+    int e = errno;
+    close(fd);
+    if (rc == 0 || e != EADDRINUSE)
+        return ERR_OK;
+    char who[128] = "";
+    unsigned long inode = listener_inode(port);
+    if (inode)
+        socket_holder(inode, who, sizeof(who));
+    return log_fail(ERR_IO, "cannot listen on '%s': the address is in use by %s; stop it first, "
+                    "or start with --takeover to serve beside it (a restart without downtime)",
+                    cfg->listen, who[0] ? who : "another process (/proc does not say which)");
+}
+
 int server_new(struct app *app, struct server **out)
 {
     struct sockaddr_storage ss;
@@ -999,6 +1489,8 @@ int server_new(struct app *app, struct server **out)
     if (parse_listen(app->cfg.listen, &ss) != ERR_OK)
         return log_fail(ERR_INVALID, "invalid listen address '%s' (want ADDR:PORT)",
                         app->cfg.listen);
+    if (check_free(&app->cfg, &ss) != ERR_OK)
+        return ERR_IO;
     struct server *s = calloc(1, sizeof(*s));
     if (!s)
         abort();
@@ -1012,6 +1504,7 @@ int server_new(struct app *app, struct server **out)
     s->workers = calloc((size_t)n, sizeof(*s->workers));
     if (!s->workers)
         abort();
+    addr_table_init(&s->addrs, app->cfg.max_connections + n);
     llhttp_settings_init(&s->settings);
     s->settings.on_message_begin = on_message_begin;
     s->settings.on_url = on_url;
@@ -1021,6 +1514,7 @@ int server_new(struct app *app, struct server **out)
     s->settings.on_header_value_complete = on_header_value_complete;
     s->settings.on_headers_complete = on_headers_complete;
     s->settings.on_body = on_body;
+    s->settings.on_chunk_header = on_chunk_header;
     s->settings.on_message_complete = on_message_complete;
 
     for (int i = 0; i < n; i++) {
@@ -1119,6 +1613,7 @@ void server_free(struct server *s)
         pthread_mutex_destroy(&w->mu);
     }
     free(s->workers);
+    addr_table_release(&s->addrs);
     free(s);
 }
 

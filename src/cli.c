@@ -70,7 +70,8 @@ static const struct command commands[] = {
      "shortd serve [--listen ADDR:PORT] [--db PATH | --store URL] [--base-url URL]\n"
      "             [--config FILE] [--SETTING VALUE ...]\n"
      "  Serves the API and the redirects until SIGTERM or SIGINT. On the first start of an\n"
-     "  empty database, creates an admin API key and prints it once."},
+     "  empty database, creates an admin API key and prints it once on a terminal; when\n"
+     "  stdout is not one, writes it to DB.admin-key (mode 0600) and logs that path."},
     {"key create", cmd_key_create, "admin", STORE_OPTS " name", 0,
      "shortd key create --db PATH --name NAME [--admin]\n"
      "  Creates an API key and prints it once, as the last word of the output."},

@@ -12,11 +12,13 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -133,17 +135,67 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     worker_post(server_worker(app->server, 0), &iv->task);
 }
 
-static void print_admin_key(struct app *app)
+/* Where the first start leaves the admin key when stdout is no terminal:
+ * beside the SQLite file, or on a shared store beside this node's journal. */
+static void admin_key_path(const struct config *cfg, struct buf *out)
+{
+    const char *db = cfg->store ? cfg->store : cfg->db;
+    if (store_is_shared(db)) {
+        buf_printf(out, "%s.admin-key", cfg->journal);
+        return;
+    }
+    if (!strncmp(db, "sqlite:", 7))
+        db += 7;
+    buf_printf(out, "%s.admin-key", db);
+}
+
+/* The first start of a store without keys makes an admin key. It is shown
+ * once: printed on a terminal; otherwise (a service manager, a pipe into a
+ * log collector) written to a file only this user can read, whose path is
+ * logged: the key itself never reaches a log. */
+static void first_admin_key(struct app *app)
 {
     int64_t n = 0;
     if (app->store->ops->key_count(app->store, &n) != ERR_OK || n > 0)
         return;
     char token[KEY_TOKEN_LEN + 1];
     int64_t id = 0;
-    if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK)
+    if (isatty(STDOUT_FILENO)) {
+        if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK)
+            return;
+        printf("shortd: first start; admin key (shown once, keep it): %s\n", token);
+        fflush(stdout);
+        sodium_memzero(token, sizeof(token));
         return;
-    printf("shortd: first start; admin key (shown once, keep it): %s\n", token);
-    fflush(stdout);
+    }
+    struct buf path = BUF_INIT;
+    admin_key_path(&app->cfg, &path);
+    /* Not through a symlink; an older file (of a store since removed) is replaced. */
+    int fd = open(path.p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        log_at(LOG_ERROR, "cannot write the first admin key to '%s': %s; no key was made "
+               "(make one with shortd key create --admin)", path.p, strerror(errno));
+        goto out;
+    }
+    if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK) {
+        unlink(path.p);
+        goto out;
+    }
+    size_t len = strlen(token);
+    token[len] = '\n';
+    bool written = write(fd, token, len + 1) == (ssize_t)(len + 1) && fsync(fd) == 0;
+    sodium_memzero(token, sizeof(token));
+    if (written)
+        log_at(LOG_INFO, "first start; admin key written to '%s' (shown once: read it, keep "
+               "it elsewhere, delete the file)", path.p);
+    else
+        log_at(LOG_ERROR, "cannot write the first admin key to '%s': %s; revoke key %lld "
+               "and make one with shortd key create --admin", path.p, strerror(errno),
+               (long long)id);
+out:
+    if (fd >= 0)
+        close(fd);
+    buf_release(&path);
 }
 
 /* Fills the self hosts from base-url and listen: a URL to these would loop. */
@@ -216,7 +268,6 @@ int serve_run(struct config *cfg)
         goto out;
     if (links_new(app.store, router_reserved(), hosts, &app.links) != ERR_OK)
         goto out;
-    print_admin_key(&app);
     if (app.cfg.geoip_db && geo_open(app.cfg.geoip_db, &app.geo) != ERR_OK)
         goto out;
     if (classify_new((size_t)app.cfg.ua_cache, &app.classify) != ERR_OK)
@@ -275,6 +326,7 @@ int serve_run(struct config *cfg)
         buf_printf(&j, "%s.clicks", db);
         app.cfg.journal = buf_detach(&j, NULL);
     }
+    first_admin_key(&app);
     if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms,
                      (int)app.cfg.background_nice) != ERR_OK)
         goto out;

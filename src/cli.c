@@ -605,8 +605,8 @@ static int cmd_link_list(struct opts *o)
     if (open_store(o, false, &st))
         return 1;
     int64_t now = now_ms();
-    struct link_query q = {.owner = -1, .want_live = true, .want_expired = true, .now = now,
-                           .limit = (int)limit};
+    struct link_query q = {.owner = -1, .want_live = true, .want_expired = true,
+                           .want_exhausted = true, .now = now, .limit = (int)limit};
     if (opt(o, "all"))
         q.states = (1u << LINK_DELETED) | (1u << LINK_DISABLED);
     printf("%-12s %-9s %8s  %-24s %s\n", "CODE", "STATE", "CLICKS", "CREATED", "URL");

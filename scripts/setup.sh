@@ -12,6 +12,7 @@ pkgs=(
     libqrencode-dev libpng-dev
     sqlite3 curl nodejs
     chromium zbar-tools
+    faketime        # moves a running server's wall clock (tests/e2e/clock.test.mjs)
 )
 
 missing=()

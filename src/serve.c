@@ -8,7 +8,9 @@
  * sigtimedwait) and housekeeping, once a second: the sweeper of expired data
  * and old idempotency keys, and a check of the store's change generation,
  * which CLI commands bump so that a link they change is not served stale
- * from the cache for more than a second. */
+ * from the cache for more than a second. Intervals are measured on the
+ * monotonic clock; the sweeper's idea of now (what it removes data by) is the
+ * wall clock, believed only as far as the monotonic clock moved (sweep_now). */
 #include "serve.h"
 
 #include <errno.h>
@@ -87,6 +89,40 @@ static void sweep(struct app *app, int64_t now)
     s->limit = (int)app->cfg.sweep_batch;
     s->prune_before_day = day_number(now) - app->cfg.retention_days;
     writer_submit(app->writer, &s->job);
+}
+
+/* A step of the wall clock (a bad NTP answer, an operator, a restored VM) must
+ * not make the sweeper erase live links' data or forget idempotency keys: its
+ * now runs ahead of the last sweep's by at most the monotonic time elapsed
+ * plus CLOCK_STEP_MAX_MS. Past that it keeps to the monotonic clock, behind
+ * the wall one, until the wall clock comes back within the bound (a step
+ * back, or a restart); deleting later is always safe, deleting early is not. */
+#define CLOCK_STEP_MAX_MS 60000
+
+struct sweep_clock {
+    int64_t wall;       /* the last sweep's now (at first: the start's) */
+    int64_t mono;       /* mono_ms() then */
+};
+
+static int64_t sweep_now(struct app *app, struct sweep_clock *c)
+{
+    int64_t wall = now_ms(), mono = mono_ms();
+    int64_t now = wall, bound = c->wall + (mono - c->mono);
+    if (wall > bound + CLOCK_STEP_MAX_MS)
+        now = bound;
+    int64_t behind = wall - now, was = atomic_load(&app->sweep_behind_ms);
+    if (behind > was + CLOCK_STEP_MAX_MS) {
+        atomic_fetch_add(&app->clock_steps, 1);
+        log_at(LOG_WARN, "the wall clock stepped %lld s ahead of the monotonic clock; the "
+               "sweeper keeps to the monotonic one", (long long)((behind - was) / 1000));
+    } else if (behind == 0 && was > 0) {
+        log_at(LOG_INFO, "the wall clock is back within %d s of the sweeper's; it follows it "
+               "again", CLOCK_STEP_MAX_MS / 1000);
+    }
+    atomic_store(&app->sweep_behind_ms, behind);
+    c->wall = now;
+    c->mono = mono;
+    return now;
 }
 
 /* The store's change generation, bumped by CLI commands that change links. */
@@ -336,7 +372,9 @@ int serve_run(struct config *cfg)
            store_is_shared(store_url) ? "postgres" : "sqlite", app.rcache ? ", redis cache" : "");
 
     int64_t gen = generation(app.store);
-    int64_t next_sweep = 0, next_count = now_ms() + LINKS_COUNT_MS;
+    /* Due times on the monotonic clock: a wall clock step moves none of them. */
+    int64_t next_sweep = 0, next_count = mono_ms() + LINKS_COUNT_MS;
+    struct sweep_clock sclock = {now_ms(), mono_ms()};    /* the first sweep is bounded too */
     count_links(&app);
     struct timespec second = {1, 0};
     for (;;) {
@@ -345,22 +383,22 @@ int serve_run(struct config *cfg)
             log_at(LOG_INFO, "stopping on signal %d", sig);
             break;
         }
-        int64_t now = now_ms();
+        int64_t now = now_ms(), mono = mono_ms();
         int64_t g = generation(app.store);
         if (g != gen) {
             gen = g;
             cache_clear(app.cache);
         }
         cache_reclaim(app.cache);
-        if (now >= next_count) {
+        if (mono >= next_count) {
             count_links(&app);
-            next_count = now + LINKS_COUNT_MS;
+            next_count = mono + LINKS_COUNT_MS;
         }
         if (clicks_rotate_salts(app.clicks, now) != ERR_OK)
             log_at(LOG_WARN, "cannot rotate the visitor salts");
-        if (now >= next_sweep) {
-            sweep(&app, now);
-            next_sweep = now + app.cfg.sweep_interval * 1000;
+        if (mono >= next_sweep) {
+            sweep(&app, sweep_now(&app, &sclock));
+            next_sweep = mono + app.cfg.sweep_interval * 1000;
         }
     }
     rc = ERR_OK;

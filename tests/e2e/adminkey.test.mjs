@@ -4,10 +4,12 @@
 // beside the node's journal), and only that file's path is logged.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, before } from 'node:test';
 
-import { PG_MODE, api, it, startServer } from './harness.mjs';
+import { BIN, PG_MODE, api, freePort, it, poll, sqliteOnlyReason, startServer, tempDir } from './harness.mjs';
 
 let srv;
 
@@ -45,3 +47,32 @@ it('a restart makes no new key and leaves the file alone', async () => {
     const r = await api(srv, 'GET', '/api/links', { key: before.trim() });
     assert.equal(r.status, 200, `the first key stopped working after a restart: ${r.text}`);
 });
+
+it('on a terminal the first start prints the key and writes no file', async () => {
+    // util-linux script(1) gives the server a pseudo-terminal for stdout.
+    const dir = tempDir();
+    const db = path.join(dir, 'tty.db');
+    const port = await freePort();
+    const pidFile = path.join(dir, 'pid');
+    const cmd = `echo $$ > '${pidFile}'; exec '${BIN}' serve --listen 127.0.0.1:${port} --db '${db}'`;
+    const p = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.setEncoding('utf8');
+    p.stdout.on('data', (d) => { out += d; });
+    const exit = new Promise((resolve) => p.on('close', (code) => resolve(code)));
+    try {
+        const line = await poll(() => out.split('\n').find((l) => /admin key \(shown once, keep it\): sk_/.test(l)),
+            { timeoutMs: 20_000 });
+        assert.ok(line, `no key printed on the terminal:\n${out}`);
+        const key = line.trim().split(/\s+/).pop();
+        const srvLike = { url: `http://127.0.0.1:${port}` };
+        // The key is printed just before the listener is up.
+        const r = await poll(() => api(srvLike, 'GET', '/api/links', { key }).catch(() => null), { timeoutMs: 20_000 });
+        assert.equal(r && r.status, 200, r && r.text);
+        assert.ok(!fs.existsSync(`${db}.admin-key`), 'a terminal start wrote the key file too');
+    } finally {
+        const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+        process.kill(pid, 'SIGTERM');
+    }
+    assert.equal(await exit, 0, `the server did not exit cleanly:\n${out}`);
+}, { skip: sqliteOnlyReason('a SQLite file of its own') });

@@ -194,7 +194,7 @@ current_schema() {
     if [ -z "$CURRENT_SCHEMA" ]; then
         local p=$WORK/schema-probe.db
         rm -f "$p" "$p-wal" "$p-shm"
-        "$SHORTD" key create --db "$p" --name probe >/dev/null 2>&1 || fail "shortd key create"
+        "$SHORTD" migrate --db "$p" >/dev/null 2>&1 || fail "shortd migrate"
         CURRENT_SCHEMA=$( (sqlite3 "$p" .schema; sqlite3 "$p" 'PRAGMA user_version'; sqlite3 "$p" 'PRAGMA page_size') | md5sum | cut -c1-12)
         rm -f "$p" "$p-wal" "$p-shm"
     fi
@@ -216,6 +216,7 @@ prepare() {
     log "N=$n: generating codes"
     "$LOADGEN" gen "$n" "$SEED" "$d/codes.txt" "$d/links.csv" "$d/map.conf" >"$d/gen.txt"
     log "N=$n: creating the store and loading $n links"
+    "$SHORTD" migrate --db "$d/pristine.db" >"$d/key.out" 2>&1 || { cat "$d/key.out"; fail "shortd migrate"; }
     "$SHORTD" key create --db "$d/pristine.db" --name bench --admin >"$d/key.out" 2>&1 ||
         { cat "$d/key.out"; fail "shortd key create"; }
     awk '{w=$NF} END {print w}' "$d/key.out" >"$d/key"

@@ -14,6 +14,7 @@ pkgs=(
     chromium zbar-tools
     # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes
     clang libclang-rt-14-dev
+    faketime        # moves a running server's wall clock (tests/e2e/clock.test.mjs)
 )
 
 missing=()

@@ -615,11 +615,11 @@ static bool parse_int(struct slice s, int64_t lo, int64_t hi, int64_t *out)
     return true;
 }
 
-/* "active,expired,deleted,disabled" or "all" */
+/* "active,expired,exhausted,deleted,disabled" or "all" */
 static bool parse_states(struct slice s, struct link_query *q)
 {
     q->states = 0;
-    q->want_live = q->want_expired = false;
+    q->want_live = q->want_expired = q->want_exhausted = false;
     const char *p = s.p, *end = s.p + s.n;
     while (p < end) {
         const char *comma = memchr(p, ',', (size_t)(end - p));
@@ -628,18 +628,20 @@ static bool parse_states(struct slice s, struct link_query *q)
             q->want_live = true;
         else if (slice_eq(w, "expired"))
             q->want_expired = true;
+        else if (slice_eq(w, "exhausted"))
+            q->want_exhausted = true;
         else if (slice_eq(w, "deleted"))
             q->states |= 1u << LINK_DELETED;
         else if (slice_eq(w, "disabled"))
             q->states |= 1u << LINK_DISABLED;
         else if (slice_eq(w, "all")) {
-            q->want_live = q->want_expired = true;
+            q->want_live = q->want_expired = q->want_exhausted = true;
             q->states |= (1u << LINK_DELETED) | (1u << LINK_DISABLED);
         } else
             return false;
         p = comma ? comma + 1 : end;
     }
-    return q->states || q->want_live || q->want_expired;
+    return q->states || q->want_live || q->want_expired || q->want_exhausted;
 }
 
 /* A filter from the query string: percent-decoded ('+' is a space), at most
@@ -676,6 +678,7 @@ int handle_link_list(struct request *r)
     struct link_query q = {.owner = r->key.admin ? -1 : r->key.id,
                            .want_live = true,
                            .want_expired = true,
+                           .want_exhausted = true,
                            .now = now_ms(),
                            .limit = LIST_DEFAULT};
     struct slice v;
@@ -683,13 +686,13 @@ int handle_link_list(struct request *r)
     if (http_query_param(r, "limit", &v) && !parse_int(v, 1, LIST_MAX, &limit))
         return http_error(r, 400, "invalid_field", "limit", "limit must be a whole number from 1 "
                                                             "to 1000");
-    struct slice state = SLICE_LIT("active,expired");
+    struct slice state = SLICE_LIT("active,expired,exhausted");
     if (http_query_param(r, "state", &v)) {
         state = v;
         if (!parse_states(v, &q))
             return http_error(r, 400, "invalid_field", "state",
-                              "state must be a comma list of active, expired, deleted, "
-                              "disabled, or all");
+                              "state must be a comma list of active, expired, exhausted, "
+                              "deleted, disabled, or all");
     }
     char after_code[CODE_MAX + 1] = "";
     if (http_query_param(r, "cursor", &v)) {

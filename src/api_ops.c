@@ -96,6 +96,15 @@ int handle_metrics(struct request *r)
                     "# TYPE shortd_links gauge\nshortd_links ");
         buf_add_i64(b, links);
     }
+    buf_adds(b, "\n# HELP shortd_clock_steps_total Forward steps of the wall clock the "
+                "sweeper did not follow.\n"
+                "# TYPE shortd_clock_steps_total counter\nshortd_clock_steps_total ");
+    buf_add_i64(b, atomic_load(&app->clock_steps));
+    buf_adds(b, "\n# HELP shortd_sweep_clock_behind_seconds How far the sweeper's clock runs "
+                "behind the wall clock.\n"
+                "# TYPE shortd_sweep_clock_behind_seconds gauge\n"
+                "shortd_sweep_clock_behind_seconds ");
+    buf_add_i64(b, atomic_load(&app->sweep_behind_ms) / 1000);
     buf_adds(b, "\n# HELP shortd_clicks_pending Clicks counted but not yet in the store.\n"
                 "# TYPE shortd_clicks_pending gauge\nshortd_clicks_pending ");
     buf_add_u64(b, clicks_pending(app->clicks));

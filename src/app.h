@@ -47,6 +47,10 @@ struct app {
      * every LINKS_COUNT_MS for /metrics: a count(*) over ten million rows
      * takes 0.24 s, too long for an event loop. -1 until first counted. */
     _Atomic int64_t links_counted;
+    /* The sweeper's clock (serve.c), for /metrics: forward steps of the wall
+     * clock it did not believe, and how far it now runs behind the wall. */
+    _Atomic int64_t clock_steps;
+    _Atomic int64_t sweep_behind_ms;
 };
 
 #define LINKS_COUNT_MS 10000

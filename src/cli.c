@@ -70,7 +70,8 @@ static const struct command commands[] = {
      "shortd serve [--listen ADDR:PORT] [--db PATH | --store URL] [--base-url URL]\n"
      "             [--config FILE] [--SETTING VALUE ...]\n"
      "  Serves the API and the redirects until SIGTERM or SIGINT. On the first start of an\n"
-     "  empty database, creates an admin API key and prints it once."},
+     "  empty database, creates an admin API key and prints it once on a terminal; when\n"
+     "  stdout is not one, writes it to DB.admin-key (mode 0600) and logs that path."},
     {"key create", cmd_key_create, "admin", STORE_OPTS " name", 0,
      "shortd key create --db PATH --name NAME [--admin]\n"
      "  Creates an API key and prints it once, as the last word of the output."},
@@ -106,10 +107,11 @@ static const struct command commands[] = {
      "shortd config example\n  Prints an example config file with every setting's default."},
     {"version", cmd_version, "", "", 0, "shortd version\n  Prints the version."},
     {"migrate", cmd_migrate, "", STORE_OPTS, 0,
-     "shortd migrate --store postgres://USER@HOST:PORT/DB\n"
+     "shortd migrate --store postgres://USER@HOST:PORT/DB | --db PATH\n"
      "  Brings the store's schema up to this shortd's, in one transaction; safe to rerun and\n"
      "  to run from several machines at once. A PostgreSQL store must be migrated before\n"
-     "  any node serves it; SQLite files migrate themselves when opened."},
+     "  any node serves it; SQLite files migrate themselves when opened. With --db, creates\n"
+     "  the file when it does not exist (the other commands refuse a missing one)."},
     {"migrate-store", cmd_migrate_store, "", "from to batch-rows", 0,
      "shortd migrate-store --from sqlite:PATH --to postgres://USER@HOST:PORT/DB [--batch-rows N]\n"
      "  Copies a store into another that shortd migrate has prepared: links (tombstones and\n"
@@ -334,17 +336,34 @@ static int cmd_serve(struct opts *o)
 
 /* ---- store commands ---- */
 
-static int open_store(const struct opts *o, struct store **st)
+/* True when 'url' names a SQLite file that is not there: opening it would
+ * create an empty store. 'path' gets the file's name. */
+static bool sqlite_missing(const char *url, const char **path)
+{
+    *path = strncmp(url, "sqlite:", 7) ? url : url + 7;
+    return !store_is_shared(url) && access(*path, F_OK) != 0;
+}
+
+/* Opens the store of --store, --db, SHORTD_STORE or SHORTD_DB. Only with
+ * 'create' does a SQLite path that does not exist make a new store: a
+ * mistyped --db must not look like an empty one. An empty value is no value. */
+static int open_store(const struct opts *o, bool create, struct store **st)
 {
     const char *url = opt(o, "store");
     if (!url)
         url = opt(o, "db");
-    if (!url)
+    if (!url || !*url)
         url = getenv("SHORTD_STORE");
-    if (!url)
+    if (!url || !*url)
         url = getenv("SHORTD_DB");
-    if (!url)
+    if (!url || !*url)
         url = "data/shortd.db";
+    const char *path;
+    if (!create && sqlite_missing(url, &path)) {
+        fail("no database at '%s' (is --db right? 'shortd serve' or 'shortd migrate' "
+             "creates one)", path);
+        return 1;
+    }
     if (store_open(url, st) != ERR_OK) {
         char shown[512];
         store_redact(url, shown, sizeof(shown));
@@ -354,9 +373,9 @@ static int open_store(const struct opts *o, struct store **st)
     return 0;
 }
 
-static int open_links(const struct opts *o, struct store **st, struct links **l)
+static int open_links(const struct opts *o, bool create, struct store **st, struct links **l)
 {
-    if (open_store(o, st))
+    if (open_store(o, create, st))
         return 1;
     static const char *const no_hosts[] = {NULL};
     if (links_new(*st, router_reserved(), no_hosts, l) != ERR_OK) {
@@ -393,7 +412,7 @@ static int cmd_key_create(struct opts *o)
         return fail("--name must be at most 100 bytes");
     struct store *st;
     struct links *l;
-    if (open_links(o, &st, &l))
+    if (open_links(o, false, &st, &l))
         return 1;
     char token[KEY_TOKEN_LEN + 1];
     int64_t id = 0;
@@ -423,7 +442,7 @@ static int print_key(const struct apikey *k, void *arg)
 static int cmd_key_list(struct opts *o)
 {
     struct store *st;
-    if (open_store(o, &st))
+    if (open_store(o, false, &st))
         return 1;
     printf("%-6s %-24s %-6s %-8s %-24s %s\n", "ID", "NAME", "ROLE", "STATE", "CREATED",
            "REVOKED_AT");
@@ -439,7 +458,7 @@ static int cmd_key_revoke(struct opts *o)
     if (!*o->pos[0] || *end || id <= 0)
         return fail("key id must be a positive whole number, not '%s'", o->pos[0]);
     struct store *st;
-    if (open_store(o, &st))
+    if (open_store(o, false, &st))
         return 1;
     int rc = st->ops->begin(st);
     if (rc == ERR_OK)
@@ -520,7 +539,7 @@ static int cmd_link_create(struct opts *o)
     }
     struct store *st;
     struct links *l;
-    if (open_links(o, &st, &l)) {
+    if (open_links(o, false, &st, &l)) {
         json_decref(body);
         return 1;
     }
@@ -583,11 +602,11 @@ static int cmd_link_list(struct opts *o)
     if (bad)
         return bad;
     struct store *st;
-    if (open_store(o, &st))
+    if (open_store(o, false, &st))
         return 1;
     int64_t now = now_ms();
-    struct link_query q = {.owner = -1, .want_live = true, .want_expired = true, .now = now,
-                           .limit = (int)limit};
+    struct link_query q = {.owner = -1, .want_live = true, .want_expired = true,
+                           .want_exhausted = true, .now = now, .limit = (int)limit};
     if (opt(o, "all"))
         q.states = (1u << LINK_DELETED) | (1u << LINK_DISABLED);
     printf("%-12s %-9s %8s  %-24s %s\n", "CODE", "STATE", "CLICKS", "CREATED", "URL");
@@ -600,7 +619,7 @@ static int cmd_link_delete(struct opts *o)
 {
     const char *code = o->pos[0];
     struct store *st;
-    if (open_store(o, &st))
+    if (open_store(o, false, &st))
         return 1;
     int rc = st->ops->begin(st);
     if (rc == ERR_OK)
@@ -637,7 +656,7 @@ static int cmd_backup(struct opts *o)
     if (!to || !*to)
         return fail("'backup' needs --to FILE");
     struct store *st;
-    if (open_store(o, &st))
+    if (open_store(o, false, &st))
         return 1;
     int rc = st->ops->backup(st, to);
     st->ops->close(st);
@@ -683,7 +702,7 @@ static int cmd_stats(struct opts *o)
         return fail("--from must not be after --to, and a range is at most %d days",
                     STATS_MAX_DAYS);
     struct store *st;
-    if (open_store(o, &st))
+    if (open_store(o, false, &st))
         return 1;
     struct link l;
     int rc = st->ops->link_get(st, o->pos[0], &l);
@@ -715,7 +734,7 @@ static int cmd_export(struct opts *o)
         return fail("--format must be json or csv");
     int64_t owner = opt(o, "owner") ? strtoll(opt(o, "owner"), NULL, 10) : -1;
     struct store *st;
-    if (open_store(o, &st))
+    if (open_store(o, false, &st))
         return 1;
     const char *base = opt(o, "base-url") ? opt(o, "base-url") : "http://127.0.0.1:8080";
     struct export *x = export_new(st, owner, fmt, base);
@@ -756,7 +775,7 @@ static int cmd_prune(struct opts *o)
     if (bad)
         return bad;
     struct store *st;
-    if (open_store(o, &st))
+    if (open_store(o, false, &st))
         return 1;
     long long total = 0;
     struct prune_job p = {.before = day_number(now_ms()) - days};
@@ -800,13 +819,17 @@ static int cmd_migrate(struct opts *o)
     }
     /* The store's secrets are made here, once, rather than by the first
      * nodes to start, which could race each other to write them. */
+    const char *path;
+    bool made = sqlite_missing(url, &path);
     struct store *st;
     struct links *l;
-    if (open_links(o, &st, &l))
+    if (open_links(o, true, &st, &l))
         return 1;
     links_free(l);
     st->ops->close(st);
-    if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
+    if (made)
+        printf("created the sqlite store '%s'\n", path);
+    else if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
         printf("sqlite store is current (it migrates itself when opened)\n");
     return 0;
 }
@@ -853,12 +876,9 @@ static int cmd_migrate_store(struct opts *o)
         if (!*opt(o, "batch-rows") || *end || batch < 1 || batch > 100000)
             return fail("--batch-rows must be a whole number from 1 to 100000");
     }
-    if (!store_is_shared(from)) {
-        /* Opening a SQLite path that does not exist would create it. */
-        const char *path = strncmp(from, "sqlite:", 7) ? from : from + 7;
-        if (access(path, F_OK) != 0)
-            return fail("no database at '%s'", path);
-    }
+    const char *path;
+    if (sqlite_missing(from, &path))
+        return fail("no database at '%s'", path);
     struct store *src, *dst;
     if (store_open(from, &src) != ERR_OK) {
         fail("cannot open the source store '%s'", from_shown);

@@ -746,7 +746,10 @@ const char *link_state_name(const struct link *l, int64_t now)
     case LINK_DISABLED:
         return "disabled";
     default:
-        return l->expires_at && l->expires_at <= now ? "expired" : "active";
+        if (l->expires_at && l->expires_at <= now)
+            return "expired";
+        /* Its redirect answers 410 as an expired link's does. */
+        return l->max_clicks > 0 && l->used >= l->max_clicks ? "exhausted" : "active";
     }
 }
 

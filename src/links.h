@@ -119,7 +119,8 @@ void links_forget_block(struct links *l);
  * skip its lookups). Any thread. */
 void links_blocklist_changed(struct links *l);
 
-/* The state a caller sees ("active", "expired"...) and whether it redirects. */
+/* The state a caller sees ("active", "expired", "exhausted": its click limit
+ * is used up, "deleted", "disabled") and whether it redirects. */
 const char *link_state_name(const struct link *l, int64_t now);
 bool link_is_live(const struct link *l, int64_t now);
 /* Whole days to expiry rounded up; -1 without expiry; 0 once expired. */

@@ -128,6 +128,7 @@ struct export *export_new(struct store *st, int64_t owner, enum export_format f,
                                .states = (1u << LINK_DELETED) | (1u << LINK_DISABLED),
                                .want_live = true,
                                .want_expired = true,
+                               .want_exhausted = true,
                                .now = x->now,
                                .after_code = x->after_code,
                                .limit = EXPORT_BATCH};

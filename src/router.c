@@ -336,7 +336,9 @@ int router_dispatch(struct request *r)
         http_add_header(r, "Allow", allow, strlen(allow));
         return http_error(r, 405, "method_not_allowed", NULL, "use %s", allow);
     }
-    if (is_single_segment(r->path))
+    /* A reserved word that no route serves (robots.txt, favicon.ico, admin...)
+     * is no short link either: nothing is there, whatever the method. */
+    if (is_single_segment(r->path) && !is_reserved((struct slice){r->path.p + 1, r->path.n - 1}))
         return http_error(r, 405, "method_not_allowed", NULL, "short links answer GET and HEAD");
     return http_error(r, 404, "not_found", NULL, "no such path");
 }

@@ -8,15 +8,19 @@
  * sigtimedwait) and housekeeping, once a second: the sweeper of expired data
  * and old idempotency keys, and a check of the store's change generation,
  * which CLI commands bump so that a link they change is not served stale
- * from the cache for more than a second. */
+ * from the cache for more than a second. Intervals are measured on the
+ * monotonic clock; the sweeper's idea of now (what it removes data by) is the
+ * wall clock, believed only as far as the monotonic clock moved (sweep_now). */
 #include "serve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -87,6 +91,40 @@ static void sweep(struct app *app, int64_t now)
     writer_submit(app->writer, &s->job);
 }
 
+/* A step of the wall clock (a bad NTP answer, an operator, a restored VM) must
+ * not make the sweeper erase live links' data or forget idempotency keys: its
+ * now runs ahead of the last sweep's by at most the monotonic time elapsed
+ * plus CLOCK_STEP_MAX_MS. Past that it keeps to the monotonic clock, behind
+ * the wall one, until the wall clock comes back within the bound (a step
+ * back, or a restart); deleting later is always safe, deleting early is not. */
+#define CLOCK_STEP_MAX_MS 60000
+
+struct sweep_clock {
+    int64_t wall;       /* the last sweep's now (at first: the start's) */
+    int64_t mono;       /* mono_ms() then */
+};
+
+static int64_t sweep_now(struct app *app, struct sweep_clock *c)
+{
+    int64_t wall = now_ms(), mono = mono_ms();
+    int64_t now = wall, bound = c->wall + (mono - c->mono);
+    if (wall > bound + CLOCK_STEP_MAX_MS)
+        now = bound;
+    int64_t behind = wall - now, was = atomic_load(&app->sweep_behind_ms);
+    if (behind > was + CLOCK_STEP_MAX_MS) {
+        atomic_fetch_add(&app->clock_steps, 1);
+        log_at(LOG_WARN, "the wall clock stepped %lld s ahead of the monotonic clock; the "
+               "sweeper keeps to the monotonic one", (long long)((behind - was) / 1000));
+    } else if (behind == 0 && was > 0) {
+        log_at(LOG_INFO, "the wall clock is back within %d s of the sweeper's; it follows it "
+               "again", CLOCK_STEP_MAX_MS / 1000);
+    }
+    atomic_store(&app->sweep_behind_ms, behind);
+    c->wall = now;
+    c->mono = mono;
+    return now;
+}
+
 /* The store's change generation, bumped by CLI commands that change links. */
 static int64_t generation(struct store *st)
 {
@@ -139,17 +177,67 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     worker_post(server_worker(app->server, 0), &iv->task);
 }
 
-static void print_admin_key(struct app *app)
+/* Where the first start leaves the admin key when stdout is no terminal:
+ * beside the SQLite file, or on a shared store beside this node's journal. */
+static void admin_key_path(const struct config *cfg, struct buf *out)
+{
+    const char *db = cfg->store ? cfg->store : cfg->db;
+    if (store_is_shared(db)) {
+        buf_printf(out, "%s.admin-key", cfg->journal);
+        return;
+    }
+    if (!strncmp(db, "sqlite:", 7))
+        db += 7;
+    buf_printf(out, "%s.admin-key", db);
+}
+
+/* The first start of a store without keys makes an admin key. It is shown
+ * once: printed on a terminal; otherwise (a service manager, a pipe into a
+ * log collector) written to a file only this user can read, whose path is
+ * logged: the key itself never reaches a log. */
+static void first_admin_key(struct app *app)
 {
     int64_t n = 0;
     if (app->store->ops->key_count(app->store, &n) != ERR_OK || n > 0)
         return;
     char token[KEY_TOKEN_LEN + 1];
     int64_t id = 0;
-    if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK)
+    if (isatty(STDOUT_FILENO)) {
+        if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK)
+            return;
+        printf("shortd: first start; admin key (shown once, keep it): %s\n", token);
+        fflush(stdout);
+        sodium_memzero(token, sizeof(token));
         return;
-    printf("shortd: first start; admin key (shown once, keep it): %s\n", token);
-    fflush(stdout);
+    }
+    struct buf path = BUF_INIT;
+    admin_key_path(&app->cfg, &path);
+    /* Not through a symlink; an older file (of a store since removed) is replaced. */
+    int fd = open(path.p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        log_at(LOG_ERROR, "cannot write the first admin key to '%s': %s; no key was made "
+               "(make one with shortd key create --admin)", path.p, strerror(errno));
+        goto out;
+    }
+    if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK) {
+        unlink(path.p);
+        goto out;
+    }
+    size_t len = strlen(token);
+    token[len] = '\n';
+    bool written = write(fd, token, len + 1) == (ssize_t)(len + 1) && fsync(fd) == 0;
+    sodium_memzero(token, sizeof(token));
+    if (written)
+        log_at(LOG_INFO, "first start; admin key written to '%s' (shown once: read it, keep "
+               "it elsewhere, delete the file)", path.p);
+    else
+        log_at(LOG_ERROR, "cannot write the first admin key to '%s': %s; revoke key %lld "
+               "and make one with shortd key create --admin", path.p, strerror(errno),
+               (long long)id);
+out:
+    if (fd >= 0)
+        close(fd);
+    buf_release(&path);
 }
 
 /* Fills the self hosts from base-url and listen: a URL to these would loop. */
@@ -231,7 +319,6 @@ int serve_run(struct config *cfg)
         goto out;
     if (links_new(app.store, router_reserved(), self, &app.links) != ERR_OK)
         goto out;
-    print_admin_key(&app);
     if (app.cfg.geoip_db && geo_open(app.cfg.geoip_db, &app.geo) != ERR_OK)
         goto out;
     if (classify_new((size_t)app.cfg.ua_cache, &app.classify) != ERR_OK)
@@ -290,6 +377,7 @@ int serve_run(struct config *cfg)
         buf_printf(&j, "%s.clicks", db);
         app.cfg.journal = buf_detach(&j, NULL);
     }
+    first_admin_key(&app);
     if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms, app.cfg.journal_sync_ms,
                      (int)app.cfg.background_nice) != ERR_OK)
         goto out;
@@ -299,7 +387,9 @@ int serve_run(struct config *cfg)
            store_is_shared(store_url) ? "postgres" : "sqlite", app.rcache ? ", redis cache" : "");
 
     int64_t gen = generation(app.store);
-    int64_t next_sweep = 0, next_count = now_ms() + LINKS_COUNT_MS;
+    /* Due times on the monotonic clock: a wall clock step moves none of them. */
+    int64_t next_sweep = 0, next_count = mono_ms() + LINKS_COUNT_MS;
+    struct sweep_clock sclock = {now_ms(), mono_ms()};    /* the first sweep is bounded too */
     count_links(&app);
     struct timespec second = {1, 0};
     for (;;) {
@@ -308,22 +398,22 @@ int serve_run(struct config *cfg)
             log_at(LOG_INFO, "stopping on signal %d", sig);
             break;
         }
-        int64_t now = now_ms();
+        int64_t now = now_ms(), mono = mono_ms();
         int64_t g = generation(app.store);
         if (g != gen) {
             gen = g;
             cache_clear(app.cache);
         }
         cache_reclaim(app.cache);
-        if (now >= next_count) {
+        if (mono >= next_count) {
             count_links(&app);
-            next_count = now + LINKS_COUNT_MS;
+            next_count = mono + LINKS_COUNT_MS;
         }
         if (clicks_rotate_salts(app.clicks, now) != ERR_OK)
             log_at(LOG_WARN, "cannot rotate the visitor salts");
-        if (now >= next_sweep) {
-            sweep(&app, now);
-            next_sweep = now + app.cfg.sweep_interval * 1000;
+        if (mono >= next_sweep) {
+            sweep(&app, sweep_now(&app, &sclock));
+            next_sweep = mono + app.cfg.sweep_interval * 1000;
         }
     }
     rc = ERR_OK;

@@ -59,8 +59,10 @@ void link_release(struct link *l);
 struct link_query {
     int64_t owner;      /* -1: every owner */
     unsigned states;    /* bit (1 << state) per wanted stored state ... */
-    bool want_live;     /* ... and of LINK_ACTIVE, whether unexpired ones ... */
-    bool want_expired;  /* ... and expired ones are wanted */
+    bool want_live;     /* ... and of LINK_ACTIVE, whether live ones ... */
+    bool want_expired;  /* ... expired ones ... */
+    bool want_exhausted; /* ... and unexpired ones whose click limit is used up
+                          * (max_clicks > 0, used >= max_clicks) are wanted */
     int64_t now;
     int64_t after_created;
     const char *after_code;

@@ -243,7 +243,7 @@ struct conn {
     PGconn *pg;
     bool broken;                /* a call timed out: reconnect before the next */
     bool prepared[S__COUNT];
-    uint64_t lists_prepared[4]; /* link_list variants, one bit per filter mask */
+    uint64_t lists_prepared[8]; /* link_list variants, one bit per filter mask */
     bool in_tx;                 /* between begin and commit/rollback */
     struct conn *next;
 };
@@ -1078,7 +1078,7 @@ static int pg_link_set_state(struct store *st, const char *code, int state, int6
 #define HAS_Q(col) "strpos(" FOLD(col) ", " FOLD("$7") ") > 0"
 
 /* The filter is built from fixed fragments only; values are bound. Each of
- * the 256 shapes is prepared once per connection, named by its mask. */
+ * the 512 shapes is prepared once per connection, named by its mask. */
 static int pg_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
 {
     struct conn *c = conn_get(st);
@@ -1091,7 +1091,7 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     unsigned mask = (lq->states & (1u << LINK_DELETED) ? 1u : 0) |
                     (lq->states & (1u << LINK_DISABLED) ? 2u : 0) | (lq->want_live ? 4u : 0) |
                     (lq->want_expired ? 8u : 0) | (lq->owner >= 0 ? 16u : 0) | (cursor ? 32u : 0) |
-                    (lq->tag ? 64u : 0) | (lq->q ? 128u : 0);
+                    (lq->tag ? 64u : 0) | (lq->q ? 128u : 0) | (lq->want_exhausted ? 256u : 0);
     char name[16];
     snprintf(name, sizeof(name), "list%u", mask);
     if (!(c->lists_prepared[mask / 64] & (1ull << (mask % 64)))) {
@@ -1102,9 +1102,13 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
         if (mask & 2)
             buf_adds(&s, " OR state = 2");
         if (mask & 4)
-            buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > $1))");
+            buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > $1)"
+                         " AND (max_clicks = 0 OR used < max_clicks))");
         if (mask & 8)
             buf_adds(&s, " OR (state = 0 AND expires_at > 0 AND expires_at <= $1)");
+        if (mask & 256)
+            buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > $1)"
+                         " AND max_clicks > 0 AND used >= max_clicks)");
         buf_adds(&s, ")");
         if (mask & 16)
             buf_adds(&s, " AND owner = $2");

@@ -1153,9 +1153,13 @@ static int sq_link_list(struct store *st, const struct link_query *lq, link_cb c
     if (lq->states & (1u << LINK_DISABLED))
         buf_adds(&s, " OR state = 2");
     if (lq->want_live)
-        buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1))");
+        buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
+                     " AND (max_clicks = 0 OR used < max_clicks))");
     if (lq->want_expired)
         buf_adds(&s, " OR (state = 0 AND expires_at > 0 AND expires_at <= ?1)");
+    if (lq->want_exhausted)
+        buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
+                     " AND max_clicks > 0 AND used >= max_clicks)");
     buf_adds(&s, ")");
     if (lq->owner >= 0)
         buf_adds(&s, " AND owner = ?2");

@@ -15,10 +15,12 @@ const PAGE = 50;
 const ALL_PAGE = 1000;
 const ALL_MAX_PAGES = 50;
 
+const DEFAULT_STATES = 'active,expired,exhausted';
 const STATES = [
-    ['active,expired', 'Active and expired'],
+    ['active,expired,exhausted', 'Active, expired, exhausted'],
     ['active', 'Active'],
     ['expired', 'Expired'],
+    ['exhausted', 'Exhausted (click limit used up)'],
     ['deleted', 'Deleted'],
     ['disabled', 'Disabled'],
     ['all', 'All'],
@@ -50,8 +52,8 @@ function matches(link, q, tag) {
 }
 
 export function renderLinks(view, params, ctx) {
-    const state = { q: params.get('q') || '', tag: params.get('tag') || '', st: params.get('state') || 'active,expired' };
-    if (!STATES.some(([v]) => v === state.st)) state.st = 'active,expired';
+    const state = { q: params.get('q') || '', tag: params.get('tag') || '', st: params.get('state') || DEFAULT_STATES };
+    if (!STATES.some(([v]) => v === state.st)) state.st = DEFAULT_STATES;
     let pages = [null];       // URL of each page seen (null: the first)
     let pageIndex = 0;
     let all = null;           // {links, truncated} while filtering here
@@ -88,7 +90,7 @@ export function renderLinks(view, params, ctx) {
         const p = new URLSearchParams();
         if (state.q) p.set('q', state.q);
         if (state.tag) p.set('tag', state.tag);
-        if (state.st !== 'active,expired') p.set('state', state.st);
+        if (state.st !== DEFAULT_STATES) p.set('state', state.st);
         const s = p.toString();
         history.replaceState(null, '', `#/links${s ? `?${s}` : ''}`);
     };

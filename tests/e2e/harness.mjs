@@ -191,6 +191,8 @@ export class Server {
         this._stdout = '';       // everything, all runs
         this._stderr = '';
         this._runStdout = '';    // the current run only
+        this._runStderr = '';
+        this.adminKeyFile = null; // where the first start wrote the admin key
         this._exit = null;       // promise of {code, signal} for the current run
     }
 
@@ -224,6 +226,7 @@ export class Server {
         }
         this.runs++;
         this._runStdout = '';
+        this._runStderr = '';
         const proc = spawn(BIN, this.argv(), {
             cwd: this.dir,
             env: { ...process.env, ...this.env },
@@ -233,7 +236,7 @@ export class Server {
         proc.stdout.setEncoding('utf8');
         proc.stderr.setEncoding('utf8');
         proc.stdout.on('data', (d) => { this._stdout += d; this._runStdout += d; });
-        proc.stderr.on('data', (d) => { this._stderr += d; });
+        proc.stderr.on('data', (d) => { this._stderr += d; this._runStderr += d; });
         let spawnError = null;
         this._exit = new Promise((resolve) => {
             proc.on('error', (e) => { spawnError = e; resolve({ code: null, signal: null, error: e }); });
@@ -261,13 +264,17 @@ export class Server {
         }
 
         if (expectAdminKey) {
-            // The line may arrive just after the listener is up.
-            const line = await poll(() => adminKeyLine(this._runStdout), { timeoutMs: 5000 });
-            if (!line) {
-                throw new Error('first start of an empty database printed no line with "admin key" on stdout ' +
-                    `within 5 s of being ready (is stdout flushed?)\n${this.logs()}`);
+            // Not on a terminal, the first start writes the key to a file of
+            // its own and logs the file's path (never the key); the line may
+            // arrive just after the listener is up.
+            const file = await poll(() => adminKeyFileOf(this._runStderr), { timeoutMs: 5000 });
+            if (!file) {
+                this.proc.kill('SIGKILL');
+                throw new Error('first start of an empty database logged no "admin key written to \'FILE\'" ' +
+                    `line within 5 s of being ready\n${this.logs()}`);
             }
-            this.adminKey = line.trim().split(/\s+/).pop();
+            this.adminKeyFile = path.resolve(this.dir, file);
+            this.adminKey = fs.readFileSync(this.adminKeyFile, 'utf8').trim();
         }
     }
 
@@ -310,7 +317,7 @@ export class Server {
     async restart() {
         if (this.running) throw new Error('restart() of a server that is still running');
         await this._spawn({ expectAdminKey: false });
-        if (adminKeyLine(this._runStdout)) {
+        if (adminKeyLine(this._runStdout) || adminKeyFileOf(this._runStderr)) {
             throw new Error(`a restart on an existing database printed an admin key again\n${this.logs()}`);
         }
         return this;
@@ -319,6 +326,11 @@ export class Server {
 
 function adminKeyLine(out) {
     return out.split('\n').find((l) => /admin key/i.test(l) && l.trim().split(/\s+/).length > 1) || null;
+}
+
+function adminKeyFileOf(log) {
+    const m = /admin key written to '([^']+)'/.exec(log);
+    return m ? m[1] : null;
 }
 
 /* startServer({args, env, baseUrl, db, configFile})

@@ -269,7 +269,7 @@ it('event loops ask for a 100 µs time slice, the other threads keep the kernel\
 it('a store file newer than the binary is refused with a message and exit status 1', () => {
     const dir = tempDir();
     const db = path.join(dir, 'db');
-    assert.equal(cli(['key', 'create', '--db', db, '--name', 'future']).code, 0);
+    assert.equal(cli(['migrate', '--db', db]).code, 0);
     const set = spawnSync('sqlite3', [db, 'PRAGMA user_version = 999'], { encoding: 'utf8' });
     assert.equal(set.status, 0, set.stderr);
     const r = cli(['serve', '--db', db, '--listen', '127.0.0.1:0'], { timeoutMs: 10_000 });

@@ -142,7 +142,11 @@ it('a full journal disk: /readyz says so, clicks go to the store in time, and th
     const errBefore = srv.stderr().length;
     await srv.restart();
     assert.equal(await counted(link.code, key), answered, 'clicks answered while the journal was down');
-    assert.match(srv.stderr().slice(errBefore), /nothing to replay, new clicks are journaled from there/);
+    // Either the segment ends where the store is, or a segment begun on the
+    // full disk holds no whole header and replay starts from the store's
+    // position past it.
+    assert.match(srv.stderr().slice(errBefore),
+        /nothing to replay, new clicks are journaled from there|is damaged at position \d+ \(short header\): replay skips to position \d+/);
 
     // Down again on the first sync of the new process; then room again: the
     // next sync writes, in the same process, and /readyz says ready.

@@ -39,18 +39,18 @@ async function rememberedOnce() {
     return (await hits()) - h0 === 1;
 }
 
+async function scan(tag) {
+    for (let i = 0; i < 40; i++) assert.equal((await visit(srv, `${tag}${String(i).padStart(5, '0')}`)).status, 404);
+}
+
 it('after a scan past the bound, later unknown codes are remembered again once the scan\'s misses expire', async () => {
-    for (let i = 0; i < 40; i++) assert.equal((await visit(srv, `sc${String(i).padStart(5, '0')}`)).status, 404);
-    // The scan's misses fill the bound; within a miss-ttl of it they are
-    // replaced by new ones.
-    assert.ok(await poll(rememberedOnce, { timeoutMs: 10_000, intervalMs: 50 }),
-        'unknown codes are never remembered after the scan: every lookup reads the store');
-    // And from then on, round after round of the bound's worth, as their
-    // predecessors expire.
-    for (let round = 0; round < 3; round++) {
-        assert.ok(await poll(rememberedOnce, { timeoutMs: 10_000, intervalMs: 50 }), `round ${round}`);
-        let n = 0;
-        for (let i = 0; i < 5; i++) n += (await rememberedOnce()) ? 1 : 0;
-        assert.ok(n >= 1, `round ${round}: ${n} of 5 remembered`);
+    // Round after round: a scan of four times the bound fills it with
+    // misses; within a miss-ttl of it they make room for new ones. (How many
+    // of a burst fit depends on how fast the burst comes, so each round
+    // asks only that a new unknown code is remembered at all.)
+    for (let round = 0; round < 4; round++) {
+        await scan(`s${round}`);
+        assert.ok(await poll(rememberedOnce, { timeoutMs: 10_000, intervalMs: 50 }),
+            `round ${round}: unknown codes are never remembered after the scan: every lookup reads the store`);
     }
 });

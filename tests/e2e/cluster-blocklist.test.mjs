@@ -13,11 +13,10 @@
 // The test works in a PostgreSQL schema of its own and drops it.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { after, before } from 'node:test';
 
-import { api, cli, it, lastWord, poll, startServer, tempDir } from './harness.mjs';
+import { migratedSchema, psql, startNode } from './cluster-kit.mjs';
+import { api, cli, it, lastWord, poll } from './harness.mjs';
 
 const PG = process.env.SHORTD_TEST_PG || '';
 const REDIS = process.env.SHORTD_TEST_REDIS || '';
@@ -31,34 +30,19 @@ let admin;
 let A, B;
 const nodes = [];
 
-function psql(sql) {
-    const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', PG, '-c', sql],
-        { encoding: 'utf8', env: { ...process.env, PGOPTIONS: '-c client_min_messages=warning' } });
-    assert.equal(r.status, 0, `psql -c "${sql}" failed: ${r.stderr}`);
-}
-
-async function startNode(name) {
-    const dir = tempDir();
-    const s = await startServer({
-        db: path.join(dir, 'unused.db'),
-        args: ['--store', url, '--cache', REDIS, '--journal', path.join(dir, 'journal'), '--node-id', name],
-    });
-    s.adminKey = admin;     // stop() checks that the key never shows in the logs
-    s.name = name;
+async function node(name) {
+    const s = await startNode({ url, redis: REDIS, name, adminKey: admin });
     nodes.push(s);
     return s;
 }
 
 before(async () => {
     if (skip) return;
-    psql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE; CREATE SCHEMA ${SCHEMA}`);
-    url = `${PG}${PG.includes('?') ? '&' : '?'}options=-csearch_path%3D${SCHEMA}`;
-    const m = cli(['migrate', '--store', url]);
-    assert.equal(m.code, 0, `shortd migrate failed: ${m.stdout}${m.stderr}`);
+    url = migratedSchema(PG, SCHEMA);
     const k = cli(['key', 'create', '--store', url, '--name', 'bl-admin', '--admin']);
     assert.equal(k.code, 0, `shortd key create: ${k.stdout}${k.stderr}`);
     admin = lastWord(k.stdout);
-    [A, B] = await Promise.all([startNode('bl-a'), startNode('bl-b')]);
+    [A, B] = await Promise.all([node('bl-a'), node('bl-b')]);
 });
 
 after(async () => {
@@ -67,7 +51,7 @@ after(async () => {
     for (const s of nodes) {
         try { await s.stop(); } catch (e) { errors.push(e); }
     }
-    try { psql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`); } catch (e) { errors.push(e); }
+    try { psql(PG, `DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`); } catch (e) { errors.push(e); }
     if (errors.length) throw errors[0];
 });
 

@@ -14,10 +14,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { after, before } from 'node:test';
 
-import { api, cli, it, lastWord, poll, startServer, tempDir } from './harness.mjs';
+import { migratedSchema, psql, startNode } from './cluster-kit.mjs';
+import { api, cli, it, lastWord, poll } from './harness.mjs';
 
 const PG = process.env.SHORTD_TEST_PG || '';
 const REDIS = process.env.SHORTD_TEST_REDIS || '';
@@ -31,12 +31,6 @@ const REDIS_PORT = REDIS ? Number(new URL(REDIS).port || 6379) : 0;
 let url;
 let A, B;
 const nodes = [];
-
-function psql(sql) {
-    const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', PG, '-c', sql],
-        { encoding: 'utf8', env: { ...process.env, PGOPTIONS: '-c client_min_messages=warning' } });
-    assert.equal(r.status, 0, `psql -c "${sql}" failed: ${r.stderr}`);
-}
 
 function redisCli(args, timeoutMs = 10_000) {
     return spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(REDIS_PORT), ...args],
@@ -68,25 +62,17 @@ function keyCreate(name) {
     return lastWord(r.stdout);
 }
 
-async function startNode(name) {
-    const dir = tempDir();
-    const s = await startServer({
-        db: path.join(dir, 'unused.db'),
-        args: ['--store', url, '--cache', REDIS, '--journal', path.join(dir, 'journal'), '--node-id', name,
-            '--trusted-proxies', '127.0.0.1/32', '--rate-auth', '6/3600', '--rate-create-key', '4/3600'],
-    });
-    s.name = name;
+async function node(name) {
+    const s = await startNode({ url, redis: REDIS, name,
+        args: ['--trusted-proxies', '127.0.0.1/32', '--rate-auth', '6/3600', '--rate-create-key', '4/3600'] });
     nodes.push(s);
     return s;
 }
 
 before(async () => {
     if (skip) return;
-    psql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE; CREATE SCHEMA ${SCHEMA}`);
-    url = `${PG}${PG.includes('?') ? '&' : '?'}options=-csearch_path%3D${SCHEMA}`;
-    const m = cli(['migrate', '--store', url]);
-    assert.equal(m.code, 0, `shortd migrate failed: ${m.stdout}${m.stderr}`);
-    [A, B] = await Promise.all([startNode('rl-a'), startNode('rl-b')]);
+    url = migratedSchema(PG, SCHEMA);
+    [A, B] = await Promise.all([node('rl-a'), node('rl-b')]);
 });
 
 after(async () => {
@@ -96,7 +82,7 @@ after(async () => {
     for (const s of nodes) {
         try { await s.stop(); } catch (e) { errors.push(e); }
     }
-    try { psql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`); } catch (e) { errors.push(e); }
+    try { psql(PG, `DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`); } catch (e) { errors.push(e); }
     if (errors.length) throw errors[0];
 });
 

@@ -26,8 +26,9 @@ import path from 'node:path';
 import { after, before } from 'node:test';
 
 import {
-    BROWSER_UA, Conn, api, cli, createLink, it, lastWord, poll, sleep, startServer, tempDir, unique, visit,
+    BROWSER_UA, Conn, api, cli, createLink, it, lastWord, poll, sleep, tempDir, unique, visit,
 } from './harness.mjs';
+import { migratedSchema, psql, startNode } from './cluster-kit.mjs';
 
 const PG = process.env.SHORTD_TEST_PG || '';
 const REDIS = process.env.SHORTD_TEST_REDIS || '';
@@ -44,17 +45,6 @@ let A, B, C, D;             // four nodes on the same store and cache
 let nodes = [];
 
 /* ------------------------------------------------------------ postgres */
-
-function withSchema(base, schema) {
-    return `${base}${base.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
-}
-
-function psql(sql) {
-    const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', PG, '-c', sql],
-        { encoding: 'utf8', env: { ...process.env, PGOPTIONS: '-c client_min_messages=warning' } });
-    if (r.error) throw new Error(`cannot run psql: ${r.error.message}`);
-    assert.equal(r.status, 0, `psql -c "${sql}" failed: ${r.stderr}`);
-}
 
 /* tests/pg.sh exports how to stop and start its PostgreSQL. */
 const PGCTL = {
@@ -147,26 +137,13 @@ function keyCreate(name, { isAdmin = false } = {}) {
     return key;
 }
 
-async function startNode(name) {
-    const dir = tempDir();
-    const s = await startServer({
-        db: path.join(dir, 'unused.db'),
-        args: ['--store', url, '--cache', REDIS, '--journal', path.join(dir, 'journal'), '--node-id', name,
-            '--click-flush-ms', '50'],
-    });
-    s.adminKey = admin;      // stop() checks that the key never shows in the logs
-    s.name = name;
-    return s;
-}
+const node = (name) => startNode({ url, redis: REDIS, name, args: ['--click-flush-ms', '50'], adminKey: admin });
 
 before(async () => {
     if (skip) return;
-    psql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE; CREATE SCHEMA ${SCHEMA}`);
-    url = withSchema(PG, SCHEMA);
-    const m = cli(['migrate', '--store', url]);
-    assert.equal(m.code, 0, `shortd migrate failed\nstdout: ${m.stdout}\nstderr: ${m.stderr}`);
+    url = migratedSchema(PG, SCHEMA);
     admin = keyCreate('cluster-admin', { isAdmin: true });
-    nodes = await Promise.all(['node-a', 'node-b', 'node-c', 'node-d'].map(startNode));
+    nodes = await Promise.all(['node-a', 'node-b', 'node-c', 'node-d'].map(node));
     [A, B, C, D] = nodes;
 });
 
@@ -184,7 +161,7 @@ after(async () => {
             errors.push(e);
         }
     }
-    try { psql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`); } catch (e) { errors.push(e); }
+    try { psql(PG, `DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`); } catch (e) { errors.push(e); }
     if (errors.length) throw errors[0];
 });
 

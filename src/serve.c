@@ -315,6 +315,10 @@ int serve_run(struct config *cfg)
         self[nself++] = hostlist_name(app.hosts, i);
     self[nself] = NULL;
 
+    /* A busy address is refused before the store is opened: a mistyped
+     * second start leaves no new empty database behind. */
+    if (server_check_listen(&app.cfg) != ERR_OK)
+        goto out;
     if (store_open(app.cfg.store ? app.cfg.store : app.cfg.db, &app.store) != ERR_OK)
         goto out;
     if (links_new(app.store, router_reserved(), self, &app.links) != ERR_OK)

@@ -1482,15 +1482,27 @@ static int check_free(const struct config *cfg, struct sockaddr_storage *ss)
                     cfg->listen, who[0] ? who : "another process (/proc does not say which)");
 }
 
+/* The listen address, parsed, and free unless a takeover was asked for. */
+static int listen_address(const struct config *cfg, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (parse_listen(cfg->listen, ss) != ERR_OK)
+        return log_fail(ERR_INVALID, "invalid listen address '%s' (want ADDR:PORT)", cfg->listen);
+    return check_free(cfg, ss) != ERR_OK ? ERR_IO : ERR_OK;
+}
+
+int server_check_listen(const struct config *cfg)
+{
+    struct sockaddr_storage ss;
+    return listen_address(cfg, &ss);
+}
+
 int server_new(struct app *app, struct server **out)
 {
     struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof(ss));
-    if (parse_listen(app->cfg.listen, &ss) != ERR_OK)
-        return log_fail(ERR_INVALID, "invalid listen address '%s' (want ADDR:PORT)",
-                        app->cfg.listen);
-    if (check_free(&app->cfg, &ss) != ERR_OK)
-        return ERR_IO;
+    int rc = listen_address(&app->cfg, &ss);
+    if (rc != ERR_OK)
+        return rc;
     struct server *s = calloc(1, sizeof(*s));
     if (!s)
         abort();

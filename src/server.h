@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 struct app;
+struct config;
 struct server;
 struct worker;
 
@@ -19,6 +20,9 @@ struct task {
 
 /* Binds the listeners (ERR_IO with a message when the address is taken). */
 int server_new(struct app *app, struct server **out);
+/* The same checks of the listen address, binding nothing: for a start that
+ * must refuse a busy address before it opens (or makes) its store. */
+int server_check_listen(const struct config *cfg);
 void server_free(struct server *s);               /* after server_join */
 
 int server_start(struct server *s);               /* starts the threads */

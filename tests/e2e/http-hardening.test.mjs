@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before } from 'node:test';
@@ -352,12 +353,12 @@ it('--max-connections-per-addr 3: a 4th connection from one address is refused a
 /* -------------------------------------------------------------- item 9 */
 
 /* Runs `shortd serve` on 'listen' with a database of its own; resolves with
- * {code, stderr} once it exits, or kills it (SIGTERM) after it has said it is
+ * {code, stderr, serving, db} once it exits, or kills it (SIGTERM) after it has said it is
  * serving, when 'stopWhenServing'. */
 function second(listen, extra = [], { stopWhenServing = false } = {}) {
-    const dir = tempDir();
+    const db = path.join(tempDir(), 'second.db');
     return new Promise((resolve) => {
-        const p = spawn(BIN, ['serve', '--listen', listen, '--db', path.join(dir, 'second.db'), ...extra],
+        const p = spawn(BIN, ['serve', '--listen', listen, '--db', db, ...extra],
             { stdio: ['ignore', 'ignore', 'pipe'] });
         let stderr = '';
         let serving = false;
@@ -369,7 +370,7 @@ function second(listen, extra = [], { stopWhenServing = false } = {}) {
                 p.kill('SIGTERM');
             }
         });
-        p.on('close', (code) => { clearTimeout(timer); resolve({ code, stderr, serving }); });
+        p.on('close', (code) => { clearTimeout(timer); resolve({ code, stderr, serving, db }); });
     });
 }
 
@@ -379,6 +380,8 @@ it('a second server on a busy address refuses to start and names the holder; --t
     assert.notEqual(r.code, 0, `a second server started on ${listen}: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`cannot listen on '${listen}': the address is in use by pid ${srv.proc.pid} \\(shortd\\)`),
         r.stderr);
+    // Refused before it opened a store: no empty database is left behind.
+    assert.ok(!fs.existsSync(r.db), `the refused server made ${r.db}`);
     // The first is untouched and still answers.
     const ok = await rawExchange(srv.port, `GET /${code} HTTP/1.1\r\n${H(srv.port)}\r\n`, { stopAfter: 1 });
     assert.equal(statusOf(ok.text), 302, describeAnswer(ok));

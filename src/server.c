@@ -139,6 +139,8 @@ struct worker {
     char date[64];                  /* "Date: ...\r\n" */
     size_t date_len;
     struct metrics_local *m;
+    bool inproc_done;               /* server_inproc_run: the answer came */
+    int inproc_status;
     char rbuf[READ_BUF];
 };
 
@@ -1055,6 +1057,11 @@ static void continue_after(struct conn *c)
 void http_resume(struct request *r, int status)
 {
     struct conn *c = r->conn;
+    if (!c) {   /* an in-process request (server_inproc_run): nothing to send */
+        current_worker->inproc_status = status;
+        current_worker->inproc_done = true;
+        return;
+    }
     finish_answer(c, status);
     continue_after(c);
 }
@@ -1320,6 +1327,50 @@ void worker_post(struct worker *w, struct task *t)
 }
 
 struct worker *worker_current(void) { return current_worker; }
+
+/* ---- in-process requests (server.h; the unit tests' harness) ---- */
+
+struct worker *server_inproc_new(void)
+{
+    struct worker *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    if (uv_loop_init(&w->loop) != 0)
+        abort();
+    uv_async_init(&w->loop, &w->wake, on_wake);
+    w->wake.data = w;
+    pthread_mutex_init(&w->mu, NULL);
+    current_worker = w;
+    return w;
+}
+
+int server_inproc_run(struct worker *w, struct request *r)
+{
+    r->conn = NULL;
+    r->start_ns = uv_hrtime();
+    r->route_id = 0;
+    w->inproc_done = false;
+    int status = router_dispatch(r);
+    if (status != HTTP_ASYNC)
+        return status;
+    while (!w->inproc_done)
+        uv_run(&w->loop, UV_RUN_ONCE);
+    return w->inproc_status;
+}
+
+void server_inproc_free(struct worker *w)
+{
+    if (!w)
+        return;
+    run_tasks(w);
+    uv_close((uv_handle_t *)&w->wake, NULL);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&w->loop);
+    pthread_mutex_destroy(&w->mu);
+    if (current_worker == w)
+        current_worker = NULL;
+    free(w);
+}
 int worker_index(const struct worker *w) { return w->index; }
 
 /* ---- listeners ---- */

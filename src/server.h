@@ -9,6 +9,7 @@
 
 struct app;
 struct config;
+struct request;
 struct server;
 struct worker;
 
@@ -41,5 +42,16 @@ int worker_index(const struct worker *w);
 /* The worker's libuv loop, for work queued to libuv's thread pool from a
  * handler (uv_queue_work); its callbacks run on the worker's thread. */
 struct uv_loop_s *worker_loop(struct worker *w);
+
+/* In-process requests, for the unit tests' harness (tests/unit/harness.c):
+ * a worker with a loop and a task queue but no listener or connection,
+ * current on the calling thread. server_inproc_run routes a request filled
+ * by the caller (r->app set, r->conn ignored) and, when the handler answers
+ * later (HTTP_ASYNC), runs the loop until its http_resume; it returns the
+ * status, the answer being left in r. Streamed answers (http_stream) and
+ * http_later need a connection and are not supported. */
+struct worker *server_inproc_new(void);
+int server_inproc_run(struct worker *w, struct request *r);
+void server_inproc_free(struct worker *w);
 
 #endif

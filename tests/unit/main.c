@@ -158,7 +158,15 @@
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \
     X(gate_form)                                                                                   \
-    X(gate_continue)
+    X(gate_continue)                                                                               \
+    X(router_not_found)                                                                            \
+    X(router_method_not_allowed)                                                                   \
+    X(router_reserved)                                                                             \
+    X(api_links_create)                                                                            \
+    X(api_links_create_store_fails)                                                                \
+    X(api_links_get)                                                                               \
+    X(api_links_list)                                                                              \
+    X(api_links_delete)
 
 #define X(name) void test_##name(void);
 TESTS(X)

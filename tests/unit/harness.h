@@ -1,0 +1,50 @@
+/* harness.h - handlers tested in-process: a request built here runs through
+ * the real router and handlers, against a real SQLite store in a temporary
+ * folder, and its answer comes back; no socket, no event-loop thread. A
+ * handler that answers later (a create, through the group-commit writer) is
+ * waited for on the harness's own loop (server_inproc_run in server.h).
+ *
+ * A fault can be put on the store: a named op fails at its Nth call from
+ * then on, or at every call, with ERR_STORAGE as a real failure gives. */
+#ifndef SHORTD_TEST_HARNESS_H
+#define SHORTD_TEST_HARNESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct hx;
+
+struct hx_resp {
+    int status;
+    char *headers;      /* the extra header lines, "Name: value\r\n" each */
+    char *content_type; /* NULL when none */
+    char *body;
+    json_t *json;       /* the body parsed, NULL when it is no JSON */
+};
+
+/* A fresh app on a fresh store; NULL (with a failed check) when it cannot. */
+struct hx *hx_new(void);
+void hx_free(struct hx *h);
+
+/* A new API key's token (static storage, valid until the next call). */
+const char *hx_key(struct hx *h, bool admin);
+
+/* Runs METHOD TARGET with 'headers' ("Name: value" strings, NULL-terminated;
+ * NULL for none) and 'body' (NULL for none); returns resp->status. */
+int hx_request(struct hx *h, const char *method, const char *target, const char *const *headers,
+               const char *body, struct hx_resp *resp);
+void hx_resp_release(struct hx_resp *resp);
+
+/* The value of response header 'name' (a copy in static storage), or NULL. */
+const char *hx_header(const struct hx_resp *resp, const char *name);
+/* resp->json's string at "a.b" (object keys), or NULL. */
+const char *hx_json_str(const struct hx_resp *resp, const char *path);
+
+/* Store faults: op is one of begin, commit, link_get, link_insert,
+ * link_list, key_by_hash. nth 0: every call fails; nth N: the Nth call
+ * counted from now fails, once. hx_fault_clear removes every fault. */
+void hx_fault(struct hx *h, const char *op, int nth);
+void hx_fault_clear(struct hx *h);
+
+#endif

@@ -4,6 +4,7 @@
  * store's ops table. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <llhttp.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -162,6 +163,24 @@ struct hx *hx_new(void)
     return h;
 }
 
+/* The temporary folder holds files only (the database, its WAL and index). */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        char path[sizeof(((struct hx *)0)->dir) + 256 + 2];
+        for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    if (rmdir(dir) != 0)
+        test_note("could not remove %s", dir);
+}
+
 void hx_free(struct hx *h)
 {
     if (!h)
@@ -183,10 +202,7 @@ void hx_free(struct hx *h)
         app->store->ops->close(app->store);
     }
     config_release(&app->cfg);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", h->dir);
-    if (system(cmd) != 0)
-        test_note("could not remove %s", h->dir);
+    remove_dir(h->dir);
     if (current == h)
         current = NULL;
     free(h);

@@ -193,7 +193,7 @@ bench: setup
 	bench/run.sh $(if $(BENCH_LINKS),--links $(BENCH_LINKS)) $(BENCH_ARGS)
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c
+	clang-format -i src/*.c src/*.h tests/unit/*.c fuzz/*.c
 
 clean:
 	rm -rf build

@@ -169,6 +169,7 @@ run: setup
 test: setup
 	@node scripts/embed-web.mjs --check || npm ci --no-audit --no-fund
 	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/shortd build/asan/unit_tests
+	@$(MAKE) --no-print-directory SAN=thread build/tsan/unit_tests
 	@$(MAKE) --no-print-directory all
 	@scripts/test.sh
 

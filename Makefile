@@ -169,6 +169,7 @@ run: setup
 test: setup
 	@node scripts/embed-web.mjs --check || npm ci --no-audit --no-fund
 	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/shortd build/asan/unit_tests
+	@$(MAKE) --no-print-directory SAN=thread build/tsan/unit_tests
 	@$(MAKE) --no-print-directory all
 	@scripts/test.sh
 
@@ -193,7 +194,7 @@ bench: setup
 	bench/run.sh $(if $(BENCH_LINKS),--links $(BENCH_LINKS)) $(BENCH_ARGS)
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c
+	clang-format -i src/*.c src/*.h tests/unit/*.c fuzz/*.c
 
 clean:
 	rm -rf build

@@ -9,11 +9,17 @@ cd "$(dirname "$0")/.."
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=23}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 export SHORTD_BIN="${SHORTD_BIN:-build/asan/shortd}"
 
 status=0
 echo "== unit tests (build/asan/unit_tests, SQLite, a throwaway PostgreSQL and Redis)"
 tests/pg.sh tests/redis.sh build/asan/unit_tests || status=1
+
+# The same tests built with ThreadSanitizer: a race or lock-order report
+# stops the run with exit 66 (halt_on_error), so it fails the suite.
+echo "== unit tests under ThreadSanitizer (build/tsan/unit_tests, a report fails them)"
+tests/pg.sh tests/redis.sh build/tsan/unit_tests || status=1
 
 echo "== fuzz smoke pass (make fuzz-smoke: each fuzz/*.c target for seconds, its regressions replayed)"
 make --no-print-directory fuzz-smoke || status=1

@@ -478,7 +478,8 @@ static bool id_read(const char *path, char id[ID_HEX + 1], bool *exists)
 static int id_write(const char *path, const char *id)
 {
     char tmp[4104];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return log_fail(ERR_IO, "journal id file path '%s' is too long", path);
     FILE *f = fopen(tmp, "w");
     unsigned long crc = crc32(0L, (const unsigned char *)id, ID_HEX);
     if (!f || fprintf(f, "%s %08lx\n", id, crc) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {

@@ -32,6 +32,47 @@ static int create(struct hx *h, const char *auth, const char *url, char code[32]
     return status;
 }
 
+/* With the store's 'op' failing (at its nth call, or every call with 0),
+ * the request is answered 503 'unavailable' with Retry-After, as every
+ * route must. */
+static void unavailable(struct hx *h, const char *op, int nth, const char *method,
+                        const char *target, const char *const *headers, const char *body)
+{
+    hx_fault(h, op, nth);
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, method, target, headers, body, &resp), 503);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "unavailable");
+    CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1");
+    hx_resp_release(&resp);
+}
+
+/* A harness with two keys and a link of the first one's to 'url': its
+ * code, its /api/links/CODE, and each key's Authorization header list. */
+struct owned {
+    struct hx *h;
+    char line[96], other_line[96];
+    const char *mine[2], *theirs[2];
+    char code[32], target[96];
+};
+
+/* False (with nothing left to free) when the harness or the link cannot be
+ * made; the test is then over. */
+static bool owned_link(struct owned *o, const char *url)
+{
+    o->h = hx_new();
+    if (!o->h)
+        return false;
+    o->mine[0] = bearer(o->line, hx_key(o->h, false));
+    o->theirs[0] = bearer(o->other_line, hx_key(o->h, false));
+    o->mine[1] = o->theirs[1] = NULL;
+    if (!CHECK_EQ_INT(create(o->h, o->mine[0], url, o->code), 201)) {
+        hx_free(o->h);
+        return false;
+    }
+    snprintf(o->target, sizeof(o->target), "/api/links/%s", o->code);
+    return true;
+}
+
 void test_api_links_create(void)
 {
     struct hx *h = hx_new();
@@ -87,21 +128,12 @@ void test_api_links_create_store_fails(void)
     const char *headers[] = {auth, NULL};
     struct hx_resp resp;
     /* The group commit fails: the create is not acknowledged. */
-    hx_fault(h, "commit", 0);
-    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", headers,
-                            "{\"url\":\"https://example.com/a\"}", &resp),
-                 503);
-    CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "unavailable");
-    CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1");
-    hx_resp_release(&resp);
+    unavailable(h, "commit", 0, "POST", "/api/links", headers,
+                "{\"url\":\"https://example.com/a\"}");
     hx_fault_clear(h);
     /* The insert itself fails (once): 503 too, and the next create succeeds. */
-    hx_fault(h, "link_insert", 1);
-    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", headers,
-                            "{\"url\":\"https://example.com/a\"}", &resp),
-                 503);
-    CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1");
-    hx_resp_release(&resp);
+    unavailable(h, "link_insert", 1, "POST", "/api/links", headers,
+                "{\"url\":\"https://example.com/a\"}");
     char code[32];
     CHECK_EQ_INT(create(h, auth, "https://example.com/a", code), 201);
     /* Nothing of the failed creates was kept: the list holds one link. */
@@ -109,30 +141,19 @@ void test_api_links_create_store_fails(void)
     CHECK_EQ_INT(json_array_size(resp.json), 1);
     hx_resp_release(&resp);
     /* The key cannot be looked up: 503, not 401. */
-    hx_fault(h, "key_by_hash", 0);
-    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", headers,
-                            "{\"url\":\"https://example.com/c\"}", &resp),
-                 503);
-    CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1");
-    hx_resp_release(&resp);
+    unavailable(h, "key_by_hash", 0, "POST", "/api/links", headers,
+                "{\"url\":\"https://example.com/c\"}");
     hx_free(h);
 }
 
 void test_api_links_get(void)
 {
-    struct hx *h = hx_new();
-    if (!h)
+    struct owned o;
+    if (!owned_link(&o, "https://example.com/mine"))
         return;
-    char line[96], other_line[96];
-    const char *auth = bearer(line, hx_key(h, false));
-    const char *other = bearer(other_line, hx_key(h, false));
-    char code[32], target[96];
-    if (!CHECK_EQ_INT(create(h, auth, "https://example.com/mine", code), 201)) {
-        hx_free(h);
-        return;
-    }
-    snprintf(target, sizeof(target), "/api/links/%s", code);
-    const char *mine[] = {auth, NULL}, *theirs[] = {other, NULL};
+    struct hx *h = o.h;
+    const char *const code = o.code, *const target = o.target;
+    const char **mine = o.mine, **theirs = o.theirs;
     struct hx_resp resp;
     CHECK_EQ_INT(hx_request(h, "GET", target, mine, NULL, &resp), 200);
     CHECK_EQ_STR(hx_json_str(&resp, "code"), code);
@@ -147,10 +168,7 @@ void test_api_links_get(void)
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 401);
     hx_resp_release(&resp);
-    hx_fault(h, "link_get", 0);
-    CHECK_EQ_INT(hx_request(h, "GET", target, mine, NULL, &resp), 503);
-    CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1");
-    hx_resp_release(&resp);
+    unavailable(h, "link_get", 0, "GET", target, mine, NULL);
     hx_free(h);
 }
 
@@ -187,28 +205,18 @@ void test_api_links_list(void)
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", "/api/links", NULL, NULL, &resp), 401);
     hx_resp_release(&resp);
-    hx_fault(h, "link_list", 0);
-    CHECK_EQ_INT(hx_request(h, "GET", "/api/links", mine, NULL, &resp), 503);
-    CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1");
-    hx_resp_release(&resp);
+    unavailable(h, "link_list", 0, "GET", "/api/links", mine, NULL);
     hx_free(h);
 }
 
 void test_api_links_delete(void)
 {
-    struct hx *h = hx_new();
-    if (!h)
+    struct owned o;
+    if (!owned_link(&o, "https://example.com/del"))
         return;
-    char line[96], other_line[96];
-    const char *auth = bearer(line, hx_key(h, false));
-    const char *other = bearer(other_line, hx_key(h, false));
-    char code[32], target[96];
-    if (!CHECK_EQ_INT(create(h, auth, "https://example.com/del", code), 201)) {
-        hx_free(h);
-        return;
-    }
-    snprintf(target, sizeof(target), "/api/links/%s", code);
-    const char *mine[] = {auth, NULL}, *theirs[] = {other, NULL};
+    struct hx *h = o.h;
+    const char *const target = o.target;
+    const char **mine = o.mine, **theirs = o.theirs;
     struct hx_resp resp;
     /* Another owner cannot delete it, nor learn that it exists. */
     CHECK_EQ_INT(hx_request(h, "DELETE", target, theirs, NULL, &resp), 404);
@@ -216,10 +224,7 @@ void test_api_links_delete(void)
     CHECK_EQ_INT(hx_request(h, "DELETE", target, NULL, NULL, &resp), 401);
     hx_resp_release(&resp);
     /* The commit fails: 503, and the link is still there. */
-    hx_fault(h, "commit", 0);
-    CHECK_EQ_INT(hx_request(h, "DELETE", target, mine, NULL, &resp), 503);
-    CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1");
-    hx_resp_release(&resp);
+    unavailable(h, "commit", 0, "DELETE", target, mine, NULL);
     hx_fault_clear(h);
     CHECK_EQ_INT(hx_request(h, "GET", target, mine, NULL, &resp), 200);
     CHECK_EQ_STR(hx_json_str(&resp, "state"), "active");

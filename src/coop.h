@@ -16,7 +16,7 @@
  * makes the scheduler run someone else. Creates are foreground work: they
  * have a writer thread of their own (writer.h). With both, p99 at half load
  * (1 M links, pinned, fresh servers) fell from 4.1 ms to 0.6-0.8 ms when
- * they came in (bench/HISTORY.md and the README's Performance have the
+ * they came in (bench/HISTORY.md and docs/performance.md have the
  * figures since).
  *
  * The event loops ask for the other half: a short time slice

@@ -14,6 +14,7 @@
 #include "bus.h"
 #include "cache.h"
 #include "err.h"
+#include "router.h"
 #include "handlers.h"
 #include "links.h"
 #include "log.h"
@@ -111,6 +112,9 @@ static int storage_error(struct request *r)
 /* ---- passwords: hashed on libuv's thread pool before the writer job ---- */
 
 struct hash_wait {
+    struct task task;
+    char *pw;                   /* a copy until it is handed to the pool, then wiped */
+    size_t n;
     struct request *r;
     struct api_job *job;
     char **slot;                /* where the hash goes in the job */
@@ -133,6 +137,24 @@ static void hashed(int rc, const char *hash, void *arg)
     free(w);
 }
 
+/* On the request's loop: the hash goes to libuv's thread pool. */
+static void hash_start(struct task *t)
+{
+    struct hash_wait *w = (struct hash_wait *)t;
+    int rc = pwhash_make_async(worker_loop(request_worker(w->r)), w->pw, w->n, hashed, w);
+    sodium_memzero(w->pw, w->n);
+    free(w->pw);
+    w->pw = NULL;
+    if (rc != ERR_OK) {
+        struct request *r = w->r;
+        w->job->release(w->job);
+        free(w);
+        http_add_header(r, "Retry-After", "1", 1);
+        http_resume(r, http_error(r, 503, "unavailable", NULL,
+                                  "cannot hash the password now; try again"));
+    }
+}
+
 /* Submits 'job' once the body's "password" (checked by the parser) is
  * hashed into *slot; at once when the body has none (or null). Never blocks
  * the event loop: Argon2id runs on the thread pool. */
@@ -146,13 +168,13 @@ static int submit_hashed(struct request *r, struct api_job *job, char **slot,
     if (!w)
         abort();
     *w = (struct hash_wait){.r = r, .job = job, .slot = slot, .run = run};
-    if (pwhash_make_async(worker_loop(worker_current()), json_string_value(pw),
-                          json_string_length(pw), hashed, w) != ERR_OK) {
-        free(w);
-        job->release(job);
-        http_add_header(r, "Retry-After", "1", 1);
-        return http_error(r, 503, "unavailable", NULL, "cannot hash the password now; try again");
-    }
+    w->n = json_string_length(pw);
+    w->pw = malloc(w->n ? w->n : 1);
+    if (!w->pw)
+        abort();
+    memcpy(w->pw, json_string_value(pw), w->n);
+    w->task.fn = hash_start;
+    worker_post(request_worker(r), &w->task);   /* a handler runs on a store thread */
     return HTTP_ASYNC;
 }
 
@@ -717,8 +739,17 @@ int handle_link_list(struct request *r)
     q.tag = *tag ? tag : NULL;
     q.q = *text ? text : NULL;
     q.limit = (int)limit + 1;
+    /* A search reads every row of the owner that the filter passes over. */
+    if (q.q) {
+        int status = router_heavy_enter(r);
+        if (status)
+            return status;
+    }
     struct list_ctx x = {.app = app, .arr = json_array(), .now = q.now, .want = (int)limit};
-    if (app->store->ops->link_list(app->store, &q, list_cb, &x) != ERR_OK) {
+    int rc = app->store->ops->link_list(app->store, &q, list_cb, &x);
+    if (q.q)
+        router_heavy_leave(app, r->key.id);
+    if (rc != ERR_OK) {
         json_decref(x.arr);
         return storage_error(r);
     }

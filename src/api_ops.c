@@ -14,6 +14,7 @@
 #include "bus.h"
 #include "rcache.h"
 #include "store.h"
+#include "storeq.h"
 #include "timeutil.h"
 #include "banned.h"
 
@@ -125,6 +126,29 @@ int handle_metrics(struct request *r)
                   "shortd_journal_unsynced_bytes %llu\n",
                jh.down ? 0 : 1, (unsigned long long)jh.failures,
                (unsigned long long)jh.recoveries, (unsigned long long)jh.unsynced_bytes);
+    if (app->storeq) {
+        struct storeq_counts sq;
+        storeq_counts(app->storeq, &sq);
+        buf_printf(b, "# HELP shortd_store_queue_depth Requests waiting for a store thread.\n"
+                      "# TYPE shortd_store_queue_depth gauge\nshortd_store_queue_depth %lld\n"
+                      "# HELP shortd_store_jobs_total Store reads and API calls handed to the "
+                      "store threads.\n"
+                      "# TYPE shortd_store_jobs_total counter\nshortd_store_jobs_total %lld\n"
+                      "# HELP shortd_store_rejected_total Requests answered 503 at once: the "
+                      "store threads' queue was full.\n"
+                      "# TYPE shortd_store_rejected_total counter\n"
+                      "shortd_store_rejected_total %lld\n"
+                      "# HELP shortd_store_timeouts_total Requests that waited store-timeout-ms "
+                      "for the store.\n"
+                      "# TYPE shortd_store_timeouts_total counter\n"
+                      "shortd_store_timeouts_total %lld\n"
+                      "# HELP shortd_heavy_reads_refused_total Searches and exports refused "
+                      "(429): their key ran heavy-reads-per-key already.\n"
+                      "# TYPE shortd_heavy_reads_refused_total counter\n"
+                      "shortd_heavy_reads_refused_total %lld\n",
+                   (long long)sq.queued, (long long)sq.jobs, (long long)sq.rejected,
+                   (long long)sq.timeouts, (long long)sq.heavy_refused);
+    }
     if (app->rcache) {
         uint64_t rh = 0, rm = 0, re = 0;
         bool down = false;

@@ -8,6 +8,7 @@
 #include "analytics.h"
 #include "app.h"
 #include "err.h"
+#include "router.h"
 #include "handlers.h"
 #include "links.h"
 #include "report.h"
@@ -151,15 +152,26 @@ int handle_stats(struct request *r)
 
 /* ---- export ---- */
 
+/* An export, streamed: one heavy read of its key until it ends. */
+struct export_run {
+    struct export *x;
+    struct app *app;
+    int64_t key_id;
+};
+
 static int export_piece(struct request *r, struct buf *out, void *state)
 {
     (void)r;
-    return export_next(state, out);
+    struct export_run *e = state;
+    return export_next(e->x, out);
 }
 
 static void export_done(void *state)
 {
-    export_free(state);
+    struct export_run *e = state;
+    export_free(e->x);
+    router_heavy_leave(e->app, e->key_id);
+    free(e);
 }
 
 int handle_export(struct request *r)
@@ -173,12 +185,19 @@ int handle_export(struct request *r)
         fmt = EXPORT_CSV;
     else
         return http_error(r, 400, "invalid_field", "format", "format must be csv or json");
-    struct export *x = export_new(r->app->store, r->key.admin ? -1 : r->key.id, fmt,
-                                  r->app->cfg.base_url);
+    int status = router_heavy_enter(r);
+    if (status)
+        return status;
+    struct export_run *e = calloc(1, sizeof(*e));
+    if (!e)
+        abort();
+    e->app = r->app;
+    e->key_id = r->key.id;
+    e->x = export_new(r->app->store, r->key.admin ? -1 : r->key.id, fmt, r->app->cfg.base_url);
     const char *name = fmt == EXPORT_CSV ? "attachment; filename=\"shortd-export.csv\""
                                          : "attachment; filename=\"shortd-export.json\"";
     http_add_header(r, "Content-Disposition", name, strlen(name));
-    struct http_stream st = {export_piece, export_done, x};
+    struct http_stream st = {export_piece, export_done, e, .offload = true};
     return http_stream(r, 200, fmt == EXPORT_CSV ? "text/csv; charset=utf-8" : "application/json",
                        &st);
 }

@@ -51,7 +51,7 @@ static void done_on_writer(struct wjob *wj)
 int api_job_submit(struct request *r, struct api_job *j, int (*run)(struct wjob *, struct store *))
 {
     j->r = r;
-    j->w = worker_current();
+    j->w = request_worker(r);
     j->job.run = run;
     j->job.done = done_on_writer;
     j->task.fn = finish_on_loop;

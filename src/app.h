@@ -23,6 +23,7 @@ struct ratelimit;
 struct rcache;
 struct server;
 struct store;
+struct storeq;
 struct writer;
 
 struct app {
@@ -30,6 +31,7 @@ struct app {
     struct store *store;
     struct links *links;       /* link rules, codes, API keys */
     struct writer *writer;     /* group commit */
+    struct storeq *storeq;     /* store threads: every read a request waits for */
     struct cache *cache;       /* code -> destination for the redirect */
     struct clicks *clicks;     /* the click pipeline: journal, aggregation */
     struct classify *classify; /* user agents, referrers: off the hot path */

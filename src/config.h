@@ -54,6 +54,10 @@ struct config {
     int64_t retention_days;  /* per-day analytics rows kept */
     int64_t ua_cache;        /* classified user agents remembered */
     int64_t cache_timeout_ms; /* bound on every call to the shared cache */
+    int64_t store_threads;    /* threads that serve requests needing the store */
+    int64_t store_queue;      /* requests waiting for them at most */
+    int64_t store_timeout_ms; /* what a request waits for the store at most */
+    int64_t heavy_reads_per_key; /* searches and exports of one key at once */
     int64_t commit_batch;    /* most creates in one group commit */
     int64_t sweep_interval;  /* seconds between sweeps */
     int64_t sweep_grace;     /* seconds an expired link keeps its data */

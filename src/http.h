@@ -20,6 +20,7 @@
 #define HTTP_ASYNC 0
 #define HTTP_ASYNC_DONE (-1)   /* internal: the answer was already written */
 #define HTTP_LATER (-2)        /* from http_later */
+#define HTTP_STREAM (-3)       /* internal: http_stream off the loop, begun by http_resume */
 #define HTTP_MAX_HEADERS 100
 #define HTTP_MAX_PARAMS 2
 
@@ -85,6 +86,11 @@ int http_error(struct request *r, int status, const char *code, const char *fiel
  * thread of the request only. */
 void http_resume(struct request *r, int status);
 
+/* For router_precheck, whose check returned HTTP_ASYNC: 0 reads the body
+ * on, a status refuses the request with the answer written into r. Event-
+ * loop thread of the request only. */
+void http_precheck_resume(struct request *r, int status);
+
 /* For a handler that answers faster in company (the redirect: the cache
  * loads of many requests overlap): it is called back after the loop has read
  * every connection that was ready, in the same turn of the loop. http_later
@@ -96,8 +102,8 @@ typedef int (*http_later_fn)(struct request *r, int step);
 int http_later(struct request *r, http_later_fn fn);
 
 /* A streamed answer (Transfer-Encoding: chunked), for bodies too large to
- * build in memory. next() runs on the request's loop thread whenever the
- * previous piece is written: it appends the next piece to 'out' and returns
+ * build in memory. next() runs whenever the previous piece is written, on
+ * the request's loop thread, or on a store thread when 'offload' is set: it appends the next piece to 'out' and returns
  * 1 for more, 0 at the end, -1 on failure (the connection is then closed, so
  * the client sees a truncated body rather than a wrong one). done() releases
  * 'state' in every case. A handler returns http_stream(...). */
@@ -105,6 +111,7 @@ struct http_stream {
     int (*next)(struct request *r, struct buf *out, void *state);
     void (*done)(void *state);
     void *state;
+    bool offload;       /* next() reads the store: it runs on a store thread (storeq.h) */
 };
 int http_stream(struct request *r, int status, const char *content_type,
                 const struct http_stream *s);

@@ -4,8 +4,10 @@
  * 2. The cache answers, under an RCU read lock: no lock shared by threads,
  *    no allocation (the answer is built in the connection's reused buffers).
  * 3. On a miss, the shared cache (Redis, when configured) and then the store
- *    are read by primary key, on this thread's own connections, and the
- *    result (or the fact that the code is unknown) cached here.
+ *    are read by primary key on a store thread (storeq.h), never here: the
+ *    request waits, the loop serves the others meanwhile. Concurrent misses
+ *    of one code are one read (a flight, below); the result (or the fact
+ *    that the code is unknown) is cached here.
  * 4. A live link answers 302 (301 when permanent) with Location and, for a
  *    GET, records one click in this thread's buffer; HEAD is never counted.
  *    Expiry is decided here, from the stored time, on every request.
@@ -13,7 +15,8 @@
  *    them or the link's own custom domain (kept in its cache entry), else
  *    404 and no click: a few string compares, nothing when none are set.
  * 6. A link with controls (password, A/B variants, max_clicks) is flagged in
- *    the cache and read whole from the store: see "controlled links" below.
+ *    the cache and read whole from the store, on a store thread too: see
+ *    "controlled links" below.
  *    Plain links pay nothing for them.
  * The click event carries the raw headers analytics needs; classification
  * happens later, off this path. The client's address (clientaddr.h: the
@@ -48,6 +51,7 @@
 #include "rcache.h"
 #include "server.h"
 #include "store.h"
+#include "storeq.h"
 #include "timeutil.h"
 #include "variants.h"
 #include "writer.h"
@@ -206,48 +210,32 @@ static int answer(struct request *r, const struct cache_view *v, const struct ho
     return status;
 }
 
-/* A miss of this node's cache: the shared cache, then the store, by key. */
-static int answer_uncached(struct request *r, struct slice code, const struct hostcheck *h,
-                           int64_t now)
+static int unavailable(struct request *r)
 {
-    struct app *app = r->app;
-    char key[CODE_MAX + 1];
-    memcpy(key, code.p, code.n);
-    key[code.n] = '\0';
-    struct link l;
-    int rc = app->rcache ? rcache_get(app->rcache, key, code.n, &l) : ERR_NOTFOUND;
-    if (rc != ERR_OK) {
-        rc = app->store->ops->link_get(app->store, key, &l);
-        if (rc == ERR_OK && app->rcache)
-            rcache_fill(app->rcache, &l, now);  /* ERR_BUSY while Redis is down: fine */
-    }
-    if (rc == ERR_NOTFOUND) {
-        cache_fill_miss(app->cache, code.p, code.n, now);
-        return not_found(r);
-    }
-    if (rc != ERR_OK) {
-        http_add_header(r, "Retry-After", "1", 1);
-        return text(r, 503, "Service Unavailable: try again\n");
-    }
-    cache_fill(app->cache, &l, now);
+    http_add_header(r, "Retry-After", "1", 1);
+    return text(r, 503, "Service Unavailable: try again\n");
+}
+
+/* The answer for a link as read from the store (a miss of this cache). */
+static int answer_stored(struct request *r, const struct link *l, const struct hostcheck *h,
+                         int64_t now)
+{
     struct cache_view v = {
         .miss = false,
-        .url = l.url,
-        .url_len = l.url ? (uint32_t)strlen(l.url) : 0,
-        .expires_at = l.expires_at,
-        .state = (uint8_t)l.state,
-        .permanent = l.permanent,
-        .controlled = link_controlled(&l),
-        .domain = l.domain,
-        .domain_len = l.domain ? (uint8_t)strlen(l.domain) : 0,
+        .url = l->url,
+        .url_len = l->url ? (uint32_t)strlen(l->url) : 0,
+        .expires_at = l->expires_at,
+        .state = (uint8_t)l->state,
+        .permanent = l->permanent,
+        .controlled = link_controlled(l),
+        .domain = l->domain,
+        .domain_len = l->domain ? (uint8_t)strlen(l->domain) : 0,
     };
-    if (l.url && l.dest) {
-        v.url = l.dest;
-        v.url_len = (uint32_t)strlen(l.dest);
+    if (l->url && l->dest) {
+        v.url = l->dest;
+        v.url_len = (uint32_t)strlen(l->dest);
     }
-    int status = answer(r, &v, h, now);
-    link_release(&l);
-    return status;
+    return answer(r, &v, h, now);
 }
 
 /* ---- controlled links ----
@@ -375,8 +363,7 @@ static void reserve_on_loop(struct task *t)
     struct request *r = j->r;
     int status;
     if (j->job.rc != ERR_OK) {
-        http_add_header(r, "Retry-After", "1", 1);
-        status = text(r, 503, "Service Unavailable: try again\n");
+        status = unavailable(r);
     } else if (j->result != ERR_OK) {
         status = gone(r);
     } else {
@@ -403,7 +390,7 @@ static int reserve_or_deliver(struct request *r, struct link *l, int64_t now, bo
         if (!j)
             abort();
         j->r = r;
-        j->w = worker_current();
+        j->w = request_worker(r);
         j->link = *l;           /* owned by the job now */
         memset(l, 0, sizeof(*l));
         j->now = now;
@@ -432,22 +419,17 @@ static int gate_page(struct request *r, const char *code, int status, const char
     return status;
 }
 
-/* Reads a controlled link from the store: ERR_OK with 'l', or the answer. */
-static int load_controlled(struct request *r, struct slice code, int64_t now, struct link *l,
-                           int *status)
+
+/* Whether a controlled link as read lets a visitor through: ERR_OK, or
+ * the answer in *status. Releases 'l' when not. */
+static int controlled_live(struct request *r, int rc, struct link *l, int64_t now, int *status)
 {
-    struct app *app = r->app;
-    char key[CODE_MAX + 1];
-    memcpy(key, code.p, code.n);
-    key[code.n] = '\0';
-    int rc = app->store->ops->link_get(app->store, key, l);
     if (rc == ERR_NOTFOUND) {
         *status = not_found(r);
         return rc;
     }
     if (rc != ERR_OK) {
-        http_add_header(r, "Retry-After", "1", 1);
-        *status = text(r, 503, "Service Unavailable: try again\n");
+        *status = unavailable(r);
         return rc;
     }
     if (!link_is_live(l, now) || (l->max_clicks > 0 && l->used >= l->max_clicks)) {
@@ -458,13 +440,28 @@ static int load_controlled(struct request *r, struct slice code, int64_t now, st
     return ERR_OK;
 }
 
-/* GET or HEAD of a controlled link: the gate, or the way through. Records
- * its own click. Returns the status or HTTP_ASYNC. */
-static int answer_controlled(struct request *r, struct slice code, int64_t now)
+/* Reads a controlled link from the store (the gate's POST, on a store
+ * thread): ERR_OK with 'l', or the answer. */
+static int load_controlled(struct request *r, struct slice code, int64_t now, struct link *l,
+                           int *status)
 {
-    struct link l;
+    struct app *app = r->app;
+    char key[CODE_MAX + 1];
+    memcpy(key, code.p, code.n);
+    key[code.n] = '\0';
+    int rc = app->store->ops->link_get(app->store, key, l);
+    return controlled_live(r, rc, l, now, status);
+}
+
+/* GET or HEAD of a controlled link, as just read: the gate, or the way
+ * through. Records its own click. Takes 'l' over. Returns the status or
+ * HTTP_ASYNC. */
+static int answer_controlled(struct request *r, int rc, struct link *l_in, int64_t now)
+{
+    struct link l = *l_in;
+    memset(l_in, 0, sizeof(*l_in));
     int status;
-    if (load_controlled(r, code, now, &l, &status) != ERR_OK)
+    if (controlled_live(r, rc, &l, now, &status) != ERR_OK)
         return status;
     if (l.password) {
         status = gate_page(r, l.code, 200, NULL);
@@ -491,9 +488,12 @@ static bool gate_attempt_allowed(struct request *r, const char *code, int *retry
 }
 
 struct gate_check {
+    struct task task;
     struct request *r;
     struct link link;
     int64_t now;
+    char pw[PWHASH_PW_MAX + 1];     /* wiped once handed to the hash */
+    size_t n;
 };
 
 static void gate_checked(bool ok, void *arg)
@@ -512,6 +512,22 @@ static void gate_checked(bool ok, void *arg)
     free(g);
 }
 
+/* On the request's loop: the check goes to libuv's thread pool. */
+static void gate_check_start(struct task *t)
+{
+    struct gate_check *g = (struct gate_check *)t;
+    struct request *r = g->r;
+    int rc = pwhash_check_async(worker_loop(request_worker(r)), g->link.password, g->pw, g->n,
+                                gate_checked, g);
+    sodium_memzero(g->pw, sizeof(g->pw));
+    if (rc != ERR_OK) {
+        link_release(&g->link);
+        free(g);
+        http_resume(r, unavailable(r));
+    }
+}
+
+/* On a store thread (router.c), as the API is. */
 int handle_gate_post(struct request *r, struct slice code)
 {
     if (!code_is_plausible(code.p, code.n))
@@ -557,15 +573,235 @@ int handle_gate_post(struct request *r, struct slice code)
     g->r = r;
     g->link = l;
     g->now = now;
-    int rc = pwhash_check_async(worker_loop(worker_current()), l.password, pw, n, gate_checked, g);
+    memcpy(g->pw, pw, n);
+    g->n = n;
     sodium_memzero(pw, sizeof(pw));
-    if (rc != ERR_OK) {
-        link_release(&g->link);
-        free(g);
-        http_add_header(r, "Retry-After", "1", 1);
-        return text(r, 503, "Service Unavailable: try again\n");
-    }
+    g->task.fn = gate_check_start;
+    worker_post(request_worker(r), &g->task);
     return HTTP_ASYNC;
+}
+
+/* ---- reads off the loop: flights ----
+ *
+ * A request that needs the store waits (HTTP_ASYNC) for a flight: one read
+ * of one code on a store thread (storeq.h), the shared cache first for a
+ * plain miss. Every miss of a code that arrives while its flight is out
+ * joins it, from any event loop, so a burst of requests for one unknown or
+ * evicted code is one read. A controlled link (fresh) is read for each
+ * request alone, from the store itself. When the read lands, each waiter's
+ * answer is made on its own loop; a waiter whose deadline (store-timeout-ms)
+ * comes first is answered 503 there and leaves its flight. */
+
+#define FLIGHT_BUCKETS 1024
+
+struct waiter;
+
+struct flight {
+    struct storeq_job job;
+    struct flight *next;        /* in its bucket, until it lands */
+    struct app *app;
+    char code[CODE_MAX + 1];
+    size_t n;
+    uint64_t hash;
+    bool fresh;                 /* a controlled link: the store, never Redis */
+    bool landed;                /* guarded by flights_mu */
+    struct waiter *waiters;     /* ... until it lands */
+    int rc;                     /* the read's result ... */
+    struct link link;           /* ... and the link when ERR_OK */
+    atomic_int refs;            /* waiters still to answer */
+};
+
+struct waiter {
+    struct storeq_wait wait;
+    struct task task;
+    struct waiter *next;
+    struct request *r;
+    struct flight *f;
+    struct hostcheck h;
+    int64_t now;
+};
+
+static int redirect_stored(struct request *r, const struct flight *f, const struct hostcheck *h,
+                           int64_t now);
+
+static pthread_mutex_t flights_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct flight *flights[FLIGHT_BUCKETS];
+
+static void flight_free(struct flight *f)
+{
+    link_release(&f->link);
+    free(f);
+}
+
+static void flight_unref(struct flight *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) == 1)
+        flight_free(f);
+}
+
+/* A store thread: the read, the cache fill, then every waiter is woken. */
+static void flight_run(struct storeq_job *j, bool cancelled)
+{
+    struct flight *f = (struct flight *)j;
+    struct app *app = f->app;
+    int64_t now = now_ms();
+    f->rc = ERR_STORAGE;
+    if (cancelled) {
+        /* At shutdown: the waiters are answered 503. */
+    } else if (f->fresh) {
+        f->rc = app->store->ops->link_get(app->store, f->code, &f->link);
+    } else {
+        f->rc = app->rcache ? rcache_get(app->rcache, f->code, f->n, &f->link) : ERR_NOTFOUND;
+        if (f->rc != ERR_OK) {
+            f->rc = app->store->ops->link_get(app->store, f->code, &f->link);
+            if (f->rc == ERR_OK && app->rcache)
+                rcache_fill(app->rcache, &f->link, now);    /* ERR_BUSY while Redis is down */
+        }
+        if (f->rc == ERR_NOTFOUND)
+            cache_fill_miss(app->cache, f->code, f->n, now);
+        else if (f->rc == ERR_OK)
+            cache_fill(app->cache, &f->link, now);
+    }
+    pthread_mutex_lock(&flights_mu);
+    if (!f->fresh) {
+        struct flight **pp = &flights[f->hash % FLIGHT_BUCKETS];
+        while (*pp != f)
+            pp = &(*pp)->next;
+        *pp = f->next;
+    }
+    f->landed = true;
+    struct waiter *w = f->waiters;
+    f->waiters = NULL;
+    int n = 0;
+    for (struct waiter *x = w; x; x = x->next)
+        n++;
+    atomic_store(&f->refs, n);
+    pthread_mutex_unlock(&flights_mu);
+    if (!n) {
+        flight_free(f);
+        return;
+    }
+    while (w) {
+        struct waiter *next = w->next;
+        worker_post(request_worker(w->r), &w->task);
+        w = next;
+    }
+}
+
+/* The waiter's loop, once the read landed: the answer from what was read. */
+static void waiter_wake(struct task *t)
+{
+    struct waiter *w = (struct waiter *)((char *)t - offsetof(struct waiter, task));
+    struct request *r = w->r;
+    struct flight *f = w->f;
+    storeq_wait_end(r->app->storeq, &w->wait);
+    int status;
+    if (f->fresh) {
+        struct link l = f->link;    /* one waiter: it takes the link */
+        memset(&f->link, 0, sizeof(f->link));
+        status = answer_controlled(r, f->rc, &l, w->now);
+    } else {
+        status = redirect_stored(r, f, &w->h, w->now);
+    }
+    if (status != HTTP_ASYNC)
+        http_resume(r, status);
+    flight_unref(f);
+    free(w);
+}
+
+/* The waiter's loop, at its deadline: 503, unless the read has landed (its
+ * answer is then on the way). */
+static void waiter_timeout(struct storeq_wait *sw)
+{
+    struct waiter *w = (struct waiter *)((char *)sw - offsetof(struct waiter, wait));
+    struct flight *f = w->f;
+    pthread_mutex_lock(&flights_mu);
+    bool landed = f->landed;
+    if (!landed) {
+        struct waiter **pp = &f->waiters;
+        while (*pp != w)
+            pp = &(*pp)->next;
+        *pp = w->next;
+    }
+    pthread_mutex_unlock(&flights_mu);
+    if (landed)
+        return;
+    struct request *r = w->r;
+    free(w);
+    http_resume(r, unavailable(r));
+}
+
+static uint64_t code_hash(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;    /* FNV-1a: the buckets of a small table */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* Waits for a read of 'code' (HTTP_ASYNC), or 503 when the store threads
+ * have too much queued already. */
+static int wait_for_store(struct request *r, struct slice code, const struct hostcheck *h,
+                          int64_t now, bool fresh)
+{
+    struct app *app = r->app;
+    struct storeq *q = app->storeq;
+    struct waiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    *w = (struct waiter){.r = r, .h = *h, .now = now};
+    w->task.fn = waiter_wake;
+    w->wait.on_timeout = waiter_timeout;
+    uint64_t hv = code_hash(code.p, code.n);
+    pthread_mutex_lock(&flights_mu);
+    struct flight *f = NULL;
+    if (!fresh)
+        for (f = flights[hv % FLIGHT_BUCKETS]; f; f = f->next)
+            if (f->n == code.n && memcmp(f->code, code.p, code.n) == 0)
+                break;
+    if (!f) {
+        f = calloc(1, sizeof(*f));
+        if (!f)
+            abort();
+        f->app = app;
+        memcpy(f->code, code.p, code.n);
+        f->n = code.n;
+        f->hash = hv;
+        f->fresh = fresh;
+        f->job.run = flight_run;
+        if (!storeq_submit(q, &f->job)) {
+            pthread_mutex_unlock(&flights_mu);
+            free(f);
+            free(w);
+            return unavailable(r);
+        }
+        if (!fresh) {
+            f->next = flights[hv % FLIGHT_BUCKETS];
+            flights[hv % FLIGHT_BUCKETS] = f;
+        }
+    }
+    w->f = f;
+    w->next = f->waiters;
+    f->waiters = w;
+    pthread_mutex_unlock(&flights_mu);
+    storeq_wait_start(q, &w->wait);
+    return HTTP_ASYNC;
+}
+
+/* A plain miss, as read: the answer, and its click. */
+static int redirect_stored(struct request *r, const struct flight *f, const struct hostcheck *h,
+                           int64_t now)
+{
+    if (f->rc == ERR_NOTFOUND)
+        return not_found(r);
+    if (f->rc != ERR_OK)
+        return unavailable(r);
+    int status = answer_stored(r, &f->link, h, now);
+    if (status == CONTROLLED)
+        return wait_for_store(r, (struct slice){f->code, f->n}, h, now, true);
+    if ((status == 301 || status == 302) && r->method == HTTP_GET)
+        record_click(r, (struct slice){f->code, f->n}, now, 0);
+    return status;
 }
 
 /* The redirect's answer, once its cache lines are on their way (below). */
@@ -584,9 +820,9 @@ static int redirect_now(struct request *r, struct slice code, uint64_t hash)
     int status = hit ? answer(r, &v, &h, now) : 0;
     cache_read_unlock();
     if (!hit)
-        status = answer_uncached(r, code, &h, now);
+        return wait_for_store(r, code, &h, now, false);
     if (status == CONTROLLED)
-        return answer_controlled(r, code, now);   /* records its own click */
+        return wait_for_store(r, code, &h, now, true);  /* records its own click */
 
     if ((status == 301 || status == 302) && r->method == HTTP_GET)
         record_click(r, code, now, 0);

@@ -4,7 +4,11 @@
  * per client address before a key is looked at, counting each 401; the
  * `create` and `read` limits per key and per address once it is valid.
  * A path of exactly one segment that no route claims is a short code: the
- * redirect, checked first because it is the hot path. */
+ * redirect, checked first because it is the hot path.
+ * Every route that is not ROUTE_LOOP, the password gate's POST too, runs on
+ * a store thread (storeq.h), its authentication and rate limits included
+ * (both may read the store or Redis); the connection waits meanwhile, as
+ * for any answer that comes later (HTTP_ASYNC). */
 #include "router.h"
 
 #include <ctype.h>
@@ -18,17 +22,19 @@
 #include "handlers.h"
 #include "links.h"
 #include "ratelimit.h"
+#include "server.h"
+#include "storeq.h"
 #include "timeutil.h"
 #include "banned.h"
 
 static const struct route routes[] = {
     /* method   pattern                          handler                 flags */
-    {"GET",    "/",                              handle_home,            0},
-    {"GET",    "/dashboard",                     handle_dashboard,       0},
-    {"GET",    "/static/:file",                  handle_static,          0},
-    {"GET",    "/healthz",                       handle_healthz,         0},
+    {"GET",    "/",                              handle_home,            ROUTE_LOOP},
+    {"GET",    "/dashboard",                     handle_dashboard,       ROUTE_LOOP},
+    {"GET",    "/static/:file",                  handle_static,          ROUTE_LOOP},
+    {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
     {"GET",    "/readyz",                        handle_readyz,          0},
-    {"GET",    "/metrics",                       handle_metrics,         0},
+    {"GET",    "/metrics",                       handle_metrics,         ROUTE_LOOP},
     {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_JSON},
     {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_JSON},
     {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH},
@@ -252,6 +258,155 @@ static int parse_json(struct request *r)
     return 0;
 }
 
+
+/* A matched route's flags, then its handler: on a store thread unless the
+ * route is ROUTE_LOOP. */
+static int run_route(struct request *r)
+{
+    const struct route *rt = r->route;
+    int status;
+    if (rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) {
+        status = r->authed ? 0 : authenticate_limited(r);
+        r->authed = false;
+        if (status)
+            return status;
+        status = limit_authenticated(r);
+        if (status)
+            return status;
+    }
+    if ((rt->flags & ROUTE_ADMIN) && !r->key.admin)
+        return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
+    if (rt->flags & ROUTE_JSON) {
+        status = parse_json(r);
+        if (status)
+            return status;
+    }
+    return rt->handler(r);
+}
+
+static int gate_post(struct request *r) { return handle_gate_post(r, r->later_slice); }
+
+/* router_precheck's check, on a store thread. */
+static int precheck(struct request *r)
+{
+    int status = authenticate_limited(r);
+    if (status)
+        return status;
+    if ((r->route->flags & ROUTE_ADMIN) && !r->key.admin)
+        return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
+    r->authed = true;
+    return 0;
+}
+
+/* ---- on a store thread ---- */
+
+struct route_job {
+    struct storeq_job job;
+    struct storeq_wait wait;
+    struct task task;
+    struct request *r;
+    struct worker *w;
+    int (*fn)(struct request *r);
+    int status;
+    int kind;               /* OFF_* */
+};
+
+#define OFF_API 0           /* a route's answer */
+#define OFF_GATE 1          /* the password gate's: in plain text */
+#define OFF_PRECHECK 2      /* router_precheck's: ends with http_precheck_resume */
+
+static int unavailable(struct request *r, bool text)
+{
+    http_add_header(r, "Retry-After", "1", 1);
+    if (text) {
+        static const char msg[] = "Service Unavailable: try again\n";
+        http_add_header(r, "Cache-Control", "no-store", 8);
+        return http_body(r, 503, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
+    }
+    return http_error(r, 503, "unavailable", NULL, "the store is busy or unavailable; try again");
+}
+
+/* The loop, after the handler ran: its answer, unless it answers later. */
+static void route_done(struct task *t)
+{
+    struct route_job *j = (struct route_job *)((char *)t - offsetof(struct route_job, task));
+    storeq_wait_end(j->r->app->storeq, &j->wait);
+    if (j->kind == OFF_PRECHECK)
+        http_precheck_resume(j->r, j->status);
+    else if (j->status != HTTP_ASYNC)
+        http_resume(j->r, j->status);
+    free(j);
+}
+
+static void route_job_run(struct storeq_job *sj, bool cancelled)
+{
+    struct route_job *j = (struct route_job *)sj;
+    if (cancelled) {        /* answered already, by route_timeout */
+        free(j);
+        return;
+    }
+    j->status = j->fn(j->r);
+    worker_post(j->w, &j->task);
+}
+
+/* The loop, at the deadline: a job not yet begun is answered 503 here; one
+ * that has begun answers when its store calls end (each is bounded). */
+static void route_timeout(struct storeq_wait *w)
+{
+    struct route_job *j = (struct route_job *)((char *)w - offsetof(struct route_job, wait));
+    struct request *r = j->r;
+    if (!storeq_cancel(&j->job))
+        return;
+    int status = unavailable(r, j->kind == OFF_GATE);
+    if (j->kind == OFF_PRECHECK)
+        http_precheck_resume(r, status);
+    else
+        http_resume(r, status);
+}
+
+/* Runs fn(r) on a store thread; returns HTTP_ASYNC (ROUTER_WAIT for a
+ * precheck), or 503 when too many requests wait for one already. Without
+ * store threads (the unit tests' in-process requests), runs it here. */
+static int offload(struct request *r, int (*fn)(struct request *r), int kind)
+{
+    struct storeq *q = r->app->storeq;
+    if (!q)
+        return fn(r);   /* for OFF_PRECHECK too: 0 or the refusal */
+    struct route_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        abort();
+    j->r = r;
+    j->w = request_worker(r);
+    j->fn = fn;
+    j->kind = kind;
+    j->job.run = route_job_run;
+    j->task.fn = route_done;
+    j->wait.on_timeout = route_timeout;
+    if (!storeq_submit(q, &j->job)) {
+        free(j);
+        return unavailable(r, kind == OFF_GATE);
+    }
+    storeq_wait_start(q, &j->wait);
+    return kind == OFF_PRECHECK ? ROUTER_WAIT : HTTP_ASYNC;
+}
+
+int router_heavy_enter(struct request *r)
+{
+    struct storeq *q = r->app->storeq;
+    if (!q || storeq_heavy_enter(q, r->key.id))
+        return 0;
+    http_add_header(r, "Retry-After", "1", 1);
+    return http_error(r, 429, "too_many_heavy_reads", NULL,
+                      "this key already runs %lld searches or exports; try again when one ends",
+                      (long long)r->app->cfg.heavy_reads_per_key);
+}
+
+void router_heavy_leave(struct app *app, int64_t key_id)
+{
+    if (app->storeq)
+        storeq_heavy_leave(app->storeq, key_id);
+}
+
 int router_precheck(struct request *r)
 {
     init_tables();
@@ -267,13 +422,7 @@ int router_precheck(struct request *r)
             return 0;
         r->route = rt;
         r->route_id = i + 2;
-        int status = authenticate_limited(r);
-        if (status)
-            return status;
-        if ((rt->flags & ROUTE_ADMIN) && !r->key.admin)
-            return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
-        r->authed = true;
-        return 0;
+        return offload(r, precheck, OFF_PRECHECK);
     }
     return 0;
 }
@@ -294,7 +443,8 @@ int router_dispatch(struct request *r)
         struct slice seg = {r->path.p + 1, r->path.n - 1};
         if (!is_reserved(seg)) {
             r->route_id = ROUTE_ID_REDIRECT;
-            return handle_gate_post(r, seg);
+            r->later_slice = seg;
+            return offload(r, gate_post, OFF_GATE);
         }
     }
     const char *method = llhttp_method_name((llhttp_method_t)r->method);
@@ -313,24 +463,9 @@ int router_dispatch(struct request *r)
         }
         r->route = rt;
         r->route_id = i + 2;
-        int status;
-        if (rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) {
-            status = r->authed ? 0 : authenticate_limited(r);
-            r->authed = false;
-            if (status)
-                return status;
-            status = limit_authenticated(r);
-            if (status)
-                return status;
-        }
-        if ((rt->flags & ROUTE_ADMIN) && !r->key.admin)
-            return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
-        if (rt->flags & ROUTE_JSON) {
-            status = parse_json(r);
-            if (status)
-                return status;
-        }
-        return rt->handler(r);
+        if (!(rt->flags & ROUTE_LOOP))
+            return offload(r, run_route, OFF_API);
+        return run_route(r);
     }
     if (path_matched) {
         http_add_header(r, "Allow", allow, strlen(allow));

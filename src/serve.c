@@ -38,6 +38,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "ratelimit.h"
+#include "storeq.h"
 #include "rcache.h"
 #include "router.h"
 #include "server.h"
@@ -98,6 +99,7 @@ static void sweep(struct app *app, int64_t now)
  * the wall one, until the wall clock comes back within the bound (a step
  * back, or a restart); deleting later is always safe, deleting early is not. */
 #define CLOCK_STEP_MAX_MS 60000
+#define STOREQ_NICE 5      /* of the store threads, below the event loops (coop.h) */
 
 struct sweep_clock {
     int64_t wall;       /* the last sweep's now (at first: the start's) */
@@ -343,6 +345,12 @@ int serve_run(struct config *cfg)
         goto out;
     if (server_new(&app, &app.server) != ERR_OK)
         goto out;
+    /* Store threads serve people waiting (API calls, uncached codes): above
+     * the click pipeline's priority, a little below the event loops'. */
+    if (storeq_new(&app, (int)app.cfg.store_threads, (int)app.cfg.store_queue,
+                   app.cfg.store_timeout_ms, (int)app.cfg.heavy_reads_per_key, STOREQ_NICE,
+                   &app.storeq) != ERR_OK)
+        goto out;
     const char *store_url = app.cfg.store ? app.cfg.store : app.cfg.db;
     if (app.cfg.cache && rcache_new(app.cfg.cache, (int)app.cfg.cache_timeout_ms, &app.rcache) !=
                              ERR_OK)
@@ -428,11 +436,13 @@ out:
     app.bus = NULL;
     if (app.server) {
         server_stop_accepting(app.server);
+        storeq_drain(app.storeq);       /* every read answered; later ones get 503 */
         if (app.writer)
             writer_drain(app.writer);   /* every acknowledged write, answered */
         server_stop(app.server);
         server_join(app.server);        /* each worker hands over its clicks */
     }
+    storeq_free(app.storeq);
     clicks_stop(app.clicks);            /* journaled, folded and stored */
     if (app.writer) {
         writer_drain(app.writer);

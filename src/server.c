@@ -54,6 +54,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "router.h"
+#include "storeq.h"
 #include "banned.h"
 
 #define TICK_MS 250
@@ -108,6 +109,8 @@ struct conn {
     struct buf pending;             /* unparsed input while paused */
     bool writing, paused, closing, close_after, reading, shut, streaming;
     bool later;                     /* paused for http_later: still reading */
+    bool pumping;                   /* a stream's next piece is made on a store thread */
+    int stream_status;              /* a stream begun off the loop (HTTP_STREAM) */
     bool blocked;                   /* paused: OUT_HIGH_WATER of answers unsent */
     struct http_stream stream;      /* while streaming */
     uv_write_t wr;
@@ -184,6 +187,7 @@ static void read_stop(struct conn *c);
 static void continue_after(struct conn *c);
 static bool host_valid(struct slice h);
 static int split_target(struct request *r);
+static const char *headers_accepted(struct conn *c);
 
 /* ---- small helpers ---- */
 
@@ -435,20 +439,35 @@ static int on_headers_complete(llhttp_t *p)
         r->json = NULL;
         r->route_id = 0;
         int status = router_precheck(r);
+        if (status == ROUTER_WAIT) {
+            /* The key is checked on a store thread: nothing more is read
+             * until http_precheck_resume. */
+            c->state = C_BUSY;
+            c->paused = true;
+            return HPE_PAUSED;
+        }
         if (status)
             return fail_cb(c, status, NULL);   /* NULL: the answer is in c->req */
     }
+    const char *why = headers_accepted(c);
+    return why ? fail_cb(c, 417, why) : 0;
+}
+
+/* The headers of a request are good: its body may come. NULL, or why not. */
+static const char *headers_accepted(struct conn *c)
+{
+    struct request *r = &c->req;
     struct slice expect = http_header(r, "expect");
     /* RFC 9110 10.1.1: an HTTP/1.0 client's expectation is ignored. */
-    if (expect.p && p->http_minor >= 1) {
+    if (expect.p && c->parser.http_minor >= 1) {
         if (!slice_ieq(expect, "100-continue"))
-            return fail_cb(c, 417, "only 'Expect: 100-continue' is supported");
+            return "only 'Expect: 100-continue' is supported";
         buf_adds(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
         conn_flush(c);
     }
     c->trailers = true;
-    set_state(c, C_BODY, cfg->body_timeout);
-    return 0;
+    set_state(c, C_BODY, c->w->srv->app->cfg.body_timeout);
+    return NULL;
 }
 
 /* Checks the CRLF after a chunk's data: 'at' is where it starts; what is
@@ -767,6 +786,8 @@ static void conn_close(struct conn *c)
     if (c->closing)
         return;
     c->closing = true;
+    if (c->pumping)
+        return;     /* ended when the piece comes back (pump_done) */
     if (c->streaming) {
         /* Ended here, or by on_write once the write in flight is cancelled. */
         if (!c->writing)
@@ -1062,8 +1083,33 @@ void http_resume(struct request *r, int status)
         current_worker->inproc_done = true;
         return;
     }
+    if (status == HTTP_STREAM) {
+        status = http_stream(r, c->stream_status, r->content_type, &c->stream);
+        if (status == HTTP_ASYNC_DONE)
+            continue_after(c);
+        return;
+    }
     finish_answer(c, status);
     continue_after(c);
+}
+
+void http_precheck_resume(struct request *r, int status)
+{
+    struct conn *c = r->conn;
+    if (c->closing) {
+        continue_after(c);      /* closes it */
+        return;
+    }
+    const char *why = status ? NULL : headers_accepted(c);
+    if (why) {
+        conn_fail(c, 417, why);
+        return;
+    }
+    if (status) {
+        conn_refuse(c, status);
+        return;
+    }
+    continue_after(c);          /* the body, read and parsed */
 }
 
 /* Every caller runs in the poll phase (a read's parse, or http_resume from a
@@ -1128,11 +1174,59 @@ static void stream_end(struct conn *c, bool ok)
     continue_after(c);
 }
 
+static void stream_piece(struct conn *c, struct buf piece, int more);
+
+/* A piece made on a store thread (http_stream's 'offload'). */
+struct pump_job {
+    struct storeq_job job;
+    struct task task;
+    struct conn *c;
+    struct buf piece;
+    int more;
+};
+
+static void pump_done(struct task *t)
+{
+    struct pump_job *p = (struct pump_job *)((char *)t - offsetof(struct pump_job, task));
+    struct conn *c = p->c;
+    c->pumping = false;
+    stream_piece(c, p->piece, p->more);
+    free(p);
+}
+
+static void pump_run(struct storeq_job *j, bool cancelled)
+{
+    struct pump_job *p = (struct pump_job *)j;
+    struct conn *c = p->c;
+    p->more = cancelled ? -1 : c->stream.next(&c->req, &p->piece, c->stream.state);
+    worker_post(c->w, &p->task);
+}
+
 /* Asks the producer for the next piece and queues it as one chunk. */
 static void stream_pump(struct conn *c)
 {
+    if (c->stream.offload) {
+        struct pump_job *p = calloc(1, sizeof(*p));
+        if (!p)
+            abort();
+        p->c = c;
+        p->job.run = pump_run;
+        p->task.fn = pump_done;
+        c->pumping = true;
+        if (!storeq_submit(c->w->srv->app->storeq, &p->job)) {
+            c->pumping = false;
+            free(p);
+            stream_end(c, false);   /* the client sees a truncated body */
+        }
+        return;
+    }
     struct buf piece = BUF_INIT;
     int more = c->stream.next(&c->req, &piece, c->stream.state);
+    stream_piece(c, piece, more);
+}
+
+static void stream_piece(struct conn *c, struct buf piece, int more)
+{
     if (more < 0 || c->closing) {
         buf_release(&piece);
         stream_end(c, false);
@@ -1158,6 +1252,12 @@ int http_stream(struct request *r, int status, const char *content_type,
 {
     struct conn *c = r->conn;
     r->content_type = content_type;
+    if (current_worker != c->w) {
+        /* A store thread's handler: the loop begins it (http_resume). */
+        c->stream = *s;
+        c->stream_status = status;
+        return HTTP_STREAM;
+    }
     write_head(c, status, -1);
     if (r->method == HTTP_HEAD) {
         if (s->done)
@@ -1327,6 +1427,11 @@ void worker_post(struct worker *w, struct task *t)
 }
 
 struct worker *worker_current(void) { return current_worker; }
+
+struct worker *request_worker(const struct request *r)
+{
+    return r->conn ? r->conn->w : current_worker;
+}
 
 /* ---- in-process requests (server.h; the unit tests' harness) ---- */
 

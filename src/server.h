@@ -39,6 +39,9 @@ void worker_post(struct worker *w, struct task *t);
 /* The worker whose thread this is, or NULL on another thread. */
 struct worker *worker_current(void);
 int worker_index(const struct worker *w);
+/* The worker whose loop serves request 'r' (any thread: for work that must
+ * come back to it, from a store thread say). */
+struct worker *request_worker(const struct request *r);
 /* The worker's libuv loop, for work queued to libuv's thread pool from a
  * handler (uv_queue_work); its callbacks run on the worker's thread. */
 struct uv_loop_s *worker_loop(struct worker *w);

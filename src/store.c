@@ -11,6 +11,11 @@
 #include "log.h"
 #include "banned.h"
 
+static _Thread_local int64_t thread_deadline;
+
+void store_set_deadline(int64_t mono_ms) { thread_deadline = mono_ms; }
+int64_t store_deadline(void) { return thread_deadline; }
+
 void link_release(struct link *l)
 {
     free(l->url);

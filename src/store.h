@@ -55,6 +55,14 @@ bool link_controlled(const struct link *l);
 
 void link_release(struct link *l);
 
+/* The calling thread's bound on its store calls, on the monotonic clock
+ * (timeutil.h's mono_ms; 0: none). A store thread sets it for each job
+ * (storeq.h); a backend ends a call that runs past it with ERR_STORAGE
+ * (SQLite interrupts the statement, PostgreSQL drops the connection and
+ * opens another on the next call). */
+void store_set_deadline(int64_t mono_ms);
+int64_t store_deadline(void);
+
 /* Listing: newest first; 'after_*' is the cursor (0/"" for the first page). */
 struct link_query {
     int64_t owner;      /* -1: every owner */

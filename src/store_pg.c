@@ -381,6 +381,10 @@ static PGresult *wait_result(struct conn *c, int sent, const char *what)
         return NULL;
     }
     int64_t deadline = mono_ms() + PG_CALL_MS;
+    int64_t mine = store_deadline();    /* a store thread's job's bound */
+    bool own = mine && mine < deadline;
+    if (own)
+        deadline = mine;
     PGresult *last = NULL;
     for (;;) {
         while (!PQisBusy(c->pg)) {
@@ -404,6 +408,13 @@ static PGresult *wait_result(struct conn *c, int sent, const char *what)
     }
     PQclear(last);
     c->broken = true;
+    if (own) {
+        /* The job's own bound, shorter than the server's: a slow query, not
+         * yet a server that stopped answering; the other threads go on. */
+        log_at(LOG_WARN, "postgres %s: past the request's deadline; the connection is dropped",
+               what);
+        return NULL;
+    }
     atomic_store(&pg_paused_until, mono_ms() + PG_PAUSE_MS);
     log_at(LOG_ERROR, "postgres %s: no answer within %d ms; the connection is dropped", what,
            PG_CALL_MS);

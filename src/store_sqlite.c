@@ -20,6 +20,7 @@
 #include "log.h"
 #include "sqlite_coop.h"
 #include "store.h"
+#include "timeutil.h"
 #include "banned.h"
 
 /* The schema, as numbered steps: a new database runs them all, an older one
@@ -350,6 +351,18 @@ struct sqlite_store {
     struct ckpt ckpt;
 };
 
+/* Every few thousand virtual machine steps of a statement: a background
+ * thread's yield (coop.h), and the end of a statement that has run past
+ * its thread's deadline (store_set_deadline): a long search on a store
+ * thread shares its core and stops at the bound. */
+static int on_progress(void *arg)
+{
+    (void)arg;
+    coop_point();
+    int64_t d = store_deadline();
+    return d && mono_ms() > d;
+}
+
 static int open_db(const char *path, sqlite3 **out)
 {
     sqlite3 *db = NULL;
@@ -365,6 +378,7 @@ static int open_db(const char *path, sqlite3 **out)
         return ERR_STORAGE;
     }
     sqlite3_busy_timeout(db, 10000);
+    sqlite3_progress_handler(db, 4000, on_progress, NULL);
     char *msg = NULL;
     rc = sqlite3_exec(db,
                       "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"

@@ -19,6 +19,9 @@
     X(coop_thread)                                                                                 \
     X(coop_loop_slice)                                                                             \
     X(coop_start)                                                                                  \
+    X(storeq_runs_each_once)                                                                       \
+    X(storeq_bound_and_cancel)                                                                     \
+    X(storeq_heavy_per_key)                                                                        \
     X(store_chunked_jobs)                                                                          \
     X(store_writer_turns)                                                                          \
     X(store_writer_failures)                                                                       \

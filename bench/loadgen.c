@@ -15,11 +15,13 @@
  *                  connection): fills a server's cache
  *   loadgen create -p PORT -d SEC -c CONN --key KEY
  *                  closed-loop POST /api/links with a bearer key
- *   loadgen loop   -p PORT -d SEC -c CONN (--code CODE | --unknown | --codes F)
+ *   loadgen loop   -p PORT -d SEC -c CONN (--code CODE | --unknown | --codes F | --path P)
+ *                  [--key KEY]
  *                  closed-loop GETs for SEC seconds: of one code, of a code
  *                  never asked for before on every request (distinct unknown
- *                  codes: each a store lookup on the server), or of random
- *                  codes of a file
+ *                  codes: each a store lookup on the server), of random
+ *                  codes of a file, or of one path (an API read: with --key,
+ *                  sent as a bearer key)
  *
  * Results are printed as key=value lines. One thread, epoll, one request in
  * flight per connection (no pipelining); requests that are due while every
@@ -225,6 +227,7 @@ static struct {
     size_t next_code;       /* warm */
     uint64_t seq;           /* create; loop --unknown */
     const char *code;       /* loop: --code */
+    const char *path;       /* loop: --path */
     bool unknown;           /* loop: a distinct unknown code per request */
 } G;
 
@@ -309,7 +312,7 @@ static bool build_request(struct conn *c)
         const char *code;
         if (G.mode == M_WARM)
             code = G.codes.v[G.next_code];
-        else if (G.code)
+        else if (G.code || G.path)
             code = G.code;
         else if (G.unknown) {
             /* 'Z' and six base62 digits of a counter that starts at random:
@@ -324,12 +327,14 @@ static bool build_request(struct conn *c)
         } else
             code = G.codes.v[rng() % G.codes.n];
         const char *ua = G.uas.n ? G.uas.v[rng() % G.uas.n] : "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
-        /* the same request shape as bench/redirect.lua */
+        /* the same request shape as bench/redirect.lua (loop --path: with
+         * the key, if any) */
         n = snprintf(w, room,
-                     "%s /%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUser-Agent: %s\r\n"
+                     "%s %s%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s%sUser-Agent: %s\r\n"
                      "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n"
                      "Accept-Language: en-US,en;q=0.9\r\n\r\n",
-                     G.method, code, G.port, ua);
+                     G.method, G.path ? "" : "/", G.path ? G.path : code, G.port,
+                     G.key ? "Authorization: Bearer " : "", G.key ? G.key : "", G.key ? "\r\n" : "", ua);
         c->head = strcmp(G.method, "HEAD") == 0;
     }
     if (n < 0 || (size_t)n >= room)
@@ -665,7 +670,8 @@ static void usage(void)
             "       loadgen rate   -p PORT -r RATE -d SEC [-c CONN] --codes F [--uas F] [--seed S] [--spin 0|1]\n"
             "       loadgen warm   -p PORT [-c CONN] --codes F [--method HEAD|GET] [--depth K]\n"
             "       loadgen create -p PORT -d SEC [-c CONN] --key KEY [--seed S]\n"
-            "       loadgen loop   -p PORT -d SEC [-c CONN] (--code CODE | --unknown | --codes F) [--uas F] [--seed S]\n");
+            "       loadgen loop   -p PORT -d SEC [-c CONN] (--code CODE | --unknown | --codes F | --path P)\n"
+            "                      [--key KEY] [--uas F] [--seed S]\n");
     exit(2);
 }
 
@@ -718,6 +724,8 @@ int main(int argc, char **argv)
             G.key = v;
         else if (!strcmp(a, "--code"))
             G.code = v;
+        else if (!strcmp(a, "--path"))
+            G.path = v;
         else if (!strcmp(a, "--depth"))
             G.depth = atoi(v) > 0 ? atoi(v) : 1;
         else if (!strcmp(a, "--spin"))
@@ -735,7 +743,7 @@ int main(int argc, char **argv)
         usage();
     if (G.mode == M_CREATE && (G.duration <= 0 || !G.key))
         usage();
-    if (G.mode == M_LOOP && (G.duration <= 0 || (!!G.code + G.unknown + !!codes) != 1))
+    if (G.mode == M_LOOP && (G.duration <= 0 || (!!G.code + G.unknown + !!codes + !!G.path) != 1))
         usage();
     if (G.unknown)
         G.seq = rng() % 28400000000u;   /* about half of 62^6: room for a run's codes after it */

@@ -131,8 +131,10 @@ function freezeRedis() {
  * ms, one request in flight. A request is timed from when it was due if the
  * previous answer made it late, else from when it left; an answer still
  * missing at the stop counts with the time it has waited so far. Posts
- * {samples: [[start, ms], ...], errors: [...]} (start: performance.timeOrigin
- * + performance.now(), as now() below) when told to stop. */
+ * {samples: [[start, ms], ...], late: [[due, ms], ...], errors: [...]} when
+ * told to stop (start, due: performance.timeOrigin + performance.now(), as
+ * now() below; late: how late its own timer woke it, which tells a box too
+ * busy to run the client, and so the server too, from a server that waits). */
 const HOT_CLIENT = `
 const { parentPort, workerData } = require('node:worker_threads');
 const net = require('node:net');
@@ -141,6 +143,7 @@ const now = () => performance.timeOrigin + performance.now();
 const { port, code, ua, period } = workerData;
 const req = Buffer.from('GET /' + code + ' HTTP/1.1\\r\\nHost: 127.0.0.1:' + port + '\\r\\nUser-Agent: ' + ua + '\\r\\n\\r\\n');
 const samples = [];
+const late = [];
 const errors = [];
 let buf = Buffer.alloc(0);
 let start = 0;
@@ -154,7 +157,7 @@ sock.setNoDelay(true);
 function finish() {
     if (inFlight) samples.push([start, now() - start]);
     sock.destroy();
-    parentPort.postMessage({ samples, errors });
+    parentPort.postMessage({ samples, late, errors });
 }
 function send(at) {
     start = at;
@@ -167,7 +170,12 @@ function next() {
     const due = t0 + k * period;
     const t = now();
     if (t >= due) send(due);
-    else timer = setTimeout(() => { timer = null; if (stopping) finish(); else send(now()); }, due - t);
+    else timer = setTimeout(() => {
+        timer = null;
+        const at = now();
+        late.push([due, at - due]);
+        if (stopping) finish(); else send(at);
+    }, due - t);
 }
 sock.on('connect', () => { t0 = now(); send(t0); });
 sock.on('data', (d) => {
@@ -213,10 +221,14 @@ function startHotClient() {
     return { stop: () => { w.postMessage('stop'); return done; } };
 }
 
-function p99(samples, from, to) {
+function p99(samples, from, to, late) {
     const v = samples.filter(([s]) => s >= from && s < to).map(([, ms]) => ms).sort((x, y) => x - y);
     assert.ok(v.length >= 100, `only ${v.length} hot-link requests between the marks`);
-    return { p99: v[Math.min(v.length - 1, Math.floor(v.length * 0.99))], max: v[v.length - 1], n: v.length };
+    const l = late.filter(([s]) => s >= from && s < to).map(([, ms]) => ms).sort((x, y) => x - y);
+    return {
+        p99: v[Math.min(v.length - 1, Math.floor(v.length * 0.99))], max: v[v.length - 1], n: v.length,
+        lateMax: l.length ? l[l.length - 1] : 0,
+    };
 }
 
 /* ---------------------------------------------------------------- probes */
@@ -268,6 +280,7 @@ async function probeUntil(end, probe) {
 async function underFreeze(freeze, probe) {
     const client = startHotClient();
     let samples;
+    let late;
     let probes;
     let t1;
     let t2;
@@ -286,13 +299,15 @@ async function underFreeze(freeze, probe) {
     } finally {
         const r = await client.stop();
         samples = r.samples;
+        late = r.late;
         assert.deepEqual(r.errors, [], 'the cached link did not always redirect');
     }
-    return { before: p99(samples, t0 + 500, t1), during: p99(samples, t1, t2), probes };
+    return { before: p99(samples, t0 + 500, t1, late), during: p99(samples, t1, t2, late), probes };
 }
 
 function assertKeptLatency(what, { before, during }) {
-    const fmt = (x) => `p99 ${x.p99.toFixed(2)} ms, max ${x.max.toFixed(2)} ms over ${x.n} requests`;
+    const fmt = (x) => `p99 ${x.p99.toFixed(2)} ms, max ${x.max.toFixed(2)} ms over ${x.n} requests ` +
+        `(the client's own timer up to ${x.lateMax.toFixed(1)} ms late)`;
     const msg = `cached link with ${what}: ${fmt(during)}; before it: ${fmt(before)}`;
     console.log(`# ${msg}`);
     assert.ok(during.p99 <= P99_LIMIT_MS, `${msg}: above ${P99_LIMIT_MS} ms`);

@@ -261,7 +261,8 @@ async function metric(name) {
 }
 
 let unknownSeq = 0;
-const unknownCode = () => `zq${process.pid.toString(36).slice(-3)}${String(unknownSeq++).padStart(3, '0')}`.slice(0, 9);
+/* A code no link has, of a real code's shape: z, 3 of the pid, a counter. */
+const unknownCode = () => `z${process.pid.toString(36).padStart(3, '0').slice(-3)}${String(unknownSeq++).padStart(3, '0')}`;
 
 /* Runs probe(round) once a second from now until 'end', each round's probes
  * at once; returns everything they returned. */
@@ -279,8 +280,7 @@ async function probeUntil(end, probe) {
  * FREEZE_MS have passed, thaws; returns {before, during, probes}. */
 async function underFreeze(freeze, probe) {
     const client = startHotClient();
-    let samples;
-    let late;
+    let hotRun;
     let probes;
     let t1;
     let t2;
@@ -297,11 +297,10 @@ async function underFreeze(freeze, probe) {
             thawAll();
         }
     } finally {
-        const r = await client.stop();
-        samples = r.samples;
-        late = r.late;
-        assert.deepEqual(r.errors, [], 'the cached link did not always redirect');
+        hotRun = await client.stop();
     }
+    const { samples, late, errors } = hotRun;
+    assert.deepEqual(errors, [], 'the cached link did not always redirect');
     return { before: p99(samples, t0 + 500, t1, late), during: p99(samples, t1, t2, late), probes };
 }
 

@@ -35,14 +35,14 @@ LOADGEN=build/bench/loadgen
 case "$STORES" in
 sqlite | pg) ;;
 both)
-    "$0" "$SHORTD" sqlite
-    exec "$0" "$SHORTD" pg
+    bench/flood404.sh "$SHORTD" sqlite
+    exec bench/flood404.sh "$SHORTD" pg
     ;;
 *) echo "usage: bench/flood404.sh [SHORTD] [sqlite|pg|both]" >&2; exit 2 ;;
 esac
 [ -x "$SHORTD" ] || { echo "flood404.sh: $SHORTD is not built (make)" >&2; exit 2; }
 if [ "$STORES" = pg ] && [ -z "${SHORTD_TEST_PG:-}" ]; then
-    SHORTD_BIN=$SHORTD exec tests/pg.sh "$0" "$SHORTD" pg
+    SHORTD_BIN=$SHORTD exec tests/pg.sh bench/flood404.sh "$SHORTD" pg
 fi
 if [ ! -x "$LOADGEN" ] || [ bench/loadgen.c -nt "$LOADGEN" ]; then
     mkdir -p build/bench

@@ -36,14 +36,14 @@ LOADGEN=build/bench/loadgen
 case "$STORES" in
 sqlite | pg) ;;
 both)
-    "$0" "$SHORTD" sqlite
-    exec "$0" "$SHORTD" pg
+    bench/search.sh "$SHORTD" sqlite
+    exec bench/search.sh "$SHORTD" pg
     ;;
 *) echo "usage: bench/search.sh [SHORTD] [sqlite|pg|both]" >&2; exit 2 ;;
 esac
 [ -x "$SHORTD" ] || { echo "search.sh: $SHORTD is not built (make)" >&2; exit 2; }
 if [ "$STORES" = pg ] && [ -z "${SHORTD_TEST_PG:-}" ]; then
-    SHORTD_BIN=$SHORTD exec tests/pg.sh "$0" "$SHORTD" pg
+    SHORTD_BIN=$SHORTD exec tests/pg.sh bench/search.sh "$SHORTD" pg
 fi
 if [ ! -x "$LOADGEN" ] || [ bench/loadgen.c -nt "$LOADGEN" ]; then
     mkdir -p build/bench

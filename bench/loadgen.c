@@ -15,6 +15,13 @@
  *                  connection): fills a server's cache
  *   loadgen create -p PORT -d SEC -c CONN --key KEY
  *                  closed-loop POST /api/links with a bearer key
+ *   loadgen loop   -p PORT -d SEC -c CONN (--code CODE | --unknown | --codes F | --path P)
+ *                  [--key KEY]
+ *                  closed-loop GETs for SEC seconds: of one code, of a code
+ *                  never asked for before on every request (distinct unknown
+ *                  codes: each a store lookup on the server), of random
+ *                  codes of a file, or of one path (an API read: with --key,
+ *                  sent as a bearer key)
  *
  * Results are printed as key=value lines. One thread, epoll, one request in
  * flight per connection (no pipelining); requests that are due while every
@@ -183,7 +190,7 @@ static void load_lines(const char *path, struct lines *l)
 
 /* ---------- connections ---------- */
 
-enum mode { M_RATE, M_WARM, M_CREATE };
+enum mode { M_RATE, M_WARM, M_CREATE, M_LOOP };
 
 struct conn {
     int fd;
@@ -218,7 +225,10 @@ static struct {
     bool spin;              /* rate: busy-poll instead of sleeping */
     int depth;              /* warm: requests pipelined per connection */
     size_t next_code;       /* warm */
-    uint64_t seq;           /* create */
+    uint64_t seq;           /* create; loop --unknown */
+    const char *code;       /* loop: --code */
+    const char *path;       /* loop: --path */
+    bool unknown;           /* loop: a distinct unknown code per request */
 } G;
 
 static int connect_one(void)
@@ -298,14 +308,33 @@ static bool build_request(struct conn *c)
                      G.port, G.key, bl, bl, body);
         c->head = false;
     } else {
-        const char *code = G.mode == M_WARM ? G.codes.v[G.next_code] : G.codes.v[rng() % G.codes.n];
+        char fresh[8];
+        const char *code;
+        if (G.mode == M_WARM)
+            code = G.codes.v[G.next_code];
+        else if (G.code || G.path)
+            code = G.code;
+        else if (G.unknown) {
+            /* 'Z' and six base62 digits of a counter that starts at random:
+             * distinct within a run, and as likely as a random code to be a
+             * real one (62^-7 a link) */
+            uint64_t v = G.seq++;
+            fresh[0] = 'Z';
+            for (int i = 6; i >= 1; i--, v /= 62)
+                fresh[i] = B62[v % 62];
+            fresh[7] = '\0';
+            code = fresh;
+        } else
+            code = G.codes.v[rng() % G.codes.n];
         const char *ua = G.uas.n ? G.uas.v[rng() % G.uas.n] : "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
-        /* the same request shape as bench/redirect.lua */
+        /* the same request shape as bench/redirect.lua (loop --path: with
+         * the key, if any) */
         n = snprintf(w, room,
-                     "%s /%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUser-Agent: %s\r\n"
+                     "%s %s%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s%sUser-Agent: %s\r\n"
                      "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n"
                      "Accept-Language: en-US,en;q=0.9\r\n\r\n",
-                     G.method, code, G.port, ua);
+                     G.method, G.path ? "" : "/", G.path ? G.path : code, G.port,
+                     G.key ? "Authorization: Bearer " : "", G.key ? G.key : "", G.key ? "\r\n" : "", ua);
         c->head = strcmp(G.method, "HEAD") == 0;
     }
     if (n < 0 || (size_t)n >= room)
@@ -576,7 +605,8 @@ static int run(void)
          * tens of microseconds (perf: do_timerfd_settime), which made the
          * generator itself the bottleneck. The generator then takes its core
          * whole (core 1 in the pin1 layout). --spin 0 sleeps on the timerfd. */
-        int timeout = stopping ? 10 : G.mode == M_CREATE ? (int)((end - now) / 1000000u) + 1 : G.spin ? 0 : 100;
+        bool closed_loop = G.mode == M_CREATE || G.mode == M_LOOP;
+        int timeout = stopping ? 10 : closed_loop ? (int)((end - now) / 1000000u) + 1 : G.spin ? 0 : 100;
         int n = epoll_wait(G.ep, evs, 256, timeout);
         if (n < 0 && errno != EINTR)
             die("epoll_wait");
@@ -639,7 +669,9 @@ static void usage(void)
             "usage: loadgen gen N SEED CODES CSV MAP\n"
             "       loadgen rate   -p PORT -r RATE -d SEC [-c CONN] --codes F [--uas F] [--seed S] [--spin 0|1]\n"
             "       loadgen warm   -p PORT [-c CONN] --codes F [--method HEAD|GET] [--depth K]\n"
-            "       loadgen create -p PORT -d SEC [-c CONN] --key KEY [--seed S]\n");
+            "       loadgen create -p PORT -d SEC [-c CONN] --key KEY [--seed S]\n"
+            "       loadgen loop   -p PORT -d SEC [-c CONN] (--code CODE | --unknown | --codes F | --path P)\n"
+            "                      [--key KEY] [--uas F] [--seed S]\n");
     exit(2);
 }
 
@@ -655,6 +687,8 @@ int main(int argc, char **argv)
         G.mode = M_WARM;
     else if (strcmp(argv[1], "create") == 0)
         G.mode = M_CREATE;
+    else if (strcmp(argv[1], "loop") == 0)
+        G.mode = M_LOOP;
     else
         usage();
     G.nconn = 64;
@@ -665,6 +699,10 @@ int main(int argc, char **argv)
     rng_state = (uint64_t)now_ns();
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--unknown")) {
+            G.unknown = true;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         const char *v = argv[++i];
@@ -684,6 +722,10 @@ int main(int argc, char **argv)
             G.method = v;
         else if (!strcmp(a, "--key"))
             G.key = v;
+        else if (!strcmp(a, "--code"))
+            G.code = v;
+        else if (!strcmp(a, "--path"))
+            G.path = v;
         else if (!strcmp(a, "--depth"))
             G.depth = atoi(v) > 0 ? atoi(v) : 1;
         else if (!strcmp(a, "--spin"))
@@ -701,6 +743,10 @@ int main(int argc, char **argv)
         usage();
     if (G.mode == M_CREATE && (G.duration <= 0 || !G.key))
         usage();
+    if (G.mode == M_LOOP && (G.duration <= 0 || (!!G.code + G.unknown + !!codes + !!G.path) != 1))
+        usage();
+    if (G.unknown)
+        G.seq = rng() % 28400000000u;   /* about half of 62^6: room for a run's codes after it */
     if (codes)
         load_lines(codes, &G.codes);
     if (uas)

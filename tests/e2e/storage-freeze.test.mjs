@@ -405,7 +405,12 @@ it('Redis frozen: cached redirects keep their latency and uncached ones still re
     }
 
     // Thawed: the node uses Redis again, and uncached codes still redirect.
-    assert.ok(await poll(async () => (await metric('shortd_redis_up')) === 1, { timeoutMs: RECOVER_MS }),
+    // Redis is tried again when a read needs it (its breaker probes on a
+    // call): each round asks for an unknown code, which reads it.
+    assert.ok(await poll(async () => {
+        await timed('GET', `/${unknownCode()}`);
+        return (await metric('shortd_redis_up')) === 1;
+    }, { timeoutMs: RECOVER_MS }),
         `shortd_redis_up is not 1 within ${RECOVER_MS} ms of the thaw`);
     const x = await timed('GET', `/${later.code}`);
     assert.equal(x.status, 302, x.text);

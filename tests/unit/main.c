@@ -63,6 +63,8 @@
     X(classify_in_app_bots)                                                                        \
     X(classify_agents)                                                                             \
     X(classify_cache)                                                                              \
+    X(classify_fast_path)                                                                          \
+    X(classify_hurried)                                                                            \
     X(classify_prefetch)                                                                           \
     X(classify_referrer)                                                                           \
     X(classify_language)                                                                           \

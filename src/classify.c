@@ -142,7 +142,7 @@ static bool has(const char *s, size_t n, const char *tok)
         p = memchr(p, tok[0], (size_t)(end - p) - m + 1);
         if (!p)
             return false;
-        if (memcmp(p + 1, tok + 1, m - 1) == 0)
+        if (m == 1 || (p[1] == tok[1] && memcmp(p + 2, tok + 2, m - 2) == 0))
             return true;
     }
     return false;
@@ -737,6 +737,15 @@ static bool found_has(const struct found *f, size_t id)
     return f->bits[id / 64] >> (id % 64) & 1;
 }
 
+/* Whether any of the needles 0 .. n-1 was found. */
+static bool found_any(const struct found *f, size_t n)
+{
+    for (size_t w = 0; w < n / 64; w++)
+        if (f->bits[w])
+            return true;
+    return n % 64 && f->bits[n / 64] & ((1ull << (n % 64)) - 1);
+}
+
 static size_t bucket_of(unsigned char a, unsigned char b)
 {
     return ((size_t)a * 31 + b) & (NEEDLE_BUCKETS - 1);
@@ -787,7 +796,8 @@ static void scanner_find(const struct scanner *sc, const char *low, size_t n, st
         size_t b = bucket_of((unsigned char)low[i], (unsigned char)low[i + 1]);
         for (size_t k = sc->start[b]; k < sc->start[b + 1]; k++) {
             const struct needle *d = &sc->multi[k];
-            if (d->len <= n - i && memcmp(low + i, d->s, d->len) == 0)
+            if (d->len <= n - i && d->s[0] == low[i] && d->s[1] == low[i + 1] &&
+                memcmp(low + i + 2, d->s + 2, d->len - 2u) == 0)
                 out->bits[d->id / 64] |= 1ull << (d->id % 64);
         }
     }
@@ -1174,6 +1184,8 @@ static const struct kind_rule *kind_rule_of(const char *low, size_t n, const str
 {
     const struct kind_rule *hit = NULL;
     *agent = NULL;
+    if (f && !found_any(f, KIND_COUNT))
+        return NULL;
     for (size_t i = 0; i < ARRAY_LEN(kind_rules) && !*agent; i++) {
         if (f ? found_has(f, i)
               : memmem(low, n, kind_rules[i].marker, strlen(kind_rules[i].marker)) != NULL) {

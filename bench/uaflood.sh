@@ -7,16 +7,16 @@
 # time. This measures what that costs the others: a fresh shortd (2 event
 # loops, its own new SQLite store with two links) and one client
 # redirecting a hot link (wrk, closed loop, 32 connections, the 2,000
-# agents of bench/uas.txt, all cached after their first sight), for HOT s
-# each:
-#   1. alone;
+# agents of bench/uas.txt, all cached after their first sight):
+#   1. alone, for HOT s;
 #   2. beside a flood at RATE/s (bench/loadgen rate, open loop, on another
 #      link) that always sends one and the same agent: the cost of the
 #      flood's requests and clicks as such;
 #   3. beside the same flood with DISTINCT distinct agents (browser agents
 #      of bench/uas.txt, each with a random token appended: every one a
-#      person, none in the cache), for FLOOD s, the hot client running
-#      from 1 s in to 1 s before its end.
+#      person, none in the cache).
+# Each flood lasts FLOOD s, the hot client running from 1 s in to 1 s
+# before its end.
 # After each flood it waits for every click to be stored. It prints the hot
 # client's rate in each phase and its ratio to the rate alone; for each
 # flood, the peak of the clicks still to store (shortd_clicks_pending) and of
@@ -28,8 +28,8 @@
 #   UAFLOOD_RATE=15000 UAFLOOD_SECS=20 UAFLOOD_HOT_SECS=8 UAFLOOD_DISTINCT=100000
 #   UAFLOOD_LIMIT=120 UAFLOOD_PORT=18145
 #
-# Loopback only; bounded in time (about 2 * FLOOD + 3 * HOT + the drains,
-# each at most LIMIT s); stops what it started, by PID.
+# Loopback only; bounded in time (about HOT + 2 * FLOOD + the drains, each
+# at most LIMIT s); stops what it started, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -134,27 +134,31 @@ flood_summary() {
 
 echo "uaflood: $(git rev-parse --short HEAD 2>/dev/null || echo ?) $SHORTD, flood $RATE/s, $DISTINCT distinct agents, hot client $HOT s"
 alone=$(hot "$HOT")
-echo "hot alone:               $alone/s"
+printf '%-27s %s/s\n' "hot alone:" "$alone"
+# The fold thread runs at background priority (coop.h): its nice value.
+fold_nice=$(for t in /proc/"$PID"/task/*; do
+    [ "$(cat "$t/comm")" = shortd-fold ] && awk '{print $19}' "$t/stat"; done || true)
+echo "fold thread nice: ${fold_nice:-?}"
 
-flood "$((HOT + 4))" "$WORK/one.txt"
-sleep 2
-same=$(hot "$HOT")
-wait "$BG"
-BG=""
-echo "hot beside 1-agent flood: $same/s ($(awk -v a="$same" -v b="$alone" 'BEGIN {printf "%.2f", a / b}') of alone)"
-echo "  flood: $(flood_summary)"
-echo "  backlog: $(watch_backlog "")"
+# A flood of FLOOD s with the agents in $1, the hot client running from 1 s
+# in to 1 s before its end; then the backlog's drain.
+beside() {
+    flood "$FLOOD" "$1"
+    local flood_pid=$BG
+    ( sleep 1; hot "$((FLOOD - 2))" >"$WORK/hot.rate" ) &
+    local hot_pid=$!
+    watch_backlog "$flood_pid" >"$WORK/backlog"
+    wait "$hot_pid"
+    wait "$flood_pid" || true
+    BG=""
+    local during
+    during=$(cat "$WORK/hot.rate")
+    printf '%-27s %s/s (%s of alone)\n' "hot beside $2 flood:" "$during" \
+        "$(awk -v a="$during" -v b="$alone" 'BEGIN {printf "%.2f", a / b}')"
+    echo "  flood: $(flood_summary)"
+    echo "  backlog: $(cat "$WORK/backlog")"
+}
 
-flood "$FLOOD" "$WORK/distinct.txt"
-FLOOD_PID=$BG
-( sleep 1; hot "$((FLOOD - 2))" >"$WORK/hot.rate" ) &
-HOT_PID=$!
-echo "  backlog: $(watch_backlog "$FLOOD_PID")" >"$WORK/backlog"
-wait "$HOT_PID"
-wait "$FLOOD_PID" || true
-BG=""
-during=$(cat "$WORK/hot.rate")
-echo "hot beside distinct flood: $during/s ($(awk -v a="$during" -v b="$alone" 'BEGIN {printf "%.2f", a / b}') of alone)"
-echo "  flood: $(flood_summary)"
-cat "$WORK/backlog"
+beside "$WORK/one.txt" 1-agent
+beside "$WORK/distinct.txt" distinct
 curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^shortd_(clicks|classify|fold)' | grep -v '_bucket' | sed 's/^/  /'

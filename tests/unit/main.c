@@ -20,6 +20,7 @@
     X(coop_loop_slice)                                                                             \
     X(coop_start)                                                                                  \
     X(store_chunked_jobs)                                                                          \
+    X(store_hurried_fold)                                                                          \
     X(store_writer_turns)                                                                          \
     X(store_writer_failures)                                                                       \
     X(sqlite_coop_vfs)                                                                             \

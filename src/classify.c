@@ -2,7 +2,8 @@
  * aggregator counts. Whether a user agent is a bot is decided by the npm
  * isbot package's pattern list (maintained upstream, generated into
  * build/gen/isbot_patterns.inc by scripts/gen-isbot.mjs and compiled once
- * into one PCRE2 regex: the list needs look-behind), plus the rules below for
+ * with PCRE2: the list needs look-behind; "The fast path" below says how it
+ * is tried without trying every pattern), plus the rules below for
  * what it misses: an empty user agent, mail and office link scanners, a few
  * clients it does not know. A person's click in an in-app browser (Instagram,
  * Facebook, TikTok...) is not a bot, whatever a pattern says, unless a bot's

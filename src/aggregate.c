@@ -86,6 +86,7 @@ struct aggregate {
     char partial_key[72];   /* ... and of a job stopped between chunks */
     size_t chunk;
     struct classify *cl;
+    bool hurry;             /* aggregate_set_hurry */
     const char *const *self_hosts;
     struct table t;
     struct bump *spare_mem; /* a stored table's, cleared, for the next one */
@@ -229,7 +230,10 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     t->events++;
 
     struct ua_info ua;
-    classify_ua(a->cl, e->ua.p, e->ua.n, &ua);
+    if (a->hurry)
+        (void)classify_ua_hurried(a->cl, e->ua.p, e->ua.n, &ua);
+    else
+        classify_ua(a->cl, e->ua.p, e->ua.n, &ua);
     if (e->flags & EVENT_PREFETCH) {
         r->bots++;
         count_dim(r, DIM_BOT_KIND, "prefetch");
@@ -277,6 +281,7 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     dayrow_remember(r, e->ts, text);
 }
 
+void aggregate_set_hurry(struct aggregate *a, bool on) { a->hurry = on; }
 bool aggregate_empty(const struct aggregate *a) { return a->t.count == 0; }
 uint64_t aggregate_events(const struct aggregate *a) { return a->t.events; }
 

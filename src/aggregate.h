@@ -24,6 +24,9 @@ void aggregate_free(struct aggregate *a);
 
 /* Classifies and counts one event. */
 void aggregate_add(struct aggregate *a, const struct click_event *e);
+/* While on, aggregate_add classifies user agents in a hurry
+ * (classify_ua_hurried): for when the fold is far behind. Off at first. */
+void aggregate_set_hurry(struct aggregate *a, bool on);
 bool aggregate_empty(const struct aggregate *a);
 uint64_t aggregate_events(const struct aggregate *a);   /* events folded since the last take */
 

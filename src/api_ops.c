@@ -6,6 +6,7 @@
 
 #include "app.h"
 #include "cache.h"
+#include "classify.h"
 #include "clicks.h"
 #include "err.h"
 #include "handlers.h"
@@ -110,6 +111,31 @@ int handle_metrics(struct request *r)
                 "# TYPE shortd_clicks_pending gauge\nshortd_clicks_pending ");
     buf_add_u64(b, clicks_pending(app->clicks));
     buf_addc(b, '\n');
+    struct clicks_backlog bl;
+    clicks_backlog(app->clicks, &bl);
+    uint64_t ua_misses, ua_hurried;
+    classify_counts(app->classify, &ua_misses, &ua_hurried);
+    buf_printf(b, "# HELP shortd_clicks_unfolded Clicks journaled but not yet classified and "
+                  "counted.\n"
+                  "# TYPE shortd_clicks_unfolded gauge\nshortd_clicks_unfolded %llu\n"
+                  "# HELP shortd_clicks_unfolded_max The most clicks there have been to fold "
+                  "at once since the start.\n"
+                  "# TYPE shortd_clicks_unfolded_max gauge\nshortd_clicks_unfolded_max %llu\n"
+                  "# HELP shortd_clicks_backpressure_total Pauses of an event loop because the "
+                  "clicks to fold were past their bound.\n"
+                  "# TYPE shortd_clicks_backpressure_total counter\n"
+                  "shortd_clicks_backpressure_total %llu\n"
+                  "# HELP shortd_classify_misses_total User agents classified afresh, not found "
+                  "in the cache.\n"
+                  "# TYPE shortd_classify_misses_total counter\n"
+                  "shortd_classify_misses_total %llu\n"
+                  "# HELP shortd_classify_hurried_total Clicks of people whose browser, OS and "
+                  "device were left unknown because the fold was behind.\n"
+                  "# TYPE shortd_classify_hurried_total counter\n"
+                  "shortd_classify_hurried_total %llu\n",
+               (unsigned long long)bl.unfolded, (unsigned long long)bl.unfolded_max,
+               (unsigned long long)bl.pauses, (unsigned long long)ua_misses,
+               (unsigned long long)ua_hurried);
     struct journal_health jh;
     clicks_health(app->clicks, &jh);
     buf_printf(b, "# HELP shortd_journal_up Whether the click journal writes (0: its last sync "

@@ -2,7 +2,8 @@
  * aggregator counts. Whether a user agent is a bot is decided by the npm
  * isbot package's pattern list (maintained upstream, generated into
  * build/gen/isbot_patterns.inc by scripts/gen-isbot.mjs and compiled once
- * into one PCRE2 regex: the list needs look-behind), plus the rules below for
+ * with PCRE2: the list needs look-behind; "The fast path" below says how it
+ * is tried without trying every pattern), plus the rules below for
  * what it misses: an empty user agent, mail and office link scanners, a few
  * clients it does not know. A person's click in an in-app browser (Instagram,
  * Facebook, TikTok...) is not a bot, whatever a pattern says, unless a bot's
@@ -19,6 +20,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,8 @@ const char *device_name(enum device d)
         return "tablet";
     case DEV_BOT:
         return "bot";
+    case DEV_UNKNOWN:
+        return "unknown";
     case DEV_OTHER:
         break;
     }
@@ -126,10 +130,23 @@ static bool is_digit(unsigned char c)
     return c >= '0' && c <= '9';
 }
 
-/* Case-sensitive: user agent tokens are written one way by their browsers. */
+/* Case-sensitive: user agent tokens are written one way by their browsers.
+ * As memmem, but memmem sets up tables first, which for a user agent's few
+ * hundred bytes costs more than the search: the token's first byte is rare
+ * enough in a user agent for memchr to find its places. */
 static bool has(const char *s, size_t n, const char *tok)
 {
-    return memmem(s, n, tok, strlen(tok)) != NULL;
+    size_t m = strlen(tok);
+    if (!m)
+        return true;
+    for (const char *p = s, *end = s + n; (size_t)(end - p) >= m; p++) {
+        p = memchr(p, tok[0], (size_t)(end - p) - m + 1);
+        if (!p)
+            return false;
+        if (m == 1 || (p[1] == tok[1] && memcmp(p + 2, tok + 2, m - 2) == 0))
+            return true;
+    }
+    return false;
 }
 
 /* True when s[0..n) contains 'needle' (lowercase), ignoring ASCII case. */
@@ -670,6 +687,263 @@ static enum device device_of(const char *ua, size_t n)
     return DEV_OTHER;
 }
 
+/* The fast path
+ *
+ * A user agent not in the cache used to cost two scans: every kind marker
+ * looked for with memmem, one after the other, and isbot's whole alternation
+ * tried at every position of the user agent (its patterns share no start
+ * that would rule a position out). Both now rest on one pass over the
+ * lowercased user agent that finds every "needle" in it (struct scanner): the
+ * kind markers, and for each isbot pattern not anchored at the start, a
+ * literal that every match of the pattern contains (literal_of reads it off
+ * the pattern; one it cannot read has none). isbot's list matches when the
+ * anchored patterns, as one regex tried at the start only, match; or one of
+ * the patterns without a literal, as one regex, does; or a pattern whose
+ * literal was found does, on its own: exactly when the whole alternation
+ * matches. A user agent longer than UA_FAST_MAX takes the old way: on a
+ * long one the whole alternation could run out of steps (ISBOT_MATCH_LIMIT:
+ * a bot) where none of its parts does. A click carries at most
+ * EVENT_UA_MAX (event.h) bytes of it, well below. So do all user agents
+ * with classify_set_reference(), which the tests compare against. */
+
+#define ISBOT_COUNT ARRAY_LEN(isbot_patterns)
+#define NEEDLES_MAX 1024    /* kind markers, then one literal per isbot pattern */
+#define NEEDLE_BUCKETS 4096 /* needles by a hash of their first two bytes */
+#define LITERAL_MAX 32
+#define UA_FAST_MAX 1024
+
+#define KIND_COUNT ARRAY_LEN(kind_rules)
+_Static_assert(KIND_COUNT + ISBOT_COUNT <= NEEDLES_MAX, "raise NEEDLES_MAX");
+
+struct needle {
+    const char *s; /* lowercase */
+    unsigned char len;
+    unsigned short id; /* a kind rule's index, or KIND_COUNT + a pattern's */
+};
+
+struct scanner {
+    struct needle *multi;                     /* two bytes or more, grouped by bucket */
+    unsigned short start[NEEDLE_BUCKETS + 1]; /* bucket b is multi[start[b] .. start[b + 1]) */
+    struct needle single[8];                  /* one byte */
+    size_t nsingle;
+};
+
+/* The needles found in a user agent: bit 'id' set. */
+struct found {
+    uint64_t bits[NEEDLES_MAX / 64];
+};
+
+static bool found_has(const struct found *f, size_t id)
+{
+    return f->bits[id / 64] >> (id % 64) & 1;
+}
+
+/* Whether any of the needles 0 .. n-1 was found. */
+static bool found_any(const struct found *f, size_t n)
+{
+    for (size_t w = 0; w < n / 64; w++)
+        if (f->bits[w])
+            return true;
+    return n % 64 && f->bits[n / 64] & ((1ull << (n % 64)) - 1);
+}
+
+static size_t bucket_of(unsigned char a, unsigned char b)
+{
+    return ((size_t)a * 31 + b) & (NEEDLE_BUCKETS - 1);
+}
+
+static int cmp_needle_bucket(const void *x, const void *y)
+{
+    const struct needle *a = x, *b = y;
+    size_t ka = bucket_of((unsigned char)a->s[0], (unsigned char)a->s[1]);
+    size_t kb = bucket_of((unsigned char)b->s[0], (unsigned char)b->s[1]);
+    return (ka > kb) - (ka < kb);
+}
+
+/* Builds the scanner from 'n' needles (it keeps them, sorted). False when
+ * there are more one-byte needles than it has room for. */
+static bool scanner_init(struct scanner *sc, struct needle *v, size_t n)
+{
+    size_t multi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].len >= 2) {
+            v[multi++] = v[i];
+        } else {
+            if (sc->nsingle == ARRAY_LEN(sc->single))
+                return false;
+            sc->single[sc->nsingle++] = v[i];
+        }
+    }
+    qsort(v, multi, sizeof(*v), cmp_needle_bucket);
+    sc->multi = v;
+    size_t k = 0;
+    for (size_t b = 0; b <= NEEDLE_BUCKETS; b++) {
+        sc->start[b] = (unsigned short)k;
+        while (k < multi && bucket_of((unsigned char)v[k].s[0], (unsigned char)v[k].s[1]) == b)
+            k++;
+    }
+    return true;
+}
+
+/* Every needle in 'low' (n bytes, lowercased). */
+static void scanner_find(const struct scanner *sc, const char *low, size_t n, struct found *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < sc->nsingle; i++) {
+        if (memchr(low, sc->single[i].s[0], n))
+            out->bits[sc->single[i].id / 64] |= 1ull << (sc->single[i].id % 64);
+    }
+    for (size_t i = 0; i + 1 < n; i++) {
+        size_t b = bucket_of((unsigned char)low[i], (unsigned char)low[i + 1]);
+        for (size_t k = sc->start[b]; k < sc->start[b + 1]; k++) {
+            const struct needle *d = &sc->multi[k];
+            if (d->len <= n - i && d->s[0] == low[i] && d->s[1] == low[i + 1] &&
+                memcmp(low + i + 2, d->s + 2, d->len - 2u) == 0)
+                out->bits[d->id / 64] |= 1ull << (d->id % 64);
+        }
+    }
+}
+
+/* The end of the group that opens at p[i] ('('), one past its ')'; 0 when
+ * it does not close. */
+static size_t group_end(const char *p, size_t i)
+{
+    int depth = 0;
+    for (size_t j = i; p[j]; j++) {
+        if (p[j] == '\\') {
+            if (!p[++j])
+                return 0;
+        } else if (p[j] == '[') {
+            j++;
+            if (p[j] == '^')
+                j++;
+            if (p[j] == ']')
+                j++;
+            for (; p[j] && p[j] != ']'; j++)
+                if (p[j] == '\\' && p[j + 1])
+                    j++;
+            if (!p[j])
+                return 0;
+        } else if (p[j] == '(') {
+            depth++;
+        } else if (p[j] == ')' && --depth == 0) {
+            return j + 1;
+        }
+    }
+    return 0;
+}
+
+/* The length of the quantifier at p (0: none); '*min' is its minimum count.
+ * -1 for a '{' that is not one (then PCRE2 reads it as a character, which
+ * literal_of does not try to follow). */
+static int quantifier_at(const char *p, unsigned long *min)
+{
+    size_t k = 0;
+    if (*p == '?' || *p == '*' || *p == '+') {
+        *min = *p == '+';
+        k = 1;
+    } else if (*p == '{') {
+        char *end;
+        k = 1;
+        *min = is_digit((unsigned char)p[1]) ? strtoul(p + 1, &end, 10) : 0;
+        if (is_digit((unsigned char)p[1]))
+            k = (size_t)(end - p);
+        else if (p[1] != ',')
+            return -1;
+        while (is_digit((unsigned char)p[k]) || p[k] == ',')
+            k++;
+        if (p[k] != '}')
+            return -1;
+        k++;
+    } else {
+        return 0;
+    }
+    if (p[k] == '?' || p[k] == '+') /* lazy, possessive */
+        k++;
+    return (int)k;
+}
+
+/* A literal that every match of isbot pattern 'p' contains, lowercased into
+ * 'out': the longest run of plain characters at the pattern's top level
+ * (outside groups, lookarounds and classes), none of them made optional by
+ * a quantifier, cut to LITERAL_MAX bytes (a part of it is in every match
+ * too). Its length; 0 when there is no such run, or the pattern has a
+ * top-level '|' or syntax this does not read (options, back references,
+ * escapes that name characters...): such a pattern is always tried.
+ * '*anchored' says whether p starts with '^' (and has no top-level '|'). */
+static size_t literal_of(const char *p, char out[LITERAL_MAX + 1], bool *anchored)
+{
+    char run[LITERAL_MAX + 1];
+    size_t rn = 0, best = 0;
+    *anchored = false;
+    out[0] = '\0';
+    for (size_t i = 0; p[i];) {
+        int lit = -1; /* the character this atom matches, if it is a plain one */
+        size_t step = 1;
+        unsigned char ch = (unsigned char)p[i];
+        if (ch == '\\') {
+            unsigned char e = (unsigned char)p[i + 1];
+            if (is_alpha(e) || is_digit(e)) {
+                if (!strchr("bBdDwWsShHvVAzZG", e))
+                    return 0;
+            } else if (e) {
+                lit = e;
+            } else {
+                return 0;
+            }
+            step = 2;
+        } else if (ch == '[') {
+            size_t j = i + 1;
+            if (p[j] == '^')
+                j++;
+            if (p[j] == ']')
+                j++;
+            for (; p[j] && p[j] != ']'; j++)
+                if (p[j] == '\\' && p[j + 1])
+                    j++;
+            if (!p[j])
+                return 0;
+            step = j + 1 - i;
+        } else if (ch == '(') {
+            const char *q = p + i + 1;
+            bool known = *q != '*' && (*q != '?' || q[1] == ':' || q[1] == '=' || q[1] == '!' ||
+                                       (q[1] == '<' && (q[2] == '=' || q[2] == '!')));
+            size_t end = known ? group_end(p, i) : 0;
+            if (!end)
+                return 0;
+            step = end - i;
+        } else if (ch == '|' || ch == ')' || ch == '?' || ch == '*' || ch == '+' || ch == '{') {
+            return 0; /* a top-level alternative, or a quantifier of nothing */
+        } else if (ch != '.' && ch != '^' && ch != '$') {
+            lit = ch;
+        }
+        if (lit >= 0x80)
+            return 0;
+        unsigned long min = 1;
+        int q = quantifier_at(p + i + step, &min);
+        if (q < 0)
+            return 0;
+        if (lit >= 0 && min > 0 && rn < LITERAL_MAX)
+            run[rn++] = (char)lower((unsigned char)lit);
+        if (lit < 0 || q > 0) { /* the run ends here */
+            if (rn > best) {
+                memcpy(out, run, rn);
+                out[rn] = '\0';
+                best = rn;
+            }
+            rn = 0;
+        }
+        i += step + (size_t)q;
+    }
+    if (rn > best) {
+        memcpy(out, run, rn);
+        out[rn] = '\0';
+        best = rn;
+    }
+    *anchored = p[0] == '^';
+    return best;
+}
+
 /* The cache */
 
 struct ua_slot {
@@ -683,6 +957,15 @@ struct classify {
     pcre2_code *isbot;                 /* isbot's list as one regex */
     pcre2_match_data *md;
     pcre2_match_context *mctx;
+    struct scanner sc;                 /* the fast path (below) */
+    pcre2_code *anchored;              /* isbot's patterns that start with '^' */
+    pcre2_code *loose;                 /* ... those with no literal; NULL: none */
+    pcre2_code *each[ISBOT_COUNT];     /* ... those with one, each alone; else NULL */
+    char literal[ISBOT_COUNT][LITERAL_MAX + 1];
+    size_t literals;                   /* how many patterns have one */
+    bool reference;                    /* the fast path is off (classify_set_reference) */
+    _Atomic uint64_t misses;           /* classify_counts; written by the one thread */
+    _Atomic uint64_t hurried;
     struct ua_slot *slots;             /* open addressing, linear probing */
     size_t nslots;                     /* a power of two, at least twice max_entries */
     size_t used;
@@ -724,6 +1007,83 @@ static struct ua_slot *cache_find(struct classify *c, const char *ua, size_t n, 
 
 /* Setup */
 
+/* isbot's patterns in 'pat', as one alternation, each in its own group so
+ * that none can reach into its neighbours, compiled (and JIT-compiled), or
+ * NULL, logged. */
+static pcre2_code *compile_isbot(const struct buf *pat)
+{
+    int errcode;
+    PCRE2_SIZE erroff;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)buf_cstr(pat), pat->len,
+                                   PCRE2_CASELESS | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_UTF,
+                                   &errcode, &erroff, NULL);
+    if (!re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(errcode, msg, sizeof(msg));
+        log_fail(ERR_INVALID, "cannot compile the isbot %s patterns: %s at '%.40s'",
+                 ISBOT_VERSION, (const char *)msg, buf_cstr(pat) + erroff);
+        return NULL;
+    }
+    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* without JIT it is slower, not wrong */
+    return re;
+}
+
+static void add_alternative(struct buf *pat, const char *p)
+{
+    buf_adds(pat, pat->len ? "|(?:" : "(?:");
+    buf_adds(pat, p);
+    buf_addc(pat, ')');
+}
+
+/* The regexes and the needles of the fast path. */
+static int fast_path_init(struct classify *c)
+{
+    int rc = ERR_INVALID;
+    struct buf anchored = BUF_INIT, loose = BUF_INIT, one = BUF_INIT;
+    struct needle *v = calloc(NEEDLES_MAX, sizeof(*v));
+    if (!v)
+        abort();
+    size_t n = 0;
+    for (size_t i = 0; i < KIND_COUNT; i++)
+        v[n++] = (struct needle){kind_rules[i].marker, (unsigned char)strlen(kind_rules[i].marker),
+                                 (unsigned short)i};
+    for (size_t i = 0; i < ISBOT_COUNT; i++) {
+        bool at_start;
+        size_t len = literal_of(isbot_patterns[i], c->literal[i], &at_start);
+        if (at_start) {
+            add_alternative(&anchored, isbot_patterns[i]);
+        } else if (len) {
+            buf_reset(&one);
+            add_alternative(&one, isbot_patterns[i]);
+            if (!(c->each[i] = compile_isbot(&one)))
+                goto out;
+            v[n++] = (struct needle){c->literal[i], (unsigned char)len,
+                                     (unsigned short)(KIND_COUNT + i)};
+            c->literals++;
+        } else {
+            add_alternative(&loose, isbot_patterns[i]);
+        }
+    }
+    if (!scanner_init(&c->sc, v, n)) {
+        rc = log_fail(ERR_INVALID, "too many one-byte literals in the isbot patterns");
+        goto out;
+    }
+    v = NULL; /* the scanner's */
+    if (!anchored.len)
+        add_alternative(&anchored, "(*FAIL)");
+    if (!(c->anchored = compile_isbot(&anchored)))
+        goto out;
+    if (loose.len && !(c->loose = compile_isbot(&loose)))
+        goto out;
+    rc = ERR_OK;
+out:
+    free(v);
+    buf_release(&anchored);
+    buf_release(&loose);
+    buf_release(&one);
+    return rc;
+}
+
 int classify_new(size_t cache_entries, struct classify **out)
 {
     *out = NULL;
@@ -737,27 +1097,14 @@ int classify_new(size_t cache_entries, struct classify **out)
         abort();
     int rc = ERR_INVALID;
 
-    /* One alternation, as isbot itself builds it; each pattern in its own
-     * group so that none can reach into its neighbours. */
+    /* One alternation, as isbot itself builds it. */
     struct buf pat = BUF_INIT;
-    for (size_t i = 0; i < ARRAY_LEN(isbot_patterns); i++) {
-        buf_adds(&pat, i ? "|(?:" : "(?:");
-        buf_adds(&pat, isbot_patterns[i]);
-        buf_addc(&pat, ')');
-    }
-    int errcode;
-    PCRE2_SIZE erroff;
-    c->isbot = pcre2_compile((PCRE2_SPTR)buf_cstr(&pat), pat.len,
-                             PCRE2_CASELESS | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_UTF, &errcode,
-                             &erroff, NULL);
-    if (!c->isbot) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(errcode, msg, sizeof(msg));
-        log_fail(ERR_INVALID, "cannot compile the isbot %s patterns: %s at '%.40s'",
-                 ISBOT_VERSION, (const char *)msg, buf_cstr(&pat) + erroff);
+    for (size_t i = 0; i < ARRAY_LEN(isbot_patterns); i++)
+        add_alternative(&pat, isbot_patterns[i]);
+    if (!(c->isbot = compile_isbot(&pat)))
         goto out;
-    }
-    (void)pcre2_jit_compile(c->isbot, PCRE2_JIT_COMPLETE); /* without JIT it is slower, not wrong */
+    if (fast_path_init(c) != ERR_OK)
+        goto out;
     c->md = pcre2_match_data_create_from_pattern(c->isbot, NULL);
     c->mctx = pcre2_match_context_create(NULL);
     if (!c->md || !c->mctx)
@@ -794,6 +1141,11 @@ void classify_free(struct classify *c)
     pcre2_match_context_free(c->mctx);
     pcre2_match_data_free(c->md);
     pcre2_code_free(c->isbot);
+    pcre2_code_free(c->anchored);
+    pcre2_code_free(c->loose);
+    for (size_t i = 0; i < ISBOT_COUNT; i++)
+        pcre2_code_free(c->each[i]);
+    free(c->sc.multi);
     free(c);
 }
 
@@ -801,21 +1153,43 @@ void classify_free(struct classify *c)
 
 /* True when isbot's list matches. A match that fails (the step limit) is
  * taken as a bot: no browser sends a user agent that costs that much. */
-static bool isbot_matches(struct classify *c, const char *ua, size_t n)
+static bool matches(struct classify *c, const pcre2_code *re, const char *ua, size_t n,
+                    uint32_t options)
 {
-    int rc = pcre2_match(c->isbot, (PCRE2_SPTR)ua, n, 0, 0, c->md, c->mctx);
+    int rc = pcre2_match(re, (PCRE2_SPTR)ua, n, 0, options, c->md, c->mctx);
     return rc != PCRE2_ERROR_NOMATCH;
+}
+
+/* The same answer, the fast way: 'f' holds the needles found in 'ua'. */
+static bool isbot_matches(struct classify *c, const char *ua, size_t n, const struct found *f)
+{
+    if (!f)
+        return matches(c, c->isbot, ua, n, 0);
+    if (matches(c, c->anchored, ua, n, PCRE2_ANCHORED))
+        return true;
+    if (c->loose && matches(c, c->loose, ua, n, 0))
+        return true;
+    for (size_t i = 0; i < ISBOT_COUNT; i++) {
+        if (c->each[i] && found_has(f, KIND_COUNT + i) && matches(c, c->each[i], ua, n, 0))
+            return true;
+    }
+    return false;
 }
 
 /* The first kind rule whose marker is in 'low' (the user agent lowercased),
  * or NULL; '*agent' is the name of the first rule found that names one, or
- * NULL. The scan goes on past the first hit only while no name is found. */
-static const struct kind_rule *kind_rule_of(const char *low, size_t n, const char **agent)
+ * NULL. The scan goes on past the first hit only while no name is found.
+ * 'f', unless NULL, holds the needles found in 'low'. */
+static const struct kind_rule *kind_rule_of(const char *low, size_t n, const struct found *f,
+                                            const char **agent)
 {
     const struct kind_rule *hit = NULL;
     *agent = NULL;
+    if (f && !found_any(f, KIND_COUNT))
+        return NULL;
     for (size_t i = 0; i < ARRAY_LEN(kind_rules) && !*agent; i++) {
-        if (memmem(low, n, kind_rules[i].marker, strlen(kind_rules[i].marker))) {
+        if (f ? found_has(f, i)
+              : memmem(low, n, kind_rules[i].marker, strlen(kind_rules[i].marker)) != NULL) {
             if (!hit)
                 hit = &kind_rules[i];
             *agent = kind_rules[i].agent;
@@ -854,7 +1228,8 @@ static void set_bot(struct ua_info *out, enum bot_kind kind, const char *agent)
  * everything); an in-app browser (a person, whatever isbot says), unless a
  * bot's marker is found outside the apps' own tokens: then, as for any
  * other user agent, isbot. */
-static void classify_uncached(struct classify *c, const char *ua, size_t n, struct ua_info *out)
+static void classify_uncached(struct classify *c, const char *ua, size_t n, bool hurry,
+                              struct ua_info *out)
 {
     *out = (struct ua_info){"Other", "Other", DEV_BOT, BOT_OTHER, "other"};
     if (is_blank(ua, n)) {
@@ -867,8 +1242,12 @@ static void classify_uncached(struct classify *c, const char *ua, size_t n, stru
         abort();
     for (size_t i = 0; i < n; i++)
         low[i] = (char)lower((unsigned char)ua[i]);
+    struct found found, masked;
+    bool fast = !c->reference && n <= UA_FAST_MAX;
+    if (fast)
+        scanner_find(&c->sc, low, n, &found);
     const char *agent;
-    const struct kind_rule *hit = kind_rule_of(low, n, &agent);
+    const struct kind_rule *hit = kind_rule_of(low, n, fast ? &found : NULL, &agent);
     if (hit && hit->sure) {
         set_bot(out, hit->kind, agent);
         goto out;
@@ -878,15 +1257,22 @@ static void classify_uncached(struct classify *c, const char *ua, size_t n, stru
         /* "Snapchat" is the marker of Snapchat's fetcher and the token of its
          * in-app browser: only a marker elsewhere names a bot. */
         mask_in_apps(ua, low, n);
-        hit = kind_rule_of(low, n, &agent);
+        if (fast)
+            scanner_find(&c->sc, low, n, &masked);
+        hit = kind_rule_of(low, n, fast ? &masked : NULL, &agent);
         in_app = !hit;
     }
-    if (!in_app && isbot_matches(c, ua, n)) {
+    if (!in_app && isbot_matches(c, ua, n, fast ? &found : NULL)) {
         set_bot(out, hit ? hit->kind : BOT_OTHER, agent);
         goto out;
     }
     out->bot = BOT_NONE;
     out->agent = NULL;
+    if (hurry) {
+        out->browser = out->os = "Unknown";
+        out->device = DEV_UNKNOWN;
+        goto out;
+    }
     out->browser = browser_of(ua, n);
     out->os = os_of(ua, n);
     out->device = device_of(ua, n);
@@ -895,24 +1281,45 @@ out:
         free(low);
 }
 
-void classify_ua(struct classify *c, const char *ua, size_t n, struct ua_info *out)
+static void count(_Atomic uint64_t *v)
 {
-    if (!ua)
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* classify_ua, and classify_ua_hurried with 'hurry'. */
+static bool classify_ua_as(struct classify *c, const char *ua, size_t n, bool hurry,
+                           struct ua_info *out)
+{
+    if (!ua) {
+        ua = "";
         n = 0;
-    if (!c->max_entries || n > UA_CACHE_KEY_MAX) {
-        classify_uncached(c, ua ? ua : "", n, out);
-        return;
     }
-    uint64_t h = ua_hash(c, ua ? ua : "", n);
-    struct ua_slot *s = cache_find(c, ua ? ua : "", n, h);
+    if (!c->max_entries || n > UA_CACHE_KEY_MAX) {
+        count(&c->misses);
+        classify_uncached(c, ua, n, hurry, out);
+        if (hurry && out->bot == BOT_NONE)
+            count(&c->hurried);
+        return hurry && out->bot == BOT_NONE;
+    }
+    uint64_t h = ua_hash(c, ua, n);
+    struct ua_slot *s = cache_find(c, ua, n, h);
     if (s->ua) {
         *out = s->info;
-        return;
+        return false;
     }
-    classify_uncached(c, ua ? ua : "", n, out);
+    count(&c->misses);
+    if (hurry) {
+        classify_uncached(c, ua, n, true, out);
+        if (out->bot != BOT_NONE)
+            return false;
+        count(&c->hurried);
+        return true;
+    }
+    classify_uncached(c, ua, n, false, out);
     if (c->used == c->max_entries) {
         cache_clear(c);
-        s = cache_find(c, ua ? ua : "", n, h);
+        s = cache_find(c, ua, n, h);
     }
     s->ua = malloc(n ? n : 1);
     if (!s->ua)
@@ -923,6 +1330,33 @@ void classify_ua(struct classify *c, const char *ua, size_t n, struct ua_info *o
     s->hash = h;
     s->info = *out;
     c->used++;
+    return false;
+}
+
+void classify_ua(struct classify *c, const char *ua, size_t n, struct ua_info *out)
+{
+    (void)classify_ua_as(c, ua, n, false, out);
+}
+
+bool classify_ua_hurried(struct classify *c, const char *ua, size_t n, struct ua_info *out)
+{
+    return classify_ua_as(c, ua, n, true, out);
+}
+
+void classify_counts(const struct classify *c, uint64_t *misses, uint64_t *hurried)
+{
+    *misses = atomic_load_explicit(&c->misses, memory_order_relaxed);
+    *hurried = atomic_load_explicit(&c->hurried, memory_order_relaxed);
+}
+
+void classify_set_reference(struct classify *c, bool on)
+{
+    c->reference = on;
+}
+
+size_t classify_literals(const struct classify *c)
+{
+    return c->literals;
 }
 
 const char *classify_agent_name(size_t i)

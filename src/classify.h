@@ -7,10 +7,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define DIM_MAX 128 /* stored dimension values are clamped to this many bytes */
 
-enum device { DEV_DESKTOP, DEV_MOBILE, DEV_TABLET, DEV_BOT, DEV_OTHER };
+enum device { DEV_DESKTOP, DEV_MOBILE, DEV_TABLET, DEV_BOT, DEV_OTHER, DEV_UNKNOWN };
 
 enum bot_kind {
     BOT_NONE,         /* a person */
@@ -25,7 +26,7 @@ enum bot_kind {
     BOT_OTHER,
 };
 
-const char *device_name(enum device d);     /* "desktop","mobile","tablet","bot","other" */
+const char *device_name(enum device d); /* "desktop","mobile","tablet","bot","other","unknown" */
 /* "crawler","ai_crawler","http_library","previewer","mail_scanner","headless",
  * "monitor","empty_ua","other"; NULL for BOT_NONE. */
 const char *bot_kind_name(enum bot_kind k);
@@ -63,6 +64,21 @@ void classify_free(struct classify *c); /* NULL is fine */
 /* One thread at a time (the aggregator's). Results are cached per distinct
  * user agent; the cache is cleared when full. 'ua' may be NULL when n is 0. */
 void classify_ua(struct classify *c, const char *ua, size_t n, struct ua_info *out);
+/* The same in a hurry (the clicks' fold is behind: clicks.h): a user agent
+ * not in the cache gets the bot check alone, and a person's browser and os
+ * are then "Unknown" and device DEV_UNKNOWN; that answer is not cached.
+ * Whether it was such a person. */
+bool classify_ua_hurried(struct classify *c, const char *ua, size_t n, struct ua_info *out);
+/* User agents classified afresh (not found in the cache), and of those,
+ * people classified in a hurry. Any thread. */
+void classify_counts(const struct classify *c, uint64_t *misses, uint64_t *hurried);
+
+/* For the tests: 'on' makes classify_ua() take the reference way, each kind
+ * marker looked for on its own and isbot's list tried as one regex, rather
+ * than the fast path (classify.c), which must give the same answers. */
+void classify_set_reference(struct classify *c, bool on);
+/* How many of isbot's patterns the fast path looks for by a literal. */
+size_t classify_literals(const struct classify *c);
 
 /* The i-th name classify_ua() can give a bot's 'agent' (each once, "other"
  * last), NULL past the last: how many values the tally can have. Pure. */

@@ -14,7 +14,10 @@
  * lane) run at a lower priority ('background-nice') and yield often
  * (coop.h), so a redirect never waits
  * behind them; the journal thread keeps the normal priority, so however busy
- * the machine, a click answered is on disk within the sync interval. A store
+ * the machine, a click answered is on disk within the sync interval. When
+ * the fold falls behind by FOLD_HURRY it classifies in a hurry (the bot
+ * check alone for user agents it has not cached: aggregate_set_hurry),
+ * and by FOLD_BACKLOG_MAX the event loops pause (clicks_flush). A store
  * job that fails is retried (after a pause) with the same counters and
  * checkpoint, so a passing store error delays counts and never loses or
  * doubles them.
@@ -47,10 +50,12 @@
 #define LOCAL_CAP (64u << 20)           /* a worker's unsent events, at most */
 #define SEGMENT_MAX (64u << 20)
 #define FOLD_BACKLOG_MAX (128u << 20)   /* journaled clicks the fold thread has yet to fold */
+#define FOLD_HURRY (FOLD_BACKLOG_MAX / 4) /* ... past which it classifies in a hurry */
 #define BACKPRESSURE_NS 5000000L
 
 struct local {
     struct buf buf;                     /* [u16 length][event]... */
+    size_t events;                      /* ... how many */
     _Atomic uint64_t recorded;
     _Atomic uint64_t dropped;
     char pad[64];
@@ -58,6 +63,7 @@ struct local {
 
 struct batch {
     struct buf data;
+    size_t events;
     uint64_t end_pos;                   /* journal position after its last event */
     struct batch *next;
 };
@@ -89,6 +95,9 @@ struct clicks {
     pthread_cond_t fold_cv;
     struct batch *fold, *fold_tail;     /* journaled, not yet folded */
     _Atomic size_t fold_bytes;          /* ... their size */
+    _Atomic uint64_t fold_events;       /* ... how many */
+    _Atomic uint64_t fold_events_max;   /* the most there have been (journal thread) */
+    _Atomic uint64_t pauses;            /* backpressure: event loops paused */
     bool fold_stop;                     /* nothing more will be journaled */
 
     _Atomic bool inflight;              /* a store job is running */
@@ -172,6 +181,7 @@ void clicks_record(struct clicks *c, int worker, const struct click_event *e)
     size_t n = event_encode(e, &l->buf);
     l->buf.p[at] = (char)(n & 0xff);
     l->buf.p[at + 1] = (char)(n >> 8);
+    l->events++;
     relaxed_inc(&l->recorded);
 }
 
@@ -184,7 +194,9 @@ void clicks_flush(struct clicks *c, int worker)
     if (!b)
         abort();
     b->data = l->buf;
+    b->events = l->events;
     buf_init(&l->buf);
+    l->events = 0;
     pthread_mutex_lock(&c->mu);
     if (c->queue_tail)
         c->queue_tail->next = b;
@@ -200,6 +212,7 @@ void clicks_flush(struct clicks *c, int worker)
      * backlog grow without bound or drop clicks. */
     if (atomic_load_explicit(&c->fold_bytes, memory_order_relaxed) > FOLD_BACKLOG_MAX) {
         struct timespec pause = {0, BACKPRESSURE_NS};
+        atomic_fetch_add_explicit(&c->pauses, 1, memory_order_relaxed);
         nanosleep(&pause, NULL);
     }
 }
@@ -211,6 +224,13 @@ uint64_t clicks_pending(struct clicks *c)
         recorded += atomic_load_explicit(&c->local[i].recorded, memory_order_relaxed);
     uint64_t committed = atomic_load(&c->committed);
     return recorded > committed ? recorded - committed : 0;
+}
+
+void clicks_backlog(struct clicks *c, struct clicks_backlog *out)
+{
+    out->unfolded = atomic_load_explicit(&c->fold_events, memory_order_relaxed);
+    out->unfolded_max = atomic_load_explicit(&c->fold_events_max, memory_order_relaxed);
+    out->pauses = atomic_load_explicit(&c->pauses, memory_order_relaxed);
 }
 
 /* ---- the pipeline thread ---- */
@@ -247,11 +267,14 @@ static void journal_batch(struct clicks *c, struct batch *b)
             log_at(LOG_ERROR, "cannot journal a click");
 }
 
+/* Folds a batch (still counted in fold_bytes); in a hurry
+ * (aggregate_set_hurry) while the clicks to fold are past FOLD_HURRY. */
 static void fold_batch(struct clicks *c, struct batch *b)
 {
     const char *p = b->data.p, *end = b->data.p + b->data.len, *rec;
     size_t n;
     struct click_event e;
+    aggregate_set_hurry(c->agg, atomic_load(&c->fold_bytes) > FOLD_HURRY);
     while (next_record(&p, end, &rec, &n)) {
         if (event_decode(rec, n, &e) == ERR_OK)
             aggregate_add(c->agg, &e);
@@ -322,9 +345,15 @@ static void *journal_main(void *arg)
             else
                 c->fold = b;
             size_t bytes = b->data.len;
-            for (c->fold_tail = b; c->fold_tail->next; c->fold_tail = c->fold_tail->next)
+            uint64_t events = b->events;
+            for (c->fold_tail = b; c->fold_tail->next; c->fold_tail = c->fold_tail->next) {
                 bytes += c->fold_tail->next->data.len;
+                events += c->fold_tail->next->events;
+            }
             atomic_fetch_add(&c->fold_bytes, bytes);
+            events += atomic_fetch_add(&c->fold_events, events);
+            if (events > atomic_load(&c->fold_events_max))
+                atomic_store(&c->fold_events_max, events);
         }
         c->fold_stop = stopping;
         pthread_cond_signal(&c->fold_cv);
@@ -380,8 +409,9 @@ static void *fold_main(void *arg)
         pthread_mutex_unlock(&c->fold_mu);
 
         if (x) {
-            atomic_fetch_sub(&c->fold_bytes, x->data.len);
             fold_batch(c, x);
+            atomic_fetch_sub(&c->fold_bytes, x->data.len);
+            atomic_fetch_sub(&c->fold_events, x->events);
             if (x->end_pos)
                 folded = x->end_pos;
             buf_release(&x->data);

@@ -45,6 +45,17 @@ void clicks_flush(struct clicks *c, int worker);
 
 /* Clicks recorded but not yet in the store. Any thread. */
 uint64_t clicks_pending(struct clicks *c);
+/* The fold's backlog. Past a bound (about 32 MiB of clicks), the fold
+ * thread classifies the user agents it has not seen in a hurry (the bot
+ * check alone: aggregate_set_hurry); past four times that, each event loop
+ * pauses at each hand-over (backpressure) until the fold catches up. */
+struct clicks_backlog {
+    uint64_t unfolded;     /* clicks journaled, not yet classified and counted */
+    uint64_t unfolded_max; /* the most there have been since the start */
+    uint64_t pauses;       /* pauses of the event loops for it */
+};
+/* Any thread. */
+void clicks_backlog(struct clicks *c, struct clicks_backlog *out);
 /* The journal's health as of its last sync (journal.h). Any thread. */
 void clicks_health(struct clicks *c, struct journal_health *out);
 

@@ -23,6 +23,7 @@
     X(storeq_bound_and_cancel)                                                                     \
     X(storeq_heavy_per_key)                                                                        \
     X(store_chunked_jobs)                                                                          \
+    X(store_hurried_fold)                                                                          \
     X(store_writer_turns)                                                                          \
     X(store_writer_failures)                                                                       \
     X(sqlite_coop_vfs)                                                                             \
@@ -66,6 +67,8 @@
     X(classify_in_app_bots)                                                                        \
     X(classify_agents)                                                                             \
     X(classify_cache)                                                                              \
+    X(classify_fast_path)                                                                          \
+    X(classify_hurried)                                                                            \
     X(classify_prefetch)                                                                           \
     X(classify_referrer)                                                                           \
     X(classify_language)                                                                           \

@@ -799,6 +799,174 @@ void test_classify_cache(void)
     classify_free(big);
 }
 
+/* The fast path (classify.c) gives what the reference way gives, kind,
+ * agent, device, browser and OS, for every user agent here: the tables
+ * above, each of their prefixes and suffixes (which cut the bots' names and
+ * the patterns' literals at every place), and browsers' user agents with a
+ * word of the bot rules or of isbot's patterns put in, in any case, at the
+ * start, inside or at the end. */
+static int fast_differs(struct classify *fast, struct classify *ref, const char *ua, size_t n)
+{
+    struct ua_info a, b;
+    classify_ua(fast, ua, n, &a);
+    classify_ua(ref, ua, n, &b);
+    if (same_info(&a, &b) && same_agent(&a, &b))
+        return 0;
+    test_note("fast path differs on \"%.*s\": %s/%s/%s/%s/%s against %s/%s/%s/%s/%s", (int)n, ua,
+              kind_str(a.bot), a.agent ? a.agent : "-", device_name(a.device), a.browser, a.os,
+              kind_str(b.bot), b.agent ? b.agent : "-", device_name(b.device), b.browser, b.os);
+    return 1;
+}
+
+static int fast_differs_cut(struct classify *fast, struct classify *ref, const char *ua)
+{
+    size_t n = strlen(ua);
+    int differ = 0;
+    for (size_t k = 0; k <= n && differ < 5; k++) {
+        differ += fast_differs(fast, ref, ua, k);         /* a prefix */
+        differ += fast_differs(fast, ref, ua + k, n - k); /* a suffix */
+    }
+    return differ;
+}
+
+void test_classify_fast_path(void)
+{
+    struct classify *fast, *ref;
+    if (!CHECK_EQ_INT(classify_new(0, &fast), ERR_OK))
+        return;
+    CHECK_EQ_INT(classify_new(0, &ref), ERR_OK);
+    classify_set_reference(ref, true);
+    /* Most of isbot's patterns are looked for by a literal, or the fast
+     * path is not one. */
+    CHECK(classify_literals(fast) >= 100);
+    CHECK_EQ_INT(classify_literals(ref), classify_literals(fast));
+
+    int differ = 0;
+    for (size_t i = 0; i < ARRAY_LEN(ua_cases); i++)
+        differ += fast_differs_cut(fast, ref, ua_cases[i].ua);
+    for (size_t i = 0; i < ARRAY_LEN(agent_cases); i++)
+        differ += fast_differs_cut(fast, ref, agent_cases[i].ua);
+    for (size_t i = 0; i < ARRAY_LEN(in_app_bots); i++)
+        differ += fast_differs_cut(fast, ref, in_app_bots[i].ua);
+
+    static const char *const browsers[] = {
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/124.0.0.0 Safari/537.36",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, "
+        "like Gecko) Mobile/15E148 Instagram 329.0.0.41.93",
+    };
+    /* Words of the bot rules and of isbot's patterns, their neighbours
+     * (what a lookaround or an optional letter is about) and near misses. */
+    static const char *const words[] = {
+        "bot", "bots", "bot_", "cubot", " cubot", "robot", "scan", "camscan", "http", "libhttp",
+        "news", "gnews", "newssapphire", "google", "googleapp", " channel/google", "google/google",
+        "java", "java;", "()", "|", "@ab-c.", "@a.", ".com", ".combo", "x/1.0;", "24x7", ";a;",
+        "; abc;", "rss", "rss1", "monitor", "monitors", "check", "checker", "agent", "agents",
+        "node", "nodes", "perl", "perls", "feed", "url", "crawl", "spider", "proxy", "preview",
+        "headless", "mail.ru/", "ptst/1", "ptst 1", "rexx;", "daum/", " daum ", " deusu/",
+        "curl", "wget", "python", "go-http-client", "okhttp", "whatsapp", "snapchat", "yandex",
+        "tiktokspider", "facebookexternalhit", "microsoft office existence discovery",
+        "Chrome-Lighthouse", "HeadlessChrome", "Googlebot", "SLURP", "PhantomJS", "Tools",
+    };
+    char ua[512];
+    for (size_t b = 0; b < ARRAY_LEN(browsers); b++) {
+        size_t bn = strlen(browsers[b]), half = bn / 2;
+        for (size_t w = 0; w < ARRAY_LEN(words); w++) {
+            for (int up = 0; up < 2; up++) {
+                char word[64];
+                size_t wn = strlen(words[w]);
+                for (size_t k = 0; k <= wn; k++)
+                    word[k] = up && words[w][k] >= 'a' && words[w][k] <= 'z'
+                                  ? (char)(words[w][k] - 'a' + 'A')
+                                  : words[w][k];
+                int n = snprintf(ua, sizeof(ua), "%s%s", word, browsers[b]);
+                differ += fast_differs(fast, ref, ua, (size_t)n);
+                n = snprintf(ua, sizeof(ua), "%.*s%s%s", (int)half, browsers[b], word,
+                             browsers[b] + half);
+                differ += fast_differs(fast, ref, ua, (size_t)n);
+                n = snprintf(ua, sizeof(ua), "%s %s", browsers[b], word);
+                differ += fast_differs(fast, ref, ua, (size_t)n);
+                n = snprintf(ua, sizeof(ua), "%s%s", browsers[b], word);
+                differ += fast_differs(fast, ref, ua, (size_t)n);
+            }
+        }
+    }
+    /* Long user agents made to cost the regexes the most (backtracking
+     * over runs of word characters, many places to try each pattern): the
+     * whole alternation must not run out of steps on any the fast path
+     * takes (classify.c, UA_FAST_MAX) where its parts do not. */
+    static const char *const units[] = {"a", "a ", "a/", "a;", "ab1 ", "a1.-:", "(a", "a)",
+                                        "@a", "x/1.0", " cu", "aaaaaaaaaaaaaaaaaaaa/1.0",
+                                        " aaaaaaaaaaaaa;", "news", "go", "bot"};
+    static char big[1024];
+    for (size_t u = 0; u < ARRAY_LEN(units); u++) {
+        for (int lead = 0; lead < 2; lead++) {
+            size_t n = lead ? (size_t)snprintf(big, sizeof(big), "Mozilla/5.0 (X11) ") : 0;
+            size_t m = strlen(units[u]);
+            for (; n + m <= sizeof(big); n += m)
+                memcpy(big + n, units[u], m);
+            differ += fast_differs(fast, ref, big, n);
+            big[n - 1] = '%';
+            differ += fast_differs(fast, ref, big, n);
+        }
+    }
+    CHECK_EQ_INT(differ, 0);
+    classify_free(fast);
+    classify_free(ref);
+}
+
+/* In a hurry, a user agent not in the cache gets the bot check alone: a
+ * bot is the same bot, a person a person of unknown browser, OS and device;
+ * a hurried answer is not cached, a cached one is given in full. */
+void test_classify_hurried(void)
+{
+    struct classify *c, *plain;
+    if (!CHECK_EQ_INT(classify_new(100, &c), ERR_OK))
+        return;
+    CHECK_EQ_INT(classify_new(0, &plain), ERR_OK);
+    int differ = 0, people = 0;
+    for (size_t i = 0; i < ARRAY_LEN(ua_cases); i++) {
+        const char *ua = ua_cases[i].ua;
+        struct ua_info want, got;
+        classify_ua(plain, ua, strlen(ua), &want);
+        bool hurried = classify_ua_hurried(c, ua, strlen(ua), &got);
+        people += want.bot == BOT_NONE;
+        struct ua_info unknown = {"Unknown", "Unknown", DEV_UNKNOWN, BOT_NONE, NULL};
+        if (hurried != (want.bot == BOT_NONE) ||
+            !same_info(&got, want.bot == BOT_NONE ? &unknown : &want) ||
+            !same_agent(&got, &want)) {
+            differ++;
+            test_note("row %zu in a hurry: %s/%s/%s/%s", i, kind_str(got.bot),
+                      device_name(got.device), got.browser, got.os);
+        }
+    }
+    CHECK_EQ_INT(differ, 0);
+    uint64_t misses, hurried;
+    classify_counts(c, &misses, &hurried);
+    CHECK_EQ_INT(misses, ARRAY_LEN(ua_cases));
+    CHECK_EQ_INT(hurried, people);
+    CHECK(people > 0);
+
+    /* Not cached: the next answer is the full one, and cached; then in a
+     * hurry too. */
+    static const char chrome[] = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 "
+                                 "(KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+    struct ua_info got;
+    CHECK(classify_ua_hurried(c, chrome, sizeof(chrome) - 1, &got));
+    CHECK_EQ_STR(got.browser, "Unknown");
+    CHECK_EQ_STR(device_name(got.device), "unknown");
+    classify_ua(c, chrome, sizeof(chrome) - 1, &got);
+    CHECK_EQ_STR(got.browser, "Chrome");
+    CHECK(!classify_ua_hurried(c, chrome, sizeof(chrome) - 1, &got));
+    CHECK_EQ_STR(got.browser, "Chrome");
+    CHECK_EQ_STR(got.os, "Windows");
+    classify_counts(c, &misses, &hurried);
+    CHECK_EQ_INT(misses, ARRAY_LEN(ua_cases) + 2);
+    CHECK_EQ_INT(hurried, people + 1);
+    classify_free(c);
+    classify_free(plain);
+}
+
 #define S(s) s, sizeof(s) - 1
 
 void test_classify_prefetch(void)

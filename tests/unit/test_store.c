@@ -1213,6 +1213,79 @@ static void chunk_checks(struct backend *b)
 
 void test_store_chunked_jobs(void) { each_backend("chunks", chunk_checks); }
 
+/* ---- folding in a hurry ---- */
+
+static void fold_ua(struct aggregate *a, const char *code, const char *ua)
+{
+    struct click_event e = {.ts = now_ms(), .visitor = 7, .country = "NL"};
+    e.code = (struct slice){code, strlen(code)};
+    e.ua = (struct slice){ua, strlen(ua)};
+    aggregate_add(a, &e);
+}
+
+/* A job folded in a hurry (clicks.c, when the fold is far behind): a
+ * person's click is still a click, with browser, OS and device unknown; a
+ * bot is still a bot of its kind; nothing is counted twice. Out of the
+ * hurry the same person's next click has its browser again. */
+static void hurry_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct classify *cl = NULL;
+    if (!CHECK_EQ_INT(classify_new(16, &cl), ERR_OK))
+        return;
+    struct writer *w = writer_new(st, 100);
+    if (!CHECK_EQ_INT(writer_start(w, 0), ERR_OK)) {
+        writer_free(w);
+        classify_free(cl);
+        return;
+    }
+    CHECK_EQ_INT(insert(st, "h0", 1, "https://e.example/h", 10, 0), ERR_OK);
+    int64_t today = day_number(now_ms());
+    const char *chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                         "Chrome/120.0 Safari/537.36";
+    struct aggregate *a = aggregate_new(cl, NULL);
+    aggregate_set_journal(a, "hurry");
+    aggregate_set_hurry(a, true);
+    fold_ua(a, "h0", chrome);
+    fold_ua(a, "h0", "curl/8.5.0");
+    aggregate_submit(a, w, 10, NULL, NULL);
+    writer_drain(w);
+    struct buf s = BUF_INIT;
+    char want[256];
+    snprintf(want, sizeof(want), "%lld:1/1/1", (long long)today);
+    CHECK_EQ_STR(days_of(st, "h0", today, today, &s), want);
+    const char *dims = dims_of(st, "h0", today, today, &s);
+    snprintf(want, sizeof(want), "%d:Unknown=1", DIM_BROWSER);
+    if (!CHECK(strstr(dims, want) != NULL))
+        test_note("dims %s", dims);
+    snprintf(want, sizeof(want), "%d:Unknown=1", DIM_OS);
+    CHECK(strstr(dims, want) != NULL);
+    snprintf(want, sizeof(want), "%d:unknown=1", DIM_DEVICE);
+    CHECK(strstr(dims, want) != NULL);
+    snprintf(want, sizeof(want), "%d:http_library=1", DIM_BOT_KIND);
+    CHECK(strstr(dims, want) != NULL);
+
+    aggregate_set_hurry(a, false);
+    fold_ua(a, "h0", chrome);
+    aggregate_submit(a, w, 20, NULL, NULL);
+    writer_drain(w);
+    snprintf(want, sizeof(want), "%lld:2/1/1", (long long)today);
+    CHECK_EQ_STR(days_of(st, "h0", today, today, &s), want);
+    dims = dims_of(st, "h0", today, today, &s);
+    snprintf(want, sizeof(want), "%d:Chrome=1", DIM_BROWSER);
+    if (!CHECK(strstr(dims, want) != NULL))
+        test_note("dims %s", dims);
+    snprintf(want, sizeof(want), "%d:Unknown=1", DIM_BROWSER);
+    CHECK(strstr(dims, want) != NULL);
+
+    buf_release(&s);
+    writer_free(w);
+    aggregate_free(a);
+    classify_free(cl);
+}
+
+void test_store_hurried_fold(void) { each_backend("hurry", hurry_checks); }
+
 /* ---- the writer's two lanes take turns ---- */
 
 /* A background job that runs until a foreground batch waits for its turn

@@ -106,6 +106,8 @@
     X(keycache_ttl)                                                                                \
     X(keycache_threads)                                                                            \
     X(keycache_links)                                                                              \
+    X(keycache_pg_revoke_notifies)                                                                 \
+    X(keycache_pg_listener_back)                                                                   \
     X(store_idempotency)                                                                           \
     X(store_blocklist)                                                                             \
     X(store_analytics)                                                                             \

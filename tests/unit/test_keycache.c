@@ -3,7 +3,9 @@
  * after it, the table bounded under a flood of keys, entries past their TTL
  * gone, threads at once; then the same through links.c on a real SQLite
  * store (a key used once is known without the store until
- * links_forget_keys). */
+ * links_forget_keys); and, with SHORTD_TEST_PG (tests/pg.sh), PostgreSQL's
+ * key_revoke announcing BUS_KEYS on the invalidation bus at its commit. */
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "err.h"
 #include "keycache.h"
 #include "links.h"
+#include "log.h"
 #include "store.h"
 #include "test.h"
 #include "timeutil.h"
@@ -268,4 +272,157 @@ out:
         unlink(path);
     }
     rmdir(dir);
+}
+
+/* ---- PostgreSQL: key_revoke tells the bus ---- */
+
+struct heard {
+    pthread_mutex_t mu;
+    int keys, gaps;
+};
+
+static void on_message(const char *code, size_t n, void *arg)
+{
+    struct heard *h = arg;
+    pthread_mutex_lock(&h->mu);
+    if (!code)
+        h->gaps++;
+    else if (bus_is_keys(code, n))
+        h->keys++;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static int heard(struct heard *h, bool keys)
+{
+    pthread_mutex_lock(&h->mu);
+    int n = keys ? h->keys : h->gaps;
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}
+
+/* Polls until 'keys' (or gaps) reach 'n'; false after 'limit_ms'. */
+static bool wait_heard(struct heard *h, bool keys, int n, int64_t limit_ms)
+{
+    int64_t t0 = mono_ms();
+    while (heard(h, keys) < n) {
+        if (mono_ms() - t0 > limit_ms)
+            return false;
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
+    }
+    return true;
+}
+
+static bool pg_sql(const char *base, const char *sql)
+{
+    PGconn *pg = PQconnectdb(base);
+    bool ok = PQstatus(pg) == CONNECTION_OK;
+    if (ok) {
+        PGresult *r = PQexec(pg, "SET client_min_messages = warning");
+        PQclear(r);
+        r = PQexec(pg, sql);
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+        PQclear(r);
+    }
+    PQfinish(pg);
+    return ok;
+}
+
+void test_keycache_pg_revoke_notifies(void)
+{
+    const char *base = getenv("SHORTD_TEST_PG");
+    if (!base || !*base) {
+        printf("keycache: SHORTD_TEST_PG is unset: PostgreSQL checks skipped "
+               "(tests/pg.sh runs them)\n");
+        return;
+    }
+    char schema[64], sql[256], url[1024];
+    snprintf(schema, sizeof(schema), "shortd_test_keycache_%d", (int)getpid());
+    snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", schema,
+             schema);
+    if (!CHECK(pg_sql(base, sql)))
+        return;
+    snprintf(url, sizeof(url), "%s%coptions=-csearch_path%%3D%s", base,
+             strchr(base, '?') ? '&' : '?', schema);
+    struct heard h = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    struct bus *b = NULL;
+    struct store *st = NULL;
+    int from = -1, to = -1;
+    enum log_level saved = log_level;
+    log_level = LOG_WARN;
+    int rc = store_pg_migrate(url, &from, &to);
+    log_level = saved;
+    if (!CHECK_EQ_INT(rc, ERR_OK) || !CHECK_EQ_INT(store_open(url, &st), ERR_OK))
+        goto out;
+    CHECK_EQ_INT(bus_new(NULL, url, 1000, on_message, &h, &b), ERR_OK);
+    if (!CHECK(b && wait_heard(&h, false, 1, 5000))) /* listening: its first (NULL, 0) */
+        goto out;
+    uint8_t hash[32];
+    hash_of(42, hash);
+    int64_t id = 0;
+    CHECK_EQ_INT(st->ops->key_insert(st, "pg-key", hash, false, 100, &id), ERR_OK);
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id, 200), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    int64_t t0 = mono_ms();
+    if (CHECK(wait_heard(&h, true, 1, 2000)))
+        printf("keycache: PostgreSQL key revoke heard on the bus %lld ms after commit\n",
+               (long long)(mono_ms() - t0));
+    /* Nothing revoked, nothing announced; rolled back, nothing either. */
+    CHECK_EQ_INT(st->ops->key_revoke(st, id, 300), ERR_NOTFOUND);
+    hash_of(43, hash);
+    int64_t id2 = 0;
+    CHECK_EQ_INT(st->ops->key_insert(st, "pg-key-2", hash, false, 100, &id2), ERR_OK);
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id2, 300), ERR_OK);
+    st->ops->rollback(st);
+    /* A message published after those reaches us after theirs would have. */
+    bus_publish(b, BUS_KEYS, BUS_KEYS_LEN);
+    CHECK(wait_heard(&h, true, 2, 2000));
+    CHECK_EQ_INT(heard(&h, true), 2);
+out:
+    bus_free(b);
+    if (st)
+        st->ops->close(st);
+    snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    pg_sql(base, sql);
+    pthread_mutex_destroy(&h.mu);
+}
+
+/* A PostgreSQL listener that drops while Redis stays up: Redis covered the
+ * codes of the gap, but not a revocation (announced on PostgreSQL only), so
+ * the listener's return tells the node to forget its keys. */
+void test_keycache_pg_listener_back(void)
+{
+    const char *pg = getenv("SHORTD_TEST_PG"), *redis = getenv("SHORTD_TEST_REDIS");
+    if (!pg || !*pg || !redis || !*redis) {
+        printf("keycache: SHORTD_TEST_PG or SHORTD_TEST_REDIS is unset: the listener check is "
+               "skipped (tests/pg.sh tests/redis.sh run it)\n");
+        return;
+    }
+    struct heard h = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    struct bus *b = NULL;
+    enum log_level saved = log_level;
+    log_level = LOG_OFF; /* the lost connection is logged as a warning */
+    CHECK_EQ_INT(bus_new(redis, pg, 1000, on_message, &h, &b), ERR_OK);
+    /* Both up: a message published now comes back on each transport. Every
+     * one published is delivered twice in the end (queued until sent). */
+    bool both = false;
+    int sent = 0;
+    while (!both && sent < 50) {
+        int before = heard(&h, true);
+        bus_publish(b, BUS_KEYS, BUS_KEYS_LEN);
+        sent++;
+        both = wait_heard(&h, true, before + 2, 100);
+    }
+    if (!CHECK(both) || !CHECK(wait_heard(&h, true, 2 * sent, 5000)))
+        goto out;
+    int keys = heard(&h, true), gaps = heard(&h, false);
+    CHECK(pg_sql(pg, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE application_name = 'shortd-bus'"));
+    CHECK(wait_heard(&h, true, keys + 1, 5000));
+    CHECK_EQ_INT(heard(&h, false), gaps); /* Redis covered the codes */
+out:
+    bus_free(b);
+    log_level = saved;
+    pthread_mutex_destroy(&h.mu);
 }

@@ -165,7 +165,9 @@ static int authenticate(struct request *r)
         token.p++;
         token.n--;
     }
-    int rc = links_authenticate(r->app->links, token, &r->key);
+    int rc = links_authenticate_cached(r->app->links, token, &r->key);
+    if (rc == ERR_AGAIN)    /* not known here yet: the store (still on this loop) */
+        rc = links_authenticate(r->app->links, token, &r->key);
     if (rc == ERR_NOTFOUND) {
         http_add_header(r, "WWW-Authenticate", "Bearer error=\"invalid_token\"", 28);
         return http_error(r, 401, "unauthorized", NULL, "unknown or revoked API key");

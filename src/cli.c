@@ -347,9 +347,8 @@ static bool sqlite_missing(const char *url, const char **path)
     return !store_is_shared(url) && access(*path, F_OK) != 0;
 }
 
-/* Opens the store of --store, --db, SHORTD_STORE or SHORTD_DB. Only with
- * 'create' does a SQLite path that does not exist make a new store: a
- * mistyped --db must not look like an empty one. An empty value is no value. */
+/* The store of --store, --db, SHORTD_STORE or SHORTD_DB. An empty value is
+ * no value. */
 static const char *store_url(const struct opts *o)
 {
     const char *url = opt(o, "store");
@@ -364,6 +363,8 @@ static const char *store_url(const struct opts *o)
     return url;
 }
 
+/* Opens the store_url. Only with 'create' does a SQLite path that does not
+ * exist make a new store: a mistyped --db must not look like an empty one. */
 static int open_store(const struct opts *o, bool create, struct store **st)
 {
     const char *url = store_url(o);

@@ -132,7 +132,8 @@ int64_t link_days_remaining(const struct link *l, int64_t now);
 int links_key_create(struct links *l, struct store *st, const char *name, bool admin,
                      char token[KEY_TOKEN_LEN + 1], int64_t *id);
 /* Reads the store: ERR_NOTFOUND for an unknown or revoked key. On ERR_OK the
- * key is held in this node's key cache. Any thread that may read the store. */
+ * key is held in this node's key cache (unless links_forget_keys ran during
+ * the read). Any thread that may read the store. */
 int links_authenticate(struct links *l, struct slice token, struct apikey *out);
 /* Never touches the store (an event loop may call it): ERR_OK for a key held
  * in the cache (a valid key, as of its last store read at most

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "handlers.h"
 #include "journal.h"
+#include "links.h"
 #include "metrics.h"
 #include "bus.h"
 #include "rcache.h"
@@ -91,6 +92,20 @@ int handle_metrics(struct request *r)
     buf_adds(b, "\n# HELP shortd_cache_misses_total Redirects that read the store.\n"
                 "# TYPE shortd_cache_misses_total counter\nshortd_cache_misses_total ");
     buf_add_u64(b, misses);
+    uint64_t khits = 0, kmisses = 0, kentries = 0;
+    size_t kbytes = 0;
+    links_key_counts(app->links, &khits, &kmisses, &kentries, &kbytes);
+    buf_printf(b, "\n# HELP shortd_key_cache_hits_total API keys found in this node's key cache.\n"
+                  "# TYPE shortd_key_cache_hits_total counter\nshortd_key_cache_hits_total %llu\n"
+                  "# HELP shortd_key_cache_misses_total API keys looked for there and not found.\n"
+                  "# TYPE shortd_key_cache_misses_total counter\n"
+                  "shortd_key_cache_misses_total %llu\n"
+                  "# HELP shortd_key_cache_entries API keys held in this node's key cache.\n"
+                  "# TYPE shortd_key_cache_entries gauge\nshortd_key_cache_entries %llu\n"
+                  "# HELP shortd_key_cache_bytes Bytes the key cache's table takes, full or not.\n"
+                  "# TYPE shortd_key_cache_bytes gauge\nshortd_key_cache_bytes %zu",
+               (unsigned long long)khits, (unsigned long long)kmisses,
+               (unsigned long long)kentries, kbytes);
     int64_t links = atomic_load(&app->links_counted);
     if (links >= 0) {
         buf_adds(b, "\n# HELP shortd_links Links in the store, tombstones included "

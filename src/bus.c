@@ -30,9 +30,13 @@
  * up for the whole gap, it carried them; if not, on_code(NULL, 0) tells the
  * node to drop its whole cache. The gap of a transport that has never been
  * up starts at bus_new, so this also happens once at start, harmlessly.
+ * Revoked keys are the exception: PostgreSQL's key_revoke announces them by
+ * its own NOTIFY, which Redis never carries, so a PostgreSQL listener that
+ * comes back always delivers BUS_KEYS, covered or not.
  * A change of the blocklist travels the same way, as the one message that
  * cannot be a code (BUS_BLOCKLIST): each node keeps the blocklist's size to
- * skip the lookups while it is empty, and must count it again.
+ * skip the lookups while it is empty, and must count it again. So does a
+ * revoked API key (BUS_KEYS): each node empties its cache of known keys.
  * The threads are registered with cache_thread_register for their whole
  * life, so on_code may call cache_remove and cache_clear directly. */
 #include "bus.h"
@@ -62,7 +66,7 @@
 #include "banned.h"
 
 #define REDIS_CHANNEL "shortd:invalidate"
-#define PG_CHANNEL "shortd_invalidate"
+#define PG_CHANNEL BUS_PG_CHANNEL
 #define QUEUE_MAX 4096      /* codes waiting for one transport */
 #define BATCH_MAX 256       /* codes sent in one round trip */
 #define IDLE_PING_MS 5000
@@ -211,6 +215,8 @@ static void transport_up(struct transport *t)
     t->failing = false;
     if (!covered)
         b->on_code(NULL, 0, b->arg);
+    else if (t->kind == T_PG)
+        b->on_code(BUS_KEYS, BUS_KEYS_LEN, b->arg);
 }
 
 static void transport_down(struct transport *t, const char *why)
@@ -237,10 +243,15 @@ bool bus_is_blocklist(const char *code, size_t n)
     return n == BUS_BLOCKLIST_LEN && memcmp(code, BUS_BLOCKLIST, n) == 0;
 }
 
-/* What the bus carries: codes, and the blocklist's message. */
+bool bus_is_keys(const char *code, size_t n)
+{
+    return n == BUS_KEYS_LEN && memcmp(code, BUS_KEYS, n) == 0;
+}
+
+/* What the bus carries: codes, and the blocklist's and the keys' messages. */
 static bool is_message(const char *code, size_t n)
 {
-    return code_is_plausible(code, n) || bus_is_blocklist(code, n);
+    return code_is_plausible(code, n) || bus_is_blocklist(code, n) || bus_is_keys(code, n);
 }
 
 static void deliver(struct transport *t, const char *code, size_t n)
@@ -470,7 +481,7 @@ static void pg_deliver(struct transport *t, PGconn *pg)
 }
 
 /* Sends what is queued as one statement: a text[] literal of plausible codes
- * (and BUS_BLOCKLIST) needs no escaping beyond the quotes. */
+ * (and BUS_BLOCKLIST, BUS_KEYS) needs no escaping beyond the quotes. */
 static bool pg_publish(struct transport *t, PGconn *pg, char *why, size_t wn)
 {
     struct qcode batch[BATCH_MAX];

@@ -16,12 +16,14 @@ struct bus;
 
 /* Called on a listener thread for every code published by any node,
  * including this one (once per transport that delivered it), with
- * BUS_BLOCKLIST when a node changed the blocklist, and with (NULL, 0) when
- * messages may have been missed: a listener came back after a gap that no
- * other transport covered, so drop every cached code and count the blocklist
- * again. It must be
- * quick and thread-safe; the thread is registered with cache_thread_register
- * (cache.h), so it may call cache_remove and cache_clear directly. */
+ * BUS_BLOCKLIST when a node changed the blocklist, BUS_KEYS when an API key
+ * was revoked, and with (NULL, 0) when messages may have been missed: a
+ * listener came back after a gap that no other transport covered, so drop
+ * every cached code and key and count the blocklist again. A PostgreSQL
+ * listener that comes back after a gap Redis covered still delivers BUS_KEYS:
+ * revocations travel on PostgreSQL only. It must be quick and thread-safe;
+ * the thread is registered with cache_thread_register (cache.h), so it may
+ * call cache_remove and cache_clear directly. */
 typedef void (*bus_cb)(const char *code, size_t n, void *arg);
 
 /* The message that says the blocklist changed: published and delivered like
@@ -30,6 +32,14 @@ typedef void (*bus_cb)(const char *code, size_t n, void *arg);
 #define BUS_BLOCKLIST "!blocklist"
 #define BUS_BLOCKLIST_LEN (sizeof(BUS_BLOCKLIST) - 1)
 bool bus_is_blocklist(const char *code, size_t n);
+/* The message that says an API key was revoked: every node empties its key
+ * cache (links_forget_keys). Published the same way, and by PostgreSQL's
+ * key_revoke itself, with pg_notify on BUS_PG_CHANNEL inside the revoking
+ * transaction, so it reaches every listening node at commit. */
+#define BUS_KEYS "!keys"
+#define BUS_KEYS_LEN (sizeof(BUS_KEYS) - 1)
+#define BUS_PG_CHANNEL "shortd_invalidate"
+bool bus_is_keys(const char *code, size_t n);
 
 /* Starts one thread per configured transport (redis_url and/or pg_url may be
  * NULL, not both; ERR_INVALID for a bad redis URL). 'timeout_ms' bounds each
@@ -44,8 +54,8 @@ void bus_free(struct bus *b);
 /* Any thread; never blocks: the code is queued for every transport's thread,
  * which sends what has queued in one round trip. Codes queued while a
  * transport is down are sent when it is back (up to 4096; beyond, dropped and
- * counted as errors). A code that cannot be one (other than BUS_BLOCKLIST)
- * is ignored. */
+ * counted as errors). A code that cannot be one (other than BUS_BLOCKLIST
+ * and BUS_KEYS) is ignored. */
 void bus_publish(struct bus *b, const char *code, size_t n);
 
 /* Counters for /metrics, summed over the transports: codes sent, codes

@@ -1,7 +1,8 @@
 /* cli.c - the subcommand table of `shortd` and the commands that work on a
  * store directly (keys, links, backup). Commands that change links bump the
  * store's change generation so a running server drops its cache within a
- * second. Only this file and main.c may exit the process. */
+ * second; revoking a key on SQLite does too, and the server then forgets the
+ * keys it knew. Only this file and main.c may exit the process. */
 #include "cli.h"
 
 #include <errno.h>
@@ -78,7 +79,9 @@ static const struct command commands[] = {
     {"key list", cmd_key_list, "", STORE_OPTS, 0,
      "shortd key list --db PATH\n  Lists API keys (never the keys themselves)."},
     {"key revoke", cmd_key_revoke, "", STORE_OPTS, 1,
-     "shortd key revoke --db PATH ID\n  Revokes an API key at once."},
+     "shortd key revoke --db PATH ID\n"
+     "  Revokes an API key: running servers refuse it within a few milliseconds over the\n"
+     "  invalidation bus (PostgreSQL), or within 100 ms on the same SQLite file."},
     {"link create", cmd_link_create, "permanent", STORE_OPTS " url alias ttl title owner base-url",
      0,
      "shortd link create --db PATH --url URL [--alias ALIAS] [--ttl SECONDS] [--title TEXT]\n"
@@ -344,10 +347,9 @@ static bool sqlite_missing(const char *url, const char **path)
     return !store_is_shared(url) && access(*path, F_OK) != 0;
 }
 
-/* Opens the store of --store, --db, SHORTD_STORE or SHORTD_DB. Only with
- * 'create' does a SQLite path that does not exist make a new store: a
- * mistyped --db must not look like an empty one. An empty value is no value. */
-static int open_store(const struct opts *o, bool create, struct store **st)
+/* The store of --store, --db, SHORTD_STORE or SHORTD_DB. An empty value is
+ * no value. */
+static const char *store_url(const struct opts *o)
 {
     const char *url = opt(o, "store");
     if (!url)
@@ -358,6 +360,14 @@ static int open_store(const struct opts *o, bool create, struct store **st)
         url = getenv("SHORTD_DB");
     if (!url || !*url)
         url = "data/shortd.db";
+    return url;
+}
+
+/* Opens the store_url. Only with 'create' does a SQLite path that does not
+ * exist make a new store: a mistyped --db must not look like an empty one. */
+static int open_store(const struct opts *o, bool create, struct store **st)
+{
+    const char *url = store_url(o);
     const char *path;
     if (!create && sqlite_missing(url, &path)) {
         fail("no database at '%s' (is --db right? 'shortd serve' or 'shortd migrate' "
@@ -386,7 +396,7 @@ static int open_links(const struct opts *o, bool create, struct store **st, stru
     return 0;
 }
 
-/* Tells a running server that links changed under it. */
+/* Tells a running server that links (or keys) changed under it. */
 static void bump_generation(struct store *st)
 {
     struct buf v = BUF_INIT;
@@ -467,6 +477,11 @@ static int cmd_key_revoke(struct opts *o)
         rc = st->ops->commit(st);
     else
         st->ops->rollback(st);
+    /* On PostgreSQL, key_revoke told every node over the bus at commit (a
+     * generation there would also empty every node's link cache for nothing).
+     * A server on a SQLite file has no bus: it reads the generation. */
+    if (rc == ERR_OK && !store_is_shared(store_url(o)))
+        bump_generation(st);
     st->ops->close(st);
     if (rc == ERR_NOTFOUND)
         return fail("no valid key with id %lld", id);

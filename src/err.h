@@ -14,6 +14,7 @@
     X(FORBIDDEN, "not allowed")                                          \
     X(MISMATCH, "idempotency key reused with a different request")       \
     X(BUSY, "temporarily unavailable")                                   \
+    X(AGAIN, "not known here yet: ask where the store may be read")      \
     X(STORAGE, "storage backend failure")                                \
     X(IO, "input/output error")
 

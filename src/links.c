@@ -7,7 +7,11 @@
  * cannot be enumerated without the per-install key. A candidate that is
  * already taken (an alias, a tombstone, another process's code) is skipped.
  * Only the writer thread (or a CLI command) creates, so the block state needs
- * no lock. */
+ * no lock.
+ * API keys are looked up by the keyed hash of their token. A key the store
+ * said is valid is held in a per-node key cache (keycache.c), so that an
+ * event loop can let it in without a store read (links_authenticate_cached);
+ * every revocation, here or heard from another node, empties that cache. */
 #include "links.h"
 
 #include <sodium.h>
@@ -18,6 +22,7 @@
 
 #include "codes.h"
 #include "err.h"
+#include "keycache.h"
 #include "pwhash.h"
 #include "utm.h"
 #include "variants.h"
@@ -40,6 +45,7 @@ struct links {
     _Atomic int64_t nblocked;   /* blocklist size; negative: count it again */
     _Atomic int64_t ndomains;   /* registered custom domains, likewise */
     _Atomic int64_t nchanges;   /* changes heard: each gives both a new negative stamp */
+    struct keycache *keys;      /* API keys known valid, by token hash */
 };
 
 void link_input_release(struct link_input *in)
@@ -124,6 +130,7 @@ int links_new(struct store *st, const char *const *reserved, const char *const *
     }
     scramble_init(&l->scramble, code_key, CODE_SPACE);
     sodium_memzero(code_key, sizeof(code_key));
+    l->keys = keycache_new(LINKS_KEY_CACHE_MAX, LINKS_KEY_TTL_MS);
     *out = l;
     return ERR_OK;
 }
@@ -132,6 +139,7 @@ void links_free(struct links *l)
 {
     if (!l)
         return;
+    keycache_free(l->keys);
     sodium_memzero(l, sizeof(*l));
     free(l);
 }
@@ -797,8 +805,35 @@ int links_authenticate(struct links *l, struct slice token, struct apikey *out)
         return ERR_NOTFOUND;
     uint8_t hash[32];
     key_hash(l, token.p, token.n, hash);
+    /* Read before the store: a revocation heard while it reads wins. */
+    uint64_t epoch = keycache_epoch(l->keys);
     int rc = l->st->ops->key_by_hash(l->st, hash, out);
     if (rc == ERR_OK && out->revoked_at)
-        return ERR_NOTFOUND;
+        rc = ERR_NOTFOUND;
+    if (rc == ERR_OK)
+        keycache_put(l->keys, hash, out, epoch, mono_ms());
+    else if (rc == ERR_NOTFOUND)
+        keycache_remove(l->keys, hash);
     return rc;
+}
+
+/* An unknown token is not remembered: a key made a moment ago (by the CLI,
+ * or on another node) must work at once, and tokens nobody holds must not
+ * push real keys out; the auth rate limit bounds how often one client asks. */
+int links_authenticate_cached(struct links *l, struct slice token, struct apikey *out)
+{
+    if (token.n != KEY_TOKEN_LEN)
+        return ERR_NOTFOUND;
+    uint8_t hash[32];
+    key_hash(l, token.p, token.n, hash);
+    return keycache_get(l->keys, hash, mono_ms(), out) == ERR_OK ? ERR_OK : ERR_AGAIN;
+}
+
+void links_forget_keys(struct links *l) { keycache_clear(l->keys); }
+
+void links_key_counts(struct links *l, uint64_t *hits, uint64_t *misses, uint64_t *entries,
+                      size_t *bytes)
+{
+    keycache_counts(l->keys, hits, misses, entries);
+    *bytes = keycache_bytes(l->keys);
 }

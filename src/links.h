@@ -13,6 +13,8 @@
 #include "store.h"
 
 #define KEY_TOKEN_LEN 43        /* "sk_" + 40 base62 characters */
+#define LINKS_KEY_CACHE_MAX 4096  /* API keys one node holds without a store read */
+#define LINKS_KEY_TTL_MS 60000    /* ... each for at most this long */
 #define TITLE_MAX 256
 #define NOTE_MAX 4096
 #define TAGS_MAX 20
@@ -129,7 +131,22 @@ int64_t link_days_remaining(const struct link *l, int64_t now);
 /* API keys: tokens are shown once; only their keyed BLAKE2b hash is stored. */
 int links_key_create(struct links *l, struct store *st, const char *name, bool admin,
                      char token[KEY_TOKEN_LEN + 1], int64_t *id);
-/* ERR_NOTFOUND for an unknown or revoked key. Any thread. */
+/* Reads the store: ERR_NOTFOUND for an unknown or revoked key. On ERR_OK the
+ * key is held in this node's key cache (unless links_forget_keys ran during
+ * the read). Any thread that may read the store. */
 int links_authenticate(struct links *l, struct slice token, struct apikey *out);
+/* Never touches the store (an event loop may call it): ERR_OK for a key held
+ * in the cache (a valid key, as of its last store read at most
+ * LINKS_KEY_TTL_MS ago and since the last links_forget_keys); ERR_NOTFOUND
+ * when the token cannot be a key; ERR_AGAIN when the key is not held, so the
+ * caller must ask links_authenticate on a thread that may read the store. */
+int links_authenticate_cached(struct links *l, struct slice token, struct apikey *out);
+/* Empties the key cache: a key was revoked here, or on another node (heard
+ * on the bus or through the change generation), or that may have been
+ * missed. Any thread. */
+void links_forget_keys(struct links *l);
+/* For /metrics: the key cache's hits, misses, keys held and bytes taken. */
+void links_key_counts(struct links *l, uint64_t *hits, uint64_t *misses, uint64_t *entries,
+                      size_t *bytes);
 
 #endif

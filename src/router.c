@@ -158,20 +158,32 @@ static bool is_reserved(struct slice seg)
     return false;
 }
 
-static int authenticate(struct request *r)
+/* The token of 'Authorization: Bearer TOKEN'; false when there is none. */
+static bool bearer_token(const struct request *r, struct slice *token)
 {
     struct slice auth = http_header(r, "authorization");
-    if (!auth.p || auth.n < 7 || strncasecmp(auth.p, "Bearer ", 7) != 0) {
+    if (!auth.p || auth.n < 7 || strncasecmp(auth.p, "Bearer ", 7) != 0)
+        return false;
+    *token = (struct slice){auth.p + 7, auth.n - 7};
+    while (token->n && token->p[0] == ' ') {
+        token->p++;
+        token->n--;
+    }
+    return true;
+}
+
+/* On a store thread: a key this node does not hold is read from the store. */
+static int authenticate(struct request *r)
+{
+    struct slice token;
+    if (!bearer_token(r, &token)) {
         http_add_header(r, "WWW-Authenticate", "Bearer", 6);
         return http_error(r, 401, "unauthorized", NULL,
                           "send an API key as 'Authorization: Bearer KEY'");
     }
-    struct slice token = {auth.p + 7, auth.n - 7};
-    while (token.n && token.p[0] == ' ') {
-        token.p++;
-        token.n--;
-    }
-    int rc = links_authenticate(r->app->links, token, &r->key);
+    int rc = links_authenticate_cached(r->app->links, token, &r->key);
+    if (rc == ERR_AGAIN)    /* not known here yet */
+        rc = links_authenticate(r->app->links, token, &r->key);
     if (rc == ERR_NOTFOUND) {
         http_add_header(r, "WWW-Authenticate", "Bearer error=\"invalid_token\"", 28);
         return http_error(r, 401, "unauthorized", NULL, "unknown or revoked API key");
@@ -407,6 +419,31 @@ void router_heavy_leave(struct app *app, int64_t key_id)
         storeq_heavy_leave(app->storeq, key_id);
 }
 
+/* router_precheck's check on the event loop, when it reads nothing: a key
+ * this node holds (links_authenticate_cached), from an address this node
+ * does not know to be over the auth limit (ratelimit_peek asks no one
+ * else). 0 (or 403) when so decided; -1 when a store thread must decide
+ * (an unknown key, or a 401 that counts against the limit). */
+static int precheck_here(struct request *r)
+{
+    struct slice token;
+    if (!bearer_token(r, &token) ||
+        links_authenticate_cached(r->app->links, token, &r->key) != ERR_OK)
+        return -1;
+    struct ratelimit *rl = r->app->ratelimit;
+    if (ratelimit_enabled(rl, RL_AUTH)) {
+        char key[64];
+        size_t kn = addr_key(r, key, sizeof(key));
+        struct rl_info info;
+        if (!ratelimit_peek(rl, RL_AUTH, key, kn, now_ms(), &info))
+            return -1;
+    }
+    if ((r->route->flags & ROUTE_ADMIN) && !r->key.admin)
+        return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
+    r->authed = true;
+    return 0;
+}
+
 int router_precheck(struct request *r)
 {
     init_tables();
@@ -422,7 +459,8 @@ int router_precheck(struct request *r)
             return 0;
         r->route = rt;
         r->route_id = i + 2;
-        return offload(r, precheck, OFF_PRECHECK);
+        int status = precheck_here(r);
+        return status >= 0 ? status : offload(r, precheck, OFF_PRECHECK);
     }
     return 0;
 }

@@ -6,11 +6,12 @@
  * DESIGN
  * The main thread owns signals (blocked in every other thread, taken with
  * sigtimedwait) and housekeeping, once a second: the sweeper of expired data
- * and old idempotency keys, and a check of the store's change generation,
- * which CLI commands bump so that a link they change is not served stale
- * from the cache for more than a second. Intervals are measured on the
- * monotonic clock; the sweeper's idea of now (what it removes data by) is the
- * wall clock, believed only as far as the monotonic clock moved (sweep_now). */
+ * and old idempotency keys; and every GENERATION_CHECK_MS a check of the
+ * store's change generation, which CLI commands bump so that a link they
+ * change or a key they revoke is not served from a cache for longer.
+ * Intervals are measured on the monotonic clock; the sweeper's idea of now
+ * (what it removes data by) is the wall clock, believed only as far as the
+ * monotonic clock moved (sweep_now). */
 #include "serve.h"
 
 #include <errno.h>
@@ -127,7 +128,10 @@ static int64_t sweep_now(struct app *app, struct sweep_clock *c)
     return now;
 }
 
-/* The store's change generation, bumped by CLI commands that change links. */
+/* The store's change generation, bumped by CLI commands that change links
+ * or revoke a key (on SQLite, where no bus tells), read every
+ * GENERATION_CHECK_MS: one point read on this thread. */
+#define GENERATION_CHECK_MS 100
 static int64_t generation(struct store *st)
 {
     struct buf v = BUF_INIT;
@@ -164,8 +168,14 @@ static void on_invalidate(const char *code, size_t n, void *arg)
         links_blocklist_changed(app->links);
         return;
     }
-    if (!code)
-        links_blocklist_changed(app->links);    /* a change may have been missed too */
+    if (code && bus_is_keys(code, n)) {
+        links_forget_keys(app->links);
+        return;
+    }
+    if (!code) {                                /* a change may have been missed too */
+        links_blocklist_changed(app->links);
+        links_forget_keys(app->links);
+    }
     if (n > CODE_MAX)
         return;
     struct invalidation *iv = calloc(1, sizeof(*iv));
@@ -403,9 +413,10 @@ int serve_run(struct config *cfg)
     int64_t next_sweep = 0, next_count = mono_ms() + LINKS_COUNT_MS;
     struct sweep_clock sclock = {now_ms(), mono_ms()};    /* the first sweep is bounded too */
     count_links(&app);
-    struct timespec second = {1, 0};
+    struct timespec tick = {0, GENERATION_CHECK_MS * 1000000L};
+    int64_t next_second = 0;
     for (;;) {
-        int sig = sigtimedwait(&sigs, NULL, &second);
+        int sig = sigtimedwait(&sigs, NULL, &tick);
         if (sig == SIGTERM || sig == SIGINT) {
             log_at(LOG_INFO, "stopping on signal %d", sig);
             break;
@@ -415,7 +426,11 @@ int serve_run(struct config *cfg)
         if (g != gen) {
             gen = g;
             cache_clear(app.cache);
+            links_forget_keys(app.links);
         }
+        if (mono < next_second)
+            continue;
+        next_second = mono + 1000;
         cache_reclaim(app.cache);
         if (mono >= next_count) {
             count_links(&app);

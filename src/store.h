@@ -229,7 +229,9 @@ struct store_ops {
                       int64_t now, int64_t *id);
     int (*key_by_hash)(struct store *st, const uint8_t hash[32], struct apikey *out);
     int (*key_list)(struct store *st, key_cb cb, void *arg);
-    int (*key_revoke)(struct store *st, int64_t id, int64_t now);  /* ERR_NOTFOUND */
+    /* ERR_NOTFOUND. A shared store also publishes BUS_KEYS (bus.h) to every
+     * listening node in the same transaction, delivered at commit. */
+    int (*key_revoke)(struct store *st, int64_t id, int64_t now);
     int (*key_count)(struct store *st, int64_t *n);
 
     /* Idempotency keys, scoped to an API key */

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus.h"
 #include "dayrow.h"
 #include "err.h"
 #include "log.h"
@@ -205,7 +206,10 @@ static const char *const sql[S__COUNT] = {
     [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys "
                       "WHERE hash = $1",
     [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
-    [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0",
+    /* Every node listening on the bus empties its key cache when this commits. */
+    [S_KEY_REVOKE] = "WITH r AS (UPDATE api_keys SET revoked_at = $2 "
+                     "WHERE id = $1 AND revoked_at = 0 RETURNING id) "
+                     "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
     [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
     [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
                    "WHERE key_id = $1 AND idem = $2 AND created_at >= $3",

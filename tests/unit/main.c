@@ -106,6 +106,14 @@
     X(store_sweep)                                                                                 \
     X(store_claim)                                                                                 \
     X(store_keys)                                                                                  \
+    X(keycache_hit_miss)                                                                           \
+    X(keycache_revoked)                                                                            \
+    X(keycache_bounded)                                                                            \
+    X(keycache_ttl)                                                                                \
+    X(keycache_threads)                                                                            \
+    X(keycache_links)                                                                              \
+    X(keycache_pg_revoke_notifies)                                                                 \
+    X(keycache_pg_listener_back)                                                                   \
     X(store_idempotency)                                                                           \
     X(store_blocklist)                                                                             \
     X(store_analytics)                                                                             \

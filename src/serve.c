@@ -164,6 +164,8 @@ static void invalidate_run(struct task *t)
 static void on_invalidate(const char *code, size_t n, void *arg)
 {
     struct app *app = arg;
+    if (atomic_load(&app->stopping))
+        return;     /* the loops may be gone: nothing is posted to them */
     if (code && bus_is_blocklist(code, n)) {
         links_blocklist_changed(app->links);
         return;
@@ -446,9 +448,7 @@ int serve_run(struct config *cfg)
     rc = ERR_OK;
 
 out:
-    atomic_store(&app.stopping, true);
-    bus_free(app.bus);                  /* no invalidation arrives after this */
-    app.bus = NULL;
+    atomic_store(&app.stopping, true);  /* invalidations are dropped from now on */
     if (app.server) {
         server_stop_accepting(app.server);
         storeq_drain(app.storeq);       /* every read answered; later ones get 503 */
@@ -457,6 +457,8 @@ out:
         server_stop(app.server);
         server_join(app.server);        /* each worker hands over its clicks */
     }
+    bus_free(app.bus);                  /* after the loops: /metrics reads its counts */
+    app.bus = NULL;
     storeq_free(app.storeq);
     clicks_stop(app.clicks);            /* journaled, folded and stored */
     if (app.writer) {

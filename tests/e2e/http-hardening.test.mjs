@@ -197,6 +197,7 @@ it('aborted and stalled exports end and free their connection (--max-connections
                 c.on('close', () => resolve(null));
             });
             if (sock) stalled.push(sock);
+            else await new Promise((resolve) => setTimeout(resolve, 20));
         }
         assert.equal(stalled.length, cap, 'the stalled exports could not take every slot');
         try {

@@ -769,6 +769,7 @@ static int wait_for_store(struct request *r, struct slice code, const struct hos
         f->hash = hv;
         f->fresh = fresh;
         f->job.run = flight_run;
+        f->job.low = !fresh;    /* a miss: below the API (storeq.h) */
         if (!storeq_submit(q, &f->job)) {
             pthread_mutex_unlock(&flights_mu);
             free(f);

@@ -100,7 +100,7 @@ static void sweep(struct app *app, int64_t now)
  * the wall one, until the wall clock comes back within the bound (a step
  * back, or a restart); deleting later is always safe, deleting early is not. */
 #define CLOCK_STEP_MAX_MS 60000
-#define STOREQ_NICE 5      /* of the store threads, below the event loops (coop.h) */
+#define STOREQ_NICE 5      /* of the store threads people wait on, below the event loops */
 
 struct sweep_clock {
     int64_t wall;       /* the last sweep's now (at first: the start's) */
@@ -357,11 +357,12 @@ int serve_run(struct config *cfg)
         goto out;
     if (server_new(&app, &app.server) != ERR_OK)
         goto out;
-    /* Store threads serve people waiting (API calls, uncached codes): above
-     * the click pipeline's priority, a little below the event loops'. */
+    /* Store threads serve people waiting (API calls, controlled links) a
+     * little below the event loops' priority; a redirect's misses, which a
+     * flood of unknown codes sends at any rate, at the click pipeline's. */
     if (storeq_new(&app, (int)app.cfg.store_threads, (int)app.cfg.store_queue,
                    app.cfg.store_timeout_ms, (int)app.cfg.heavy_reads_per_key, STOREQ_NICE,
-                   &app.storeq) != ERR_OK)
+                   (int)app.cfg.background_nice, &app.storeq) != ERR_OK)
         goto out;
     const char *store_url = app.cfg.store ? app.cfg.store : app.cfg.db;
     if (app.cfg.cache && rcache_new(app.cfg.cache, (int)app.cfg.cache_timeout_ms, &app.rcache) !=

@@ -1,8 +1,11 @@
 /* storeq.c - the store threads of storeq.h.
  *
  * DESIGN
- * One queue for the node (a mutex, a condition variable, a FIFO list) and
- * 'nthreads' threads taking from it. A job's state moves once from QUEUED
+ * Two pools, each a FIFO list and 'nthreads' threads taking from it, under
+ * one mutex: one for requests people wait on (API calls, controlled links,
+ * the password form), one below it for a redirect's misses (storeq_job.low),
+ * so that a flood of unknown codes takes neither the API's threads nor the
+ * event loops' cores. A job's state moves once from QUEUED
  * to RUNNING (the store thread that takes it) or to CANCELLED (whoever
  * cancels it first; a compare-and-swap decides), so a cancelled job is
  * never run and a running one never cancelled.
@@ -37,17 +40,24 @@ struct lane {
     bool armed;
 };
 
-struct storeq {
-    pthread_mutex_t mu;
+/* One class of jobs (storeq_job.low): a queue and its threads. */
+struct pool {
+    struct storeq *q;
     pthread_cond_t cv;          /* a job arrived, or stop */
-    pthread_cond_t idle_cv;     /* the queue emptied and no job runs */
     struct storeq_job *head, *tail;
-    int64_t queued, queue_max;
+    int64_t queued;
     int running;
-    bool stop;
-    bool draining;              /* storeq_drain: nothing more is taken */
     int nthreads;
     pthread_t *threads;
+};
+
+struct storeq {
+    pthread_mutex_t mu;         /* both pools' queues, stop, draining */
+    pthread_cond_t idle_cv;     /* no job waits or runs */
+    struct pool pools[2];       /* people waiting; a redirect's misses (low) */
+    int64_t queue_max;          /* per pool */
+    bool stop;
+    bool draining;              /* storeq_drain: nothing more is taken */
     struct lane *lanes;
     int nlanes;
     int64_t timeout_ms;
@@ -59,22 +69,31 @@ struct storeq {
     int nheavy, heavy_cap, heavy_per_key;
 };
 
+static bool idle(const struct storeq *q)
+{
+    for (int i = 0; i < 2; i++)
+        if (q->pools[i].head || q->pools[i].running)
+            return false;
+    return true;
+}
+
 static void *store_thread(void *arg)
 {
-    struct storeq *q = arg;
+    struct pool *p = arg;
+    struct storeq *q = p->q;
     cache_thread_register();
     pthread_mutex_lock(&q->mu);
     for (;;) {
-        while (!q->head && !q->stop)
-            pthread_cond_wait(&q->cv, &q->mu);
-        if (!q->head)
+        while (!p->head && !q->stop)
+            pthread_cond_wait(&p->cv, &q->mu);
+        if (!p->head)
             break;
-        struct storeq_job *j = q->head;
-        q->head = j->next;
-        if (!q->head)
-            q->tail = NULL;
-        q->queued--;
-        q->running++;
+        struct storeq_job *j = p->head;
+        p->head = j->next;
+        if (!p->head)
+            p->tail = NULL;
+        p->queued--;
+        p->running++;
         pthread_mutex_unlock(&q->mu);
         coop_rest();
         int expect = QUEUED;
@@ -83,8 +102,8 @@ static void *store_thread(void *arg)
         j->run(j, !mine);
         store_set_deadline(0);
         pthread_mutex_lock(&q->mu);
-        q->running--;
-        if (!q->head && !q->running)
+        p->running--;
+        if (idle(q))
             pthread_cond_broadcast(&q->idle_cv);
     }
     pthread_mutex_unlock(&q->mu);
@@ -125,16 +144,15 @@ static void lane_arm(struct lane *l)
 }
 
 int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
-               int heavy_per_key, int nice, struct storeq **out)
+               int heavy_per_key, int nice, int low_nice, struct storeq **out)
 {
     struct storeq *q = calloc(1, sizeof(*q));
     if (!q)
         abort();
     pthread_mutex_init(&q->mu, NULL);
     pthread_mutex_init(&q->heavy_mu, NULL);
-    q->heavy_per_key = heavy_per_key > 0 ? heavy_per_key : 1;
-    pthread_cond_init(&q->cv, NULL);
     pthread_cond_init(&q->idle_cv, NULL);
+    q->heavy_per_key = heavy_per_key > 0 ? heavy_per_key : 1;
     q->queue_max = queue_max > 0 ? queue_max : 1;
     q->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
     q->nlanes = app->server ? server_nworkers(app->server) : 0;
@@ -147,17 +165,28 @@ int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
         uv_timer_init(worker_loop(server_worker(app->server, i)), &l->timer);
         l->timer.data = l;
     }
-    q->threads = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof(*q->threads));
-    if (!q->threads)
-        abort();
-    for (int i = 0; i < (nthreads > 0 ? nthreads : 1); i++) {
-        struct coop_role role = {.name = "shortd-storeq", .nice = nice, .slice_us = 0};
-        if (coop_start(&q->threads[i], role, store_thread, q) != 0) {
-            log_at(LOG_ERROR, "cannot start a store thread");
-            storeq_free(q);
-            return ERR_NOMEM;
+    if (nthreads < 1)
+        nthreads = 1;
+    static const char *const names[2] = {"shortd-storeq", "shortd-storeq-lo"};
+    for (int k = 0; k < 2; k++) {
+        struct pool *p = &q->pools[k];
+        p->q = q;
+        pthread_cond_init(&p->cv, NULL);
+        p->threads = calloc((size_t)nthreads, sizeof(*p->threads));
+        if (!p->threads)
+            abort();
+    }
+    for (int k = 0; k < 2; k++) {
+        struct pool *p = &q->pools[k];
+        for (int i = 0; i < nthreads; i++) {
+            struct coop_role role = {.name = names[k], .nice = k ? low_nice : nice};
+            if (coop_start(&p->threads[i], role, store_thread, p) != 0) {
+                log_at(LOG_ERROR, "cannot start a store thread");
+                storeq_free(q);
+                return ERR_NOMEM;
+            }
+            p->nthreads++;
         }
-        q->nthreads++;
     }
     *out = q;
     return ERR_OK;
@@ -169,7 +198,7 @@ void storeq_drain(struct storeq *q)
         return;
     pthread_mutex_lock(&q->mu);
     q->draining = true;
-    while (q->head || q->running)
+    while (!idle(q))
         pthread_cond_wait(&q->idle_cv, &q->mu);
     pthread_mutex_unlock(&q->mu);
 }
@@ -181,20 +210,25 @@ void storeq_free(struct storeq *q)
     pthread_mutex_lock(&q->mu);
     q->stop = true;
     /* What still waits will not run: each job is told so and releases. */
-    for (struct storeq_job *j = q->head; j; j = j->next) {
-        int expect = QUEUED;
-        atomic_compare_exchange_strong(&j->state, &expect, CANCELLED);
+    for (int k = 0; k < 2; k++) {
+        for (struct storeq_job *j = q->pools[k].head; j; j = j->next) {
+            int expect = QUEUED;
+            atomic_compare_exchange_strong(&j->state, &expect, CANCELLED);
+        }
+        pthread_cond_broadcast(&q->pools[k].cv);
     }
-    pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
-    for (int i = 0; i < q->nthreads; i++)
-        pthread_join(q->threads[i], NULL);
-    free(q->threads);
+    for (int k = 0; k < 2; k++) {
+        struct pool *p = &q->pools[k];
+        for (int i = 0; i < p->nthreads; i++)
+            pthread_join(p->threads[i], NULL);
+        free(p->threads);
+        pthread_cond_destroy(&p->cv);
+    }
     free(q->lanes);     /* their timers were closed with their loops */
     free(q->heavy);
     pthread_mutex_destroy(&q->heavy_mu);
     pthread_cond_destroy(&q->idle_cv);
-    pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
     free(q);
 }
@@ -203,19 +237,20 @@ bool storeq_submit(struct storeq *q, struct storeq_job *j)
 {
     atomic_store_explicit(&j->state, QUEUED, memory_order_relaxed);
     j->next = NULL;
+    struct pool *p = &q->pools[j->low ? 1 : 0];
     pthread_mutex_lock(&q->mu);
-    if (q->queued >= q->queue_max || q->stop || q->draining) {
+    if (p->queued >= q->queue_max || q->stop || q->draining) {
         pthread_mutex_unlock(&q->mu);
         atomic_fetch_add(&q->rejected, 1);
         return false;
     }
-    if (q->tail)
-        q->tail->next = j;
+    if (p->tail)
+        p->tail->next = j;
     else
-        q->head = j;
-    q->tail = j;
-    q->queued++;
-    pthread_cond_signal(&q->cv);
+        p->head = j;
+    p->tail = j;
+    p->queued++;
+    pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&q->mu);
     atomic_fetch_add(&q->jobs, 1);
     return true;
@@ -273,7 +308,7 @@ void storeq_counts(const struct storeq *q, struct storeq_counts *out)
 {
     struct storeq *m = (struct storeq *)q;
     pthread_mutex_lock(&m->mu);
-    out->queued = m->queued;
+    out->queued = m->pools[0].queued + m->pools[1].queued;
     pthread_mutex_unlock(&m->mu);
     out->jobs = atomic_load(&m->jobs);
     out->rejected = atomic_load(&m->rejected);

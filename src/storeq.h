@@ -9,8 +9,8 @@
  * connection, paused like any that waits (HTTP_ASYNC), keeps its pipelined
  * requests in order.
  *
- * Bounds. At most 'queue_max' jobs wait per node: storeq_submit refuses
- * the next one at once, and its request is answered 503. A request waits at
+ * Bounds. At most 'queue_max' jobs wait per node and pool: storeq_submit
+ * refuses the next one at once, and its request is answered 503. A request waits at
  * most 'timeout_ms' for its answer: a wait (struct storeq_wait, on the
  * request's loop) that reaches its deadline has on_timeout() called on that
  * loop, which answers 503 with Retry-After unless the job has begun and
@@ -20,7 +20,8 @@
  *
  * Store threads run below the event loops' priority (coop.h: a yield every
  * COOP_SLICE_US inside SQLite too), so a long search shares a core rather
- * than taking it from a loop. */
+ * than taking it from a loop; a redirect's misses run in a pool of their
+ * own, lower still. */
 #ifndef SHORTD_STOREQ_H
 #define SHORTD_STOREQ_H
 
@@ -36,6 +37,7 @@ struct storeq_job {
     /* A store thread. With 'cancelled' the job was cancelled before it
      * began: release, answer nothing. */
     void (*run)(struct storeq_job *j, bool cancelled);
+    bool low;           /* a redirect's miss: the pool below the others */
     /* Internal */
     _Atomic int state;
     struct storeq_job *next;
@@ -51,11 +53,14 @@ struct storeq_wait {
     bool linked;
 };
 
-/* 'nthreads' threads at nice 'nice' (coop.h), started at once, each with
- * the calling process's cache registration (cache.h). The waits of worker i
+/* Two pools of 'nthreads' threads each, started at once, each thread with
+ * the calling process's cache registration (cache.h): at nice 'nice'
+ * (coop.h) for what people wait on, at 'low_nice' for the jobs flagged
+ * 'low' (a redirect's misses, which a flood of unknown codes can send at
+ * any rate). At most 'queue_max' jobs wait in each. The waits of worker i
  * are timed on worker i's loop: call before server_start. */
 int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
-               int heavy_per_key, int nice, struct storeq **out);
+               int heavy_per_key, int nice, int low_nice, struct storeq **out);
 /* At shutdown, before the connections close: refuses every job from now
  * on and waits until none waits or runs, so every answer finds its request. */
 void storeq_drain(struct storeq *q);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app.h"
 #include "err.h"
@@ -51,7 +52,7 @@ void test_storeq_runs_each_once(void)
     struct app app;
     memset(&app, 0, sizeof(app));
     struct storeq *q;
-    CHECK_EQ_INT(storeq_new(&app, 3, 10000, 500, 2, 0, &q), ERR_OK);
+    CHECK_EQ_INT(storeq_new(&app, 3, 10000, 500, 2, 0, 0, &q), ERR_OK);
     enum { N = 2000 };
     struct tjob *jobs = calloc(N, sizeof(*jobs));
     atomic_int ran = 0, cancelled = 0;
@@ -59,6 +60,7 @@ void test_storeq_runs_each_once(void)
     for (int i = 0; i < N; i++) {
         jobs[i] = (struct tjob){.ran = &ran, .cancelled = &cancelled};
         jobs[i].job.run = tjob_run;
+        jobs[i].job.low = i % 2;            /* both pools */
         CHECK(storeq_submit(q, &jobs[i].job));
     }
     storeq_drain(q);
@@ -84,12 +86,21 @@ void test_storeq_runs_each_once(void)
     free(jobs);
 }
 
+/* Waits (boundedly) until *n reaches 'want'. */
+static bool poll_until(atomic_int *n, int want)
+{
+    int64_t end = mono_ms() + 10000;
+    while (atomic_load(n) < want && mono_ms() < end)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    return atomic_load(n) >= want;
+}
+
 void test_storeq_bound_and_cancel(void)
 {
     struct app app;
     memset(&app, 0, sizeof(app));
     struct storeq *q;
-    CHECK_EQ_INT(storeq_new(&app, 1, 2, 1000, 2, 0, &q), ERR_OK);
+    CHECK_EQ_INT(storeq_new(&app, 1, 2, 1000, 2, 0, 0, &q), ERR_OK);
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     bool go = false, started = false;
@@ -108,6 +119,12 @@ void test_storeq_bound_and_cancel(void)
     CHECK(storeq_submit(q, &a.job));
     CHECK(storeq_submit(q, &b.job));
     CHECK(!storeq_submit(q, &c.job));
+    /* The other pool has its own thread and its own bound. */
+    struct tjob lo = {.ran = &ran, .cancelled = &cancelled};
+    lo.job.run = tjob_run;
+    lo.job.low = true;
+    CHECK(storeq_submit(q, &lo.job));
+    CHECK(poll_until(&ran, 1));
     struct storeq_counts n;
     storeq_counts(q, &n);
     CHECK_EQ_INT(n.queued, 2);
@@ -121,7 +138,7 @@ void test_storeq_bound_and_cancel(void)
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
     storeq_drain(q);
-    CHECK_EQ_INT(atomic_load(&ran), 2);         /* hold and b */
+    CHECK_EQ_INT(atomic_load(&ran), 3);         /* lo, hold and b */
     CHECK_EQ_INT(atomic_load(&cancelled), 1);   /* a, told so */
     CHECK(!storeq_cancel(&b.job));              /* it ran */
     storeq_free(q);
@@ -132,7 +149,7 @@ void test_storeq_heavy_per_key(void)
     struct app app;
     memset(&app, 0, sizeof(app));
     struct storeq *q;
-    CHECK_EQ_INT(storeq_new(&app, 1, 10, 1000, 2, 0, &q), ERR_OK);
+    CHECK_EQ_INT(storeq_new(&app, 1, 10, 1000, 2, 0, 0, &q), ERR_OK);
     CHECK(storeq_heavy_enter(q, 7));
     CHECK(storeq_heavy_enter(q, 7));
     CHECK(!storeq_heavy_enter(q, 7));           /* its share runs */

@@ -23,6 +23,8 @@
 # errors, no answers to the flood).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=flood404.sh
+. bench/lib.sh
 
 SHORTD=${1:-build/shortd}
 STORES=${2:-both}
@@ -30,7 +32,6 @@ DURATION=${FLOOD_DURATION:-5}
 HOT_CONNS=${FLOOD_HOT_CONNS:-64}
 FLOOD_CONNS=${FLOOD_CONNS:-64}
 PORT=${BENCH_FLOOD_PORT:-}
-LOADGEN=build/bench/loadgen
 
 case "$STORES" in
 sqlite | pg) ;;
@@ -44,20 +45,8 @@ esac
 if [ "$STORES" = pg ] && [ -z "${SHORTD_TEST_PG:-}" ]; then
     SHORTD_BIN=$SHORTD exec tests/pg.sh bench/flood404.sh "$SHORTD" pg
 fi
-if [ ! -x "$LOADGEN" ] || [ bench/loadgen.c -nt "$LOADGEN" ]; then
-    mkdir -p build/bench
-    cc -O2 -Wall -Wextra -o "$LOADGEN" bench/loadgen.c
-fi
-# a port nothing listens on (a lost race shows as a failed start)
-for _ in 1 2 3 4 5 6 7 8; do
-    [ -n "$PORT" ] && break
-    p=$((20000 + RANDOM % 30000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || PORT=$p
-done
-if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-    echo "flood404.sh: port $PORT is in use (set BENCH_FLOOD_PORT)" >&2
-    exit 2
-fi
+bench_loadgen
+bench_port BENCH_FLOOD_PORT
 
 WORK=$(mktemp -d /tmp/shortd-flood404.XXXXXX)
 PID=""
@@ -83,11 +72,7 @@ CODE=$("$SHORTD" link create "${store[@]}" --url https://example.com/flood404/ho
 
 "$SHORTD" serve --listen "127.0.0.1:$PORT" "${serve[@]}" --threads 2 >"$WORK/out" 2>&1 &
 PID=$!
-for _ in $(seq 600); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
-    kill -0 "$PID" 2>/dev/null || { cat "$WORK/out" >&2; exit 1; }
-    sleep 0.1
-done
+bench_wait_up "$WORK/out"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -I "http://127.0.0.1:$PORT/$CODE")" = 302 ] ||
     { echo "flood404.sh: the hot link does not redirect" >&2; cat "$WORK/out" >&2; exit 1; }
 

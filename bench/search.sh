@@ -24,6 +24,8 @@
 # that is not one, errors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=search.sh
+. bench/lib.sh
 
 SHORTD=${1:-build/shortd}
 STORES=${2:-both}
@@ -31,7 +33,6 @@ LINKS=${SEARCH_LINKS:-100000}
 DURATION=${SEARCH_DURATION:-10}
 THREADS=${SEARCH_THREADS:-1}
 PORT=${BENCH_SEARCH_PORT:-}
-LOADGEN=build/bench/loadgen
 
 case "$STORES" in
 sqlite | pg) ;;
@@ -45,20 +46,8 @@ esac
 if [ "$STORES" = pg ] && [ -z "${SHORTD_TEST_PG:-}" ]; then
     SHORTD_BIN=$SHORTD exec tests/pg.sh bench/search.sh "$SHORTD" pg
 fi
-if [ ! -x "$LOADGEN" ] || [ bench/loadgen.c -nt "$LOADGEN" ]; then
-    mkdir -p build/bench
-    cc -O2 -Wall -Wextra -o "$LOADGEN" bench/loadgen.c
-fi
-# a port nothing listens on (a lost race shows as a failed start)
-for _ in 1 2 3 4 5 6 7 8; do
-    [ -n "$PORT" ] && break
-    p=$((20000 + RANDOM % 30000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || PORT=$p
-done
-if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-    echo "search.sh: port $PORT is in use (set BENCH_SEARCH_PORT)" >&2
-    exit 2
-fi
+bench_loadgen
+bench_port BENCH_SEARCH_PORT
 
 WORK=$(mktemp -d /tmp/shortd-search.XXXXXX)
 PID=""
@@ -84,11 +73,7 @@ OTHER=$(key other)
 
 "$SHORTD" serve --listen "127.0.0.1:$PORT" "${serve[@]}" --threads "$THREADS" >"$WORK/out" 2>&1 &
 PID=$!
-for _ in $(seq 600); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
-    kill -0 "$PID" 2>/dev/null || { cat "$WORK/out" >&2; exit 1; }
-    sleep 0.1
-done
+bench_wait_up "$WORK/out"
 
 # LINKS links of the searcher's key, 1,000 a request
 t0=$(date +%s%N)

@@ -32,6 +32,8 @@
 # at most LIMIT s); stops what it started, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=uaflood.sh
+. bench/lib.sh
 
 SHORTD=${1:-build/shortd}
 RATE=${UAFLOOD_RATE:-15000}
@@ -40,12 +42,8 @@ HOT=${UAFLOOD_HOT_SECS:-8}
 DISTINCT=${UAFLOOD_DISTINCT:-100000}
 LIMIT=${UAFLOOD_LIMIT:-120}
 PORT=${UAFLOOD_PORT:-18145}
-LOADGEN=build/bench/loadgen
 [ -x "$SHORTD" ] || { echo "uaflood.sh: $SHORTD is missing: make it first" >&2; exit 2; }
-if [ ! -x "$LOADGEN" ] || [ bench/loadgen.c -nt "$LOADGEN" ]; then
-    mkdir -p build/bench
-    cc -O2 -Wall -o "$LOADGEN" bench/loadgen.c
-fi
+bench_loadgen
 
 WORK=$(mktemp -d /tmp/shortd-uaflood.XXXXXX)
 PID="" BG=""
@@ -70,11 +68,7 @@ printf 'fld-lnk\n' >"$WORK/flood.txt"
 KEY=$(awk '{w=$NF} END {print w}' "$WORK/key.out")
 "$SHORTD" serve --listen "127.0.0.1:$PORT" --db "$WORK/db" --threads 2 >>"$WORK/out" 2>&1 &
 PID=$!
-for _ in $(seq 600); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
-    kill -0 "$PID" 2>/dev/null || { cat "$WORK/out" >&2; exit 1; }
-    sleep 0.1
-done
+bench_wait_up "$WORK/out"
 for alias in hot-lnk fld-lnk; do
     curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KEY" \
         -H 'Content-Type: application/json' \

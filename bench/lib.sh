@@ -1,0 +1,39 @@
+# bench/lib.sh - what the ad-hoc benchmark scripts (flood404.sh, search.sh,
+# uaflood.sh) share: sourced, never run. Each function exits the script
+# with a message naming it ($BENCH_NAME) when it cannot do its part.
+
+# build/bench/loadgen, rebuilt when bench/loadgen.c is newer.
+bench_loadgen() {
+    LOADGEN=build/bench/loadgen
+    if [ ! -x "$LOADGEN" ] || [ bench/loadgen.c -nt "$LOADGEN" ]; then
+        mkdir -p build/bench
+        cc -O2 -Wall -Wextra -o "$LOADGEN" bench/loadgen.c
+    fi
+}
+
+# PORT: the one given (refused when in use), else a free one (a lost race
+# shows as a failed start). $1 names the variable that sets it, for the
+# message.
+bench_port() {
+    for _ in 1 2 3 4 5 6 7 8; do
+        [ -n "$PORT" ] && break
+        local p=$((20000 + RANDOM % 30000))
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || PORT=$p
+    done
+    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+        echo "$BENCH_NAME: port $PORT is in use (set $1)" >&2
+        exit 2
+    fi
+}
+
+# Waits (60 s at most) until the server of PID answers /healthz on PORT;
+# its output ($1) is shown when it has exited instead.
+bench_wait_up() {
+    for _ in $(seq 600); do
+        curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0
+        kill -0 "$PID" 2>/dev/null || { cat "$1" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "$BENCH_NAME: the server did not answer within 60 s" >&2
+    exit 1
+}

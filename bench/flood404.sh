@@ -33,18 +33,7 @@ HOT_CONNS=${FLOOD_HOT_CONNS:-64}
 FLOOD_CONNS=${FLOOD_CONNS:-64}
 PORT=${BENCH_FLOOD_PORT:-}
 
-case "$STORES" in
-sqlite | pg) ;;
-both)
-    bench/flood404.sh "$SHORTD" sqlite
-    exec bench/flood404.sh "$SHORTD" pg
-    ;;
-*) echo "usage: bench/flood404.sh [SHORTD] [sqlite|pg|both]" >&2; exit 2 ;;
-esac
-[ -x "$SHORTD" ] || { echo "flood404.sh: $SHORTD is not built (make)" >&2; exit 2; }
-if [ "$STORES" = pg ] && [ -z "${SHORTD_TEST_PG:-}" ]; then
-    SHORTD_BIN=$SHORTD exec tests/pg.sh bench/flood404.sh "$SHORTD" pg
-fi
+bench_stores bench/flood404.sh "$SHORTD" "$STORES"
 bench_loadgen
 bench_port BENCH_FLOOD_PORT
 

@@ -2,6 +2,26 @@
 # uaflood.sh) share: sourced, never run. Each function exits the script
 # with a message naming it ($BENCH_NAME) when it cannot do its part.
 
+# For a script taking [SHORTD] [sqlite|pg|both] (its path $1, then those):
+# 'both' runs it once per store; 'pg' runs it under tests/pg.sh (a
+# throwaway server) unless one is given; returns when this run is to be
+# made here.
+bench_stores() {
+    local self=$1 shortd=$2 stores=$3
+    case "$stores" in
+    sqlite | pg) ;;
+    both)
+        "$self" "$shortd" sqlite
+        exec "$self" "$shortd" pg
+        ;;
+    *) echo "usage: $self [SHORTD] [sqlite|pg|both]" >&2; exit 2 ;;
+    esac
+    [ -x "$shortd" ] || { echo "$BENCH_NAME: $shortd is not built (make)" >&2; exit 2; }
+    if [ "$stores" = pg ] && [ -z "${SHORTD_TEST_PG:-}" ]; then
+        SHORTD_BIN=$shortd exec tests/pg.sh "$self" "$shortd" pg
+    fi
+}
+
 # build/bench/loadgen, rebuilt when bench/loadgen.c is newer.
 bench_loadgen() {
     LOADGEN=build/bench/loadgen

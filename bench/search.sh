@@ -34,18 +34,7 @@ DURATION=${SEARCH_DURATION:-10}
 THREADS=${SEARCH_THREADS:-1}
 PORT=${BENCH_SEARCH_PORT:-}
 
-case "$STORES" in
-sqlite | pg) ;;
-both)
-    bench/search.sh "$SHORTD" sqlite
-    exec bench/search.sh "$SHORTD" pg
-    ;;
-*) echo "usage: bench/search.sh [SHORTD] [sqlite|pg|both]" >&2; exit 2 ;;
-esac
-[ -x "$SHORTD" ] || { echo "search.sh: $SHORTD is not built (make)" >&2; exit 2; }
-if [ "$STORES" = pg ] && [ -z "${SHORTD_TEST_PG:-}" ]; then
-    SHORTD_BIN=$SHORTD exec tests/pg.sh bench/search.sh "$SHORTD" pg
-fi
+bench_stores bench/search.sh "$SHORTD" "$STORES"
 bench_loadgen
 bench_port BENCH_SEARCH_PORT
 

@@ -804,6 +804,21 @@ static void scanner_find(const struct scanner *sc, const char *low, size_t n, st
     }
 }
 
+/* The ']' of the class that opens at p[i] ('['), its index; 0 when it
+ * does not close. A ']' first in the class (after any '^') is a member. */
+static size_t class_end(const char *p, size_t i)
+{
+    size_t j = i + 1;
+    if (p[j] == '^')
+        j++;
+    if (p[j] == ']')
+        j++;
+    for (; p[j] && p[j] != ']'; j++)
+        if (p[j] == '\\' && p[j + 1])
+            j++;
+    return p[j] ? j : 0;
+}
+
 /* The end of the group that opens at p[i] ('('), one past its ')'; 0 when
  * it does not close. */
 static size_t group_end(const char *p, size_t i)
@@ -814,15 +829,8 @@ static size_t group_end(const char *p, size_t i)
             if (!p[++j])
                 return 0;
         } else if (p[j] == '[') {
-            j++;
-            if (p[j] == '^')
-                j++;
-            if (p[j] == ']')
-                j++;
-            for (; p[j] && p[j] != ']'; j++)
-                if (p[j] == '\\' && p[j + 1])
-                    j++;
-            if (!p[j])
+            j = class_end(p, j);
+            if (!j)
                 return 0;
         } else if (p[j] == '(') {
             depth++;
@@ -893,15 +901,8 @@ static size_t literal_of(const char *p, char out[LITERAL_MAX + 1], bool *anchore
             }
             step = 2;
         } else if (ch == '[') {
-            size_t j = i + 1;
-            if (p[j] == '^')
-                j++;
-            if (p[j] == ']')
-                j++;
-            for (; p[j] && p[j] != ']'; j++)
-                if (p[j] == '\\' && p[j + 1])
-                    j++;
-            if (!p[j])
+            size_t j = class_end(p, i);
+            if (!j)
                 return 0;
             step = j + 1 - i;
         } else if (ch == '(') {

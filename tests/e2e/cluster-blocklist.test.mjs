@@ -13,10 +13,9 @@
 // The test works in a PostgreSQL schema of its own and drops it.
 
 import assert from 'node:assert/strict';
-import { after, before } from 'node:test';
 
-import { migratedSchema, psql, startNode } from './cluster-kit.mjs';
-import { api, cli, it, lastWord, poll } from './harness.mjs';
+import { twoNodes } from './cluster-kit.mjs';
+import { api, it, poll } from './harness.mjs';
 
 const PG = process.env.SHORTD_TEST_PG || '';
 const REDIS = process.env.SHORTD_TEST_REDIS || '';
@@ -25,97 +24,69 @@ const skip = PG && REDIS ? false
 
 const SCHEMA = `clusterbl_${process.pid}`;
 const BOUND_MS = 1000 + 2000;   // the bus's second, and an ASan build's slowness
-let url;
-let admin;
-let A, B;
-const nodes = [];
+const pair = twoNodes({ pg: PG, redis: REDIS, schema: SCHEMA, prefix: 'bl', skip });
 
-async function node(name) {
-    const s = await startNode({ url, redis: REDIS, name, adminKey: admin });
-    nodes.push(s);
-    return s;
-}
-
-before(async () => {
-    if (skip) return;
-    url = migratedSchema(PG, SCHEMA);
-    const k = cli(['key', 'create', '--store', url, '--name', 'bl-admin', '--admin']);
-    assert.equal(k.code, 0, `shortd key create: ${k.stdout}${k.stderr}`);
-    admin = lastWord(k.stdout);
-    [A, B] = await Promise.all([node('bl-a'), node('bl-b')]);
-});
-
-after(async () => {
-    if (skip) return;
-    const errors = [];
-    for (const s of nodes) {
-        try { await s.stop(); } catch (e) { errors.push(e); }
-    }
-    try { psql(PG, `DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`); } catch (e) { errors.push(e); }
-    if (errors.length) throw errors[0];
-});
-
-const create = (node, dest) => api(node, 'POST', '/api/links', { key: admin, body: { url: dest } });
+const create = (node, dest) => api(node, 'POST', '/api/links', { key: pair.admin, body: { url: dest } });
 
 it('a host blocked on one node is refused by the other; unblocked, accepted again', async () => {
     // B creates first, so it has counted the blocklist while it was empty.
-    const before = await create(B, 'https://shop.evil-bl.example/before');
+    const before = await create(pair.b, 'https://shop.evil-bl.example/before');
     assert.equal(before.status, 201, before.text);
-    const other = await create(A, 'https://example.com/warm-a');
+    const other = await create(pair.a, 'https://example.com/warm-a');
     assert.equal(other.status, 201, other.text);
 
-    const add = await api(A, 'POST', '/api/admin/blocklist', { key: admin, body: { host: 'evil-bl.example' } });
+    const add = await api(pair.a, 'POST', '/api/admin/blocklist', { key: pair.admin, body: { host: 'evil-bl.example' } });
     assert.equal(add.status, 201, add.text);
-    const onA = await create(A, 'https://evil-bl.example/a');
+    const onA = await create(pair.a, 'https://evil-bl.example/a');
     assert.equal(onA.status, 400, onA.text);
 
     let last;
     const refused = await poll(async () => {
-        last = await create(B, 'https://www.evil-bl.example/b');
+        last = await create(pair.b, 'https://www.evil-bl.example/b');
         return last.status === 400;
     }, { timeoutMs: BOUND_MS, intervalMs: 100 });
     assert.ok(refused, `node B still accepts the blocked host after ${BOUND_MS} ms: ${last.status} ${last.text}`);
     assert.equal(last.json.error.field, 'url');
     assert.match(last.json.error.message, /blocked/);
 
-    const patch = await api(B, 'PATCH', `/api/links/${before.json.code}`,
-        { key: admin, body: { url: 'https://evil-bl.example/patched' } });
+    const patch = await api(pair.b, 'PATCH', `/api/links/${before.json.code}`,
+        { key: pair.admin, body: { url: 'https://evil-bl.example/patched' } });
     assert.equal(patch.status, 400, patch.text);
     assert.equal(patch.json.error.field, 'url');
 
-    const del = await api(A, 'DELETE', '/api/admin/blocklist/evil-bl.example', { key: admin });
+    const del = await api(pair.a, 'DELETE', '/api/admin/blocklist/evil-bl.example', { key: pair.admin });
     assert.equal(del.status, 204, del.text);
     const accepted = await poll(async () => {
-        last = await create(B, 'https://evil-bl.example/again');
+        last = await create(pair.b, 'https://evil-bl.example/again');
         return last.status === 201;
     }, { timeoutMs: BOUND_MS, intervalMs: 100 });
     assert.ok(accepted, `node B still refuses the unblocked host: ${last.status} ${last.text}`);
 }, { skip });
 
 it('a host blocked on one node while the other had counted a non-empty list is refused there too', async () => {
-    const first = await api(A, 'POST', '/api/admin/blocklist', { key: admin, body: { host: 'one-bl.example' } });
+    const first = await api(pair.a, 'POST', '/api/admin/blocklist', { key: pair.admin, body: { host: 'one-bl.example' } });
     assert.equal(first.status, 201, first.text);
     let last;
     assert.ok(await poll(async () => {
-        last = await create(B, 'https://one-bl.example/x');
+        last = await create(pair.b, 'https://one-bl.example/x');
         return last.status === 400;
     }, { timeoutMs: BOUND_MS, intervalMs: 100 }), `B accepts one-bl.example: ${last.status} ${last.text}`);
-    const second = await api(B, 'POST', '/api/admin/blocklist', { key: admin, body: { host: 'two-bl.example' } });
+    const second = await api(pair.b, 'POST', '/api/admin/blocklist', { key: pair.admin, body: { host: 'two-bl.example' } });
     assert.equal(second.status, 201, second.text);
     assert.ok(await poll(async () => {
-        last = await create(A, 'https://two-bl.example/x');
+        last = await create(pair.a, 'https://two-bl.example/x');
         return last.status === 400;
     }, { timeoutMs: BOUND_MS, intervalMs: 100 }), `A accepts two-bl.example: ${last.status} ${last.text}`);
 }, { skip });
 
 it('a custom domain registered on one node is refused as a destination by the other', async () => {
-    const warm = await create(B, 'https://go.brand-bl.example/before');
+    const warm = await create(pair.b, 'https://go.brand-bl.example/before');
     assert.equal(warm.status, 201, warm.text);  // B has counted no domain yet
-    const reg = await api(A, 'POST', '/api/domains', { key: admin, body: { host: 'go.brand-bl.example' } });
+    const reg = await api(pair.a, 'POST', '/api/domains', { key: pair.admin, body: { host: 'go.brand-bl.example' } });
     assert.equal(reg.status, 201, reg.text);
     let last;
     assert.ok(await poll(async () => {
-        last = await create(B, 'https://go.brand-bl.example/loop');
+        last = await create(pair.b, 'https://go.brand-bl.example/loop');
         return last.status === 400;
     }, { timeoutMs: BOUND_MS, intervalMs: 100 }), `B still links to the registered domain: ${last.status} ${last.text}`);
     assert.equal(last.json.error.field, 'url');

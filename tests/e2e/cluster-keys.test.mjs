@@ -13,9 +13,8 @@
 // The test works in a PostgreSQL schema of its own and drops it.
 
 import assert from 'node:assert/strict';
-import { after, before } from 'node:test';
 
-import { migratedSchema, psql, startNode } from './cluster-kit.mjs';
+import { psql, twoNodes } from './cluster-kit.mjs';
 import { api, cli, cliAsync, it, lastWord, poll, sleep } from './harness.mjs';
 
 const PG = process.env.SHORTD_TEST_PG || '';
@@ -27,40 +26,12 @@ const SCHEMA = `clusterkeys_${process.pid}`;
 // A few ms over the bus; the rest is an ASan build's slowness on a shared
 // machine. Without the bus a node would keep the key for its 60 s TTL.
 const BOUND_MS = 1000;
-let url;
-let admin;
-let A, B;
-const nodes = [];
-
-async function node(name) {
-    const s = await startNode({ url, redis: REDIS, name, adminKey: admin });
-    nodes.push(s);
-    return s;
-}
-
-before(async () => {
-    if (skip) return;
-    url = migratedSchema(PG, SCHEMA);
-    const k = cli(['key', 'create', '--store', url, '--name', 'keys-admin', '--admin']);
-    assert.equal(k.code, 0, `shortd key create: ${k.stdout}${k.stderr}`);
-    admin = lastWord(k.stdout);
-    [A, B] = await Promise.all([node('keys-a'), node('keys-b')]);
-});
-
-after(async () => {
-    if (skip) return;
-    const errors = [];
-    for (const s of nodes) {
-        try { await s.stop(); } catch (e) { errors.push(e); }
-    }
-    try { psql(PG, `DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`); } catch (e) { errors.push(e); }
-    if (errors.length) throw errors[0];
-});
+const pair = twoNodes({ pg: PG, redis: REDIS, schema: SCHEMA, prefix: 'keys', skip });
 
 function newKey(name) {
-    const k = cli(['key', 'create', '--store', url, '--name', name]);
+    const k = cli(['key', 'create', '--store', pair.url, '--name', name]);
     assert.equal(k.code, 0, `shortd key create: ${k.stdout}${k.stderr}`);
-    const list = cli(['key', 'list', '--store', url]);
+    const list = cli(['key', 'list', '--store', pair.url]);
     const line = list.stdout.split('\n').find((l) => l.split(/\s+/)[1] === name);
     assert.ok(line, `no key ${name} in:\n${list.stdout}`);
     return { token: lastWord(k.stdout), id: line.trim().split(/\s+/)[0] };
@@ -68,7 +39,7 @@ function newKey(name) {
 
 /* The REVOKED_AT of key 'id' in `shortd key list` (ms since the epoch). */
 function revokedAt(id) {
-    const list = cli(['key', 'list', '--store', url]);
+    const list = cli(['key', 'list', '--store', pair.url]);
     const line = list.stdout.split('\n').find((l) => l.trim().split(/\s+/)[0] === id);
     assert.ok(line, `no key ${id} in:\n${list.stdout}`);
     const t = Date.parse(line.trim().split(/\s+/).pop());
@@ -90,7 +61,7 @@ async function keyMetrics(n) {
 it(`a key revoked with the CLI is refused by both nodes within ${BOUND_MS} ms`, async () => {
     const key = newKey('keys-revoked');
     const other = newKey('keys-kept');
-    for (const n of [A, B]) {
+    for (const n of [pair.a, pair.b]) {
         for (const k of [key, key, other]) {
             const r = await api(n, 'GET', '/api/links', { key: k.token });
             assert.equal(r.status, 200, `${n.name}: ${r.text}`);
@@ -116,8 +87,8 @@ it(`a key revoked with the CLI is refused by both nodes within ${BOUND_MS} ms`, 
         }
         assert.fail(`${n.name} still lets the revoked key in ${BOUND_MS} ms after the CLI exited`);
     };
-    const watching = Promise.all([watch(A), watch(B)]);
-    const r = await cliAsync(['key', 'revoke', '--store', url, key.id]);
+    const watching = Promise.all([watch(pair.a), watch(pair.b)]);
+    const r = await cliAsync(['key', 'revoke', '--store', pair.url, key.id]);
     assert.equal(r.code, 0, `shortd key revoke: ${r.stdout}${r.stderr}`);
     const exited = Date.now();
     deadline = exited + BOUND_MS;
@@ -125,28 +96,28 @@ it(`a key revoked with the CLI is refused by both nodes within ${BOUND_MS} ms`, 
     // From the revocation's own time (taken just before its UPDATE), and
     // from the CLI's exit (negative: refused before the CLI was done).
     const at = revokedAt(key.id);
-    const took = [A, B].map((n) => `${n.name} ${refusedAt.get(n.name) - at} ms`
+    const took = [pair.a, pair.b].map((n) => `${n.name} ${refusedAt.get(n.name) - at} ms`
         + ` (${refusedAt.get(n.name) - exited} ms after the CLI exited)`).join(', ');
     console.log(`the revoked key was refused after its revoked_at: ${took}`);
 
-    for (const n of [A, B]) {
+    for (const n of [pair.a, pair.b]) {
         assert.equal((await api(n, 'GET', '/api/links', { key: other.token })).status, 200, n.name);
     }
 }, { skip });
 
 it('a node whose PostgreSQL listener was cut forgets its keys when it is back', async () => {
     const key = newKey('keys-listener');
-    assert.equal((await api(A, 'GET', '/api/links', { key: key.token })).status, 200);
-    const held = await keyMetrics(A);
+    assert.equal((await api(pair.a, 'GET', '/api/links', { key: key.token })).status, 200);
+    const held = await keyMetrics(pair.a);
     assert.ok(held.shortd_key_cache_entries >= 1, JSON.stringify(held));
     // Redis stays up the whole time: it covers the codes of the gap, not
     // revocations (what a key revoked meanwhile would have sent).
     psql(PG, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'shortd-bus'");
     let m;
     const forgot = await poll(async () => {
-        m = await keyMetrics(A);
+        m = await keyMetrics(pair.a);
         return m.shortd_key_cache_entries === 0;
     }, { timeoutMs: 10_000, intervalMs: 20 });
     assert.ok(forgot, `node A still holds keys after its listener came back: ${JSON.stringify(m)}`);
-    assert.equal((await api(A, 'GET', '/api/links', { key: key.token })).status, 200);
+    assert.equal((await api(pair.a, 'GET', '/api/links', { key: key.token })).status, 200);
 }, { skip });

@@ -6,9 +6,10 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { after, before } from 'node:test';
 import path from 'node:path';
 
-import { cli, startServer, tempDir } from './harness.mjs';
+import { cli, lastWord, startServer, tempDir } from './harness.mjs';
 
 /* Runs one SQL string against the database at pg (a postgres:// URL). */
 export function psql(pg, sql) {
@@ -45,4 +46,37 @@ export async function startNode({ url, redis, name, args = [], adminKey }) {
     if (adminKey) s.adminKey = adminKey;
     s.name = name;
     return s;
+}
+
+/* Two nodes on a schema of their own (schema) sharing the Redis at redis,
+ * named prefix-a and prefix-b, with an admin key made by the CLI: started
+ * in a before hook (unless skip), stopped and the schema dropped in an
+ * after hook. The fields of what it returns are set once before has run:
+ * url, admin, a, b. */
+export function twoNodes({ pg, redis, schema, prefix, skip }) {
+    const pair = { url: '', admin: '', a: null, b: null };
+    const nodes = [];
+    before(async () => {
+        if (skip) return;
+        pair.url = migratedSchema(pg, schema);
+        const k = cli(['key', 'create', '--store', pair.url, '--name', `${prefix}-admin`, '--admin']);
+        assert.equal(k.code, 0, `shortd key create: ${k.stdout}${k.stderr}`);
+        pair.admin = lastWord(k.stdout);
+        const start = async (name) => {
+            const s = await startNode({ url: pair.url, redis, name, adminKey: pair.admin });
+            nodes.push(s);
+            return s;
+        };
+        [pair.a, pair.b] = await Promise.all([start(`${prefix}-a`), start(`${prefix}-b`)]);
+    });
+    after(async () => {
+        if (skip) return;
+        const errors = [];
+        for (const s of nodes) {
+            try { await s.stop(); } catch (e) { errors.push(e); }
+        }
+        try { psql(pg, `DROP SCHEMA IF EXISTS ${schema} CASCADE`); } catch (e) { errors.push(e); }
+        if (errors.length) throw errors[0];
+    });
+    return pair;
 }

@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 
 import { psql, twoNodes } from './cluster-kit.mjs';
-import { api, cli, cliAsync, it, lastWord, poll, sleep } from './harness.mjs';
+import { api, cli, cliAsync, it, lastWord, metricsOf, poll, sleep } from './harness.mjs';
 
 const PG = process.env.SHORTD_TEST_PG || '';
 const REDIS = process.env.SHORTD_TEST_REDIS || '';
@@ -47,16 +47,7 @@ function revokedAt(id) {
     return t;
 }
 
-async function keyMetrics(n) {
-    const r = await api(n, 'GET', '/metrics');
-    assert.equal(r.status, 200, r.text);
-    const m = {};
-    for (const line of r.text.split('\n')) {
-        const w = /^(shortd_key_cache_\w+) (\d+)$/.exec(line);
-        if (w) m[w[1]] = Number(w[2]);
-    }
-    return m;
-}
+const keyMetrics = (n) => metricsOf(n, 'shortd_key_cache_');
 
 it(`a key revoked with the CLI is refused by both nodes within ${BOUND_MS} ms`, async () => {
     const key = newKey('keys-revoked');

@@ -483,6 +483,19 @@ export async function api(server, method, p, { key, body, headers = {}, raw, tim
     return { status: res.status, headers: res.headers, json, text };
 }
 
+/* The server's /metrics values whose names start with 'prefix' (unlabelled
+ * ones), as {name: number}. */
+export async function metricsOf(server, prefix) {
+    const r = await api(server, 'GET', '/metrics');
+    if (r.status !== 200) throw new Error(`GET /metrics answered ${r.status}: ${r.text.slice(0, 300)}`);
+    const m = {};
+    for (const line of r.text.split('\n')) {
+        const w = /^(\w+) (\d+)$/.exec(line);
+        if (w && w[1].startsWith(prefix)) m[w[1]] = Number(w[2]);
+    }
+    return m;
+}
+
 /* A click: GET (or HEAD) /CODE with a browser user agent. */
 export function visit(server, codeAndQuery, { method = 'GET', headers = {} } = {}) {
     return api(server, method, '/' + codeAndQuery, { headers: { 'user-agent': BROWSER_UA, ...headers } });

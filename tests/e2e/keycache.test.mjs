@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 
-import { api, cli, createKey, it, poll, PG_MODE, startServer, unique } from './harness.mjs';
+import { api, cli, createKey, it, metricsOf, poll, PG_MODE, startServer, unique } from './harness.mjs';
 
 // 100 ms (the generation's check) on SQLite, a few ms over the bus on
 // PostgreSQL; the rest is an ASan build's slowness on a shared machine.
@@ -24,16 +24,7 @@ after(async () => {
     if (srv) await srv.stop();
 });
 
-async function metrics() {
-    const r = await api(srv, 'GET', '/metrics');
-    assert.equal(r.status, 200, r.text);
-    const m = {};
-    for (const line of r.text.split('\n')) {
-        const w = /^(shortd_key_cache_\w+) (\d+)$/.exec(line);
-        if (w) m[w[1]] = Number(w[2]);
-    }
-    return m;
-}
+const metrics = () => metricsOf(srv, 'shortd_key_cache_');
 
 function keyId(name) {
     const r = cli(['key', 'list', '--db', srv.db]);

@@ -316,7 +316,8 @@ struct route_job {
     struct storeq_job job;
     struct storeq_wait wait;
     struct task task;
-    struct request *r;
+    struct storeq *q;
+    struct request *r;      /* not to be touched once the handler said HTTP_ASYNC */
     struct worker *w;
     int (*fn)(struct request *r);
     int status;
@@ -338,11 +339,13 @@ static int unavailable(struct request *r, bool text)
     return http_error(r, 503, "unavailable", NULL, "the store is busy or unavailable; try again");
 }
 
-/* The loop, after the handler ran: its answer, unless it answers later. */
+/* The loop, after the handler ran: its answer, unless it answers later
+ * (HTTP_ASYNC: a write, say, whose answer may be sent, and its connection
+ * gone, before this runs). */
 static void route_done(struct task *t)
 {
     struct route_job *j = (struct route_job *)((char *)t - offsetof(struct route_job, task));
-    storeq_wait_end(j->r->app->storeq, &j->wait);
+    storeq_wait_end(j->q, &j->wait);
     if (j->kind == OFF_PRECHECK)
         http_precheck_resume(j->r, j->status);
     else if (j->status != HTTP_ASYNC)
@@ -387,6 +390,7 @@ static int offload(struct request *r, int (*fn)(struct request *r), int kind)
     struct route_job *j = calloc(1, sizeof(*j));
     if (!j)
         abort();
+    j->q = q;
     j->r = r;
     j->w = request_worker(r);
     j->fn = fn;

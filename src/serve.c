@@ -136,8 +136,11 @@ static int64_t generation(struct store *st)
 {
     struct buf v = BUF_INIT;
     int64_t g = 0;
-    if (st->ops->meta_get(st, "generation", &v) == ERR_OK && v.len == sizeof(g))
+    int rc = st->ops->meta_get(st, "generation", &v);
+    if (rc == ERR_OK && v.len == sizeof(g))
         memcpy(&g, v.p, sizeof(g));
+    else if (rc != ERR_NOTFOUND)
+        g = -1;     /* unknown: the store did not answer */
     buf_release(&v);
     return g;
 }
@@ -425,8 +428,10 @@ int serve_run(struct config *cfg)
             break;
         }
         int64_t now = now_ms(), mono = mono_ms();
+        /* A store that does not answer changes nothing: clearing the cache
+         * then would send every cached link to the store that is down. */
         int64_t g = generation(app.store);
-        if (g != gen) {
+        if (g >= 0 && g != gen) {
             gen = g;
             cache_clear(app.cache);
             links_forget_keys(app.links);

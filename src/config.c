@@ -52,7 +52,7 @@ static const struct setting settings[] = {
      "MaxMind country database; when set, it decides the country instead of the header"},
     {"threads", C_INT, F(threads), "0", 0, 256, "event-loop threads (0: one per core)"},
     {"store-threads", C_INT, F(store_threads), "4", 1, 256,
-     "threads that serve requests needing the store, and as many for a redirect's misses"},
+     "threads that serve requests needing the store, and half as many for a redirect's misses"},
     {"store-queue", C_INT, F(store_queue), "1024", 1, 1000000,
      "requests waiting for store threads at most, per pool; beyond, 503 at once"},
     {"store-timeout-ms", C_INT, F(store_timeout_ms), "1000", 10, 60000,

@@ -178,7 +178,7 @@ int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
     }
     for (int k = 0; k < 2; k++) {
         struct pool *p = &q->pools[k];
-        for (int i = 0; i < nthreads; i++) {
+        for (int i = 0; i < (k ? (nthreads + 1) / 2 : nthreads); i++) {   /* misses: half */
             struct coop_role role = {.name = names[k], .nice = k ? low_nice : nice};
             if (coop_start(&p->threads[i], role, store_thread, p) != 0) {
                 log_at(LOG_ERROR, "cannot start a store thread");

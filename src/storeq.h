@@ -53,11 +53,12 @@ struct storeq_wait {
     bool linked;
 };
 
-/* Two pools of 'nthreads' threads each, started at once, each thread with
- * the calling process's cache registration (cache.h): at nice 'nice'
- * (coop.h) for what people wait on, at 'low_nice' for the jobs flagged
- * 'low' (a redirect's misses, which a flood of unknown codes can send at
- * any rate). At most 'queue_max' jobs wait in each. The waits of worker i
+/* Two pools, started at once, each thread with the calling process's cache
+ * registration (cache.h): 'nthreads' threads at nice 'nice' (coop.h) for
+ * what people wait on, and half as many (at least one) at 'low_nice' for
+ * the jobs flagged 'low' (a redirect's misses, which a flood of unknown
+ * codes can send at any rate: fewer of them at once leave more of the
+ * cores, PostgreSQL's backends' share included, to cached redirects). At most 'queue_max' jobs wait in each. The waits of worker i
  * are timed on worker i's loop: call before server_start. */
 int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
                int heavy_per_key, int nice, int low_nice, struct storeq **out);

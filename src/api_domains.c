@@ -35,8 +35,7 @@ int handle_domain_list(struct request *r)
     json_t *arr = json_array();
     if (st->ops->domain_list(st, r->key.id, list_cb, arr) != ERR_OK) {
         json_decref(arr);
-        http_add_header(r, "Retry-After", "1", 1);
-        return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+        return http_unavailable(r, NULL);
     }
     return http_json(r, 200, arr);
 }

@@ -103,12 +103,6 @@ static int not_found(struct request *r)
     return http_error(r, 404, "not_found", NULL, "no link with this code");
 }
 
-static int storage_error(struct request *r)
-{
-    http_add_header(r, "Retry-After", "1", 1);
-    return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
-}
-
 /* ---- passwords: hashed on libuv's thread pool before the writer job ---- */
 
 struct hash_wait {
@@ -130,9 +124,7 @@ static void hashed(int rc, const char *hash, void *arg)
         api_job_submit(r, w->job, w->run);
     } else {
         w->job->release(w->job);
-        http_add_header(r, "Retry-After", "1", 1);
-        http_resume(r, http_error(r, 503, "unavailable", NULL, "cannot hash the password now; "
-                                                              "try again"));
+        http_resume(r, http_unavailable(r, "cannot hash the password now; try again"));
     }
     free(w);
 }
@@ -149,9 +141,7 @@ static void hash_start(struct task *t)
         struct request *r = w->r;
         w->job->release(w->job);
         free(w);
-        http_add_header(r, "Retry-After", "1", 1);
-        http_resume(r, http_error(r, 503, "unavailable", NULL,
-                                  "cannot hash the password now; try again"));
+        http_resume(r, http_unavailable(r, "cannot hash the password now; try again"));
     }
 }
 
@@ -751,7 +741,7 @@ int handle_link_list(struct request *r)
         router_heavy_leave(app, r->key.id);
     if (rc != ERR_OK) {
         json_decref(x.arr);
-        return storage_error(r);
+        return http_unavailable(r, NULL);
     }
     if (x.seen > x.want) {
         struct buf link = BUF_INIT;
@@ -779,7 +769,7 @@ static int caller_link(struct request *r, char code[CODE_MAX + 1], struct link *
     if (rc == ERR_NOTFOUND)
         return not_found(r);
     if (rc != ERR_OK)
-        return storage_error(r);
+        return http_unavailable(r, NULL);
     if (!owns(r, l)) {
         link_release(l);
         return not_found(r);
@@ -1030,7 +1020,7 @@ int handle_link_history(struct request *r)
     json_t *arr = json_array();
     if (app->store->ops->history_list(app->store, code, LIST_MAX, history_row, arr) != ERR_OK) {
         json_decref(arr);
-        return storage_error(r);
+        return http_unavailable(r, NULL);
     }
     return http_json(r, 200, arr);
 }

@@ -170,8 +170,7 @@ int handle_link_qr(struct request *r)
     if (rc == ERR_NOTFOUND)
         return http_error(r, 404, "not_found", NULL, "no link with this code");
     if (rc != ERR_OK) {
-        http_add_header(r, "Retry-After", "1", 1);
-        return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+        return http_unavailable(r, NULL);
     }
     bool mine = r->key.admin || l.owner == r->key.id;
     link_release(&l);

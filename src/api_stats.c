@@ -19,12 +19,6 @@
 #define DEFAULT_DAYS 30
 #define TOP_LIMIT 10
 
-static int unavailable(struct request *r)
-{
-    http_add_header(r, "Retry-After", "1", 1);
-    return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
-}
-
 /* ?NAME=YYYY-MM-DD, or 'fallback' when absent. */
 static bool day_param(struct request *r, const char *name, int64_t fallback, int64_t *day)
 {
@@ -50,7 +44,7 @@ static int load_owned(struct request *r, struct link *l)
     if (rc == ERR_NOTFOUND)
         return http_error(r, 404, "not_found", NULL, "no link with this code");
     if (rc != ERR_OK)
-        return unavailable(r);
+        return http_unavailable(r, NULL);
     if (!r->key.admin && l->owner != r->key.id) {
         link_release(l);
         return http_error(r, 404, "not_found", NULL, "no link with this code");
@@ -90,7 +84,7 @@ int handle_link_stats(struct request *r)
     }
     link_release(&l);
     if (rc != ERR_OK)
-        return unavailable(r);
+        return http_unavailable(r, NULL);
     return http_json(r, 200, o);
 }
 
@@ -129,7 +123,7 @@ int handle_link_top(struct request *r)
         return http_error(r, 400, "invalid_field", "day", "day must be YYYY-MM-DD");
     json_t *arr;
     if (top_links(r, r->key.admin ? -1 : r->key.id, day, &arr) != ERR_OK)
-        return unavailable(r);
+        return http_unavailable(r, NULL);
     return http_json(r, 200, arr);
 }
 
@@ -141,7 +135,7 @@ int handle_stats(struct request *r)
     json_t *top;
     if (st->ops->stats_totals(st, -1, &all) != ERR_OK ||
         top_links(r, r->key.admin ? -1 : r->key.id, today, &top) != ERR_OK)
-        return unavailable(r);
+        return http_unavailable(r, NULL);
     char d[11];
     day_format(today, d);
     json_t *o = json_pack("{s:I,s:I,s:I,s:s,s:o}", "links", (json_int_t)all.links, "clicks",

@@ -81,6 +81,13 @@ int http_error(struct request *r, int status, const char *code, const char *fiel
     return http_json(r, status, doc);
 }
 
+int http_unavailable(struct request *r, const char *message)
+{
+    http_add_header(r, "Retry-After", "1", 1);
+    return http_error(r, 503, "unavailable", NULL, "%s",
+                      message ? message : "the store is unavailable; try again");
+}
+
 const char *http_reason(int status)
 {
     switch (status) {

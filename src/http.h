@@ -82,6 +82,10 @@ int http_json(struct request *r, int status, json_t *doc);           /* steals '
 int http_error(struct request *r, int status, const char *code, const char *field,
                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* 503 with Retry-After: 1, {"error": {"code": "unavailable", "message":
+ * MESSAGE}}; NULL says the store is unavailable. */
+int http_unavailable(struct request *r, const char *message);
+
 /* Sends the answer of a request whose handler returned HTTP_ASYNC. Event-loop
  * thread of the request only. */
 void http_resume(struct request *r, int status);

@@ -731,18 +731,11 @@ static void waiter_timeout(struct storeq_wait *sw)
     http_resume(r, unavailable(r));
 }
 
-static uint64_t code_hash(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;    /* FNV-1a: the buckets of a small table */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    return h;
-}
-
 /* Waits for a read of 'code' (HTTP_ASYNC), or 503 when the store threads
- * have too much queued already. */
-static int wait_for_store(struct request *r, struct slice code, const struct hostcheck *h,
-                          int64_t now, bool fresh)
+ * have too much queued already. 'hv' is the code's cache_hash, which picks
+ * its flight's bucket too. */
+static int wait_for_store(struct request *r, struct slice code, uint64_t hv,
+                          const struct hostcheck *h, int64_t now, bool fresh)
 {
     struct app *app = r->app;
     struct storeq *q = app->storeq;
@@ -752,7 +745,6 @@ static int wait_for_store(struct request *r, struct slice code, const struct hos
     *w = (struct waiter){.r = r, .h = *h, .now = now};
     w->task.fn = waiter_wake;
     w->wait.on_timeout = waiter_timeout;
-    uint64_t hv = code_hash(code.p, code.n);
     pthread_mutex_lock(&flights_mu);
     struct flight *f = NULL;
     if (!fresh)
@@ -799,7 +791,7 @@ static int redirect_stored(struct request *r, const struct flight *f, const stru
         return unavailable(r);
     int status = answer_stored(r, &f->link, h, now);
     if (status == CONTROLLED)
-        return wait_for_store(r, (struct slice){f->code, f->n}, h, now, true);
+        return wait_for_store(r, (struct slice){f->code, f->n}, f->hash, h, now, true);
     if ((status == 301 || status == 302) && r->method == HTTP_GET)
         record_click(r, (struct slice){f->code, f->n}, now, 0);
     return status;
@@ -821,9 +813,9 @@ static int redirect_now(struct request *r, struct slice code, uint64_t hash)
     int status = hit ? answer(r, &v, &h, now) : 0;
     cache_read_unlock();
     if (!hit)
-        return wait_for_store(r, code, &h, now, false);
+        return wait_for_store(r, code, hash, &h, now, false);
     if (status == CONTROLLED)
-        return wait_for_store(r, code, &h, now, true);  /* records its own click */
+        return wait_for_store(r, code, hash, &h, now, true);    /* records its own click */
 
     if ((status == 301 || status == 302) && r->method == HTTP_GET)
         record_click(r, code, now, 0);

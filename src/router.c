@@ -189,8 +189,7 @@ static int authenticate(struct request *r)
         return http_error(r, 401, "unauthorized", NULL, "unknown or revoked API key");
     }
     if (rc != ERR_OK) {
-        http_add_header(r, "Retry-After", "1", 1);
-        return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+        return http_unavailable(r, NULL);
     }
     return 0;
 }
@@ -298,16 +297,21 @@ static int run_route(struct request *r)
 
 static int gate_post(struct request *r) { return handle_gate_post(r, r->later_slice); }
 
-/* router_precheck's check, on a store thread. */
-static int precheck(struct request *r)
+/* A precheck's key is good: 403 for an admin route without an admin key,
+ * else 0 and the request is authenticated. */
+static int prechecked(struct request *r)
 {
-    int status = authenticate_limited(r);
-    if (status)
-        return status;
     if ((r->route->flags & ROUTE_ADMIN) && !r->key.admin)
         return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
     r->authed = true;
     return 0;
+}
+
+/* router_precheck's check, on a store thread. */
+static int precheck(struct request *r)
+{
+    int status = authenticate_limited(r);
+    return status ? status : prechecked(r);
 }
 
 /* ---- on a store thread ---- */
@@ -330,13 +334,13 @@ struct route_job {
 
 static int unavailable(struct request *r, bool text)
 {
-    http_add_header(r, "Retry-After", "1", 1);
     if (text) {
         static const char msg[] = "Service Unavailable: try again\n";
+        http_add_header(r, "Retry-After", "1", 1);
         http_add_header(r, "Cache-Control", "no-store", 8);
         return http_body(r, 503, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
     }
-    return http_error(r, 503, "unavailable", NULL, "the store is busy or unavailable; try again");
+    return http_unavailable(r, "the store is busy or unavailable; try again");
 }
 
 /* The loop, after the handler ran: its answer, unless it answers later
@@ -442,10 +446,7 @@ static int precheck_here(struct request *r)
         if (!ratelimit_peek(rl, RL_AUTH, key, kn, now_ms(), &info))
             return -1;
     }
-    if ((r->route->flags & ROUTE_ADMIN) && !r->key.admin)
-        return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
-    r->authed = true;
-    return 0;
+    return prechecked(r);
 }
 
 int router_precheck(struct request *r)

@@ -355,4 +355,3 @@ void storeq_heavy_leave(struct storeq *q, int64_t key_id)
     pthread_mutex_unlock(&q->heavy_mu);
 }
 
-int64_t storeq_timeout_ms(const struct storeq *q) { return q->timeout_ms; }

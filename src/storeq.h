@@ -94,6 +94,5 @@ struct storeq_counts {
     int64_t queued, jobs, rejected, timeouts, heavy_refused;
 };
 void storeq_counts(const struct storeq *q, struct storeq_counts *out);
-int64_t storeq_timeout_ms(const struct storeq *q);
 
 #endif

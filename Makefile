@@ -33,9 +33,10 @@ else
   OPT   := -O1 -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
 
-SRC      := $(wildcard src/*.c)
+SRC      := $(wildcard src/*/*.c)
+HDR      := $(wildcard src/*/*.h)
 OBJ      := $(SRC:src/%.c=$(OUT)/obj/%.o)
-LIBOBJ   := $(filter-out $(OUT)/obj/main.o,$(OBJ))
+LIBOBJ   := $(filter-out $(OUT)/obj/app/main.o,$(OBJ))
 LLOBJ    := $(OUT)/obj/llhttp_api.o $(OUT)/obj/llhttp_http.o $(OUT)/obj/llhttp_llhttp.o
 UNITSRC  := $(wildcard tests/unit/*.c)
 UNITOBJ  := $(UNITSRC:tests/unit/%.c=$(OUT)/unit/%.o)
@@ -47,14 +48,15 @@ $(OUT)/shortd: $(OBJ) $(LLOBJ)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(LIBS)
 
-$(OUT)/obj/%.o: src/%.c $(wildcard src/*.h) | $(OUT)/obj
+$(OUT)/obj/%.o: src/%.c $(HDR)
+	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -c -o $@ $<
 
 # The bot patterns come from the npm isbot package, pinned in package-lock.json;
 # scripts/gen-isbot.mjs turns its list into C. Generated, never copied in.
 ISBOT_INC := build/gen/isbot_patterns.inc
-$(OUT)/obj/classify.o: $(ISBOT_INC)
+$(OUT)/obj/clicks/classify.o: $(ISBOT_INC)
 
 $(ISBOT_INC): package-lock.json scripts/gen-isbot.mjs
 	@if ! node scripts/gen-isbot.mjs --check; then npm ci --no-audit --no-fund; fi
@@ -66,26 +68,26 @@ $(ISBOT_INC): package-lock.json scripts/gen-isbot.mjs
 # browser tests need, so this npm ci installs everything the lock file pins
 # (after the isbot rule's, never at the same time as it under make -j).
 WEB_INC := build/gen/web_assets.inc
-$(OUT)/obj/dashboard.o: $(WEB_INC)
+$(OUT)/obj/api/dashboard.o: $(WEB_INC)
 
 $(WEB_INC): package-lock.json scripts/embed-web.mjs $(wildcard web/*) | $(ISBOT_INC)
 	@if ! node scripts/embed-web.mjs --check; then npm ci --no-audit --no-fund; fi
 	node scripts/embed-web.mjs $@
 
-# The password gate's one style block (src/gate.css) and its SHA-256, which
+# The password gate's one style block (src/redirect/gate.css) and its SHA-256, which
 # the gate page's Content-Security-Policy names instead of 'unsafe-inline'.
 GATE_INC := build/gen/gate_style.inc
-$(OUT)/obj/gate.o: $(GATE_INC)
+$(OUT)/obj/redirect/gate.o: $(GATE_INC)
 
-$(GATE_INC): src/gate.css scripts/gen-gate-style.mjs
+$(GATE_INC): src/redirect/gate.css scripts/gen-gate-style.mjs
 	@echo "  GEN     $@"
-	$(Q)node scripts/gen-gate-style.mjs src/gate.css $@
+	$(Q)node scripts/gen-gate-style.mjs src/redirect/gate.css $@
 
 # PostgreSQL migrations are SQL files, embedded as C strings: one
 # {version, "name", "sql"} entry per migrations/pg/NNNN_name.sql, in order.
 PGMIG     := $(sort $(wildcard migrations/pg/*.sql))
 PGMIG_INC := build/gen/pg_migrations.inc
-$(OUT)/obj/store_pg.o: $(PGMIG_INC)
+$(OUT)/obj/store/store_pg.o: $(PGMIG_INC)
 
 $(PGMIG_INC): $(PGMIG) Makefile
 	@mkdir -p $(@D)
@@ -103,7 +105,7 @@ $(OUT)/obj/llhttp_%.o: $(LLHTTP)/%.c | $(OUT)/obj
 	@echo "  CC      $< (llhttp)"
 	$(Q)$(CC) $(BASE) $(OPT) -w -c -o $@ $<
 
-$(OUT)/unit/%.o: tests/unit/%.c $(wildcard src/*.h tests/unit/*.h) | $(OUT)/unit
+$(OUT)/unit/%.o: tests/unit/%.c $(HDR) $(wildcard tests/unit/*.h) | $(OUT)/unit
 	@echo "  CC      $<"
 	$(Q)$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Itests/unit -c -o $@ $<
 
@@ -116,7 +118,7 @@ $(OUT)/obj $(OUT)/unit:
 
 # libFuzzer targets (docs/fuzzing.md): every fuzz/<name>.c becomes
 # build/fuzz/<name>, built by Debian's clang with ASan and UBSan and linked
-# with every src/*.c object but main.o, compiled by clang into build/fuzz/obj/.
+# with every src/*/*.c object but app/main.o, compiled by clang into build/fuzz/obj/.
 # fuzz/run.sh runs one on a scratch copy of fuzz/corpus/<name>/ after
 # replaying fuzz/regressions/<name>/.
 FUZZCC       ?= clang
@@ -125,10 +127,11 @@ FUZZ_SMOKE_SECONDS ?= 2
 FUZZOPT  := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZSRC  := $(wildcard fuzz/*.c)
 FUZZBIN  := $(FUZZSRC:fuzz/%.c=build/fuzz/%)
-FUZZOBJ  := $(filter-out build/fuzz/obj/main.o,$(SRC:src/%.c=build/fuzz/obj/%.o)) \
+FUZZOBJ  := $(filter-out build/fuzz/obj/app/main.o,$(SRC:src/%.c=build/fuzz/obj/%.o)) \
             build/fuzz/obj/llhttp_api.o build/fuzz/obj/llhttp_http.o build/fuzz/obj/llhttp_llhttp.o
 
-build/fuzz/obj/%.o: src/%.c $(wildcard src/*.h) | build/fuzz/obj
+build/fuzz/obj/%.o: src/%.c $(HDR)
+	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
 	$(Q)$(FUZZCC) $(BASE) $(WARN) -Wno-error -Wno-format-nonliteral $(FUZZOPT) -fsanitize=fuzzer-no-link $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -c -o $@ $<
 
@@ -136,10 +139,10 @@ build/fuzz/obj/llhttp_%.o: $(LLHTTP)/%.c | build/fuzz/obj
 	@echo "  CC      $< (llhttp, fuzz)"
 	$(Q)$(FUZZCC) $(BASE) $(FUZZOPT) -fsanitize=fuzzer-no-link -w -c -o $@ $<
 
-build/fuzz/obj/classify.o: $(ISBOT_INC)
-build/fuzz/obj/dashboard.o: $(WEB_INC)
-build/fuzz/obj/gate.o: $(GATE_INC)
-build/fuzz/obj/store_pg.o: $(PGMIG_INC)
+build/fuzz/obj/clicks/classify.o: $(ISBOT_INC)
+build/fuzz/obj/api/dashboard.o: $(WEB_INC)
+build/fuzz/obj/redirect/gate.o: $(GATE_INC)
+build/fuzz/obj/store/store_pg.o: $(PGMIG_INC)
 
 build/fuzz/%: fuzz/%.c $(FUZZOBJ)
 	@echo "  LD      $@ (libFuzzer)"
@@ -194,7 +197,7 @@ bench: setup
 	bench/run.sh $(if $(BENCH_LINKS),--links $(BENCH_LINKS)) $(BENCH_ARGS)
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c fuzz/*.c
+	clang-format -i src/*/*.c src/*/*.h tests/unit/*.c fuzz/*.c
 
 clean:
 	rm -rf build

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "codes.h"
-#include "err.h"
-#include "router.h"
-#include "banned.h"
+#include "links/codes.h"
+#include "base/err.h"
+#include "api/router.h"
+#include "base/banned.h"
 
 static void check(int cond)
 {

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classify.h"
-#include "err.h"
-#include "log.h"
-#include "banned.h"
+#include "clicks/classify.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "base/banned.h"
 
 static struct classify *cls;
 static const char *const self_hosts[] = {"sho.rt", "localhost:8080", NULL};

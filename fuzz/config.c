@@ -14,10 +14,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "err.h"
-#include "log.h"
-#include "banned.h"
+#include "app/config.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "base/banned.h"
 
 static int fd = -1;
 static char path[64];

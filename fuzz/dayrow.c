@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bump.h"
-#include "dayrow.h"
-#include "err.h"
-#include "banned.h"
+#include "base/bump.h"
+#include "clicks/dayrow.h"
+#include "base/err.h"
+#include "base/banned.h"
 
 static void check(int cond)
 {

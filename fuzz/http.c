@@ -24,9 +24,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "serve.h"
-#include "banned.h"
+#include "app/config.h"
+#include "app/serve.h"
+#include "base/banned.h"
 
 #define READ_WAIT_MS 10000      /* header, body and send timeouts are 1 s */
 

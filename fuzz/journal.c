@@ -20,14 +20,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aggregate.h"
-#include "buf.h"
-#include "classify.h"
-#include "err.h"
-#include "event.h"
-#include "journal.h"
-#include "log.h"
-#include "banned.h"
+#include "clicks/aggregate.h"
+#include "base/buf.h"
+#include "clicks/classify.h"
+#include "base/err.h"
+#include "clicks/event.h"
+#include "clicks/journal.h"
+#include "base/log.h"
+#include "base/banned.h"
 
 #define SEGMENT_MAX 64 /* rotate after every record */
 

@@ -18,15 +18,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codes.h"
-#include "err.h"
-#include "handlers.h"
-#include "links.h"
-#include "log.h"
-#include "router.h"
-#include "store.h"
-#include "urlcheck.h"
-#include "banned.h"
+#include "links/codes.h"
+#include "base/err.h"
+#include "api/handlers.h"
+#include "links/links.h"
+#include "base/log.h"
+#include "api/router.h"
+#include "store/store.h"
+#include "links/urlcheck.h"
+#include "base/banned.h"
 
 /* The router's (router.c, parse_json). */
 #define BODY_FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)

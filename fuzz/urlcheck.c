@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "err.h"
-#include "urlcheck.h"
-#include "banned.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "links/urlcheck.h"
+#include "base/banned.h"
 
 static const char *const self_hosts[] = {"sho.rt", "localhost", NULL};
 static const char *const blocked[] = {"evil.example", "10.0.0.1", NULL};

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// embed-web.mjs - writes the dashboard's files as a C table for src/dashboard.c,
+// embed-web.mjs - writes the dashboard's files as a C table for src/api/dashboard.c,
 // so that shortd serves them from its own binary: one file to deploy, no CDN.
 // The files are everything directly in web/ plus uPlot's browser build and
 // stylesheet from node_modules (npm, pinned in package-lock.json; npm ci

@@ -1,8 +1,8 @@
-// gen-gate-style.mjs - turns the password gate's style sheet (src/gate.css)
+// gen-gate-style.mjs - turns the password gate's style sheet (src/redirect/gate.css)
 // into C: the text of its one <style> block and the base64 SHA-256 of those
 // exact bytes, which the page's Content-Security-Policy names instead of
 // allowing 'unsafe-inline'.
-//   node scripts/gen-gate-style.mjs src/gate.css build/gen/gate_style.inc
+//   node scripts/gen-gate-style.mjs src/redirect/gate.css build/gen/gate_style.inc
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // gen-isbot.mjs - writes the isbot package's bot patterns as a C array for
-// src/classify.c, so the maintained list is compiled in and never copied into
+// src/clicks/classify.c, so the maintained list is compiled in and never copied into
 // the repository. The version comes from package-lock.json (npm ci installs
 // exactly it); the list is what the package exports as `list`, the same
 // strings its own isBot() joins with "|" into one case-insensitive RegExp.

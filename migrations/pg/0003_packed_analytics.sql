@@ -3,7 +3,7 @@
 -- Version 1 kept one row per day (daily), one per dimension value (dims),
 -- one per visitor (visitors) and one per recent click (recent): a click cost
 -- about fifteen row writes. Now a click's link and day are one row of
--- link_days, whose blobs shortd encodes and merges (src/dayrow.h):
+-- link_days, whose blobs shortd encodes and merges (src/clicks/dayrow.h):
 --   dims      'D', then per tally: dim, length, value bytes, count (varint)
 --   recent    'R', then per click, oldest first: ts (varint), and four
 --             (length, bytes): referrer, country, device, browser

@@ -141,7 +141,7 @@ it('prune removes per-day rows past the retention and keeps the all-time total',
     if (sqliteOnly(t, 'plants old rows in the SQLite file with sqlite3')) return;
     const code = mine[1].code;
     const old = Math.floor(Date.now() / 86_400_000) - 500;      // 500 days ago
-    // A day row as src/dayrow.h packs it: dims 'D', then dim 2 (country),
+    // A day row as src/clicks/dayrow.h packs it: dims 'D', then dim 2 (country),
     // length 2, "FR", count 7.
     const sql = `INSERT INTO link_days(code, day, clicks, bots, uniques, dims) ` +
         `VALUES ('${code}', ${old}, 7, 0, 7, X'440202465207');`;

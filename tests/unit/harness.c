@@ -12,18 +12,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app.h"
-#include "cache.h"
-#include "config.h"
-#include "err.h"
-#include "http.h"
-#include "links.h"
-#include "router.h"
-#include "server.h"
-#include "store.h"
+#include "app/app.h"
+#include "redirect/cache.h"
+#include "app/config.h"
+#include "base/err.h"
+#include "http/http.h"
+#include "links/links.h"
+#include "api/router.h"
+#include "http/server.h"
+#include "store/store.h"
 #include "test.h"
-#include "writer.h"
-#include "banned.h"
+#include "store/writer.h"
+#include "base/banned.h"
 
 /* The ops the fault can be put on, each wrapped below. */
 #define FAULT_OPS(X) X(begin) X(commit) X(link_get) X(link_insert) X(link_list) X(key_by_hash)

@@ -11,7 +11,7 @@
 
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 /* The one list of tests: test_<name> is defined in tests/unit/test_<module>.c. */
 #define TESTS(X)                                                                                   \

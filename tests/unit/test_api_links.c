@@ -7,7 +7,7 @@
 #include "harness.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 /* "Authorization: Bearer TOKEN" for 'token' (a copy in 'line'). */
 static const char *bearer(char line[96], const char *token)

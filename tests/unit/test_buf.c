@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 void test_buf_empty(void)
 {

@@ -3,10 +3,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bump.h"
+#include "base/bump.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 #define MIB ((size_t)1 << 20)
 

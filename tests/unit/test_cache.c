@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cache.h"
+#include "redirect/cache.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static struct link mk(const char *code, const char *url, int64_t expires, int state)
 {

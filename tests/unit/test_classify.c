@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classify.h"
-#include "dayrow.h"
-#include "err.h"
-#include "log.h"
+#include "clicks/classify.h"
+#include "clicks/dayrow.h"
+#include "base/err.h"
+#include "base/log.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -6,12 +6,12 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "buf.h"
-#include "clientaddr.h"
-#include "err.h"
+#include "base/buf.h"
+#include "http/clientaddr.h"
+#include "base/err.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static const char *fmt(const struct client_ip *ip)
 {

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codes.h"
-#include "err.h"
+#include "links/codes.h"
+#include "base/err.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static const uint8_t key_a[SCRAMBLE_KEY_BYTES] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                   8, 9, 10, 11, 12, 13, 14, 15};

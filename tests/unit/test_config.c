@@ -5,11 +5,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "err.h"
+#include "app/config.h"
+#include "base/err.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static char *slurp(FILE *f)
 {

@@ -22,12 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coop.h"
-#include "err.h"
-#include "sqlite_coop.h"
+#include "base/coop.h"
+#include "base/err.h"
+#include "store/sqlite_coop.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static int64_t now_ns(void)
 {

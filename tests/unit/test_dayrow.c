@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dayrow.h"
-#include "err.h"
+#include "clicks/dayrow.h"
+#include "base/err.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 struct seen {
     int n;

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "dayrow.h"
-#include "err.h"
+#include "app/config.h"
+#include "clicks/dayrow.h"
+#include "base/err.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static int64_t count_of(const struct dayrow *r, int dim, const char *value)
 {

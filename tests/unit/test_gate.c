@@ -5,12 +5,12 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "buf.h"
-#include "err.h"
-#include "gate.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "redirect/gate.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static const char *find(const struct buf *b, const char *s)
 {

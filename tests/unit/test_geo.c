@@ -17,12 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "err.h"
-#include "geo.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "clicks/geo.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 #define GEO_SCRIPT "tests/data/make-geo-mmdb.pl"
 

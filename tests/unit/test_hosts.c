@@ -1,8 +1,8 @@
 /* test_hosts.c - the Host header's comparison form and the default hosts. */
 #include <string.h>
 
-#include "err.h"
-#include "hosts.h"
+#include "base/err.h"
+#include "redirect/hosts.h"
 #include "test.h"
 
 static const char *norm(const char *h, char out[HOST_NAME_MAX_LEN + 1])

@@ -22,13 +22,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "err.h"
-#include "journal.h"
-#include "log.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "clicks/journal.h"
+#include "base/log.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 #define NREC 600 /* records most tests write */
 #define NALL 700 /* records any test writes, the extra ones after a reopen */

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "jsonout.h"
+#include "base/buf.h"
+#include "base/jsonout.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 /* Checks one value against jansson and releases it. */
 static bool same_as_jansson(json_t *v)

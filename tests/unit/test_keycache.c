@@ -13,16 +13,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus.h"
-#include "err.h"
-#include "keycache.h"
-#include "links.h"
-#include "log.h"
-#include "store.h"
+#include "store/bus.h"
+#include "base/err.h"
+#include "links/keycache.h"
+#include "links/links.h"
+#include "base/log.h"
+#include "store/store.h"
 #include "test.h"
-#include "timeutil.h"
+#include "base/timeutil.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static void hash_of(uint64_t n, uint8_t out[KEYCACHE_HASH_BYTES])
 {

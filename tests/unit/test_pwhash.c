@@ -7,11 +7,11 @@
 #include <string.h>
 #include <uv.h>
 
-#include "err.h"
-#include "pwhash.h"
+#include "base/err.h"
+#include "links/pwhash.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 #define PW(s) s, sizeof(s) - 1
 

@@ -11,14 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clientaddr.h"
-#include "err.h"
-#include "ratelimit.h"
-#include "rcache.h"
+#include "http/clientaddr.h"
+#include "base/err.h"
+#include "http/ratelimit.h"
+#include "redirect/rcache.h"
 #include "test.h"
-#include "timeutil.h"
+#include "base/timeutil.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 void test_ratelimit_window_math(void)
 {

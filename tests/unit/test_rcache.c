@@ -21,16 +21,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "bus.h"
-#include "err.h"
-#include "log.h"
-#include "rcache.h"
-#include "store.h"
+#include "base/buf.h"
+#include "store/bus.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "redirect/rcache.h"
+#include "store/store.h"
 #include "test.h"
-#include "timeutil.h"
+#include "base/timeutil.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 #define CLOSED_PORT_URL "redis://127.0.0.1:1"   /* nothing listens: refused at once */
 #define DAY_MS (24 * 3600 * 1000LL)

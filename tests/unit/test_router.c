@@ -3,10 +3,10 @@
 #include <string.h>
 
 #include "harness.h"
-#include "router.h"
+#include "api/router.h"
 #include "test.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 void test_router_not_found(void)
 {

@@ -17,19 +17,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "aggregate.h"
-#include "analytics.h"
-#include "buf.h"
-#include "classify.h"
-#include "dayrow.h"
-#include "err.h"
-#include "log.h"
-#include "store.h"
+#include "clicks/aggregate.h"
+#include "clicks/analytics.h"
+#include "base/buf.h"
+#include "clicks/classify.h"
+#include "clicks/dayrow.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "store/store.h"
 #include "test.h"
-#include "timeutil.h"
-#include "writer.h"
+#include "base/timeutil.h"
+#include "store/writer.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 /* ---- backends ---- */
 

@@ -9,14 +9,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "app.h"
-#include "err.h"
-#include "store.h"
-#include "storeq.h"
+#include "app/app.h"
+#include "base/err.h"
+#include "store/store.h"
+#include "store/storeq.h"
 #include "test.h"
-#include "timeutil.h"
+#include "base/timeutil.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 struct tjob {
     struct storeq_job job;

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "test.h"
-#include "timeutil.h"
+#include "base/timeutil.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 #define U(s) s, sizeof(s) - 1
 

@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "err.h"
+#include "base/buf.h"
+#include "base/err.h"
 #include "test.h"
-#include "urlcheck.h"
+#include "links/urlcheck.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 #define U(s) s, sizeof(s) - 1 /* a literal with its length, embedded NULs included */
 

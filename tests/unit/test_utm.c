@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "err.h"
+#include "base/buf.h"
+#include "base/err.h"
 #include "test.h"
-#include "urlcheck.h"
-#include "utm.h"
+#include "links/urlcheck.h"
+#include "links/utm.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static int from_text(const char *text, struct utm *u, const char **field)
 {

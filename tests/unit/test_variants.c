@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "test.h"
-#include "variants.h"
+#include "links/variants.h"
 
-#include "banned.h"
+#include "base/banned.h"
 
 static const char *const self_hosts[] = {"sho.rt", NULL};
 static const char *const blocked[] = {"evil.test", NULL};

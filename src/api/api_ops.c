@@ -1,0 +1,224 @@
+/* api_ops.c - what operators and load balancers ask: /healthz (the process
+ * answers), /readyz (the store answers and the click journal writes),
+ * /metrics (Prometheus text), and the home page redirect. */
+#include <jansson.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "redirect/cache.h"
+#include "clicks/classify.h"
+#include "clicks/clicks.h"
+#include "base/err.h"
+#include "api/handlers.h"
+#include "clicks/journal.h"
+#include "links/links.h"
+#include "http/metrics.h"
+#include "store/bus.h"
+#include "redirect/rcache.h"
+#include "store/store.h"
+#include "store/storeq.h"
+#include "base/timeutil.h"
+#include "base/banned.h"
+
+int handle_home(struct request *r)
+{
+    const char *home = r->app->cfg.home;
+    http_add_header(r, "Location", home, strlen(home));
+    http_add_header(r, "Cache-Control", "no-store", 8);
+    return 302;
+}
+
+int handle_healthz(struct request *r)
+{
+    return http_body(r, 200, "application/json", "{\"status\":\"ok\"}", 15);
+}
+
+/* The journal's part of /readyz: while it is down, when that began, why, and
+ * how much waits in memory (the store keeps those clicks meanwhile). */
+static json_t *journal_detail(const struct journal_health *h)
+{
+    json_t *o = json_pack("{s:s, s:I, s:I}", "state", h->down ? "down" : "ok", "failures",
+                          (json_int_t)h->failures, "recoveries", (json_int_t)h->recoveries);
+    if (h->down) {
+        char since[RFC3339_MAX];
+        rfc3339_format(h->down_since_ms, since);
+        json_object_set_new(o, "since", json_string(since));
+        json_object_set_new(o, "error", json_string(h->error));
+        json_object_set_new(o, "unsynced_bytes", json_integer((json_int_t)h->unsynced_bytes));
+    }
+    return o;
+}
+
+int handle_readyz(struct request *r)
+{
+    struct store *st = r->app->store;
+    if (atomic_load(&r->app->stopping))
+        return http_body(r, 503, "application/json", "{\"status\":\"stopping\"}", 21);
+    struct journal_health h;
+    clicks_health(r->app->clicks, &h);
+    const char *status = "ready";
+    if (st->ops->ping(st) != ERR_OK)
+        status = "store unavailable";
+    else if (h.down)
+        status = "journal unavailable";
+    return http_json(r, strcmp(status, "ready") ? 503 : 200,
+                     json_pack("{s:s, s:o}", "status", status, "journal", journal_detail(&h)));
+}
+
+int handle_metrics(struct request *r)
+{
+    struct app *app = r->app;
+    struct buf *b = &r->resp_body;
+    buf_reset(b);
+    buf_adds(b, "# HELP shortd_node_info This node's name.\n# TYPE shortd_node_info gauge\n"
+                "shortd_node_info{node=\"");
+    for (const char *p = app->cfg.node_id ? app->cfg.node_id : ""; *p; p++)
+        if (*p != '"' && *p != '\\' && *p != '\n')
+            buf_addc(b, *p);
+    buf_adds(b, "\"} 1\n");
+    metrics_render(app->metrics, b);
+    buf_adds(b, "# HELP shortd_cache_entries Codes in the redirect cache (links and misses).\n"
+                "# TYPE shortd_cache_entries gauge\nshortd_cache_entries ");
+    buf_add_u64(b, cache_entries(app->cache));
+    buf_adds(b, "\n# HELP shortd_cache_entry_bytes Bytes the redirect cache's entries take "
+                "(not its hash buckets).\n"
+                "# TYPE shortd_cache_entry_bytes gauge\nshortd_cache_entry_bytes ");
+    buf_add_u64(b, cache_entry_bytes(app->cache));
+    uint64_t hits = 0, misses = 0;
+    cache_counts(app->cache, &hits, &misses);
+    buf_adds(b, "\n# HELP shortd_cache_hits_total Redirects answered from the cache.\n"
+                "# TYPE shortd_cache_hits_total counter\nshortd_cache_hits_total ");
+    buf_add_u64(b, hits);
+    buf_adds(b, "\n# HELP shortd_cache_misses_total Redirects that read the store.\n"
+                "# TYPE shortd_cache_misses_total counter\nshortd_cache_misses_total ");
+    buf_add_u64(b, misses);
+    uint64_t khits = 0, kmisses = 0, kentries = 0;
+    size_t kbytes = 0;
+    links_key_counts(app->links, &khits, &kmisses, &kentries, &kbytes);
+    buf_printf(b, "\n# HELP shortd_key_cache_hits_total API keys found in this node's key cache.\n"
+                  "# TYPE shortd_key_cache_hits_total counter\nshortd_key_cache_hits_total %llu\n"
+                  "# HELP shortd_key_cache_misses_total API keys looked for there and not found.\n"
+                  "# TYPE shortd_key_cache_misses_total counter\n"
+                  "shortd_key_cache_misses_total %llu\n"
+                  "# HELP shortd_key_cache_entries API keys held in this node's key cache.\n"
+                  "# TYPE shortd_key_cache_entries gauge\nshortd_key_cache_entries %llu\n"
+                  "# HELP shortd_key_cache_bytes Bytes the key cache's table takes, full or not.\n"
+                  "# TYPE shortd_key_cache_bytes gauge\nshortd_key_cache_bytes %zu",
+               (unsigned long long)khits, (unsigned long long)kmisses,
+               (unsigned long long)kentries, kbytes);
+    int64_t links = atomic_load(&app->links_counted);
+    if (links >= 0) {
+        buf_adds(b, "\n# HELP shortd_links Links in the store, tombstones included "
+                    "(counted every 10 s).\n"
+                    "# TYPE shortd_links gauge\nshortd_links ");
+        buf_add_i64(b, links);
+    }
+    buf_adds(b, "\n# HELP shortd_clock_steps_total Forward steps of the wall clock the "
+                "sweeper did not follow.\n"
+                "# TYPE shortd_clock_steps_total counter\nshortd_clock_steps_total ");
+    buf_add_i64(b, atomic_load(&app->clock_steps));
+    buf_adds(b, "\n# HELP shortd_sweep_clock_behind_seconds How far the sweeper's clock runs "
+                "behind the wall clock.\n"
+                "# TYPE shortd_sweep_clock_behind_seconds gauge\n"
+                "shortd_sweep_clock_behind_seconds ");
+    buf_add_i64(b, atomic_load(&app->sweep_behind_ms) / 1000);
+    buf_adds(b, "\n# HELP shortd_clicks_pending Clicks counted but not yet in the store.\n"
+                "# TYPE shortd_clicks_pending gauge\nshortd_clicks_pending ");
+    buf_add_u64(b, clicks_pending(app->clicks));
+    buf_addc(b, '\n');
+    struct clicks_backlog bl;
+    clicks_backlog(app->clicks, &bl);
+    uint64_t ua_misses, ua_hurried;
+    classify_counts(app->classify, &ua_misses, &ua_hurried);
+    buf_printf(b, "# HELP shortd_clicks_unfolded Clicks journaled but not yet classified and "
+                  "counted.\n"
+                  "# TYPE shortd_clicks_unfolded gauge\nshortd_clicks_unfolded %llu\n"
+                  "# HELP shortd_clicks_unfolded_max The most clicks there have been to fold "
+                  "at once since the start.\n"
+                  "# TYPE shortd_clicks_unfolded_max gauge\nshortd_clicks_unfolded_max %llu\n"
+                  "# HELP shortd_clicks_backpressure_total Pauses of an event loop because the "
+                  "clicks to fold were past their bound.\n"
+                  "# TYPE shortd_clicks_backpressure_total counter\n"
+                  "shortd_clicks_backpressure_total %llu\n"
+                  "# HELP shortd_classify_misses_total User agents classified afresh, not found "
+                  "in the cache.\n"
+                  "# TYPE shortd_classify_misses_total counter\n"
+                  "shortd_classify_misses_total %llu\n"
+                  "# HELP shortd_classify_hurried_total Clicks of people whose browser, OS and "
+                  "device were left unknown because the fold was behind.\n"
+                  "# TYPE shortd_classify_hurried_total counter\n"
+                  "shortd_classify_hurried_total %llu\n",
+               (unsigned long long)bl.unfolded, (unsigned long long)bl.unfolded_max,
+               (unsigned long long)bl.pauses, (unsigned long long)ua_misses,
+               (unsigned long long)ua_hurried);
+    struct journal_health jh;
+    clicks_health(app->clicks, &jh);
+    buf_printf(b, "# HELP shortd_journal_up Whether the click journal writes (0: its last sync "
+                  "failed; clicks then go to the store every sync interval).\n"
+                  "# TYPE shortd_journal_up gauge\nshortd_journal_up %d\n"
+                  "# HELP shortd_journal_sync_failures_total Failed syncs of the click journal.\n"
+                  "# TYPE shortd_journal_sync_failures_total counter\n"
+                  "shortd_journal_sync_failures_total %llu\n"
+                  "# HELP shortd_journal_recoveries_total Times the click journal came back.\n"
+                  "# TYPE shortd_journal_recoveries_total counter\n"
+                  "shortd_journal_recoveries_total %llu\n"
+                  "# HELP shortd_journal_unsynced_bytes Journal records waiting in memory.\n"
+                  "# TYPE shortd_journal_unsynced_bytes gauge\n"
+                  "shortd_journal_unsynced_bytes %llu\n",
+               jh.down ? 0 : 1, (unsigned long long)jh.failures,
+               (unsigned long long)jh.recoveries, (unsigned long long)jh.unsynced_bytes);
+    if (app->storeq) {
+        struct storeq_counts sq;
+        storeq_counts(app->storeq, &sq);
+        buf_printf(b, "# HELP shortd_store_queue_depth Requests waiting for a store thread.\n"
+                      "# TYPE shortd_store_queue_depth gauge\nshortd_store_queue_depth %lld\n"
+                      "# HELP shortd_store_jobs_total Store reads and API calls handed to the "
+                      "store threads.\n"
+                      "# TYPE shortd_store_jobs_total counter\nshortd_store_jobs_total %lld\n"
+                      "# HELP shortd_store_rejected_total Requests answered 503 at once: the "
+                      "store threads' queue was full.\n"
+                      "# TYPE shortd_store_rejected_total counter\n"
+                      "shortd_store_rejected_total %lld\n"
+                      "# HELP shortd_store_timeouts_total Requests that waited store-timeout-ms "
+                      "for the store.\n"
+                      "# TYPE shortd_store_timeouts_total counter\n"
+                      "shortd_store_timeouts_total %lld\n"
+                      "# HELP shortd_heavy_reads_refused_total Searches and exports refused "
+                      "(429): their key ran heavy-reads-per-key already.\n"
+                      "# TYPE shortd_heavy_reads_refused_total counter\n"
+                      "shortd_heavy_reads_refused_total %lld\n",
+                   (long long)sq.queued, (long long)sq.jobs, (long long)sq.rejected,
+                   (long long)sq.timeouts, (long long)sq.heavy_refused);
+    }
+    if (app->rcache) {
+        uint64_t rh = 0, rm = 0, re = 0;
+        bool down = false;
+        rcache_counts(app->rcache, &rh, &rm, &re, &down);
+        buf_printf(b, "# HELP shortd_redis_up Whether the shared cache answers (0 while skipped).\n"
+                      "# TYPE shortd_redis_up gauge\nshortd_redis_up %d\n"
+                      "# HELP shortd_redis_hits_total Redirect misses answered by Redis.\n"
+                      "# TYPE shortd_redis_hits_total counter\nshortd_redis_hits_total %llu\n"
+                      "# HELP shortd_redis_misses_total Lookups Redis did not have.\n"
+                      "# TYPE shortd_redis_misses_total counter\nshortd_redis_misses_total %llu\n"
+                      "# HELP shortd_redis_errors_total Failed or timed-out Redis calls.\n"
+                      "# TYPE shortd_redis_errors_total counter\nshortd_redis_errors_total %llu\n",
+                   down ? 0 : 1, (unsigned long long)rh, (unsigned long long)rm,
+                   (unsigned long long)re);
+    }
+    if (app->bus) {
+        uint64_t bp = 0, br = 0, be = 0;
+        bus_counts(app->bus, &bp, &br, &be);
+        buf_printf(b, "# HELP shortd_invalidations_sent_total Codes announced to other nodes.\n"
+                      "# TYPE shortd_invalidations_sent_total counter\n"
+                      "shortd_invalidations_sent_total %llu\n"
+                      "# HELP shortd_invalidations_received_total Codes other nodes announced.\n"
+                      "# TYPE shortd_invalidations_received_total counter\n"
+                      "shortd_invalidations_received_total %llu\n"
+                      "# HELP shortd_invalidation_errors_total Failed sends, receives, connects.\n"
+                      "# TYPE shortd_invalidation_errors_total counter\n"
+                      "shortd_invalidation_errors_total %llu\n",
+                   (unsigned long long)bp, (unsigned long long)br, (unsigned long long)be);
+    }
+    r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return 200;
+}

@@ -1,0 +1,65 @@
+/* handlers.h - every HTTP handler, one group per resource file. A handler
+ * checks its input, writes the answer and returns the status (or HTTP_ASYNC). */
+#ifndef SHORTD_HANDLERS_H
+#define SHORTD_HANDLERS_H
+
+#include "http/http.h"
+
+/* redirect.c - GET|HEAD /<code>, the hot path */
+int handle_redirect(struct request *r, struct slice code);
+/* POST /<code>: the password form of a protected link */
+int handle_gate_post(struct request *r, struct slice code);
+
+/* api_links.c */
+struct app;
+struct link;
+json_t *link_json(const struct app *app, const struct link *l, int64_t now); /* the link object */
+int handle_link_create(struct request *r);
+int handle_link_bulk(struct request *r);
+/* A bulk create's body, checked as handle_link_bulk does before anything is
+ * stored: link_bulk_body finds its "links" array (ERR_INVALID with the
+ * offending field and a reason for a body refused whole); link_bulk_item
+ * parses one item into 'in' (0) or refuses it, 400 with its error object. */
+struct links;
+struct link_input;
+int link_bulk_body(json_t *body, json_t **links, const char **field, char *why, size_t whylen);
+int link_bulk_item(struct links *l, json_t *item, int64_t now, struct link_input *in,
+                   json_t **error);
+int handle_link_list(struct request *r);
+int handle_link_get(struct request *r);
+int handle_link_delete(struct request *r);
+int handle_link_disable(struct request *r);
+int handle_link_enable(struct request *r);
+int handle_link_patch(struct request *r);
+int handle_link_history(struct request *r);
+
+/* api_domains.c */
+int handle_domain_add(struct request *r);
+int handle_domain_list(struct request *r);
+int handle_domain_delete(struct request *r);
+
+/* api_stats.c */
+int handle_link_stats(struct request *r);
+int handle_link_top(struct request *r);
+int handle_stats(struct request *r);
+int handle_export(struct request *r);
+
+/* api_qr.c */
+int handle_link_qr(struct request *r);
+
+/* api_admin.c */
+int handle_blocklist_list(struct request *r);
+int handle_blocklist_add(struct request *r);
+int handle_blocklist_delete(struct request *r);
+
+/* api_ops.c */
+int handle_home(struct request *r);
+int handle_healthz(struct request *r);
+int handle_readyz(struct request *r);
+int handle_metrics(struct request *r);
+
+/* dashboard.c - the web dashboard, compiled in from web/ */
+int handle_dashboard(struct request *r);
+int handle_static(struct request *r);
+
+#endif

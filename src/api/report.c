@@ -1,0 +1,262 @@
+/* report.c - the stats object and the export of report.h. */
+#include "api/report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "clicks/analytics.h"
+#include "base/err.h"
+#include "base/jsonout.h"
+#include "links/links.h"
+#include "base/timeutil.h"
+#include "base/banned.h"
+
+#define EXPORT_BATCH 200
+
+/* ---- stats ---- */
+
+struct days_ctx {
+    json_t *days;
+    int64_t next;
+    int64_t clicks, uniques, bots;
+};
+
+static json_t *day_obj(int64_t day, int64_t clicks, int64_t uniques, int64_t bots)
+{
+    char d[11];
+    day_format(day, d);
+    return json_pack("{s:s,s:I,s:I,s:I}", "day", d, "clicks", (json_int_t)clicks,
+                     "unique_visitors", (json_int_t)uniques, "bot_clicks", (json_int_t)bots);
+}
+
+/* Rows come in day order; the days without clicks between them are zeros. */
+static int day_row(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
+{
+    struct days_ctx *x = arg;
+    for (; x->next < day; x->next++)
+        json_array_append_new(x->days, day_obj(x->next, 0, 0, 0));
+    json_array_append_new(x->days, day_obj(day, clicks, uniques, bots));
+    x->next = day + 1;
+    x->clicks += clicks;
+    x->uniques += uniques;
+    x->bots += bots;
+    return 0;
+}
+
+static int dim_row(int dim, const char *value, int64_t n, void *arg)
+{
+    if (dim >= 0 && dim < DIM__COUNT)
+        json_object_set_new(json_object_get(arg, dim_names[dim]), value, json_integer(n));
+    return 0;
+}
+
+static int recent_row(const struct recent_click *c, void *arg)
+{
+    char ts[RFC3339_MAX];
+    rfc3339_format(c->ts, ts);
+    json_array_append_new(arg, json_pack("{s:s,s:s,s:s,s:s,s:s}", "time", ts, "referrer",
+                                         c->referrer, "country", c->country, "device",
+                                         c->device, "browser", c->browser));
+    return 0;
+}
+
+int report_stats(struct store *st, const struct link *l, int64_t from, int64_t to, json_t **out)
+{
+    json_t *o = json_object();
+    struct days_ctx x = {.days = json_array(), .next = from};
+    /* Keys in reading order: jansson keeps insertion order. */
+    const char *head[] = {"code", "from", "to", "clicks", "bot_clicks", "unique_visitors",
+                          "total_clicks", "total_bot_clicks"};
+    for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+        json_object_set_new(o, head[i], json_null());
+    for (int d = 0; d < DIM__COUNT; d++)
+        json_object_set_new(o, dim_names[d], json_object());
+    json_t *recent = json_array();
+    int rc = st->ops->stats_days(st, l->code, from, to, day_row, &x);
+    if (rc == ERR_OK)
+        rc = st->ops->stats_dims(st, l->code, from, to, dim_row, o);
+    if (rc == ERR_OK)
+        rc = st->ops->stats_recent(st, l->code, RECENT_KEEP, recent_row, recent);
+    if (rc != ERR_OK) {
+        json_decref(o);
+        json_decref(x.days);
+        json_decref(recent);
+        return rc;
+    }
+    for (; x.next <= to; x.next++)
+        json_array_append_new(x.days, day_obj(x.next, 0, 0, 0));
+    char f[11], t[11];
+    day_format(from, f);
+    day_format(to, t);
+    json_object_set_new(o, "code", json_string(l->code));
+    json_object_set_new(o, "from", json_string(f));
+    json_object_set_new(o, "to", json_string(t));
+    json_object_set_new(o, "clicks", json_integer(x.clicks));
+    json_object_set_new(o, "bot_clicks", json_integer(x.bots));
+    json_object_set_new(o, "unique_visitors", json_integer(x.uniques));
+    json_object_set_new(o, "total_clicks", json_integer(l->clicks));
+    json_object_set_new(o, "total_bot_clicks", json_integer(l->bot_clicks));
+    json_object_set_new(o, "days", x.days);
+    json_object_set_new(o, "recent", recent);
+    *out = o;
+    return ERR_OK;
+}
+
+/* ---- export ---- */
+
+struct export {
+    struct store *st;
+    struct link_query q;
+    char after_code[CODE_MAX + 1];
+    enum export_format format;
+    const char *base_url;
+    bool started, done;
+    int64_t now;
+};
+
+struct export *export_new(struct store *st, int64_t owner, enum export_format f,
+                          const char *base_url)
+{
+    struct export *x = calloc(1, sizeof(*x));
+    if (!x)
+        abort();
+    x->st = st;
+    x->format = f;
+    x->base_url = base_url;
+    x->now = now_ms();
+    x->q = (struct link_query){.owner = owner,
+                               .states = (1u << LINK_DELETED) | (1u << LINK_DISABLED),
+                               .want_live = true,
+                               .want_expired = true,
+                               .want_exhausted = true,
+                               .now = x->now,
+                               .after_code = x->after_code,
+                               .limit = EXPORT_BATCH};
+    return x;
+}
+
+void export_free(struct export *x)
+{
+    free(x);
+}
+
+/* RFC 4180: quoted when it holds a comma, quote or line break. */
+static void csv_field(struct buf *out, const char *s)
+{
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\r\n")) {
+        buf_adds(out, s);
+        return;
+    }
+    buf_addc(out, '"');
+    for (; *s; s++) {
+        if (*s == '"')
+            buf_addc(out, '"');
+        buf_addc(out, *s);
+    }
+    buf_addc(out, '"');
+}
+
+struct link_ctx {
+    struct export *x;
+    struct buf *out;
+    json_t *days;
+    const struct link *l;
+    int rows;
+};
+
+static void csv_row(struct link_ctx *c, const char *day, int64_t clicks, int64_t uniques,
+                    int64_t bots)
+{
+    const struct link *l = c->l;
+    char created[RFC3339_MAX];
+    rfc3339_format(l->created_at, created);
+    csv_field(c->out, l->code);
+    buf_addc(c->out, ',');
+    buf_printf(c->out, "%s/%s,", c->x->base_url, l->code);
+    csv_field(c->out, l->url);
+    buf_printf(c->out, ",%s,%s,%s,%lld,%lld,%lld\r\n", created,
+               link_state_name(l, c->x->now), day, (long long)clicks, (long long)uniques,
+               (long long)bots);
+}
+
+static int export_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
+{
+    struct link_ctx *c = arg;
+    char d[11];
+    day_format(day, d);
+    if (c->x->format == EXPORT_CSV)
+        csv_row(c, d, clicks, uniques, bots);
+    else
+        json_array_append_new(c->days, json_pack("{s:s,s:I,s:I,s:I}", "day", d, "clicks",
+                                                 (json_int_t)clicks, "unique_visitors",
+                                                 (json_int_t)uniques, "bot_clicks",
+                                                 (json_int_t)bots));
+    c->rows++;
+    return 0;
+}
+
+static int export_link(const struct link *l, void *arg)
+{
+    struct link_ctx *c = arg;
+    struct export *x = c->x;
+    c->l = l;
+    c->rows = 0;
+    c->days = x->format == EXPORT_JSON ? json_array() : NULL;
+    int rc = x->st->ops->stats_days(x->st, l->code, 0, INT64_MAX / 2, export_day, c);
+    if (rc == ERR_OK && x->format == EXPORT_CSV && !c->rows)
+        csv_row(c, "", 0, 0, 0);
+    if (rc == ERR_OK && x->format == EXPORT_JSON) {
+        char created[RFC3339_MAX], expires[RFC3339_MAX];
+        rfc3339_format(l->created_at, created);
+        if (l->expires_at)
+            rfc3339_format(l->expires_at, expires);
+        struct buf su = BUF_INIT;
+        buf_printf(&su, "%s/%s", x->base_url, l->code);
+        json_t *o = json_pack("{s:s,s:s,s:s?,s:s?,s:s,s:s?,s:s,s:I,s:I,s:o}", "code", l->code,
+                              "short_url", su.p, "url", l->url, "title", l->title, "created_at",
+                              created, "expires_at", l->expires_at ? expires : NULL, "state",
+                              link_state_name(l, x->now), "clicks", (json_int_t)l->clicks,
+                              "bot_clicks", (json_int_t)l->bot_clicks, "days", c->days);
+        c->days = NULL;
+        buf_release(&su);
+        if (o) {
+            buf_adds(c->out, x->started ? ",\n" : "\n");
+            jsonout(c->out, o);
+            json_decref(o);
+        }
+    }
+    json_decref(c->days);
+    x->started = true;
+    x->q.after_created = l->created_at;
+    memcpy(x->after_code, l->code, sizeof(x->after_code));
+    return rc == ERR_OK ? 0 : -1;
+}
+
+int export_next(struct export *x, struct buf *out)
+{
+    if (x->done)
+        return 0;
+    bool first = !x->started;
+    if (first)
+        buf_adds(out, x->format == EXPORT_CSV
+                          ? "code,short_url,url,created_at,state,day,clicks,unique_visitors,"
+                            "bot_clicks\r\n"
+                          : "[");
+    struct link_ctx c = {.x = x, .out = out};
+    size_t before = out->len;
+    char was[CODE_MAX + 1];
+    memcpy(was, x->after_code, sizeof(was));
+    int64_t was_created = x->q.after_created;
+    if (x->st->ops->link_list(x->st, &x->q, export_link, &c) != ERR_OK)
+        return -1;
+    bool moved = was_created != x->q.after_created || strcmp(was, x->after_code) != 0;
+    if (!moved || out->len == before) {
+        x->done = true;
+        if (x->format == EXPORT_JSON)
+            buf_adds(out, x->started ? "\n]\n" : "]\n");
+        return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,522 @@
+/* router.c - one literal route table, and the dispatcher that applies each
+ * route's flags (authentication, admin, JSON body) before its handler runs.
+ * Rate limits (ratelimit.h) apply around authentication: the `auth` limit
+ * per client address before a key is looked at, counting each 401; the
+ * `create` and `read` limits per key and per address once it is valid.
+ * A path of exactly one segment that no route claims is a short code: the
+ * redirect, checked first because it is the hot path.
+ * Every route that is not ROUTE_LOOP, the password gate's POST too, runs on
+ * a store thread (storeq.h), its authentication and rate limits included
+ * (both may read the store or Redis); the connection waits meanwhile, as
+ * for any answer that comes later (HTTP_ASYNC). */
+#include "api/router.h"
+
+#include <ctype.h>
+#include <llhttp.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "http/clientaddr.h"
+#include "links/codes.h"
+#include "base/err.h"
+#include "api/handlers.h"
+#include "links/links.h"
+#include "http/ratelimit.h"
+#include "http/server.h"
+#include "store/storeq.h"
+#include "base/timeutil.h"
+#include "base/banned.h"
+
+static const struct route routes[] = {
+    /* method   pattern                          handler                 flags */
+    {"GET",    "/",                              handle_home,            ROUTE_LOOP},
+    {"GET",    "/dashboard",                     handle_dashboard,       ROUTE_LOOP},
+    {"GET",    "/static/:file",                  handle_static,          ROUTE_LOOP},
+    {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
+    {"GET",    "/readyz",                        handle_readyz,          0},
+    {"GET",    "/metrics",                       handle_metrics,         ROUTE_LOOP},
+    {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_JSON},
+    {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_JSON},
+    {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH},
+    {"GET",    "/api/links/top",                 handle_link_top,        ROUTE_AUTH},
+    {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH},
+    {"GET",    "/api/links/:code/stats",         handle_link_stats,      ROUTE_AUTH},
+    {"GET",    "/api/links/:code/qr",            handle_link_qr,         ROUTE_AUTH},
+    {"GET",    "/api/stats",                     handle_stats,           ROUTE_AUTH},
+    {"GET",    "/api/export",                    handle_export,          ROUTE_AUTH},
+    {"DELETE", "/api/links/:code",               handle_link_delete,     ROUTE_AUTH},
+    {"PATCH",  "/api/links/:code",               handle_link_patch,      ROUTE_AUTH | ROUTE_JSON},
+    {"GET",    "/api/links/:code/history",       handle_link_history,    ROUTE_AUTH},
+    {"POST",   "/api/domains",                   handle_domain_add,      ROUTE_AUTH | ROUTE_JSON},
+    {"GET",    "/api/domains",                   handle_domain_list,     ROUTE_AUTH},
+    {"DELETE", "/api/domains/:host",             handle_domain_delete,   ROUTE_AUTH},
+    {"POST",   "/api/links/:code/disable",       handle_link_disable,    ROUTE_ADMIN},
+    {"POST",   "/api/links/:code/enable",        handle_link_enable,     ROUTE_ADMIN},
+    {"GET",    "/api/admin/blocklist",           handle_blocklist_list,  ROUTE_ADMIN},
+    {"POST",   "/api/admin/blocklist",           handle_blocklist_add,   ROUTE_ADMIN | ROUTE_JSON},
+    {"DELETE", "/api/admin/blocklist/:host",     handle_blocklist_delete, ROUTE_ADMIN},
+};
+#define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))
+
+/* Words no alias may take beyond the table's own first segments: paths that
+ * browsers, crawlers and later features ask for. */
+static const char *const extra_reserved[] = {
+    "admin", "static", "assets", "api", "favicon.ico", "robots.txt", "login", "logout",
+    "signin", "signup", "settings", "docs", "health", "status", "www", "qr", "stats",
+    "well-known", ".well-known", NULL};
+
+static const char *reserved[NROUTES + sizeof(extra_reserved) / sizeof(extra_reserved[0])];
+static char reserved_store[NROUTES][32];
+static const char *route_names[NROUTES + 2];
+static char route_name_store[NROUTES][64];
+
+static void init_tables(void)
+{
+    if (route_names[0])
+        return;
+    int n = 0;
+    for (int i = 0; i < NROUTES; i++) {
+        const char *p = routes[i].pattern + 1;
+        size_t len = strcspn(p, "/");
+        if (!len || len >= sizeof(reserved_store[0]))
+            continue;
+        bool seen = false;
+        for (int k = 0; k < n; k++)
+            seen = seen || (strlen(reserved[k]) == len && strncmp(reserved[k], p, len) == 0);
+        if (seen)
+            continue;
+        memcpy(reserved_store[n], p, len);
+        reserved_store[n][len] = '\0';
+        reserved[n] = reserved_store[n];
+        n++;
+    }
+    for (int i = 0; extra_reserved[i]; i++)
+        reserved[n++] = extra_reserved[i];
+    reserved[n] = NULL;
+    route_names[ROUTE_ID_OTHER] = "other";
+    route_names[ROUTE_ID_REDIRECT] = "redirect";
+    for (int i = 0; i < NROUTES; i++) {
+        snprintf(route_name_store[i], sizeof(route_name_store[i]), "%s %s", routes[i].method,
+                 routes[i].pattern);
+        route_names[i + 2] = route_name_store[i];
+    }
+}
+
+const char *const *router_reserved(void)
+{
+    init_tables();
+    return reserved;
+}
+
+const char *const *router_route_names(int *n)
+{
+    init_tables();
+    *n = NROUTES + 2;
+    return route_names;
+}
+
+/* Matches 'path' against 'pattern', capturing ':' segments into r->params. */
+static bool match(const char *pattern, struct slice path, struct request *r)
+{
+    const char *p = pattern, *s = path.p, *end = path.p + path.n;
+    int np = 0;
+    while (*p && s < end) {
+        if (*p != '/' || *s != '/')
+            return false;
+        p++;
+        s++;
+        const char *seg = s;
+        while (s < end && *s != '/')
+            s++;
+        size_t seglen = (size_t)(s - seg);
+        if (*p == ':') {
+            if (!seglen || np == HTTP_MAX_PARAMS)
+                return false;
+            r->params[np++] = (struct slice){seg, seglen};
+            while (*p && *p != '/')
+                p++;
+        } else {
+            size_t plen = strcspn(p, "/");
+            if (plen != seglen || strncmp(p, seg, plen) != 0)
+                return false;
+            p += plen;
+        }
+    }
+    return !*p && s == end;
+}
+
+static bool is_single_segment(struct slice path)
+{
+    return path.n > 1 && path.p[0] == '/' && !memchr(path.p + 1, '/', path.n - 1);
+}
+
+static bool is_reserved(struct slice seg)
+{
+    for (const char *const *w = reserved; *w; w++)
+        if (slice_ieq(seg, *w))
+            return true;
+    return false;
+}
+
+/* The token of 'Authorization: Bearer TOKEN'; false when there is none. */
+static bool bearer_token(const struct request *r, struct slice *token)
+{
+    struct slice auth = http_header(r, "authorization");
+    if (!auth.p || auth.n < 7 || strncasecmp(auth.p, "Bearer ", 7) != 0)
+        return false;
+    *token = (struct slice){auth.p + 7, auth.n - 7};
+    while (token->n && token->p[0] == ' ') {
+        token->p++;
+        token->n--;
+    }
+    return true;
+}
+
+/* On a store thread: a key this node does not hold is read from the store. */
+static int authenticate(struct request *r)
+{
+    struct slice token;
+    if (!bearer_token(r, &token)) {
+        http_add_header(r, "WWW-Authenticate", "Bearer", 6);
+        return http_error(r, 401, "unauthorized", NULL,
+                          "send an API key as 'Authorization: Bearer KEY'");
+    }
+    int rc = links_authenticate_cached(r->app->links, token, &r->key);
+    if (rc == ERR_AGAIN)    /* not known here yet */
+        rc = links_authenticate(r->app->links, token, &r->key);
+    if (rc == ERR_NOTFOUND) {
+        http_add_header(r, "WWW-Authenticate", "Bearer error=\"invalid_token\"", 28);
+        return http_error(r, 401, "unauthorized", NULL, "unknown or revoked API key");
+    }
+    if (rc != ERR_OK) {
+        return http_unavailable(r, NULL);
+    }
+    return 0;
+}
+
+/* The client's address as rate limit key material (ratelimit.c hashes it). */
+static size_t addr_key(const struct request *r, char *out, size_t cap)
+{
+    struct client_ip ip;
+    clientaddr_of(r, &ip);
+    return ratelimit_key_addr(&ip, out, cap);
+}
+
+/* Authentication under the `auth` limit: a client over it is turned away
+ * before its key is looked at (so a guess past the limit proves nothing), and
+ * every 401 counts against its address. */
+static int authenticate_limited(struct request *r)
+{
+    struct ratelimit *rl = r->app->ratelimit;
+    if (!ratelimit_enabled(rl, RL_AUTH))
+        return authenticate(r);
+    char key[64];
+    size_t kn = addr_key(r, key, sizeof(key));
+    int64_t now = now_ms();
+    struct rl_info info;
+    if (!ratelimit_peek(rl, RL_AUTH, key, kn, now, &info))
+        return ratelimit_refuse(r, &info);
+    int status = authenticate(r);
+    if (status != 401)
+        return status;
+    if (!ratelimit_take(rl, RL_AUTH, key, kn, now, &info)) {
+        buf_reset(&r->resp_headers);    /* the 401's WWW-Authenticate */
+        return ratelimit_refuse(r, &info);
+    }
+    ratelimit_headers(r, &info);
+    return status;
+}
+
+/* The `create` and `read` limits of an authenticated request, per key and
+ * per client address (both off by default). */
+static int limit_authenticated(struct request *r)
+{
+    struct ratelimit *rl = r->app->ratelimit;
+    bool create = r->method == HTTP_POST && (!strcmp(r->route->pattern, "/api/links") ||
+                                             !strcmp(r->route->pattern, "/api/links/bulk"));
+    enum rl_class by_key = create ? RL_CREATE_KEY : RL_READ_KEY;
+    enum rl_class by_addr = create ? RL_CREATE_ADDR : RL_READ_ADDR;
+    if (!ratelimit_enabled(rl, by_key) && !ratelimit_enabled(rl, by_addr))
+        return 0;
+    int64_t now = now_ms();
+    char key[64];
+    struct rl_info k, a = {0};
+    size_t kn = ratelimit_key_apikey(r->key.id, key, sizeof(key));
+    bool ok = ratelimit_take(rl, by_key, key, kn, now, &k);
+    if (ok) {
+        kn = addr_key(r, key, sizeof(key));
+        ok = ratelimit_take(rl, by_addr, key, kn, now, &a);
+    }
+    /* The tighter limit speaks: the one that refused, or the one with less left. */
+    const struct rl_info *info = &k;
+    if (a.limit && (!k.limit || (!ok ? a.retry_after > 0 : a.remaining < k.remaining)))
+        info = &a;
+    if (!ok)
+        return ratelimit_refuse(r, info);
+    ratelimit_headers(r, info);
+    return 0;
+}
+
+static int parse_json(struct request *r)
+{
+    json_error_t err;
+    r->json = json_loadb(r->body.p, r->body.n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
+    if (!r->json)
+        return http_error(r, 400, "invalid_json", NULL, "malformed JSON: %s (line %d, column %d)",
+                          err.text, err.line, err.column);
+    if (!json_is_object(r->json))
+        return http_error(r, 400, "invalid_json", NULL, "the body must be a JSON object");
+    return 0;
+}
+
+
+/* A matched route's flags, then its handler: on a store thread unless the
+ * route is ROUTE_LOOP. */
+static int run_route(struct request *r)
+{
+    const struct route *rt = r->route;
+    int status;
+    if (rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) {
+        status = r->authed ? 0 : authenticate_limited(r);
+        r->authed = false;
+        if (status)
+            return status;
+        status = limit_authenticated(r);
+        if (status)
+            return status;
+    }
+    if ((rt->flags & ROUTE_ADMIN) && !r->key.admin)
+        return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
+    if (rt->flags & ROUTE_JSON) {
+        status = parse_json(r);
+        if (status)
+            return status;
+    }
+    return rt->handler(r);
+}
+
+static int gate_post(struct request *r) { return handle_gate_post(r, r->later_slice); }
+
+/* A precheck's key is good: 403 for an admin route without an admin key,
+ * else 0 and the request is authenticated. */
+static int prechecked(struct request *r)
+{
+    if ((r->route->flags & ROUTE_ADMIN) && !r->key.admin)
+        return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
+    r->authed = true;
+    return 0;
+}
+
+/* router_precheck's check, on a store thread. */
+static int precheck(struct request *r)
+{
+    int status = authenticate_limited(r);
+    return status ? status : prechecked(r);
+}
+
+/* ---- on a store thread ---- */
+
+struct route_job {
+    struct storeq_job job;
+    struct storeq_wait wait;
+    struct task task;
+    struct storeq *q;
+    struct request *r;      /* not to be touched once the handler said HTTP_ASYNC */
+    struct worker *w;
+    int (*fn)(struct request *r);
+    int status;
+    int kind;               /* OFF_* */
+};
+
+#define OFF_API 0           /* a route's answer */
+#define OFF_GATE 1          /* the password gate's: in plain text */
+#define OFF_PRECHECK 2      /* router_precheck's: ends with http_precheck_resume */
+
+static int unavailable(struct request *r, bool text)
+{
+    if (text) {
+        static const char msg[] = "Service Unavailable: try again\n";
+        http_add_header(r, "Retry-After", "1", 1);
+        http_add_header(r, "Cache-Control", "no-store", 8);
+        return http_body(r, 503, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
+    }
+    return http_unavailable(r, "the store is busy or unavailable; try again");
+}
+
+/* The loop, after the handler ran: its answer, unless it answers later
+ * (HTTP_ASYNC: a write, say, whose answer may be sent, and its connection
+ * gone, before this runs). */
+static void route_done(struct task *t)
+{
+    struct route_job *j = (struct route_job *)((char *)t - offsetof(struct route_job, task));
+    storeq_wait_end(j->q, &j->wait);
+    if (j->kind == OFF_PRECHECK)
+        http_precheck_resume(j->r, j->status);
+    else if (j->status != HTTP_ASYNC)
+        http_resume(j->r, j->status);
+    free(j);
+}
+
+static void route_job_run(struct storeq_job *sj, bool cancelled)
+{
+    struct route_job *j = (struct route_job *)sj;
+    if (cancelled) {        /* answered already, by route_timeout */
+        free(j);
+        return;
+    }
+    j->status = j->fn(j->r);
+    worker_post(j->w, &j->task);
+}
+
+/* The loop, at the deadline: a job not yet begun is answered 503 here; one
+ * that has begun answers when its store calls end (each is bounded). */
+static void route_timeout(struct storeq_wait *w)
+{
+    struct route_job *j = (struct route_job *)((char *)w - offsetof(struct route_job, wait));
+    struct request *r = j->r;
+    if (!storeq_cancel(&j->job))
+        return;
+    int status = unavailable(r, j->kind == OFF_GATE);
+    if (j->kind == OFF_PRECHECK)
+        http_precheck_resume(r, status);
+    else
+        http_resume(r, status);
+}
+
+/* Runs fn(r) on a store thread; returns HTTP_ASYNC (ROUTER_WAIT for a
+ * precheck), or 503 when too many requests wait for one already. Without
+ * store threads (the unit tests' in-process requests), runs it here. */
+static int offload(struct request *r, int (*fn)(struct request *r), int kind)
+{
+    struct storeq *q = r->app->storeq;
+    if (!q)
+        return fn(r);   /* for OFF_PRECHECK too: 0 or the refusal */
+    struct route_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        abort();
+    j->q = q;
+    j->r = r;
+    j->w = request_worker(r);
+    j->fn = fn;
+    j->kind = kind;
+    j->job.run = route_job_run;
+    j->task.fn = route_done;
+    j->wait.on_timeout = route_timeout;
+    if (!storeq_submit(q, &j->job)) {
+        free(j);
+        return unavailable(r, kind == OFF_GATE);
+    }
+    storeq_wait_start(q, &j->wait);
+    return kind == OFF_PRECHECK ? ROUTER_WAIT : HTTP_ASYNC;
+}
+
+int router_heavy_enter(struct request *r)
+{
+    struct storeq *q = r->app->storeq;
+    if (!q || storeq_heavy_enter(q, r->key.id))
+        return 0;
+    http_add_header(r, "Retry-After", "1", 1);
+    return http_error(r, 429, "too_many_heavy_reads", NULL,
+                      "this key already runs %lld searches or exports; try again when one ends",
+                      (long long)r->app->cfg.heavy_reads_per_key);
+}
+
+void router_heavy_leave(struct app *app, int64_t key_id)
+{
+    if (app->storeq)
+        storeq_heavy_leave(app->storeq, key_id);
+}
+
+/* router_precheck's check on the event loop, when it reads nothing: a key
+ * this node holds (links_authenticate_cached), from an address this node
+ * does not know to be over the auth limit (ratelimit_peek asks no one
+ * else). 0 (or 403) when so decided; -1 when a store thread must decide
+ * (an unknown key, or a 401 that counts against the limit). */
+static int precheck_here(struct request *r)
+{
+    struct slice token;
+    if (!bearer_token(r, &token) ||
+        links_authenticate_cached(r->app->links, token, &r->key) != ERR_OK)
+        return -1;
+    struct ratelimit *rl = r->app->ratelimit;
+    if (ratelimit_enabled(rl, RL_AUTH)) {
+        char key[64];
+        size_t kn = addr_key(r, key, sizeof(key));
+        struct rl_info info;
+        if (!ratelimit_peek(rl, RL_AUTH, key, kn, now_ms(), &info))
+            return -1;
+    }
+    return prechecked(r);
+}
+
+int router_precheck(struct request *r)
+{
+    init_tables();
+    r->authed = false;
+    if (is_single_segment(r->path))
+        return 0;   /* a short code: no key (the password gate reads its body) */
+    const char *method = llhttp_method_name((llhttp_method_t)r->method);
+    for (int i = 0; i < NROUTES; i++) {
+        const struct route *rt = &routes[i];
+        if (strcmp(rt->method, method) != 0 || !match(rt->pattern, r->path, r))
+            continue;
+        if (!(rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)))
+            return 0;
+        r->route = rt;
+        r->route_id = i + 2;
+        int status = precheck_here(r);
+        return status >= 0 ? status : offload(r, precheck, OFF_PRECHECK);
+    }
+    return 0;
+}
+
+int router_dispatch(struct request *r)
+{
+    init_tables();
+    r->json = NULL;
+    /* The hot path: GET or HEAD of one path segment that no route owns. */
+    if ((r->method == HTTP_GET || r->method == HTTP_HEAD) && is_single_segment(r->path)) {
+        struct slice seg = {r->path.p + 1, r->path.n - 1};
+        if (!is_reserved(seg)) {
+            r->route_id = ROUTE_ID_REDIRECT;
+            return handle_redirect(r, seg);
+        }
+    }
+    if (r->method == HTTP_POST && is_single_segment(r->path)) {
+        struct slice seg = {r->path.p + 1, r->path.n - 1};
+        if (!is_reserved(seg)) {
+            r->route_id = ROUTE_ID_REDIRECT;
+            r->later_slice = seg;
+            return offload(r, gate_post, OFF_GATE);
+        }
+    }
+    const char *method = llhttp_method_name((llhttp_method_t)r->method);
+    bool path_matched = false;
+    char allow[64] = "";
+    for (int i = 0; i < NROUTES; i++) {
+        const struct route *rt = &routes[i];
+        if (!match(rt->pattern, r->path, r))
+            continue;
+        path_matched = true;
+        bool head_ok = r->method == HTTP_HEAD && strcmp(rt->method, "GET") == 0;
+        if (strcmp(rt->method, method) != 0 && !head_ok) {
+            size_t n = strlen(allow);
+            snprintf(allow + n, sizeof(allow) - n, "%s%s", n ? ", " : "", rt->method);
+            continue;
+        }
+        r->route = rt;
+        r->route_id = i + 2;
+        if (!(rt->flags & ROUTE_LOOP))
+            return offload(r, run_route, OFF_API);
+        return run_route(r);
+    }
+    if (path_matched) {
+        http_add_header(r, "Allow", allow, strlen(allow));
+        return http_error(r, 405, "method_not_allowed", NULL, "use %s", allow);
+    }
+    /* A reserved word that no route serves (robots.txt, favicon.ico, admin...)
+     * is no short link either: nothing is there, whatever the method. */
+    if (is_single_segment(r->path) && !is_reserved((struct slice){r->path.p + 1, r->path.n - 1}))
+        return http_error(r, 405, "method_not_allowed", NULL, "short links answer GET and HEAD");
+    return http_error(r, 404, "not_found", NULL, "no such path");
+}

@@ -1,0 +1,59 @@
+/* router.h - the route table and dispatch.
+ *
+ * Adding a route:
+ *   1. write `int handle_x(struct request *r)` in the api_*.c file of its
+ *      resource and declare it in handlers.h;
+ *   2. add one line to routes[] in router.c (method, pattern, handler, flags).
+ * Its first path segment becomes a reserved word (no alias may take it), its
+ * name a label in /metrics; authentication, body parsing and JSON errors are
+ * done here, once, for every route. A route runs on a store thread
+ * (storeq.h), never on an event loop, unless it is flagged ROUTE_LOOP: only
+ * routes that read nothing from the store or Redis may be. */
+#ifndef SHORTD_ROUTER_H
+#define SHORTD_ROUTER_H
+
+#include "http/http.h"
+
+#define ROUTE_AUTH  (1u << 0)   /* needs a valid API key */
+#define ROUTE_ADMIN (1u << 1)   /* admin key only (implies ROUTE_AUTH) */
+#define ROUTE_JSON  (1u << 2)   /* body must be a JSON object; parsed into r->json */
+#define ROUTE_LOOP  (1u << 3)   /* needs no store: answered on the event loop */
+
+struct route {
+    const char *method;
+    const char *pattern;        /* "/api/links/:code": ':' segments are parameters */
+    int (*handler)(struct request *r);
+    unsigned flags;
+};
+
+/* Routes a complete request: a route, or the redirect at the root path.
+ * Returns the status, or HTTP_ASYNC. */
+int router_dispatch(struct request *r);
+
+/* At headers-complete, for a request that announces a body: when its route
+ * needs a key, checks the key (and the auth rate limit) before the body is
+ * read. Returns 0 to read the body, the status of an answer already
+ * written into r (401, 403, 429, 503), sent without reading the body, or
+ * ROUTER_WAIT when the check needs the store: it then ends with
+ * http_precheck_resume. */
+#define ROUTER_WAIT (-4)
+int router_precheck(struct request *r);
+
+/* A heavy read (a search, an export) of the request's key begins: 0, or
+ * 429 with Retry-After written into r when the key runs its share
+ * (heavy-reads-per-key) already. Each 0 is matched by one
+ * router_heavy_leave(app, key_id) when the read ends. Any thread. */
+int router_heavy_enter(struct request *r);
+void router_heavy_leave(struct app *app, int64_t key_id);
+
+/* NULL-terminated reserved words: first path segments of the routes and a
+ * few names kept for later (lower case). */
+const char *const *router_reserved(void);
+
+/* Metrics labels: index = request.route_id. */
+const char *const *router_route_names(int *n);
+
+#define ROUTE_ID_OTHER 0
+#define ROUTE_ID_REDIRECT 1
+
+#endif

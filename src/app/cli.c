@@ -1,0 +1,948 @@
+/* cli.c - the subcommand table of `shortd` and the commands that work on a
+ * store directly (keys, links, backup). Commands that change links bump the
+ * store's change generation so a running server drops its cache within a
+ * second; revoking a key on SQLite does too, and the server then forgets the
+ * keys it knew. Only this file and main.c may exit the process. */
+#include "app/cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/config.h"
+#include "base/err.h"
+#include "links/links.h"
+#include "base/log.h"
+#include "store/migrate_store.h"
+#include "redirect/rcache.h"
+#include "api/report.h"
+#include "api/router.h"
+#include "app/serve.h"
+#include "store/store.h"
+#include "base/timeutil.h"
+#include "store/writer.h"
+#include "base/banned.h"
+
+#define VERSION "0.1.0"
+#define MAX_OPTS 64
+
+/* Parsed options of one command: --name VALUE, --name=VALUE, --flag. */
+struct opts {
+    const char *name[MAX_OPTS];
+    const char *value[MAX_OPTS];    /* NULL for a flag */
+    int n;
+    const char *pos[MAX_OPTS];      /* positional arguments */
+    int npos;
+};
+
+struct command {
+    const char *name;       /* "key create" */
+    int (*fn)(struct opts *o);
+    const char *flags;      /* options taking no value, space separated */
+    const char *options;    /* options taking a value */
+    int npos;               /* positional arguments wanted */
+    const char *usage;
+};
+
+static int cmd_serve(struct opts *o);
+static int cmd_key_create(struct opts *o);
+static int cmd_key_list(struct opts *o);
+static int cmd_key_revoke(struct opts *o);
+static int cmd_link_create(struct opts *o);
+static int cmd_link_list(struct opts *o);
+static int cmd_link_delete(struct opts *o);
+static int cmd_backup(struct opts *o);
+static int cmd_config_example(struct opts *o);
+static int cmd_stats(struct opts *o);
+static int cmd_export(struct opts *o);
+static int cmd_prune(struct opts *o);
+static int cmd_version(struct opts *o);
+static int cmd_migrate(struct opts *o);
+static int cmd_migrate_store(struct opts *o);
+
+#define STORE_OPTS "db store"
+
+static const struct command commands[] = {
+    /* name            handler             flags     options                          npos */
+    {"serve", cmd_serve, "", "*", 0,
+     "shortd serve [--listen ADDR:PORT] [--db PATH | --store URL] [--base-url URL]\n"
+     "             [--config FILE] [--SETTING VALUE ...]\n"
+     "  Serves the API and the redirects until SIGTERM or SIGINT. On the first start of an\n"
+     "  empty database, creates an admin API key and prints it once on a terminal; when\n"
+     "  stdout is not one, writes it to DB.admin-key (mode 0600) and logs that path."},
+    {"key create", cmd_key_create, "admin", STORE_OPTS " name", 0,
+     "shortd key create --db PATH --name NAME [--admin]\n"
+     "  Creates an API key and prints it once, as the last word of the output."},
+    {"key list", cmd_key_list, "", STORE_OPTS, 0,
+     "shortd key list --db PATH\n  Lists API keys (never the keys themselves)."},
+    {"key revoke", cmd_key_revoke, "", STORE_OPTS, 1,
+     "shortd key revoke --db PATH ID\n"
+     "  Revokes an API key: running servers refuse it within a few milliseconds over the\n"
+     "  invalidation bus (PostgreSQL), or within 100 ms on the same SQLite file."},
+    {"link create", cmd_link_create, "permanent", STORE_OPTS " url alias ttl title owner base-url",
+     0,
+     "shortd link create --db PATH --url URL [--alias ALIAS] [--ttl SECONDS] [--title TEXT]\n"
+     "                   [--permanent] [--owner KEY_ID] [--base-url URL]\n"
+     "  Creates a link owned by KEY_ID (default: the first admin key); prints the code last."},
+    {"link list", cmd_link_list, "all", STORE_OPTS " limit", 0,
+     "shortd link list --db PATH [--limit N] [--all]\n"
+     "  Lists links, newest first (--all: deleted and disabled too)."},
+    {"link delete", cmd_link_delete, "", STORE_OPTS " cache", 1,
+     "shortd link delete --db PATH CODE [--cache redis://HOST:PORT]\n"
+     "  Deletes a link: its code answers 410 for ever and is never reused. Running servers\n"
+     "  drop it from their caches within a second; with a shared Redis cache, name it too."},
+    {"backup", cmd_backup, "", STORE_OPTS " to", 0,
+     "shortd backup --db PATH --to FILE\n"
+     "  Copies the database with SQLite's online backup; safe while serving."},
+    {"stats", cmd_stats, "", STORE_OPTS " from to", 1,
+     "shortd stats --db PATH CODE [--from YYYY-MM-DD] [--to YYYY-MM-DD]\n"
+     "  Prints a link's click analytics as JSON (default: the last 30 days)."},
+    {"export", cmd_export, "", STORE_OPTS " format owner base-url", 0,
+     "shortd export --db PATH [--format json|csv] [--owner KEY_ID] [--base-url URL]\n"
+     "  Writes every link (or one owner's) with its daily counts to stdout."},
+    {"prune", cmd_prune, "", STORE_OPTS " retention-days", 0,
+     "shortd prune --db PATH [--retention-days N]\n"
+     "  Removes per-day analytics older than N days (default 400) now; all-time totals stay."},
+    {"config example", cmd_config_example, "", "", 0,
+     "shortd config example\n  Prints an example config file with every setting's default."},
+    {"version", cmd_version, "", "", 0, "shortd version\n  Prints the version."},
+    {"migrate", cmd_migrate, "", STORE_OPTS, 0,
+     "shortd migrate --store postgres://USER@HOST:PORT/DB | --db PATH\n"
+     "  Brings the store's schema up to this shortd's, in one transaction; safe to rerun and\n"
+     "  to run from several machines at once. A PostgreSQL store must be migrated before\n"
+     "  any node serves it; SQLite files migrate themselves when opened. With --db, creates\n"
+     "  the file when it does not exist (the other commands refuse a missing one)."},
+    {"migrate-store", cmd_migrate_store, "", "from to batch-rows", 0,
+     "shortd migrate-store --from sqlite:PATH --to postgres://USER@HOST:PORT/DB [--batch-rows N]\n"
+     "  Copies a store into another that shortd migrate has prepared: links (tombstones and\n"
+     "  disabled ones too), API keys, secrets, the code counter, click counts, the blocklist\n"
+     "  and idempotency records; then counts both and prints the counts. Safe to rerun: a\n"
+     "  rerun writes only what changed since. Run the last pass with the source stopped,\n"
+     "  before any node serves the target. Each transaction writes N rows (default 2000)."},
+};
+#define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
+
+static void usage_all(FILE *f)
+{
+    fputs("shortd - a URL shortener with honest click analytics\n\n"
+          "usage: shortd COMMAND [OPTIONS]\n\nCommands:\n", f);
+    for (int i = 0; i < NCOMMANDS; i++) {
+        const char *u = commands[i].usage;
+        fprintf(f, "  %.*s\n", (int)strcspn(u, "\n"), u);
+    }
+    fputs("\n`shortd COMMAND --help` explains one command.\n", f);
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("shortd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+static bool word_in(const char *list, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && strncmp(p, w, n) == 0)
+            return true;
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+    return false;
+}
+
+static const char *opt(const struct opts *o, const char *name)
+{
+    const char *v = NULL;
+    for (int i = 0; i < o->n; i++)
+        if (strcmp(o->name[i], name) == 0)
+            v = o->value[i] ? o->value[i] : "";
+    return v;
+}
+
+/* --NAME as a whole number in [lo, hi], or 'fallback' when absent; the
+ * message names the option. Returns 0, or the exit status of a usage error. */
+static int opt_int(const struct opts *o, const char *name, long long lo, long long hi,
+                   long long fallback, long long *out)
+{
+    const char *v = opt(o, name);
+    *out = fallback;
+    if (!v)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi)
+        return fail("--%s must be a whole number from %lld to %lld", name, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int parse_opts(const struct command *c, int argc, char **argv, struct opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+            if (o->npos == MAX_OPTS)
+                return fail("too many arguments");
+            o->pos[o->npos++] = a;
+            continue;
+        }
+        if (o->n == MAX_OPTS)
+            return fail("too many options");
+        static char names[MAX_OPTS][64];
+        const char *eq = strchr(a + 2, '=');
+        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (len >= sizeof(names[0]))
+            return fail("unknown option '%s' for '%s'", a, c->name);
+        memcpy(names[o->n], a + 2, len);
+        names[o->n][len] = '\0';
+        const char *name = names[o->n];
+        bool takes_value = !strcmp(c->options, "*") ? config_is_setting(name)
+                                                    : word_in(c->options, name);
+        if (word_in(c->flags, name)) {
+            if (eq)
+                return fail("option '--%s' takes no value", name);
+            o->name[o->n] = name;
+            o->value[o->n++] = NULL;
+        } else if (takes_value) {
+            const char *v = eq ? eq + 1 : NULL;
+            if (!v) {
+                if (i + 1 >= argc)
+                    return fail("option '--%s' needs a value", name);
+                v = argv[++i];
+            }
+            o->name[o->n] = name;
+            o->value[o->n++] = v;
+        } else {
+            return fail("unknown option '--%s' for '%s' (see 'shortd %s --help')", name, c->name,
+                        c->name);
+        }
+    }
+    if (o->npos != c->npos)
+        return fail("'%s' takes %d argument%s, not %d (see 'shortd %s --help')", c->name, c->npos,
+                    c->npos == 1 ? "" : "s", o->npos, c->name);
+    return 0;
+}
+
+int cli_main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage_all(stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(NULL);
+    const struct command *c = NULL;
+    int used = 0;
+    for (int i = 0; i < NCOMMANDS && !c; i++) {
+        const char *name = commands[i].name;
+        const char *sp = strchr(name, ' ');
+        if (!sp && !strcmp(argv[1], name)) {
+            c = &commands[i];
+            used = 2;
+        } else if (sp && (size_t)(sp - name) == strlen(argv[1]) &&
+                   !strncmp(argv[1], name, (size_t)(sp - name)) && argc > 2 &&
+                   !strcmp(argv[2], sp + 1)) {
+            c = &commands[i];
+            used = 3;
+        }
+    }
+    if (!c) {
+        bool help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
+        FILE *f = help ? stdout : stderr;
+        bool group = false;
+        for (int i = 0; i < NCOMMANDS; i++) {
+            size_t n = strcspn(commands[i].name, " ");
+            if (commands[i].name[n] && strlen(argv[1]) == n &&
+                !strncmp(commands[i].name, argv[1], n)) {
+                if (!group && help)
+                    fprintf(f, "usage:\n");
+                else if (!group && argc > 2)
+                    fprintf(f, "shortd: unknown command '%s %s'; '%s' takes:\n", argv[1],
+                            argv[2], argv[1]);
+                else if (!group)
+                    fprintf(f, "shortd: '%s' needs a subcommand:\n", argv[1]);
+                group = true;
+                fprintf(f, "  %.*s\n", (int)strcspn(commands[i].usage, "\n"),
+                        commands[i].usage);
+            }
+        }
+        if (group)
+            return help ? 0 : 2;
+        fprintf(stderr, "shortd: unknown command '%s'\n\n", argv[1]);
+        usage_all(stderr);
+        return 2;
+    }
+    for (int i = used; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: %s\n", c->usage);
+            if (c->fn == cmd_serve) {
+                printf("\nSettings (flag, or SHORTD_NAME in the environment, or name = value "
+                       "in --config FILE):\n");
+                config_print_help(stdout);
+            }
+            return 0;
+        }
+    }
+    struct opts o;
+    int rc = parse_opts(c, argc - used, argv + used, &o);
+    if (rc)
+        return rc;
+    return c->fn(&o);
+}
+
+/* ---- serve ---- */
+
+static int cmd_serve(struct opts *o)
+{
+    struct config cfg;
+    config_init(&cfg);
+    char err[512];
+    const char *file = opt(o, "config");
+    if (!file)
+        file = getenv("SHORTD_CONFIG");
+    int rc = ERR_OK;
+    if (file && *file)
+        rc = config_load_file(&cfg, file, err, sizeof(err));
+    if (rc == ERR_OK)
+        rc = config_load_env(&cfg, err, sizeof(err));
+    for (int i = 0; rc == ERR_OK && i < o->n; i++)
+        rc = config_set(&cfg, o->name[i], o->value[i] ? o->value[i] : "true", err, sizeof(err));
+    if (rc != ERR_OK) {
+        config_release(&cfg);
+        return fail("%s", err);
+    }
+    int level = log_level_parse(cfg.log_level);
+    if (level < 0) {
+        config_release(&cfg);
+        return fail("'log-level' must be debug, info, warn, error or off");
+    }
+    log_level = (enum log_level)level;
+    rc = serve_run(&cfg);
+    config_release(&cfg);
+    return rc == ERR_OK ? 0 : 1;
+}
+
+/* ---- store commands ---- */
+
+/* True when 'url' names a SQLite file that is not there: opening it would
+ * create an empty store. 'path' gets the file's name. */
+static bool sqlite_missing(const char *url, const char **path)
+{
+    *path = strncmp(url, "sqlite:", 7) ? url : url + 7;
+    return !store_is_shared(url) && access(*path, F_OK) != 0;
+}
+
+/* The store of --store, --db, SHORTD_STORE or SHORTD_DB. An empty value is
+ * no value. */
+static const char *store_url(const struct opts *o)
+{
+    const char *url = opt(o, "store");
+    if (!url)
+        url = opt(o, "db");
+    if (!url || !*url)
+        url = getenv("SHORTD_STORE");
+    if (!url || !*url)
+        url = getenv("SHORTD_DB");
+    if (!url || !*url)
+        url = "data/shortd.db";
+    return url;
+}
+
+/* Opens the store_url. Only with 'create' does a SQLite path that does not
+ * exist make a new store: a mistyped --db must not look like an empty one. */
+static int open_store(const struct opts *o, bool create, struct store **st)
+{
+    const char *url = store_url(o);
+    const char *path;
+    if (!create && sqlite_missing(url, &path)) {
+        fail("no database at '%s' (is --db right? 'shortd serve' or 'shortd migrate' "
+             "creates one)", path);
+        return 1;
+    }
+    if (store_open(url, st) != ERR_OK) {
+        char shown[512];
+        store_redact(url, shown, sizeof(shown));
+        fail("cannot open store '%s'", shown);
+        return 1;
+    }
+    return 0;
+}
+
+static int open_links(const struct opts *o, bool create, struct store **st, struct links **l)
+{
+    if (open_store(o, create, st))
+        return 1;
+    static const char *const no_hosts[] = {NULL};
+    if (links_new(*st, router_reserved(), no_hosts, l) != ERR_OK) {
+        (*st)->ops->close(*st);
+        fail("cannot read the store's secrets");
+        return 1;
+    }
+    return 0;
+}
+
+/* Tells a running server that links (or keys) changed under it. */
+static void bump_generation(struct store *st)
+{
+    struct buf v = BUF_INIT;
+    int64_t g = 0;
+    if (st->ops->meta_get(st, "generation", &v) == ERR_OK && v.len == sizeof(g))
+        memcpy(&g, v.p, sizeof(g));
+    g++;
+    if (st->ops->begin(st) == ERR_OK) {
+        if (st->ops->meta_put(st, "generation", &g, sizeof(g)) == ERR_OK)
+            st->ops->commit(st);
+        else
+            st->ops->rollback(st);
+    }
+    buf_release(&v);
+}
+
+static int cmd_key_create(struct opts *o)
+{
+    const char *name = opt(o, "name");
+    if (!name || !*name)
+        return fail("'key create' needs --name NAME");
+    if (strlen(name) > 100)
+        return fail("--name must be at most 100 bytes");
+    struct store *st;
+    struct links *l;
+    if (open_links(o, false, &st, &l))
+        return 1;
+    char token[KEY_TOKEN_LEN + 1];
+    int64_t id = 0;
+    bool admin = opt(o, "admin") != NULL;
+    int rc = links_key_create(l, st, name, admin, token, &id);
+    if (rc == ERR_OK)
+        printf("created %s key %lld '%s' (shown once, keep it): %s\n", admin ? "admin" : "user",
+               (long long)id, name, token);
+    links_free(l);
+    st->ops->close(st);
+    return rc == ERR_OK ? 0 : fail("cannot create the key: %s", err_str(rc));
+}
+
+static int print_key(const struct apikey *k, void *arg)
+{
+    (void)arg;
+    char created[RFC3339_MAX], revoked[RFC3339_MAX] = "-";
+    rfc3339_format(k->created_at, created);
+    if (k->revoked_at)
+        rfc3339_format(k->revoked_at, revoked);
+    printf("%-6lld %-24s %-6s %-8s %-24s %s\n", (long long)k->id, k->name,
+           k->admin ? "admin" : "user", k->revoked_at ? "revoked" : "valid", created,
+           k->revoked_at ? revoked : "-");
+    return 0;
+}
+
+static int cmd_key_list(struct opts *o)
+{
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    printf("%-6s %-24s %-6s %-8s %-24s %s\n", "ID", "NAME", "ROLE", "STATE", "CREATED",
+           "REVOKED_AT");
+    int rc = st->ops->key_list(st, print_key, NULL);
+    st->ops->close(st);
+    return rc == ERR_OK ? 0 : fail("cannot list keys");
+}
+
+static int cmd_key_revoke(struct opts *o)
+{
+    char *end = NULL;
+    long long id = strtoll(o->pos[0], &end, 10);
+    if (!*o->pos[0] || *end || id <= 0)
+        return fail("key id must be a positive whole number, not '%s'", o->pos[0]);
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int rc = st->ops->begin(st);
+    if (rc == ERR_OK)
+        rc = st->ops->key_revoke(st, id, now_ms());
+    if (rc == ERR_OK)
+        rc = st->ops->commit(st);
+    else
+        st->ops->rollback(st);
+    /* On PostgreSQL, key_revoke told every node over the bus at commit (a
+     * generation there would also empty every node's link cache for nothing).
+     * A server on a SQLite file has no bus: it reads the generation. */
+    if (rc == ERR_OK && !store_is_shared(store_url(o)))
+        bump_generation(st);
+    st->ops->close(st);
+    if (rc == ERR_NOTFOUND)
+        return fail("no valid key with id %lld", id);
+    if (rc != ERR_OK)
+        return fail("cannot revoke the key: %s", err_str(rc));
+    printf("revoked key %lld\n", id);
+    return 0;
+}
+
+struct first_admin {
+    int64_t id;
+};
+
+static int find_admin(const struct apikey *k, void *arg)
+{
+    struct first_admin *f = arg;
+    if (k->admin && !k->revoked_at) {
+        f->id = k->id;
+        return 1;
+    }
+    return 0;
+}
+
+struct cli_create {
+    struct wjob job;
+    struct links *links;
+    struct link_input in;
+    int64_t owner;
+    struct link link;
+    int result;
+};
+
+static int cli_create_run(struct wjob *j, struct store *st)
+{
+    struct cli_create *c = (struct cli_create *)j;
+    bool reused;
+    c->result = links_create(c->links, st, &c->in, c->owner, now_ms(), &c->link, &reused);
+    return c->result;
+}
+
+static void cli_create_done(struct wjob *j)
+{
+    struct cli_create *c = (struct cli_create *)j;
+    if (j->rc != ERR_OK && c->result == ERR_OK)
+        c->result = j->rc;
+}
+
+static int cmd_link_create(struct opts *o)
+{
+    const char *url = opt(o, "url");
+    if (!url)
+        return fail("'link create' needs --url URL");
+    json_t *body = json_pack("{s:s}", "url", url);
+    if (!body)
+        return fail("--url must be UTF-8 text");
+    if (opt(o, "alias"))
+        json_object_set_new(body, "alias", json_string(opt(o, "alias")));
+    if (opt(o, "title"))
+        json_object_set_new(body, "title", json_string(opt(o, "title")));
+    if (opt(o, "permanent"))
+        json_object_set_new(body, "permanent", json_true());
+    if (opt(o, "ttl")) {
+        char *end = NULL;
+        long long ttl = strtoll(opt(o, "ttl"), &end, 10);
+        if (!*opt(o, "ttl") || *end) {
+            json_decref(body);
+            return fail("--ttl must be a whole number of seconds");
+        }
+        json_object_set_new(body, "ttl", json_integer(ttl));
+    }
+    struct store *st;
+    struct links *l;
+    if (open_links(o, false, &st, &l)) {
+        json_decref(body);
+        return 1;
+    }
+    int rc = 0;
+    struct cli_create c = {.links = l};
+    const char *field = NULL;
+    char why[256];
+    if (links_parse(l, body, now_ms(), &c.in, &field, why, sizeof(why)) != ERR_OK) {
+        rc = fail("--%s %s", field ? field : "url", why);
+        goto out;
+    }
+    if (opt(o, "owner")) {
+        c.owner = strtoll(opt(o, "owner"), NULL, 10);
+    } else {
+        struct first_admin f = {0};
+        st->ops->key_list(st, find_admin, &f);
+        c.owner = f.id;
+        if (!c.owner) {
+            rc = fail("no admin key exists yet: give --owner KEY_ID");
+            goto out;
+        }
+    }
+    c.job.run = cli_create_run;
+    c.job.done = cli_create_done;
+    writer_run_now(st, &c.job);
+    if (c.result == ERR_EXISTS) {
+        rc = fail("alias '%s' is taken (or was used before)", c.in.alias);
+    } else if (c.result == ERR_FORBIDDEN) {
+        rc = fail("destination host is blocked");
+    } else if (c.result != ERR_OK) {
+        rc = fail("cannot create the link: %s", err_str(c.result));
+    } else {
+        bump_generation(st);
+        const char *base = opt(o, "base-url") ? opt(o, "base-url") : "http://127.0.0.1:8080";
+        printf("short_url: %s/%s\ncode: %s\n", base, c.link.code, c.link.code);
+    }
+out:
+    link_release(&c.link);
+    link_input_release(&c.in);
+    json_decref(body);
+    links_free(l);
+    st->ops->close(st);
+    return rc;
+}
+
+static int print_link(const struct link *l, void *arg)
+{
+    int64_t now = *(int64_t *)arg;
+    char created[RFC3339_MAX];
+    rfc3339_format(l->created_at, created);
+    printf("%-12s %-9s %8lld  %-24s %s\n", l->code, link_state_name(l, now), (long long)l->clicks,
+           created, l->url ? l->url : "-");
+    return 0;
+}
+
+static int cmd_link_list(struct opts *o)
+{
+    long long limit;
+    int bad = opt_int(o, "limit", 1, 1000000, 100, &limit);
+    if (bad)
+        return bad;
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int64_t now = now_ms();
+    struct link_query q = {.owner = -1, .want_live = true, .want_expired = true,
+                           .want_exhausted = true, .now = now, .limit = (int)limit};
+    if (opt(o, "all"))
+        q.states = (1u << LINK_DELETED) | (1u << LINK_DISABLED);
+    printf("%-12s %-9s %8s  %-24s %s\n", "CODE", "STATE", "CLICKS", "CREATED", "URL");
+    int rc = st->ops->link_list(st, &q, print_link, &now);
+    st->ops->close(st);
+    return rc == ERR_OK ? 0 : fail("cannot list links");
+}
+
+static int cmd_link_delete(struct opts *o)
+{
+    const char *code = o->pos[0];
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int rc = st->ops->begin(st);
+    if (rc == ERR_OK)
+        rc = st->ops->link_set_state(st, code, LINK_DELETED, now_ms());
+    if (rc == ERR_OK)
+        rc = st->ops->commit(st);
+    else
+        st->ops->rollback(st);
+    if (rc == ERR_OK)
+        bump_generation(st);
+    const char *cache = opt(o, "cache") ? opt(o, "cache") : getenv("SHORTD_CACHE");
+    struct link l;
+    if (rc == ERR_OK && cache && st->ops->link_get(st, code, &l) == ERR_OK) {
+        struct rcache *rc_cache = NULL;
+        if (rcache_new(cache, 1000, &rc_cache) != ERR_OK ||
+            rcache_put(rc_cache, &l, now_ms()) != ERR_OK)
+            fprintf(stderr, "shortd: warning: could not update the shared cache; it keeps the "
+                            "old state of '%s' for up to 24 h\n", code);
+        rcache_free(rc_cache);
+        link_release(&l);
+    }
+    st->ops->close(st);
+    if (rc == ERR_NOTFOUND)
+        return fail("no link with code '%s'", code);
+    if (rc != ERR_OK)
+        return fail("cannot delete '%s': %s", code, err_str(rc));
+    printf("deleted %s\n", code);
+    return 0;
+}
+
+static int cmd_backup(struct opts *o)
+{
+    const char *to = opt(o, "to");
+    if (!to || !*to)
+        return fail("'backup' needs --to FILE");
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int rc = st->ops->backup(st, to);
+    st->ops->close(st);
+    if (rc != ERR_OK)
+        return fail("backup to '%s' failed", to);
+    printf("backed up to %s\n", to);
+    return 0;
+}
+
+static int cmd_config_example(struct opts *o)
+{
+    (void)o;
+    config_print_example(stdout);
+    return 0;
+}
+
+static int cmd_version(struct opts *o)
+{
+    (void)o;
+    printf("shortd %s\n", VERSION);
+    return 0;
+}
+
+static int parse_day_opt(const struct opts *o, const char *name, int64_t fallback, int64_t *day)
+{
+    const char *v = opt(o, name);
+    if (!v) {
+        *day = fallback;
+        return 0;
+    }
+    if (day_parse(v, strlen(v), day) != ERR_OK)
+        return fail("--%s must be a day, YYYY-MM-DD", name);
+    return 0;
+}
+
+static int cmd_stats(struct opts *o)
+{
+    int64_t to, from;
+    if (parse_day_opt(o, "to", day_number(now_ms()), &to) ||
+        parse_day_opt(o, "from", to - 29, &from))
+        return 2;
+    if (from > to || to - from >= STATS_MAX_DAYS)
+        return fail("--from must not be after --to, and a range is at most %d days",
+                    STATS_MAX_DAYS);
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    struct link l;
+    int rc = st->ops->link_get(st, o->pos[0], &l);
+    json_t *doc = NULL;
+    if (rc == ERR_OK) {
+        rc = report_stats(st, &l, from, to, &doc);
+        link_release(&l);
+    }
+    st->ops->close(st);
+    if (rc == ERR_NOTFOUND)
+        return fail("no link with code '%s'", o->pos[0]);
+    if (rc != ERR_OK)
+        return fail("cannot read the stats: %s", err_str(rc));
+    json_dumpf(doc, stdout, JSON_INDENT(2));
+    fputc('\n', stdout);
+    json_decref(doc);
+    return 0;
+}
+
+static int cmd_export(struct opts *o)
+{
+    const char *f = opt(o, "format") ? opt(o, "format") : "json";
+    enum export_format fmt;
+    if (!strcmp(f, "json"))
+        fmt = EXPORT_JSON;
+    else if (!strcmp(f, "csv"))
+        fmt = EXPORT_CSV;
+    else
+        return fail("--format must be json or csv");
+    int64_t owner = opt(o, "owner") ? strtoll(opt(o, "owner"), NULL, 10) : -1;
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    const char *base = opt(o, "base-url") ? opt(o, "base-url") : "http://127.0.0.1:8080";
+    struct export *x = export_new(st, owner, fmt, base);
+    struct buf piece = BUF_INIT;
+    int more;
+    do {
+        buf_reset(&piece);
+        more = export_next(x, &piece);
+        fwrite(piece.p ? piece.p : "", 1, piece.len, stdout);
+    } while (more > 0);
+    buf_release(&piece);
+    export_free(x);
+    st->ops->close(st);
+    return more < 0 ? fail("the export failed: the store did not answer") : 0;
+}
+
+struct prune_job {
+    struct wjob job;
+    int64_t before;
+    int pruned;
+};
+
+static int prune_run(struct wjob *j, struct store *st)
+{
+    struct prune_job *p = (struct prune_job *)j;
+    return st->ops->prune_days(st, p->before, 5000, &p->pruned);
+}
+
+static void prune_done(struct wjob *j)
+{
+    (void)j;
+}
+
+static int cmd_prune(struct opts *o)
+{
+    long long days;
+    int bad = opt_int(o, "retention-days", 1, 36500, 400, &days);
+    if (bad)
+        return bad;
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    long long total = 0;
+    struct prune_job p = {.before = day_number(now_ms()) - days};
+    p.job.run = prune_run;
+    p.job.done = prune_done;
+    do {
+        p.pruned = 0;
+        writer_run_now(st, &p.job);
+        total += p.pruned;
+    } while (p.job.rc == ERR_OK && p.pruned > 0);
+    int rc = p.job.rc;
+    st->ops->close(st);
+    if (rc != ERR_OK)
+        return fail("pruning failed: %s", err_str(rc));
+    printf("pruned %lld per-day rows older than %lld days\n", total, days);
+    return 0;
+}
+
+/* ---- migrate ---- */
+
+static int cmd_migrate(struct opts *o)
+{
+    const char *url = opt(o, "store");
+    if (!url)
+        url = opt(o, "db");
+    if (!url)
+        url = getenv("SHORTD_STORE");
+    if (!url)
+        url = getenv("SHORTD_DB");
+    if (!url)
+        return fail("'migrate' needs --store URL");
+    if (!strncmp(url, "postgres://", 11) || !strncmp(url, "postgresql://", 13)) {
+        /* Never print the URL: it may hold a password. */
+        int from = 0, to = 0;
+        if (store_pg_migrate(url, &from, &to) != ERR_OK)
+            return fail("cannot migrate the postgres store (the log says why)");
+        if (from == to)
+            printf("schema %d is current\n", to);
+        else
+            printf("migrated schema %d to %d\n", from, to);
+    }
+    /* The store's secrets are made here, once, rather than by the first
+     * nodes to start, which could race each other to write them. */
+    const char *path;
+    bool made = sqlite_missing(url, &path);
+    struct store *st;
+    struct links *l;
+    if (open_links(o, true, &st, &l))
+        return 1;
+    links_free(l);
+    st->ops->close(st);
+    if (made)
+        printf("created the sqlite store '%s'\n", path);
+    else if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
+        printf("sqlite store is current (it migrates itself when opened)\n");
+    return 0;
+}
+
+/* ---- migrate-store ---- */
+
+struct copy_progress {
+    int64_t shown;      /* rows of the current table last reported */
+};
+
+static void copy_progress(const char *table, int64_t rows, bool done, void *arg)
+{
+    struct copy_progress *p = arg;
+    if (done) {
+        fprintf(stderr, "migrate-store: %s: %lld rows read\n", table, (long long)rows);
+        p->shown = 0;
+    } else if (rows - p->shown >= 100000) {
+        fprintf(stderr, "migrate-store: %s: %lld rows so far\n", table, (long long)rows);
+        p->shown = rows;
+    }
+}
+
+static void print_count(const char *what, int64_t a, int64_t b, const char *extra)
+{
+    printf("%-22s %12lld %12lld %s%s\n", what, (long long)a, (long long)b, extra,
+           a == b ? "ok" : "DIFFERS");
+}
+
+static int cmd_migrate_store(struct opts *o)
+{
+    const char *from = opt(o, "from"), *to = opt(o, "to");
+    if (!from || !*from || !to || !*to)
+        return fail("'migrate-store' needs --from URL and --to URL");
+    /* Never print a URL as given: it may hold a password. */
+    char from_shown[512], to_shown[512];
+    store_redact(from, from_shown, sizeof(from_shown));
+    store_redact(to, to_shown, sizeof(to_shown));
+    if (!strcmp(from, to))
+        return fail("--from and --to are the same store");
+    long long batch = MIGRATE_BATCH_ROWS;
+    if (opt(o, "batch-rows")) {
+        char *end = NULL;
+        batch = strtoll(opt(o, "batch-rows"), &end, 10);
+        if (!*opt(o, "batch-rows") || *end || batch < 1 || batch > 100000)
+            return fail("--batch-rows must be a whole number from 1 to 100000");
+    }
+    const char *path;
+    if (sqlite_missing(from, &path))
+        return fail("no database at '%s'", path);
+    struct store *src, *dst;
+    if (store_open(from, &src) != ERR_OK) {
+        fail("cannot open the source store '%s'", from_shown);
+        return 1;
+    }
+    if (store_open(to, &dst) != ERR_OK) {
+        src->ops->close(src);
+        fail("cannot open the target store '%s' (the log above says why): a new PostgreSQL "
+             "database must be prepared first with shortd migrate --store URL", to_shown);
+        return 1;
+    }
+    fprintf(stderr, "migrate-store: copying '%s' into '%s'\n", from_shown, to_shown);
+    struct migrate_result r;
+    struct copy_progress p = {0};
+    char why[512] = "";
+    int rc = migrate_store(src, dst, (size_t)batch, copy_progress, &p, &r, why, sizeof(why));
+    src->ops->close(src);
+    dst->ops->close(dst);
+    if (rc == ERR_INVALID) {
+        fail("refusing to copy into '%s': %s", to_shown, why);
+        return 1;
+    }
+    if (rc != ERR_OK) {
+        fail("the copy stopped: %s (the log above says where); what was written stays, and "
+             "running the same command again carries on", err_str(rc));
+        return 1;
+    }
+    printf("%-22s %12s %12s %s\n", "TABLE", "SOURCE", "TARGET", "WRITTEN");
+    for (int i = 0; i < TABLE__COUNT; i++) {
+        char written[32];
+        snprintf(written, sizeof(written), "%-8lld", (long long)r.t[i].written);
+        print_count(store_tables[i].name, r.t[i].from.rows, r.t[i].to.rows, written);
+    }
+    for (int i = 0; i < TABLE__COUNT; i++) {
+        for (int k = 0; k < 2; k++) {
+            if (!store_tables[i].sum[k])
+                continue;
+            char what[64];
+            snprintf(what, sizeof(what), "sum %s.%s", store_tables[i].name, store_tables[i].sum[k]);
+            print_count(what, r.t[i].from.sum[k], r.t[i].to.sum[k], "");
+        }
+    }
+    fflush(stdout);
+    if (!migrate_store_verified(&r)) {
+        fail("the counts differ: either the source changed during the copy (stop what writes "
+             "to it and run the same command again), or the target holds links or keys that "
+             "the source does not (a copy never removes those)");
+        return 1;
+    }
+    printf("verified: the target holds every row of the source\n");
+    return 0;
+}

@@ -1,0 +1,346 @@
+/* config.c - the table of every `shortd serve` setting, and the three places
+ * a value can come from (file, environment, flag). shortd.conf.example is
+ * generated from this table (`shortd config example`) and a unit test checks
+ * that the committed file agrees with it. */
+#include "app/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/banned.h"
+
+enum ctype { C_STR, C_INT, C_BOOL, C_RATE };
+
+struct setting {
+    const char *name;
+    enum ctype type;
+    size_t off;
+    const char *def;      /* NULL: unset */
+    int64_t min, max;
+    const char *help;
+};
+
+#define F(f) offsetof(struct config, f)
+
+static const struct setting settings[] = {
+    /* name              type    field                  default       min  max        help */
+    {"listen", C_STR, F(listen), "127.0.0.1:8080", 0, 0, "address and port to serve on"},
+    {"db", C_STR, F(db), "data/shortd.db", 0, 0, "SQLite database file"},
+    {"store", C_STR, F(store), NULL, 0, 0, "store URL (sqlite:PATH); overrides db"},
+    {"base-url", C_STR, F(base_url), NULL, 0, 0, "start of every short URL (default http://LISTEN)"},
+    {"hosts", C_STR, F(hosts), NULL, 0, 0,
+     "default short hosts, comma-separated; when set, any other host (apart from a link's own "
+     "domain) answers 404 (default: every host)"},
+    {"home", C_STR, F(home), "/dashboard", 0, 0, "where GET / redirects"},
+    {"log-level", C_STR, F(log_level), "info", 0, 0, "debug, info, warn, error or off"},
+    {"config", C_STR, F(config), NULL, 0, 0, "a file of key = value lines"},
+    {"cache", C_STR, F(cache), NULL, 0, 0,
+     "redis://HOST:PORT of a shared cache in front of a postgres:// store"},
+    {"node-id", C_STR, F(node_id), NULL, 0, 0, "this node's name in logs and metrics (default: host name)"},
+    {"cache-timeout-ms", C_INT, F(cache_timeout_ms), "50", 1, 10000,
+     "milliseconds any call to the shared cache may take before it is skipped"},
+    {"journal", C_STR, F(journal), NULL, 0, 0,
+     "click journal directory (default: the database path + .clicks)"},
+    {"country-header", C_STR, F(country_header), "CF-IPCountry", 0, 0,
+     "request header a CDN puts the client's country in (believed from trusted-proxies only)"},
+    {"geoip-db", C_STR, F(geoip_db), NULL, 0, 0,
+     "MaxMind country database; when set, it decides the country instead of the header"},
+    {"threads", C_INT, F(threads), "0", 0, 256, "event-loop threads (0: one per core)"},
+    {"store-threads", C_INT, F(store_threads), "4", 1, 256,
+     "threads that serve requests needing the store, and half as many for a redirect's misses"},
+    {"store-queue", C_INT, F(store_queue), "1024", 1, 1000000,
+     "requests waiting for store threads at most, per pool; beyond, 503 at once"},
+    {"store-timeout-ms", C_INT, F(store_timeout_ms), "1000", 10, 60000,
+     "milliseconds a request waits for the store before it is answered 503"},
+    {"heavy-reads-per-key", C_INT, F(heavy_reads_per_key), "2", 1, 1000,
+     "searches (q=) and exports one API key may run at once; beyond, 429"},
+    {"takeover", C_BOOL, F(takeover), "false", 0, 1,
+     "listen beside a server already on the address instead of refusing to start "
+     "(a restart without downtime)"},
+    {"max-connections", C_INT, F(max_connections), "10000", 1, 1000000, "open connections at most"},
+    {"max-connections-per-addr", C_INT, F(max_connections_per_addr), "1000", 1, 1000000,
+     "open connections from one client address (an IPv6 /64) at most; trusted proxies are exempt"},
+    {"max-header-bytes", C_INT, F(max_header_bytes), "16384", 1024, 1048576,
+     "request line and headers at most (431)"},
+    {"max-target-bytes", C_INT, F(max_target_bytes), "4096", 64, 1048576,
+     "request target at most (414)"},
+    {"max-body-bytes", C_INT, F(max_body_bytes), "1048576", 1024, 1073741824,
+     "request body at most (413)"},
+    {"header-timeout", C_INT, F(header_timeout), "10", 1, 3600, "seconds to receive the headers"},
+    {"body-timeout", C_INT, F(body_timeout), "30", 1, 3600, "seconds to receive the body"},
+    {"idle-timeout", C_INT, F(idle_timeout), "60", 1, 86400, "seconds an idle keep-alive lasts"},
+    {"send-timeout", C_INT, F(send_timeout), "60", 1, 3600,
+     "seconds a write may wait for the client to take data (then the connection is closed)"},
+    {"cache-size", C_INT, F(cache_size), "10000000", 0, 1000000000,
+     "links kept in the redirect cache"},
+    {"miss-ttl", C_INT, F(miss_ttl), "1000", 0, 3600000,
+     "milliseconds an unknown code is cached as unknown"},
+    {"pass-query", C_BOOL, F(pass_query), "true", 0, 1,
+     "append the request's query string to the destination"},
+    {"permanent-max-age", C_INT, F(permanent_max_age), "86400", 0, 31536000,
+     "Cache-Control max-age of a 301 for permanent links"},
+    {"idempotency-ttl", C_INT, F(idempotency_ttl), "86400", 60, 31536000,
+     "seconds an Idempotency-Key is remembered"},
+    {"click-flush-ms", C_INT, F(click_flush_ms), "1000", 10, 60000,
+     "milliseconds between writes of click counters to the store"},
+    {"journal-sync-ms", C_INT, F(journal_sync_ms), "20", 1, 1000,
+     "milliseconds between syncs of the click journal: what a crash can lose"},
+    {"background-nice", C_INT, F(background_nice), "19", 0, 19,
+     "how much lower the priority of folding clicks is than serving"},
+    {"background-idle", C_BOOL, F(background_idle), "false", 0, 1,
+     "fold and store clicks only on a core nothing else wants (SCHED_IDLE); "
+     "a busy neighbour then stalls them"},
+    {"loop-slice-us", C_INT, F(loop_slice_us), "100", 0, 100000,
+     "time slice the event loops ask the kernel for, in microseconds; 0: the kernel's"},
+    {"retention-days", C_INT, F(retention_days), "400", 1, 36500,
+     "days per-day analytics are kept (all-time totals are kept for ever)"},
+    {"ua-cache", C_INT, F(ua_cache), "10000", 16, 10000000,
+     "classified user agents remembered"},
+    {"commit-batch", C_INT, F(commit_batch), "2000", 1, 100000,
+     "most writes in one group commit"},
+    {"sweep-interval", C_INT, F(sweep_interval), "60", 1, 86400,
+     "seconds between sweeps of expired data"},
+    {"sweep-grace", C_INT, F(sweep_grace), "604800", 0, 315360000,
+     "seconds an expired link keeps its URL and title before the sweeper removes them"},
+    {"sweep-batch", C_INT, F(sweep_batch), "1000", 1, 100000, "links swept per transaction"},
+    {"trusted-proxies", C_STR, F(trusted_proxies), NULL, 0, 0,
+     "CIDRs of proxies whose X-Forwarded-For is believed, comma separated (default: none)"},
+    {"rate-auth", C_RATE, F(rate_auth), "20/60", 0, 0,
+     "API requests without a valid key per client address: LIMIT/SECONDS, or off"},
+    {"rate-password", C_RATE, F(rate_password), "5/60", 0, 0,
+     "password attempts per client address and link"},
+    {"rate-password-client", C_RATE, F(rate_password_client), "30/60", 0, 0,
+     "password attempts per client address over all links"},
+    {"rate-create-addr", C_RATE, F(rate_create_addr), "off", 0, 0,
+     "creates (POST /api/links, bulk) per client address"},
+    {"rate-create-key", C_RATE, F(rate_create_key), "off", 0, 0, "creates per API key"},
+    {"rate-read-addr", C_RATE, F(rate_read_addr), "off", 0, 0,
+     "other authenticated API requests per client address"},
+    {"rate-read-key", C_RATE, F(rate_read_key), "off", 0, 0,
+     "other authenticated API requests per API key"},
+};
+
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+static const struct setting *find(const char *name)
+{
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (strcmp(settings[i].name, name) == 0)
+            return &settings[i];
+    return NULL;
+}
+
+bool config_is_setting(const char *name)
+{
+    return find(name) != NULL;
+}
+
+/* "LIMIT/SECONDS" (1..10^9 per 1..86400 s), or "0"/"off" for no limit. */
+static int set_rate(struct config_rate *r, const char *name, const char *value, char *err,
+                    size_t errlen)
+{
+    if (!strcmp(value, "off") || !strcmp(value, "0")) {
+        r->limit = 0;
+        r->window = 60;
+        return ERR_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long limit = strtoll(value, &end, 10), window = 0;
+    bool ok = !errno && end != value && *end == '/' && limit >= 1 && limit <= 1000000000;
+    if (ok) {
+        const char *w = end + 1;
+        window = strtoll(w, &end, 10);
+        ok = !errno && end != w && !*end && window >= 1 && window <= 86400;
+    }
+    if (!ok) {
+        snprintf(err, errlen,
+                 "'%s' must be LIMIT/SECONDS (e.g. 20/60: 1 to 1000000000 requests per 1 to "
+                 "86400 seconds) or off, not '%s'", name, value);
+        return ERR_INVALID;
+    }
+    r->limit = limit;
+    r->window = window;
+    return ERR_OK;
+}
+
+static int set(struct config *c, const struct setting *s, const char *value, char *err,
+               size_t errlen)
+{
+    char *base = (char *)c;
+    if (s->type == C_STR) {
+        char **field = (char **)(base + s->off);
+        free(*field);
+        *field = value ? xstrdup(value) : NULL;
+        return ERR_OK;
+    }
+    if (s->type == C_RATE)
+        return set_rate((struct config_rate *)(base + s->off), s->name, value, err, errlen);
+    int64_t v;
+    if (s->type == C_BOOL) {
+        if (!strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes") ||
+            !strcmp(value, "on"))
+            v = 1;
+        else if (!strcmp(value, "false") || !strcmp(value, "0") || !strcmp(value, "no") ||
+                 !strcmp(value, "off"))
+            v = 0;
+        else {
+            snprintf(err, errlen, "'%s' must be true or false, not '%s'", s->name, value);
+            return ERR_INVALID;
+        }
+    } else {
+        char *end = NULL;
+        errno = 0;
+        long long ll = strtoll(value, &end, 10);
+        if (errno || end == value || *end || ll < s->min || ll > s->max) {
+            snprintf(err, errlen, "'%s' must be a whole number from %lld to %lld, not '%s'",
+                     s->name, (long long)s->min, (long long)s->max, value);
+            return ERR_INVALID;
+        }
+        v = ll;
+    }
+    *(int64_t *)(base + s->off) = v;
+    return ERR_OK;
+}
+
+void config_init(struct config *c)
+{
+    memset(c, 0, sizeof(*c));
+    char err[16];
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (settings[i].def)
+            set(c, &settings[i], settings[i].def, err, sizeof(err));
+}
+
+void config_release(struct config *c)
+{
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (settings[i].type == C_STR)
+            free(*(char **)((char *)c + settings[i].off));
+    memset(c, 0, sizeof(*c));
+}
+
+int config_set(struct config *c, const char *name, const char *value, char *err, size_t errlen)
+{
+    const struct setting *s = find(name);
+    if (!s) {
+        snprintf(err, errlen, "unknown setting '%s'", name);
+        return ERR_NOTFOUND;
+    }
+    return set(c, s, value, err, errlen);
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+int config_load_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot read config file '%s': %s", path, strerror(errno));
+        return ERR_IO;
+    }
+    /* Whole lines, however long: a fixed buffer would read the rest of a
+     * long one as a line of its own (a setting, in a long comment). */
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0;
+    int rc = ERR_OK;
+    while (getline(&line, &cap, f) != -1) {
+        lineno++;
+        char *s = trim(line);
+        if (!*s || *s == '#')
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            snprintf(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+            rc = ERR_INVALID;
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(s);
+        char *value = trim(eq + 1);
+        size_t vn = strlen(value);
+        if (vn >= 2 && value[0] == '"' && value[vn - 1] == '"') {
+            value[vn - 1] = '\0';
+            value++;
+        }
+        char why[256];
+        rc = config_set(c, key, value, why, sizeof(why));
+        if (rc != ERR_OK) {
+            snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+            break;
+        }
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+int config_load_env(struct config *c, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        char var[64] = "SHORTD_";
+        size_t n = 7;
+        for (const char *p = settings[i].name; *p && n < sizeof(var) - 1; p++)
+            var[n++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+        var[n] = '\0';
+        const char *v = getenv(var);
+        if (!v || !strcmp(settings[i].name, "config"))
+            continue;
+        char why[256];
+        if (set(c, &settings[i], v, why, sizeof(why)) != ERR_OK) {
+            snprintf(err, errlen, "environment %s: %s", var, why);
+            return ERR_INVALID;
+        }
+    }
+    return ERR_OK;
+}
+
+void config_print_help(FILE *f)
+{
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const struct setting *s = &settings[i];
+        char flag[64];
+        snprintf(flag, sizeof(flag), "--%s %s", s->name,
+                 s->type == C_STR    ? "TEXT"
+                 : s->type == C_BOOL ? "BOOL"
+                 : s->type == C_RATE ? "N/SECONDS"
+                                     : "N");
+        fprintf(f, "  %-26s %s", flag, s->help);
+        if (s->def)
+            fprintf(f, " (default: %s)", s->def);
+        fputc('\n', f);
+    }
+}
+
+void config_print_example(FILE *f)
+{
+    fputs("# shortd.conf.example - every setting of `shortd serve` with its default.\n"
+          "# Lines are `key = value`; keys are the long flag names. Precedence, highest\n"
+          "# first: a flag, the environment (SHORTD_ + KEY with '-' as '_'), this file.\n"
+          "# Generated by `shortd config example`; a unit test keeps it in step.\n",
+          f);
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const struct setting *s = &settings[i];
+        if (!strcmp(s->name, "config"))
+            continue;
+        fprintf(f, "\n# %s\n", s->help);
+        if (s->def)
+            fprintf(f, "%s = %s\n", s->name, s->def);
+        else
+            fprintf(f, "# %s =\n", s->name);
+    }
+}

@@ -1,0 +1,499 @@
+/* serve.c - `shortd serve`: builds the app, runs it until SIGTERM or SIGINT,
+ * then shuts down in the order that loses nothing: stop accepting, let every
+ * acknowledged write commit, close connections, flush every click, close the
+ * store.
+ *
+ * DESIGN
+ * The main thread owns signals (blocked in every other thread, taken with
+ * sigtimedwait) and housekeeping, once a second: the sweeper of expired data
+ * and old idempotency keys; and every GENERATION_CHECK_MS a check of the
+ * store's change generation, which CLI commands bump so that a link they
+ * change or a key they revoke is not served from a cache for longer.
+ * Intervals are measured on the monotonic clock; the sweeper's idea of now
+ * (what it removes data by) is the wall clock, believed only as far as the
+ * monotonic clock moved (sweep_now). */
+#include "app/serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "app/app.h"
+#include "clicks/aggregate.h"
+#include "store/bus.h"
+#include "redirect/cache.h"
+#include "clicks/classify.h"
+#include "clicks/clicks.h"
+#include "http/clientaddr.h"
+#include "base/coop.h"
+#include "base/err.h"
+#include "clicks/geo.h"
+#include "redirect/hosts.h"
+#include "links/links.h"
+#include "base/log.h"
+#include "http/metrics.h"
+#include "http/ratelimit.h"
+#include "store/storeq.h"
+#include "redirect/rcache.h"
+#include "api/router.h"
+#include "http/server.h"
+#include "store/store.h"
+#include "base/timeutil.h"
+#include "links/urlcheck.h"
+#include "store/writer.h"
+#include "base/banned.h"
+
+struct sweep_job {
+    struct wjob job;
+    int64_t before, idem_before, prune_before_day;
+    int limit;
+    int swept, pruned;
+};
+
+/* Expired links' data, old idempotency keys, per-day analytics past the
+ * retention: each in bounded batches, so a sweep never holds the writer long. */
+static int sweep_run(struct wjob *j, struct store *st)
+{
+    struct sweep_job *s = (struct sweep_job *)j;
+    int rc = st->ops->link_sweep(st, s->before, s->limit, &s->swept);
+    if (rc == ERR_OK)
+        rc = st->ops->idem_sweep(st, s->idem_before);
+    if (rc == ERR_OK)
+        rc = st->ops->prune_days(st, s->prune_before_day, s->limit, &s->pruned);
+    return rc;
+}
+
+static void sweep_done(struct wjob *j)
+{
+    struct sweep_job *s = (struct sweep_job *)j;
+    if (j->rc == ERR_OK && s->swept)
+        log_at(LOG_INFO, "swept the data of %d expired links", s->swept);
+    if (j->rc == ERR_OK && s->pruned)
+        log_at(LOG_INFO, "pruned %d per-day analytics rows past the retention", s->pruned);
+    free(s);
+}
+
+static void sweep(struct app *app, int64_t now)
+{
+    struct sweep_job *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->job.run = sweep_run;
+    s->job.done = sweep_done;
+    s->before = now - app->cfg.sweep_grace * 1000;
+    s->idem_before = now - app->cfg.idempotency_ttl * 1000;
+    s->limit = (int)app->cfg.sweep_batch;
+    s->prune_before_day = day_number(now) - app->cfg.retention_days;
+    writer_submit(app->writer, &s->job);
+}
+
+/* A step of the wall clock (a bad NTP answer, an operator, a restored VM) must
+ * not make the sweeper erase live links' data or forget idempotency keys: its
+ * now runs ahead of the last sweep's by at most the monotonic time elapsed
+ * plus CLOCK_STEP_MAX_MS. Past that it keeps to the monotonic clock, behind
+ * the wall one, until the wall clock comes back within the bound (a step
+ * back, or a restart); deleting later is always safe, deleting early is not. */
+#define CLOCK_STEP_MAX_MS 60000
+#define STOREQ_NICE 5      /* of the store threads people wait on, below the event loops */
+
+struct sweep_clock {
+    int64_t wall;       /* the last sweep's now (at first: the start's) */
+    int64_t mono;       /* mono_ms() then */
+};
+
+static int64_t sweep_now(struct app *app, struct sweep_clock *c)
+{
+    int64_t wall = now_ms(), mono = mono_ms();
+    int64_t now = wall, bound = c->wall + (mono - c->mono);
+    if (wall > bound + CLOCK_STEP_MAX_MS)
+        now = bound;
+    int64_t behind = wall - now, was = atomic_load(&app->sweep_behind_ms);
+    if (behind > was + CLOCK_STEP_MAX_MS) {
+        atomic_fetch_add(&app->clock_steps, 1);
+        log_at(LOG_WARN, "the wall clock stepped %lld s ahead of the monotonic clock; the "
+               "sweeper keeps to the monotonic one", (long long)((behind - was) / 1000));
+    } else if (behind == 0 && was > 0) {
+        log_at(LOG_INFO, "the wall clock is back within %d s of the sweeper's; it follows it "
+               "again", CLOCK_STEP_MAX_MS / 1000);
+    }
+    atomic_store(&app->sweep_behind_ms, behind);
+    c->wall = now;
+    c->mono = mono;
+    return now;
+}
+
+/* The store's change generation, bumped by CLI commands that change links
+ * or revoke a key (on SQLite, where no bus tells), read every
+ * GENERATION_CHECK_MS: one point read on this thread. */
+#define GENERATION_CHECK_MS 100
+static int64_t generation(struct store *st)
+{
+    struct buf v = BUF_INIT;
+    int64_t g = 0;
+    int rc = st->ops->meta_get(st, "generation", &v);
+    if (rc == ERR_OK && v.len == sizeof(g))
+        memcpy(&g, v.p, sizeof(g));
+    else if (rc != ERR_NOTFOUND)
+        g = -1;     /* unknown: the store did not answer */
+    buf_release(&v);
+    return g;
+}
+
+/* An invalidation from any node (this one too): the code leaves this node's
+ * cache, on an event-loop thread (they are the registered cache users). */
+struct invalidation {
+    struct task task;
+    struct app *app;
+    size_t n;                       /* 0: drop everything */
+    char code[CODE_MAX + 1];
+};
+
+static void invalidate_run(struct task *t)
+{
+    struct invalidation *iv = (struct invalidation *)t;
+    if (iv->n)
+        cache_remove(iv->app->cache, iv->code, iv->n);
+    else
+        cache_clear(iv->app->cache);
+    free(iv);
+}
+
+static void on_invalidate(const char *code, size_t n, void *arg)
+{
+    struct app *app = arg;
+    if (atomic_load(&app->stopping))
+        return;     /* the loops may be gone: nothing is posted to them */
+    if (code && bus_is_blocklist(code, n)) {
+        links_blocklist_changed(app->links);
+        return;
+    }
+    if (code && bus_is_keys(code, n)) {
+        links_forget_keys(app->links);
+        return;
+    }
+    if (!code) {                                /* a change may have been missed too */
+        links_blocklist_changed(app->links);
+        links_forget_keys(app->links);
+    }
+    if (n > CODE_MAX)
+        return;
+    struct invalidation *iv = calloc(1, sizeof(*iv));
+    if (!iv)
+        abort();
+    iv->task.fn = invalidate_run;
+    iv->app = app;
+    iv->n = code ? n : 0;
+    if (iv->n)
+        memcpy(iv->code, code, n);
+    worker_post(server_worker(app->server, 0), &iv->task);
+}
+
+/* Where the first start leaves the admin key when stdout is no terminal:
+ * beside the SQLite file, or on a shared store beside this node's journal. */
+static void admin_key_path(const struct config *cfg, struct buf *out)
+{
+    const char *db = cfg->store ? cfg->store : cfg->db;
+    if (store_is_shared(db)) {
+        buf_printf(out, "%s.admin-key", cfg->journal);
+        return;
+    }
+    if (!strncmp(db, "sqlite:", 7))
+        db += 7;
+    buf_printf(out, "%s.admin-key", db);
+}
+
+/* The first start of a store without keys makes an admin key. It is shown
+ * once: printed on a terminal; otherwise (a service manager, a pipe into a
+ * log collector) written to a file only this user can read, whose path is
+ * logged: the key itself never reaches a log. */
+static void first_admin_key(struct app *app)
+{
+    int64_t n = 0;
+    if (app->store->ops->key_count(app->store, &n) != ERR_OK || n > 0)
+        return;
+    char token[KEY_TOKEN_LEN + 1];
+    int64_t id = 0;
+    if (isatty(STDOUT_FILENO)) {
+        if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK)
+            return;
+        printf("shortd: first start; admin key (shown once, keep it): %s\n", token);
+        fflush(stdout);
+        sodium_memzero(token, sizeof(token));
+        return;
+    }
+    struct buf path = BUF_INIT;
+    admin_key_path(&app->cfg, &path);
+    /* Not through a symlink; an older file (of a store since removed) is replaced. */
+    int fd = open(path.p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        log_at(LOG_ERROR, "cannot write the first admin key to '%s': %s; no key was made "
+               "(make one with shortd key create --admin)", path.p, strerror(errno));
+        goto out;
+    }
+    if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK) {
+        unlink(path.p);
+        goto out;
+    }
+    size_t len = strlen(token);
+    token[len] = '\n';
+    bool written = write(fd, token, len + 1) == (ssize_t)(len + 1) && fsync(fd) == 0;
+    sodium_memzero(token, sizeof(token));
+    if (written)
+        log_at(LOG_INFO, "first start; admin key written to '%s' (shown once: read it, keep "
+               "it elsewhere, delete the file)", path.p);
+    else
+        log_at(LOG_ERROR, "cannot write the first admin key to '%s': %s; revoke key %lld "
+               "and make one with shortd key create --admin", path.p, strerror(errno),
+               (long long)id);
+out:
+    if (fd >= 0)
+        close(fd);
+    buf_release(&path);
+}
+
+/* Fills the self hosts from base-url and listen: a URL to these would loop. */
+static void self_hosts(const struct config *cfg, struct buf hosts[2], const char *out[3])
+{
+    int n = 0;
+    const char *b = strstr(cfg->base_url, "://");
+    if (b) {
+        b += 3;
+        size_t len = strcspn(b, "/?#");
+        if (host_normalise(b, len, &hosts[0]) == ERR_OK)
+            out[n++] = hosts[0].p;
+    }
+    const char *colon = strrchr(cfg->listen, ':');
+    if (colon && host_normalise(cfg->listen, (size_t)(colon - cfg->listen), &hosts[1]) == ERR_OK &&
+        strcmp(hosts[1].p, "0.0.0.0") != 0 && strcmp(hosts[1].p, "::") != 0)
+        out[n++] = hosts[1].p;
+    out[n] = NULL;
+}
+
+/* For /metrics (app.h). */
+static void count_links(struct app *app)
+{
+    int64_t links = 0;
+    if (app->store->ops->link_count(app->store, &links) == ERR_OK)
+        atomic_store(&app->links_counted, links);
+}
+
+int serve_run(struct config *cfg)
+{
+    struct app app;
+    memset(&app, 0, sizeof(app));
+    atomic_store(&app.links_counted, -1);
+    app.cfg = *cfg;
+    memset(cfg, 0, sizeof(*cfg));   /* app owns the strings now */
+    int rc = ERR_IO;
+
+    if (!app.cfg.base_url) {
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "http://%s", app.cfg.listen);
+        app.cfg.base_url = buf_detach(&b, NULL);
+    }
+    if (!app.cfg.node_id) {
+        char host[256] = "node";
+        gethostname(host, sizeof(host) - 1);
+        app.cfg.node_id = xstrdup(host);
+    }
+    size_t bl = strlen(app.cfg.base_url);
+    while (bl > 0 && app.cfg.base_url[bl - 1] == '/')
+        app.cfg.base_url[--bl] = '\0';
+
+    /* Signals go to this thread only: block them before any thread starts. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct buf hostbufs[2] = {BUF_INIT, BUF_INIT};
+    const char *hosts[3];
+    self_hosts(&app.cfg, hostbufs, hosts);
+    char herr[256];
+    if (hostlist_parse(app.cfg.hosts, &app.hosts, herr, sizeof(herr)) != ERR_OK) {
+        log_at(LOG_ERROR, "%s", herr);
+        goto out;
+    }
+    /* A link may not point at any host shortd answers on: those two, and
+     * the default short hosts (custom domains are looked up at create). */
+    const char *self[3 + HOSTS_MAX];
+    int nself = 0;
+    for (; hosts[nself]; nself++)
+        self[nself] = hosts[nself];
+    for (int i = 0; i < hostlist_count(app.hosts); i++)
+        self[nself++] = hostlist_name(app.hosts, i);
+    self[nself] = NULL;
+
+    /* A busy address is refused before the store is opened: a mistyped
+     * second start leaves no new empty database behind. */
+    if (server_check_listen(&app.cfg) != ERR_OK)
+        goto out;
+    if (store_open(app.cfg.store ? app.cfg.store : app.cfg.db, &app.store) != ERR_OK)
+        goto out;
+    if (links_new(app.store, router_reserved(), self, &app.links) != ERR_OK)
+        goto out;
+    if (app.cfg.geoip_db && geo_open(app.cfg.geoip_db, &app.geo) != ERR_OK)
+        goto out;
+    if (classify_new((size_t)app.cfg.ua_cache, &app.classify) != ERR_OK)
+        goto out;
+    app.aggregate = aggregate_new(app.classify, hosts);
+
+    int nroutes = 0;
+    const char *const *names = router_route_names(&nroutes);
+    app.metrics = metrics_new(names, nroutes);
+    app.cache = cache_new((size_t)app.cfg.cache_size, app.cfg.miss_ttl);
+    app.writer = writer_new(app.store, (int)app.cfg.commit_batch);
+    cache_thread_register();
+    coop_set_idle(app.cfg.background_idle != 0);
+    if (writer_start(app.writer, (int)app.cfg.background_nice) != ERR_OK)
+        goto out;
+    if (app.store->ops->background &&
+        app.store->ops->background(app.store, (int)app.cfg.background_nice) != ERR_OK)
+        goto out;
+    if (server_new(&app, &app.server) != ERR_OK)
+        goto out;
+    /* Store threads serve people waiting (API calls, controlled links) a
+     * little below the event loops' priority; a redirect's misses, which a
+     * flood of unknown codes sends at any rate, at the click pipeline's. */
+    if (storeq_new(&app, (int)app.cfg.store_threads, (int)app.cfg.store_queue,
+                   app.cfg.store_timeout_ms, (int)app.cfg.heavy_reads_per_key, STOREQ_NICE,
+                   (int)app.cfg.background_nice, &app.storeq) != ERR_OK)
+        goto out;
+    const char *store_url = app.cfg.store ? app.cfg.store : app.cfg.db;
+    if (app.cfg.cache && rcache_new(app.cfg.cache, (int)app.cfg.cache_timeout_ms, &app.rcache) !=
+                             ERR_OK)
+        goto out;
+    char why[200];
+    if (clientaddr_new(app.cfg.trusted_proxies, &app.clientaddr, why, sizeof(why)) != ERR_OK) {
+        log_at(LOG_ERROR, "%s", why);
+        goto out;
+    }
+    uint8_t rl_secret[RL_SECRET_BYTES];
+    if (ratelimit_secret(app.store, rl_secret) != ERR_OK)
+        goto out;
+    struct config_rate limits[RL_NCLASSES];
+    ratelimit_limits(&app.cfg, limits);
+    /* Limits are shared through Redis between nodes on PostgreSQL. */
+    app.ratelimit = ratelimit_new(limits, rl_secret,
+                                  store_is_shared(store_url) ? app.rcache : NULL);
+    sodium_memzero(rl_secret, sizeof(rl_secret));
+    if (app.cfg.cache || store_is_shared(store_url)) {
+        if (bus_new(app.cfg.cache, store_is_shared(store_url) ? store_url : NULL,
+                    (int)app.cfg.cache_timeout_ms * 20, on_invalidate, &app, &app.bus) != ERR_OK)
+            goto out;
+    }
+    app.clicks = clicks_new(app.store, app.writer, app.aggregate, server_nworkers(app.server));
+    if (clicks_rotate_salts(app.clicks, now_ms()) != ERR_OK)
+        goto out;
+    if (!app.cfg.journal && store_is_shared(app.cfg.store ? app.cfg.store : app.cfg.db)) {
+        log_at(LOG_ERROR, "a shared store needs --journal DIR: each node keeps its own journal");
+        goto out;
+    }
+    if (!app.cfg.journal) {
+        struct buf j = BUF_INIT;
+        const char *db = app.cfg.store ? app.cfg.store : app.cfg.db;
+        if (!strncmp(db, "sqlite:", 7))
+            db += 7;
+        buf_printf(&j, "%s.clicks", db);
+        app.cfg.journal = buf_detach(&j, NULL);
+    }
+    first_admin_key(&app);
+    if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms, app.cfg.journal_sync_ms,
+                     (int)app.cfg.background_nice) != ERR_OK)
+        goto out;
+    if (server_start(app.server) != ERR_OK)
+        goto out;
+    log_at(LOG_INFO, "node '%s' serving (store %s%s)", app.cfg.node_id,
+           store_is_shared(store_url) ? "postgres" : "sqlite", app.rcache ? ", redis cache" : "");
+
+    int64_t gen = generation(app.store);
+    /* Due times on the monotonic clock: a wall clock step moves none of them. */
+    int64_t next_sweep = 0, next_count = mono_ms() + LINKS_COUNT_MS;
+    struct sweep_clock sclock = {now_ms(), mono_ms()};    /* the first sweep is bounded too */
+    count_links(&app);
+    struct timespec tick = {0, GENERATION_CHECK_MS * 1000000L};
+    int64_t next_second = 0;
+    for (;;) {
+        int sig = sigtimedwait(&sigs, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+            log_at(LOG_INFO, "stopping on signal %d", sig);
+            break;
+        }
+        int64_t now = now_ms(), mono = mono_ms();
+        /* A store that does not answer changes nothing: clearing the cache
+         * then would send every cached link to the store that is down. */
+        int64_t g = generation(app.store);
+        if (g >= 0 && g != gen) {
+            gen = g;
+            cache_clear(app.cache);
+            links_forget_keys(app.links);
+        }
+        if (mono < next_second)
+            continue;
+        next_second = mono + 1000;
+        cache_reclaim(app.cache);
+        if (mono >= next_count) {
+            count_links(&app);
+            next_count = mono + LINKS_COUNT_MS;
+        }
+        if (clicks_rotate_salts(app.clicks, now) != ERR_OK)
+            log_at(LOG_WARN, "cannot rotate the visitor salts");
+        if (mono >= next_sweep) {
+            sweep(&app, sweep_now(&app, &sclock));
+            next_sweep = mono + app.cfg.sweep_interval * 1000;
+        }
+    }
+    rc = ERR_OK;
+
+out:
+    atomic_store(&app.stopping, true);  /* invalidations are dropped from now on */
+    if (app.server) {
+        server_stop_accepting(app.server);
+        storeq_drain(app.storeq);       /* every read answered; later ones get 503 */
+        if (app.writer)
+            writer_drain(app.writer);   /* every acknowledged write, answered */
+        server_stop(app.server);
+        server_join(app.server);        /* each worker hands over its clicks */
+    }
+    bus_free(app.bus);                  /* after the loops: /metrics reads its counts */
+    app.bus = NULL;
+    storeq_free(app.storeq);
+    clicks_stop(app.clicks);            /* journaled, folded and stored */
+    if (app.writer) {
+        writer_drain(app.writer);
+        writer_free(app.writer);
+    }
+    if (app.clicks && clicks_pending(app.clicks))
+        log_at(LOG_ERROR, "%llu clicks were not saved",
+               (unsigned long long)clicks_pending(app.clicks));
+    server_free(app.server);
+    clicks_free(app.clicks);
+    ratelimit_free(app.ratelimit);
+    clientaddr_free(app.clientaddr);
+    rcache_free(app.rcache);
+    aggregate_free(app.aggregate);
+    classify_free(app.classify);
+    geo_close(app.geo);
+    hostlist_free(app.hosts);
+    cache_free(app.cache);
+    if (app.cache)                      /* registered right after it was made */
+        cache_thread_unregister();
+    metrics_free(app.metrics);
+    links_free(app.links);
+    if (app.store)
+        app.store->ops->close(app.store);
+    buf_release(&hostbufs[0]);
+    buf_release(&hostbufs[1]);
+    config_release(&app.cfg);
+    if (rc == ERR_OK)
+        log_at(LOG_INFO, "stopped");
+    return rc;
+}

@@ -1,0 +1,63 @@
+/* aggregate.h - folding click events into per-link, per-day counters, and
+ * the writer job that stores a batch of them together with the journal
+ * position it covers (so a replay after a crash starts exactly where the
+ * stored counters stop, and never counts a click twice).
+ *
+ * One thread at a time (the click pipeline's). */
+#ifndef SHORTD_AGGREGATE_H
+#define SHORTD_AGGREGATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clicks/event.h"
+
+struct aggregate;
+struct classify;
+struct store;
+struct writer;
+
+/* 'self_hosts' (NULL-terminated) are shortd's own: referrers from them are internal. */
+struct aggregate *aggregate_new(struct classify *cl, const char *const *self_hosts);
+void aggregate_free(struct aggregate *a);
+
+/* Classifies and counts one event. */
+void aggregate_add(struct aggregate *a, const struct click_event *e);
+/* While on, aggregate_add classifies user agents in a hurry
+ * (classify_ua_hurried): for when the fold is far behind. Off at first. */
+void aggregate_set_hurry(struct aggregate *a, bool on);
+bool aggregate_empty(const struct aggregate *a);
+uint64_t aggregate_events(const struct aggregate *a);   /* events folded since the last take */
+
+/* Moves everything folded so far into a job for writer 'w' that stores it
+ * and sets the checkpoint to 'journal_pos', and submits it. The job stores
+ * its link days a chunk (a transaction) at a time, going back to the end of
+ * the writer's queue after each, so creates never wait for a whole job. A
+ * chunk whose transaction fails is submitted again after a pause, until it
+ * commits. done(pos, events, arg), unless NULL, runs on the writer thread
+ * after the last commit; the job's memory is freed by the next submit (or
+ * aggregate_free, once the writer has run every job), on the folding thread. */
+void aggregate_submit(struct aggregate *a, struct writer *w, uint64_t journal_pos,
+                      void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg);
+
+/* A job replayed after a crash that stopped it between two chunks (see
+ * aggregate_checkpoint): the same clicks, folded again, and the same journal
+ * position; it skips the link days the store already has. */
+void aggregate_resume(struct aggregate *a, struct writer *w, uint64_t journal_pos,
+                      void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg);
+
+/* Checkpoints are kept per journal (the journal's id names them), so nodes
+ * that share a store never overwrite each other's. Set before any submit. */
+void aggregate_set_journal(struct aggregate *a, const char *journal_id);
+/* Link days per transaction (0: the default, 4,000); for tests. */
+void aggregate_set_chunk(struct aggregate *a, size_t link_days);
+
+/* The journal position the stored counters cover (0 when none) and, when a
+ * job was stopped between two chunks, the journal position it ends at
+ * ('partial', else 0): the clicks from 'pos' to 'partial' are stored in
+ * part, and go to aggregate_resume() before any later ones are folded. */
+int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos,
+                         uint64_t *partial);
+
+#endif

@@ -1,0 +1,70 @@
+/* clicks.h - the click pipeline, from the redirect to the store.
+ *
+ * The redirect encodes each click into its own thread's buffer (no lock, no
+ * allocation once warm). Every journal-sync-ms each event-loop thread hands
+ * its buffer to the journal thread, which appends the events to the durable
+ * journal and syncs it (one fsync for everything that arrived); the fold
+ * thread folds them into counters (aggregate.h); every click-flush-ms the
+ * counters go to the store through the writer's background lane, with the
+ * journal position they cover. On start the journal is replayed from that
+ * position. */
+#ifndef SHORTD_CLICKS_H
+#define SHORTD_CLICKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clicks/event.h"
+
+struct aggregate;
+struct clicks;
+struct journal_health;
+struct store;
+struct writer;
+
+#define SALT_BYTES 16
+
+struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *agg,
+                          int nworkers);
+/* Opens (locks) the journal, replays what the store has not counted yet and
+ * starts the journal thread and the fold thread, the latter 'nice' lower in
+ * priority (coop.h). Counters go to the store every 'flush_ms', and every
+ * 'sync_ms' while the journal is down (journal.h), so that they, rather than
+ * the journal, keep the clicks of a crash. ERR_BUSY when another process
+ * holds the journal. */
+int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int64_t sync_ms,
+                 int nice);
+/* After every worker has handed over its last buffer: journals, folds and
+ * stores everything, then stops the threads. */
+void clicks_stop(struct clicks *c);
+void clicks_free(struct clicks *c);
+
+/* Event-loop thread 'worker' only */
+void clicks_record(struct clicks *c, int worker, const struct click_event *e);
+void clicks_flush(struct clicks *c, int worker);
+
+/* Clicks recorded but not yet in the store. Any thread. */
+uint64_t clicks_pending(struct clicks *c);
+/* The fold's backlog. Past a bound (about 32 MiB of clicks), the fold
+ * thread classifies the user agents it has not seen in a hurry (the bot
+ * check alone: aggregate_set_hurry); past four times that, each event loop
+ * pauses at each hand-over (backpressure) until the fold catches up. */
+struct clicks_backlog {
+    uint64_t unfolded;     /* clicks journaled, not yet classified and counted */
+    uint64_t unfolded_max; /* the most there have been since the start */
+    uint64_t pauses;       /* pauses of the event loops for it */
+};
+/* Any thread. */
+void clicks_backlog(struct clicks *c, struct clicks_backlog *out);
+/* The journal's health as of its last sync (journal.h). Any thread. */
+void clicks_health(struct clicks *c, struct journal_health *out);
+
+/* Unique visitors: a keyed hash of (address, user agent) under the salt of
+ * the click's day (0 when that day's salt is not loaded). Any thread. */
+uint64_t clicks_visitor(const struct clicks *c, int64_t day, const void *addr, size_t addr_len,
+                        const char *ua, size_t ua_len);
+/* Loads (creating) the salts of today and tomorrow from the store, where
+ * every node finds the same ones, and destroys older ones. Main thread. */
+int clicks_rotate_salts(struct clicks *c, int64_t now_ms);
+
+#endif

@@ -1,7 +1,0 @@
-/* main.c - startup: argv to the subcommand table of cli.c. */
-#include "cli.h"
-
-int main(int argc, char **argv)
-{
-    return cli_main(argc, argv);
-}

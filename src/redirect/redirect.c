@@ -1,0 +1,853 @@
+/* redirect.c - GET|HEAD /<code>: the hot path, alone.
+ *
+ * 1. A code that cannot exist (wrong length or characters) is a 404 at once.
+ * 2. The cache answers, under an RCU read lock: no lock shared by threads,
+ *    no allocation (the answer is built in the connection's reused buffers).
+ * 3. On a miss, the shared cache (Redis, when configured) and then the store
+ *    are read by primary key on a store thread (storeq.h), never here: the
+ *    request waits, the loop serves the others meanwhile. Concurrent misses
+ *    of one code are one read (a flight, below); the result (or the fact
+ *    that the code is unknown) is cached here.
+ * 4. A live link answers 302 (301 when permanent) with Location and, for a
+ *    GET, records one click in this thread's buffer; HEAD is never counted.
+ *    Expiry is decided here, from the stored time, on every request.
+ * 5. Hosts: when default short hosts are configured, the Host must be one of
+ *    them or the link's own custom domain (kept in its cache entry), else
+ *    404 and no click: a few string compares, nothing when none are set.
+ * 6. A link with controls (password, A/B variants, max_clicks) is flagged in
+ *    the cache and read whole from the store, on a store thread too: see
+ *    "controlled links" below.
+ *    Plain links pay nothing for them.
+ * The click event carries the raw headers analytics needs; classification
+ * happens later, off this path. The client's address (clientaddr.h: the
+ * peer, or behind a trusted proxy its X-Forwarded-For) only ever enters a
+ * keyed visitor hash and a country lookup here: it is never recorded.
+ * Redirects are never rate limited. */
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "app/app.h"
+#include "redirect/cache.h"
+#include "clicks/clicks.h"
+#include "links/codes.h"
+#include "clicks/classify.h"
+#include "http/clientaddr.h"
+#include "app/config.h"
+#include "clicks/event.h"
+#include "redirect/gate.h"
+#include "clicks/geo.h"
+#include "base/err.h"
+#include "api/handlers.h"
+#include "redirect/hosts.h"
+#include "links/links.h"
+#include "links/pwhash.h"
+#include "http/ratelimit.h"
+#include "redirect/rcache.h"
+#include "http/server.h"
+#include "store/store.h"
+#include "store/storeq.h"
+#include "base/timeutil.h"
+#include "links/variants.h"
+#include "store/writer.h"
+#include "base/banned.h"
+
+#define CONTROLLED (-2)     /* internal status: the link needs the controlled path */
+
+/* The Host of the request as the host check sees it. */
+struct hostcheck {
+    bool any;               /* no default hosts, or the Host is one of them */
+    size_t n;
+    char name[HOST_NAME_MAX_LEN + 1];
+};
+
+static bool host_allows(const struct hostcheck *h, const char *domain, size_t dn)
+{
+    return h->any || (domain && dn == h->n && memcmp(domain, h->name, dn) == 0);
+}
+
+static int text(struct request *r, int status, const char *msg)
+{
+    http_add_header(r, "Cache-Control", "no-store", 8);
+    return http_body(r, status, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+/* The request's query as it may stand in a Location header: bytes a URL may
+ * not hold raw (non-ASCII, quotes, angle brackets...) percent-encoded. */
+static void add_query(struct buf *h, struct slice q)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < q.n; i++) {
+        unsigned char ch = (unsigned char)q.p[i];
+        if (ch >= 0x80 || strchr("\"<>\\^`{|}#", ch)) {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            buf_add(h, e, 3);
+        } else {
+            buf_addc(h, (char)ch);
+        }
+    }
+}
+
+/* Location: the destination, with the request's query string appended to
+ * the destination's own (before any #fragment). */
+static void add_location(struct request *r, const char *url, size_t n, bool pass_query)
+{
+    struct buf *h = &r->resp_headers;
+    buf_add(h, "Location: ", 10);
+    if (!pass_query || !r->query.n) {
+        buf_add(h, url, n);
+    } else {
+        const char *hash = memchr(url, '#', n);
+        size_t before = hash ? (size_t)(hash - url) : n;
+        buf_add(h, url, before);
+        buf_addc(h, memchr(url, '?', before) ? '&' : '?');
+        add_query(h, r->query);
+        buf_add(h, url + before, n - before);
+    }
+    buf_add(h, "\r\n", 2);
+}
+
+/* The utm_* parameters of the query, copied into 'out' as "k=v&k=v": only
+ * they are journaled, so a long click id before them cannot push them out. */
+static struct slice utm_only(struct slice q, char *out, size_t cap)
+{
+    size_t n = 0;
+    const char *p = q.p, *end = q.p + q.n;
+    while (p && p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        size_t len = (size_t)((amp ? amp : end) - p);
+        if (len > 4 && memcmp(p, "utm_", 4) == 0 && n + len + 1 <= cap) {
+            if (n)
+                out[n++] = '&';
+            memcpy(out + n, p, len);
+            n += len;
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+    return (struct slice){out, n};
+}
+
+static void record_click(struct request *r, struct slice code, int64_t now, uint8_t flags)
+{
+    const struct app *app = r->app;
+    char utm[EVENT_QUERY_MAX];
+    struct click_event e = {.ts = now, .code = code, .flags = flags};
+    if (r->query.n)
+        e.query = utm_only(r->query, utm, sizeof(utm));
+    struct slice sec = {0}, purpose = {0}, xpurpose = {0}, xmoz = {0}, country = {0};
+    for (int i = 0; i < r->nheaders; i++) {
+        struct slice name = r->headers[i].name, v = r->headers[i].value;
+        if (slice_ieq(name, "user-agent"))
+            e.ua = v;
+        else if (slice_ieq(name, "referer"))
+            e.referer = v;
+        else if (slice_ieq(name, "accept-language"))
+            e.lang = v;
+        else if (slice_ieq(name, "sec-purpose"))
+            sec = v;
+        else if (slice_ieq(name, "purpose"))
+            purpose = v;
+        else if (slice_ieq(name, "x-purpose"))
+            xpurpose = v;
+        else if (slice_ieq(name, "x-moz"))
+            xmoz = v;
+        else if (slice_ieq(name, app->cfg.country_header))
+            country = v;
+    }
+    if ((sec.p || purpose.p || xpurpose.p || xmoz.p) &&
+        classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n,
+                             xmoz.p, xmoz.n))
+        e.flags |= EVENT_PREFETCH;
+    /* The client: the peer, or behind a trusted proxy its X-Forwarded-For. */
+    struct client_ip ip;
+    clientaddr_of(r, &ip);
+    if (app->geo) {
+        struct sockaddr_storage sa;
+        clientaddr_to_sockaddr(&ip, &sa);
+        geo_country(app->geo, (const struct sockaddr *)&sa, e.country);
+    } else if (country.p && clientaddr_peer_trusted(r)) {
+        geo_from_header(country.p, country.n, e.country);   /* set by a trusted CDN or proxy */
+    }
+    e.visitor = clicks_visitor(app->clicks, day_number(now), ip.bytes, ip.n, e.ua.p, e.ua.n);
+    clicks_record(app->clicks, worker_index(worker_current()), &e);
+}
+
+static int not_found(struct request *r)
+{
+    return text(r, 404, "Not Found: no link has this code\n");
+}
+
+static int gone(struct request *r)
+{
+    return text(r, 410, "Gone: this link has expired or was removed\n");
+}
+
+/* The answer for a link as cached or stored; no click is recorded here. */
+static int answer(struct request *r, const struct cache_view *v, const struct hostcheck *h,
+                  int64_t now)
+{
+    const struct config *cfg = &r->app->cfg;
+    if (v->miss || !host_allows(h, v->domain, v->domain_len))
+        return not_found(r);
+    if (v->state != LINK_ACTIVE || !v->url || (v->expires_at && v->expires_at <= now))
+        return gone(r);
+    if (v->controlled)
+        return CONTROLLED;
+    add_location(r, v->url, v->url_len, cfg->pass_query);
+    int status = 302;
+    if (v->permanent) {
+        status = 301;
+        buf_printf(&r->resp_headers, "Cache-Control: public, max-age=%lld\r\n",
+                   (long long)cfg->permanent_max_age);
+    } else {
+        buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
+    }
+    return status;
+}
+
+static int unavailable(struct request *r)
+{
+    http_add_header(r, "Retry-After", "1", 1);
+    return text(r, 503, "Service Unavailable: try again\n");
+}
+
+/* The answer for a link as read from the store (a miss of this cache). */
+static int answer_stored(struct request *r, const struct link *l, const struct hostcheck *h,
+                         int64_t now)
+{
+    struct cache_view v = {
+        .miss = false,
+        .url = l->url,
+        .url_len = l->url ? (uint32_t)strlen(l->url) : 0,
+        .expires_at = l->expires_at,
+        .state = (uint8_t)l->state,
+        .permanent = l->permanent,
+        .controlled = link_controlled(l),
+        .domain = l->domain,
+        .domain_len = l->domain ? (uint8_t)strlen(l->domain) : 0,
+    };
+    if (l->url && l->dest) {
+        v.url = l->dest;
+        v.url_len = (uint32_t)strlen(l->dest);
+    }
+    return answer(r, &v, h, now);
+}
+
+/* ---- controlled links ----
+ *
+ * A link with a password, A/B variants or a click limit is read whole from
+ * the store on every request (its cache entry only says so), on this
+ * thread's own connection. A click limit is enforced by reserving a slot
+ * before the answer: the reservation (store.h's link_reserve) is a write, so
+ * it goes through the group commit like a create and the request waits for
+ * it (HTTP_ASYNC): durable before the redirect is sent, hence exact across a
+ * kill -9 restart, and in PostgreSQL a conditional UPDATE under the row's
+ * lock, hence exact across nodes. Bots, prefetches and HEAD never reserve:
+ * they get the redirect while slots remain, and 410 once none is left. */
+
+/* Bot detection on an event-loop thread: classify_ua is single-threaded, so
+ * each thread has its own (without a per-UA cache), made on first use and
+ * freed at exit. */
+static pthread_mutex_t bots_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct classify *all_bots[256];
+static int nbots;
+static _Thread_local struct classify *my_bots;
+
+static void __attribute__((destructor)) free_bots(void)
+{
+    pthread_mutex_lock(&bots_mu);
+    for (int i = 0; i < nbots; i++)
+        classify_free(all_bots[i]);
+    nbots = 0;
+    pthread_mutex_unlock(&bots_mu);
+}
+
+static bool is_bot(const struct request *r)
+{
+    struct slice ua = http_header(r, "user-agent");
+    struct slice sec = http_header(r, "sec-purpose"), purpose = http_header(r, "purpose");
+    struct slice xpurpose = http_header(r, "x-purpose"), xmoz = http_header(r, "x-moz");
+    if (classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n, xmoz.p,
+                             xmoz.n))
+        return true;
+    if (!my_bots) {
+        pthread_mutex_lock(&bots_mu);
+        if (nbots < (int)(sizeof(all_bots) / sizeof(all_bots[0])) &&
+            classify_new(0, &my_bots) == ERR_OK)
+            all_bots[nbots++] = my_bots;
+        pthread_mutex_unlock(&bots_mu);
+        if (!my_bots)
+            return false;
+    }
+    struct ua_info info;
+    classify_ua(my_bots, ua.p, ua.p ? ua.n : 0, &info);
+    return info.bot != BOT_NONE;
+}
+
+/* Where a controlled link sends this visitor: its A/B variant (chosen from
+ * the per-link key, the address and the user agent, so a visitor keeps it),
+ * or its destination. *flags gets the variant for the click event. */
+static char *destination_of(const struct request *r, const struct link *l, uint8_t *flags)
+{
+    *flags = 0;
+    struct variants vs;
+    if (l->variants && variants_from_text(l->variants, &vs) == ERR_OK) {
+        uint8_t key[32];
+        links_variant_key(r->app->links, l->code, key);
+        struct client_ip ip;
+        clientaddr_of(r, &ip);
+        struct slice ua = http_header(r, "user-agent");
+        int i = variants_pick(&vs, key, ip.bytes, ip.n, ua.p ? ua.p : "", ua.p ? ua.n : 0);
+        char *url = xstrdup(vs.v[i].url);
+        variants_release(&vs);
+        *flags = (uint8_t)(((unsigned)(i + 1) << EVENT_VARIANT_SHIFT) & EVENT_VARIANT_MASK);
+        return url;
+    }
+    return xstrdup(l->dest ? l->dest : l->url);
+}
+
+/* The answer that lets the visitor through, and its click (not for HEAD).
+ * After a right password a browser gets the gate's continue page (gate.h:
+ * a 302 after the form's POST would be blocked by the gate's form-action
+ * 'self'); other clients get the 302. */
+static int deliver(struct request *r, const struct link *l, int64_t now, bool via_gate)
+{
+    uint8_t flags;
+    char *url = destination_of(r, l, &flags);
+    int status = 302;
+    struct slice accept = http_header(r, "accept");
+    if (via_gate && accept.p && memmem(accept.p, accept.n, "text/html", 9)) {
+        struct buf page = BUF_INIT;
+        gate_render_continue(&page, l->code, url);
+        http_add_header(r, "Content-Security-Policy", gate_csp, strlen(gate_csp));
+        http_add_header(r, "Cache-Control", "no-store", 8);
+        status = http_body(r, 200, "text/html; charset=utf-8", page.p, page.len);
+        buf_release(&page);
+    } else {
+        add_location(r, url, strlen(url), r->app->cfg.pass_query && !via_gate);
+        buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
+    }
+    free(url);
+    if (r->method != HTTP_HEAD)
+        record_click(r, (struct slice){l->code, strlen(l->code)}, now, flags);
+    return status;
+}
+
+struct reserve_job {
+    struct wjob job;
+    struct task task;
+    struct request *r;
+    struct worker *w;
+    struct link link;
+    int64_t now;
+    bool via_gate;
+    int result;             /* ERR_OK: a slot is ours; ERR_TOOBIG: none left */
+};
+
+static int reserve_run(struct wjob *wj, struct store *st)
+{
+    struct reserve_job *j = (struct reserve_job *)wj;
+    int64_t used = 0;
+    j->result = st->ops->link_reserve(st, j->link.code, &used);
+    return j->result == ERR_TOOBIG ? ERR_OK : j->result;
+}
+
+static void reserve_on_loop(struct task *t)
+{
+    struct reserve_job *j = (struct reserve_job *)((char *)t - offsetof(struct reserve_job, task));
+    struct request *r = j->r;
+    int status;
+    if (j->job.rc != ERR_OK) {
+        status = unavailable(r);
+    } else if (j->result != ERR_OK) {
+        status = gone(r);
+    } else {
+        status = deliver(r, &j->link, j->now, j->via_gate);
+    }
+    http_resume(r, status);
+    link_release(&j->link);
+    free(j);
+}
+
+static void reserve_done(struct wjob *wj)
+{
+    struct reserve_job *j = (struct reserve_job *)wj;
+    worker_post(j->w, &j->task);
+}
+
+/* A human click of a link with max_clicks first reserves its slot (the
+ * writer, then back on this thread); anything else is delivered at once.
+ * Takes 'l' over. Returns the status or HTTP_ASYNC. */
+static int reserve_or_deliver(struct request *r, struct link *l, int64_t now, bool via_gate)
+{
+    if (l->max_clicks > 0 && r->method != HTTP_HEAD && !is_bot(r)) {
+        struct reserve_job *j = calloc(1, sizeof(*j));
+        if (!j)
+            abort();
+        j->r = r;
+        j->w = request_worker(r);
+        j->link = *l;           /* owned by the job now */
+        memset(l, 0, sizeof(*l));
+        j->now = now;
+        j->via_gate = via_gate;
+        j->job.run = reserve_run;
+        j->job.done = reserve_done;
+        j->job.single_write = true;
+        j->task.fn = reserve_on_loop;
+        writer_submit(r->app->writer, &j->job);
+        return HTTP_ASYNC;
+    }
+    int status = deliver(r, l, now, via_gate);
+    link_release(l);
+    return status;
+}
+
+/* The gate of a protected link: 200 (or 'status') with the page, never cached. */
+static int gate_page(struct request *r, const char *code, int status, const char *message)
+{
+    struct buf page = BUF_INIT;
+    gate_render(&page, code, message);
+    http_add_header(r, "Content-Security-Policy", gate_csp, strlen(gate_csp));
+    http_add_header(r, "Cache-Control", "no-store", 8);
+    status = http_body(r, status, "text/html; charset=utf-8", page.p, page.len);
+    buf_release(&page);
+    return status;
+}
+
+
+/* Whether a controlled link as read lets a visitor through: ERR_OK, or
+ * the answer in *status. Releases 'l' when not. */
+static int controlled_live(struct request *r, int rc, struct link *l, int64_t now, int *status)
+{
+    if (rc == ERR_NOTFOUND) {
+        *status = not_found(r);
+        return rc;
+    }
+    if (rc != ERR_OK) {
+        *status = unavailable(r);
+        return rc;
+    }
+    if (!link_is_live(l, now) || (l->max_clicks > 0 && l->used >= l->max_clicks)) {
+        link_release(l);
+        *status = gone(r);
+        return ERR_GONE;
+    }
+    return ERR_OK;
+}
+
+/* Reads a controlled link from the store (the gate's POST, on a store
+ * thread): ERR_OK with 'l', or the answer. */
+static int load_controlled(struct request *r, struct slice code, int64_t now, struct link *l,
+                           int *status)
+{
+    struct app *app = r->app;
+    char key[CODE_MAX + 1];
+    memcpy(key, code.p, code.n);
+    key[code.n] = '\0';
+    int rc = app->store->ops->link_get(app->store, key, l);
+    return controlled_live(r, rc, l, now, status);
+}
+
+/* GET or HEAD of a controlled link, as just read: the gate, or the way
+ * through. Records its own click. Takes 'l' over. Returns the status or
+ * HTTP_ASYNC. */
+static int answer_controlled(struct request *r, int rc, struct link *l_in, int64_t now)
+{
+    struct link l = *l_in;
+    memset(l_in, 0, sizeof(*l_in));
+    int status;
+    if (controlled_live(r, rc, &l, now, &status) != ERR_OK)
+        return status;
+    if (l.password) {
+        status = gate_page(r, l.code, 200, NULL);
+        link_release(&l);
+        return status;
+    }
+    return reserve_or_deliver(r, &l, now, false);
+}
+
+/* ---- POST /CODE: a password for the gate ---- */
+
+/* Password attempts are limited per client and link, and per client over
+ * all links (ratelimit.h): a right password counts as an attempt too. */
+static bool gate_attempt_allowed(struct request *r, const char *code, int *retry_after)
+{
+    struct client_ip ip;
+    clientaddr_of(r, &ip);
+    struct rl_info info;
+    bool ok = ratelimit_take_password(r->app->ratelimit, &ip, code, strlen(code), now_ms(),
+                                      &info);
+    ratelimit_headers(r, &info);
+    *retry_after = (int)info.retry_after;
+    return ok;
+}
+
+struct gate_check {
+    struct task task;
+    struct request *r;
+    struct link link;
+    int64_t now;
+    char pw[PWHASH_PW_MAX + 1];     /* wiped once handed to the hash */
+    size_t n;
+};
+
+static void gate_checked(bool ok, void *arg)
+{
+    struct gate_check *g = arg;
+    struct request *r = g->r;
+    int status;
+    if (ok) {
+        status = reserve_or_deliver(r, &g->link, now_ms(), true);
+    } else {
+        status = gate_page(r, g->link.code, 401, "Wrong password");
+        link_release(&g->link);
+    }
+    if (status != HTTP_ASYNC)
+        http_resume(r, status);
+    free(g);
+}
+
+/* On the request's loop: the check goes to libuv's thread pool. */
+static void gate_check_start(struct task *t)
+{
+    struct gate_check *g = (struct gate_check *)t;
+    struct request *r = g->r;
+    int rc = pwhash_check_async(worker_loop(request_worker(r)), g->link.password, g->pw, g->n,
+                                gate_checked, g);
+    sodium_memzero(g->pw, sizeof(g->pw));
+    if (rc != ERR_OK) {
+        link_release(&g->link);
+        free(g);
+        http_resume(r, unavailable(r));
+    }
+}
+
+/* On a store thread (router.c), as the API is. */
+int handle_gate_post(struct request *r, struct slice code)
+{
+    if (!code_is_plausible(code.p, code.n))
+        return not_found(r);
+    int64_t now = now_ms();
+    struct hostcheck h = {.any = true};
+    if (r->app->hosts) {
+        h.n = host_of_header(r->host, h.name);
+        h.any = h.n && hostlist_has(r->app->hosts, h.name, h.n);
+    }
+    struct link l;
+    int status;
+    if (load_controlled(r, code, now, &l, &status) != ERR_OK)
+        return status;
+    if (!host_allows(&h, l.domain, l.domain ? strlen(l.domain) : 0)) {
+        link_release(&l);
+        return not_found(r);
+    }
+    if (!l.password) {
+        link_release(&l);
+        http_add_header(r, "Allow", "GET, HEAD", 9);
+        return text(r, 405, "Method Not Allowed: this link has no password\n");
+    }
+    int retry = 0;
+    if (!gate_attempt_allowed(r, l.code, &retry)) {
+        char s[16];
+        int n = snprintf(s, sizeof(s), "%d", retry > 0 ? retry : 1);
+        http_add_header(r, "Retry-After", s, (size_t)n);
+        status = gate_page(r, l.code, 429, "Too many attempts: wait a little and try again");
+        link_release(&l);
+        return status;
+    }
+    char pw[PWHASH_PW_MAX + 1];
+    size_t n = 0;
+    if (gate_form_password(r->body.p, r->body.n, pw, sizeof(pw), &n) != ERR_OK || !n) {
+        status = gate_page(r, l.code, 400, "Please enter the password");
+        link_release(&l);
+        return status;
+    }
+    struct gate_check *g = calloc(1, sizeof(*g));
+    if (!g)
+        abort();
+    g->r = r;
+    g->link = l;
+    g->now = now;
+    memcpy(g->pw, pw, n);
+    g->n = n;
+    sodium_memzero(pw, sizeof(pw));
+    g->task.fn = gate_check_start;
+    worker_post(request_worker(r), &g->task);
+    return HTTP_ASYNC;
+}
+
+/* ---- reads off the loop: flights ----
+ *
+ * A request that needs the store waits (HTTP_ASYNC) for a flight: one read
+ * of one code on a store thread (storeq.h), the shared cache first for a
+ * plain miss. Every miss of a code that arrives while its flight is out
+ * joins it, from any event loop, so a burst of requests for one unknown or
+ * evicted code is one read. A controlled link (fresh) is read for each
+ * request alone, from the store itself. When the read lands, each waiter's
+ * answer is made on its own loop; a waiter whose deadline (store-timeout-ms)
+ * comes first is answered 503 there and leaves its flight. */
+
+#define FLIGHT_BUCKETS 1024
+
+struct waiter;
+
+struct flight {
+    struct storeq_job job;
+    struct flight *next;        /* in its bucket, until it lands */
+    struct app *app;
+    char code[CODE_MAX + 1];
+    size_t n;
+    uint64_t hash;
+    bool fresh;                 /* a controlled link: the store, never Redis */
+    bool landed;                /* guarded by flights_mu */
+    struct waiter *waiters;     /* ... until it lands */
+    int rc;                     /* the read's result ... */
+    struct link link;           /* ... and the link when ERR_OK */
+    atomic_int refs;            /* waiters still to answer */
+};
+
+struct waiter {
+    struct storeq_wait wait;
+    struct task task;
+    struct waiter *next;
+    struct request *r;
+    struct flight *f;
+    struct hostcheck h;
+    int64_t now;
+};
+
+static int redirect_stored(struct request *r, const struct flight *f, const struct hostcheck *h,
+                           int64_t now);
+
+static pthread_mutex_t flights_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct flight *flights[FLIGHT_BUCKETS];
+
+static void flight_free(struct flight *f)
+{
+    link_release(&f->link);
+    free(f);
+}
+
+static void flight_unref(struct flight *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) == 1)
+        flight_free(f);
+}
+
+/* A store thread: the read, the cache fill, then every waiter is woken. */
+static void flight_run(struct storeq_job *j, bool cancelled)
+{
+    struct flight *f = (struct flight *)j;
+    struct app *app = f->app;
+    int64_t now = now_ms();
+    f->rc = ERR_STORAGE;
+    if (cancelled) {
+        /* At shutdown: the waiters are answered 503. */
+    } else if (f->fresh) {
+        f->rc = app->store->ops->link_get(app->store, f->code, &f->link);
+    } else {
+        f->rc = app->rcache ? rcache_get(app->rcache, f->code, f->n, &f->link) : ERR_NOTFOUND;
+        if (f->rc != ERR_OK) {
+            f->rc = app->store->ops->link_get(app->store, f->code, &f->link);
+            if (f->rc == ERR_OK && app->rcache)
+                rcache_fill(app->rcache, &f->link, now);    /* ERR_BUSY while Redis is down */
+        }
+        if (f->rc == ERR_NOTFOUND)
+            cache_fill_miss(app->cache, f->code, f->n, now);
+        else if (f->rc == ERR_OK)
+            cache_fill(app->cache, &f->link, now);
+    }
+    pthread_mutex_lock(&flights_mu);
+    if (!f->fresh) {
+        struct flight **pp = &flights[f->hash % FLIGHT_BUCKETS];
+        while (*pp != f)
+            pp = &(*pp)->next;
+        *pp = f->next;
+    }
+    f->landed = true;
+    struct waiter *w = f->waiters;
+    f->waiters = NULL;
+    int n = 0;
+    for (struct waiter *x = w; x; x = x->next)
+        n++;
+    atomic_store(&f->refs, n);
+    pthread_mutex_unlock(&flights_mu);
+    if (!n) {
+        flight_free(f);
+        return;
+    }
+    while (w) {
+        struct waiter *next = w->next;
+        worker_post(request_worker(w->r), &w->task);
+        w = next;
+    }
+}
+
+/* The waiter's loop, once the read landed: the answer from what was read. */
+static void waiter_wake(struct task *t)
+{
+    struct waiter *w = (struct waiter *)((char *)t - offsetof(struct waiter, task));
+    struct request *r = w->r;
+    struct flight *f = w->f;
+    storeq_wait_end(r->app->storeq, &w->wait);
+    int status;
+    if (f->fresh) {
+        struct link l = f->link;    /* one waiter: it takes the link */
+        memset(&f->link, 0, sizeof(f->link));
+        status = answer_controlled(r, f->rc, &l, w->now);
+    } else {
+        status = redirect_stored(r, f, &w->h, w->now);
+    }
+    if (status != HTTP_ASYNC)
+        http_resume(r, status);
+    flight_unref(f);
+    free(w);
+}
+
+/* The waiter's loop, at its deadline: 503, unless the read has landed (its
+ * answer is then on the way). */
+static void waiter_timeout(struct storeq_wait *sw)
+{
+    struct waiter *w = (struct waiter *)((char *)sw - offsetof(struct waiter, wait));
+    struct flight *f = w->f;
+    pthread_mutex_lock(&flights_mu);
+    bool landed = f->landed;
+    if (!landed) {
+        struct waiter **pp = &f->waiters;
+        while (*pp != w)
+            pp = &(*pp)->next;
+        *pp = w->next;
+    }
+    pthread_mutex_unlock(&flights_mu);
+    if (landed)
+        return;
+    struct request *r = w->r;
+    free(w);
+    http_resume(r, unavailable(r));
+}
+
+/* Waits for a read of 'code' (HTTP_ASYNC), or 503 when the store threads
+ * have too much queued already. 'hv' is the code's cache_hash, which picks
+ * its flight's bucket too. */
+static int wait_for_store(struct request *r, struct slice code, uint64_t hv,
+                          const struct hostcheck *h, int64_t now, bool fresh)
+{
+    struct app *app = r->app;
+    struct storeq *q = app->storeq;
+    struct waiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    *w = (struct waiter){.r = r, .h = *h, .now = now};
+    w->task.fn = waiter_wake;
+    w->wait.on_timeout = waiter_timeout;
+    pthread_mutex_lock(&flights_mu);
+    struct flight *f = NULL;
+    if (!fresh)
+        for (f = flights[hv % FLIGHT_BUCKETS]; f; f = f->next)
+            if (f->n == code.n && memcmp(f->code, code.p, code.n) == 0)
+                break;
+    if (!f) {
+        f = calloc(1, sizeof(*f));
+        if (!f)
+            abort();
+        f->app = app;
+        memcpy(f->code, code.p, code.n);
+        f->n = code.n;
+        f->hash = hv;
+        f->fresh = fresh;
+        f->job.run = flight_run;
+        f->job.low = !fresh;    /* a miss: below the API (storeq.h) */
+        if (!storeq_submit(q, &f->job)) {
+            pthread_mutex_unlock(&flights_mu);
+            free(f);
+            free(w);
+            return unavailable(r);
+        }
+        if (!fresh) {
+            f->next = flights[hv % FLIGHT_BUCKETS];
+            flights[hv % FLIGHT_BUCKETS] = f;
+        }
+    }
+    w->f = f;
+    w->next = f->waiters;
+    f->waiters = w;
+    pthread_mutex_unlock(&flights_mu);
+    storeq_wait_start(q, &w->wait);
+    return HTTP_ASYNC;
+}
+
+/* A plain miss, as read: the answer, and its click. */
+static int redirect_stored(struct request *r, const struct flight *f, const struct hostcheck *h,
+                           int64_t now)
+{
+    if (f->rc == ERR_NOTFOUND)
+        return not_found(r);
+    if (f->rc != ERR_OK)
+        return unavailable(r);
+    int status = answer_stored(r, &f->link, h, now);
+    if (status == CONTROLLED)
+        return wait_for_store(r, (struct slice){f->code, f->n}, f->hash, h, now, true);
+    if ((status == 301 || status == 302) && r->method == HTTP_GET)
+        record_click(r, (struct slice){f->code, f->n}, now, 0);
+    return status;
+}
+
+/* The redirect's answer, once its cache lines are on their way (below). */
+static int redirect_now(struct request *r, struct slice code, uint64_t hash)
+{
+    int64_t now = now_ms();
+    struct cache_view v;
+    struct hostcheck h = {.any = true};
+    if (r->app->hosts) {
+        h.n = host_of_header(r->host, h.name);
+        h.any = h.n && hostlist_has(r->app->hosts, h.name, h.n);
+    }
+
+    cache_read_lock();
+    bool hit = cache_get_hashed(r->app->cache, code.p, code.n, hash, now, &v);
+    int status = hit ? answer(r, &v, &h, now) : 0;
+    cache_read_unlock();
+    if (!hit)
+        return wait_for_store(r, code, hash, &h, now, false);
+    if (status == CONTROLLED)
+        return wait_for_store(r, code, hash, &h, now, true);    /* records its own click */
+
+    if ((status == 301 || status == 302) && r->method == HTTP_GET)
+        record_click(r, code, now, 0);
+    return status;
+}
+
+/* http_later's steps: the entry's loads, then the answer. */
+static int redirect_step(struct request *r, int step)
+{
+    if (step == 0) {
+        cache_read_lock();
+        cache_prefetch(r->app->cache, r->later_u64, 1);
+        cache_read_unlock();
+        return 0;
+    }
+    return redirect_now(r, r->later_slice, r->later_u64);
+}
+
+/* The hot path. The lookup is split so that the requests of one poll wait
+ * for memory together: here the code's slot starts loading, then (step 0)
+ * the entry it points to, then (step 1) the answer. At a million links and
+ * more each of those loads misses the CPU's caches and its TLB. */
+int handle_redirect(struct request *r, struct slice code)
+{
+    if (!code_is_plausible(code.p, code.n))
+        return not_found(r);
+    uint64_t hash = cache_hash(r->app->cache, code.p, code.n);
+    cache_read_lock();
+    cache_prefetch(r->app->cache, hash, 0);
+    cache_read_unlock();
+    r->later_slice = code;
+    r->later_u64 = hash;
+    int later = http_later(r, redirect_step);
+    return later ? later : redirect_now(r, code, hash);
+}

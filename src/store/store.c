@@ -1,0 +1,90 @@
+/* store.c - picks a storage backend by the scheme of its URL; what the
+ * backends share beyond their SQL. */
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clicks/dayrow.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "base/banned.h"
+
+static _Thread_local int64_t thread_deadline;
+
+void store_set_deadline(int64_t mono_ms) { thread_deadline = mono_ms; }
+int64_t store_deadline(void) { return thread_deadline; }
+
+void link_release(struct link *l)
+{
+    free(l->url);
+    free(l->title);
+    free(l->note);
+    free(l->tags);
+    free(l->password);
+    free(l->domain);
+    free(l->variants);
+    free(l->utm);
+    free(l->dest);
+    l->url = l->title = l->note = l->tags = NULL;
+    l->password = l->domain = l->variants = l->utm = l->dest = NULL;
+}
+
+bool link_controlled(const struct link *l)
+{
+    return l->password || l->variants || l->max_clicks > 0;
+}
+
+struct recent_fwd {
+    recent_cb cb;
+    void *arg;
+};
+
+static int recent_fwd(const struct recent_rec *c, void *arg)
+{
+    struct recent_fwd *f = arg;
+    struct recent_click r = {c->ts, c->text[0], c->text[1], c->text[2], c->text[3]};
+    return f->cb(&r, f->arg);
+}
+
+int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg)
+{
+    struct recent_fwd f = {cb, arg};
+    return dayrow_each_recent(r, limit, recent_fwd, &f);
+}
+
+int store_open(const char *url, struct store **out)
+{
+    *out = NULL;
+    if (strncmp(url, "sqlite:", 7) == 0)
+        return store_sqlite_ops.open(url + 7, out);
+    /* libpq takes the whole URL as its connection string. */
+    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
+        return store_pg_ops.open(url, out);
+    if (strstr(url, "://"))
+        return log_fail(ERR_INVALID, "unsupported store scheme '%.*s://' (this build knows "
+                        "sqlite:PATH and postgres://...)", (int)(strstr(url, "://") - url), url);
+    return store_sqlite_ops.open(url, out);
+}
+
+bool store_is_shared(const char *url)
+{
+    return strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0;
+}
+
+void store_redact(const char *url, char *out, size_t n)
+{
+    snprintf(out, n, "%s", url);
+    char *scheme = strstr(out, "://");
+    if (!scheme)
+        return;
+    char *user = scheme + 3;
+    char *at = strchr(user, '@');
+    char *colon = at ? memchr(user, ':', (size_t)(at - user)) : NULL;
+    if (!colon)
+        return;
+    char rest[1024];
+    snprintf(rest, sizeof(rest), "%s", at);
+    snprintf(colon, n - (size_t)(colon - out), ":***%s", rest);
+}

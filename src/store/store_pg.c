@@ -1,0 +1,2030 @@
+/* store_pg.c - the scale-out backend: the state of every node in one
+ * PostgreSQL database, through libpq. Every SQL statement shortd runs on
+ * PostgreSQL is in this file or in migrations/pg/ (the schema, embedded at
+ * build time); the semantics are store_sqlite.c's, op for op.
+ *
+ * DESIGN
+ * Each thread gets its own connection (found through a pthread key), with its
+ * statements prepared by name on first use, so an op costs one round trip.
+ * The writer's transactions are plain BEGIN ... COMMIT at READ COMMITTED;
+ * races between nodes are settled by unique keys: inserts that may collide
+ * use ON CONFLICT DO NOTHING and report ERR_EXISTS when they added no row, so
+ * a lost race never aborts the writer's transaction; any other unique
+ * violation (23505) is ERR_EXISTS as well. A COMMIT that PostgreSQL turns
+ * into a rollback (an earlier statement failed) is an error, and a
+ * connection lost inside a transaction is never silently reopened: the rest
+ * of that transaction fails until rollback.
+ * Click counters: agg_days merges a batch of link days (dayrow.h) in three
+ * statements over unnest() of array parameters, DAY_CHUNK days at a time:
+ * insert the missing rows (ON CONFLICT DO NOTHING), read and lock them all
+ * (FOR UPDATE, in (code, day) order, so nodes merging the same days queue
+ * behind each other instead of deadlocking or losing an update), merge in C,
+ * and write them back with one UPDATE.
+ * claim_block runs alone on a connection of its own, outside the writer's
+ * transaction: a block once handed out stays claimed even if that
+ * transaction rolls back, so no two nodes (or two runs of one) ever get the
+ * same block.
+ * open() checks the schema version and refuses any but this binary's; only
+ * store_pg_migrate (`shortd migrate`) changes the schema. */
+#include <errno.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/bus.h"
+#include "clicks/dayrow.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "store/store.h"
+#include "base/timeutil.h"
+#include "base/banned.h"
+
+struct migration {
+    int version;
+    const char *name;
+    const char *sql;
+};
+
+/* Generated from migrations/pg/NNNN_*.sql by the Makefile, in order. */
+static const struct migration migrations[] = {
+#include "pg_migrations.inc"
+};
+#define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+#define SCHEMA_VERSION (migrations[NMIGRATIONS - 1].version)
+
+/* pg_advisory_xact_lock key of `shortd migrate`: "shortd" in ASCII. */
+#define MIGRATE_LOCK "116100114116111104"
+
+#define DAY_CHUNK 2000  /* link days merged per round of statements */
+#define MAX_PARAMS 24
+
+/* Prepared statements, by number; prepared on first use per connection. */
+enum stmt {
+    S_PING,
+    S_HAS_VERSION,
+    S_VERSION,
+    S_META_GET,
+    S_META_PUT,
+    S_META_DEL,
+    S_META_ADD,
+    S_IDEM_CLAIM,
+    S_CLAIM,
+    S_LINK_GET,
+    S_LINK_INSERT,
+    S_LINK_FIND_LIVE,
+    S_LINK_DELETE,
+    S_LINK_SET_STATE,
+    S_LINK_COUNT,
+    S_LINK_SWEEP,
+    S_DAYS_ADD,
+    S_DAYS_LOCK,
+    S_DAYS_PUT,
+    S_PRUNE_DAYS,
+    S_PRUNE_VISITORS,
+    S_STATS_DAYS,
+    S_STATS_DIMS,
+    S_STATS_RECENT,
+    S_STATS_TOTALS,
+    S_STATS_TOP,
+    S_KEY_INSERT,
+    S_KEY_BY_HASH,
+    S_KEY_LIST,
+    S_KEY_REVOKE,
+    S_KEY_COUNT,
+    S_IDEM_GET,
+    S_IDEM_PUT,
+    S_IDEM_SWEEP,
+    S_BLOCK_ADD,
+    S_BLOCK_DEL,
+    S_BLOCK_HAS,
+    S_BLOCK_LIST,
+    S_LINK_UPDATE,
+    S_LINK_RESERVE,
+    S_HISTORY_ADD,
+    S_HISTORY_LIST,
+    S_DOMAIN_ADD,
+    S_DOMAIN_GET,
+    S_DOMAIN_DEL,
+    S_DOMAIN_LIST,
+    S__COUNT
+};
+
+#define LINK_COLS                                                                           \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
+    "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used"
+/* As read: the all-time totals are the pruned days' plus the kept days'. */
+#define LINK_READ                                                                           \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
+    "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                 \
+    "WHERE d.code = links.code), 0)::bigint, bot_clicks + coalesce((SELECT sum(d.bots) "    \
+    "FROM link_days d WHERE d.code = links.code), 0)::bigint, password, domain, variants, " \
+    "utm, dest, max_clicks, used"
+
+/* What a deleted or swept link loses (its code and counters stay). */
+#define LINK_DATA_NULL                                                                      \
+    "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, " \
+    "utm = NULL, dest = NULL"
+
+static const char *const sql[S__COUNT] = {
+    [S_PING] = "SELECT 1",
+    [S_HAS_VERSION] = "SELECT to_regclass('schema_version') IS NOT NULL",
+    [S_VERSION] = "SELECT coalesce(max(version), 0) FROM schema_version",
+    [S_META_GET] = "SELECT v FROM meta WHERE k = $1",
+    [S_META_PUT] = "INSERT INTO meta (k, v) VALUES ($1, $2) "
+                   "ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+    [S_META_DEL] = "DELETE FROM meta WHERE k = $1",
+    [S_META_ADD] = "INSERT INTO meta (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING",
+    [S_IDEM_CLAIM] = "INSERT INTO idempotency (key_id, idem, fingerprint, status, body, created_at) "
+                     "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key_id, idem) DO NOTHING",
+    /* The counter is ASCII digits in a bytea, as SQLite shows it. */
+    [S_CLAIM] = "UPDATE meta SET v = convert_to((convert_from(v, 'UTF8')::bigint "
+                "+ $1::bigint)::text, 'UTF8') WHERE k = 'counter' "
+                "RETURNING convert_from(v, 'UTF8')::bigint - $1::bigint",
+    [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = $1",
+    [S_LINK_INSERT] = "INSERT INTO links (" LINK_COLS ") "
+                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+                      "$16, $17, $18, $19, $20) "
+                      "ON CONFLICT DO NOTHING",
+    [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = $1 "
+                         "AND md5(url) = md5($2::text) AND url = $2 "
+                         "AND state = 0 AND (expires_at = 0 OR expires_at > $3) "
+                         "ORDER BY created_at DESC LIMIT 1",
+    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = $2, " LINK_DATA_NULL
+                      " WHERE code = $1",
+    [S_LINK_SET_STATE] = "UPDATE links SET state = $2, changed_at = $3 WHERE code = $1",
+    [S_LINK_COUNT] = "SELECT count(*) FROM links",
+    /* SKIP LOCKED: two nodes sweeping at once take different rows. */
+    [S_LINK_SWEEP] = "UPDATE links SET " LINK_DATA_NULL " WHERE code IN (SELECT code FROM links "
+                     "WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < $1 LIMIT $2 "
+                     "FOR UPDATE SKIP LOCKED)",
+    [S_DAYS_ADD] = "INSERT INTO link_days (code, day, clicks, bots, uniques) "
+                   "SELECT code, day, 0, 0, 0 FROM unnest($1::text[], $2::bigint[]) "
+                   "AS u (code, day) ORDER BY code, day ON CONFLICT DO NOTHING",
+    [S_DAYS_LOCK] = "SELECT t.clicks, t.bots, t.uniques, t.dims, t.visitors, t.recent "
+                    "FROM link_days t JOIN unnest($1::text[], $2::bigint[]) "
+                    "AS u (code, day) ON t.code = u.code AND t.day = u.day "
+                    "ORDER BY t.code, t.day FOR UPDATE OF t",
+    [S_DAYS_PUT] = "UPDATE link_days AS t SET clicks = u.clicks, bots = u.bots, "
+                   "uniques = u.uniques, dims = u.dims, visitors = u.visitors, recent = u.recent "
+                   "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], "
+                   "$5::bigint[], $6::bytea[], $7::bytea[], $8::bytea[]) "
+                   "AS u (code, day, clicks, bots, uniques, dims, visitors, recent) "
+                   "WHERE t.code = u.code AND t.day = u.day",
+    /* A pruned day's counts move into its link's totals in the statement
+     * that deletes it; SKIP LOCKED: two nodes pruning take different rows. */
+    [S_PRUNE_DAYS] = "WITH gone AS (DELETE FROM link_days WHERE (code, day) IN "
+                     "(SELECT code, day FROM link_days WHERE day < $1 ORDER BY day, code "
+                     "LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING code, clicks, bots), "
+                     "carry AS (UPDATE links AS l SET clicks = l.clicks + g.c, "
+                     "bot_clicks = l.bot_clicks + g.b FROM (SELECT code, sum(clicks)::bigint AS c, "
+                     "sum(bots)::bigint AS b FROM gone GROUP BY code) AS g WHERE l.code = g.code) "
+                     "SELECT count(*) FROM gone",
+    [S_PRUNE_VISITORS] = "UPDATE link_days SET visitors = NULL "
+                         "WHERE day < $1 AND visitors IS NOT NULL",
+    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM link_days "
+                     "WHERE code = $1 AND day BETWEEN $2 AND $3 ORDER BY day",
+    [S_STATS_DIMS] = "SELECT dims FROM link_days WHERE code = $1 AND day BETWEEN $2 AND $3 "
+                     "AND dims IS NOT NULL",
+    [S_STATS_RECENT] = "SELECT recent FROM link_days WHERE code = $1 AND recent IS NOT NULL "
+                       "ORDER BY day DESC LIMIT $2",
+    [S_STATS_TOTALS] = "SELECT count(*), (coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
+                       "FROM link_days d WHERE $1::bigint < 0 OR d.code IN (SELECT code FROM links "
+                       "WHERE owner = $1::bigint)))::bigint, (coalesce(sum(bot_clicks), 0) + "
+                       "(SELECT coalesce(sum(d.bots), 0) FROM link_days d WHERE $1::bigint < 0 OR "
+                       "d.code IN (SELECT code FROM links WHERE owner = $1::bigint)))::bigint "
+                       "FROM links WHERE $1::bigint < 0 OR owner = $1::bigint",
+    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
+                    "WHERE d.day = $1 AND d.clicks > 0 "
+                    "AND ($2::bigint < 0 OR l.owner = $2::bigint) "
+                    "ORDER BY d.clicks DESC, d.code LIMIT $3",
+    [S_KEY_INSERT] = "INSERT INTO api_keys (name, hash, admin, created_at) "
+                     "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id",
+    [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys "
+                      "WHERE hash = $1",
+    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    /* Every node listening on the bus empties its key cache when this commits. */
+    [S_KEY_REVOKE] = "WITH r AS (UPDATE api_keys SET revoked_at = $2 "
+                     "WHERE id = $1 AND revoked_at = 0 RETURNING id) "
+                     "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
+    [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+    [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
+                   "WHERE key_id = $1 AND idem = $2 AND created_at >= $3",
+    [S_IDEM_PUT] = "INSERT INTO idempotency (key_id, idem, fingerprint, status, body, created_at) "
+                   "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key_id, idem) DO UPDATE SET "
+                   "fingerprint = excluded.fingerprint, status = excluded.status, "
+                   "body = excluded.body, created_at = excluded.created_at",
+    [S_IDEM_SWEEP] = "DELETE FROM idempotency WHERE created_at < $1",
+    [S_BLOCK_ADD] = "INSERT INTO blocklist (host, created_at) VALUES ($1, $2) "
+                    "ON CONFLICT DO NOTHING",
+    [S_BLOCK_DEL] = "DELETE FROM blocklist WHERE host = $1",
+    [S_BLOCK_HAS] = "SELECT 1 FROM blocklist WHERE host = $1",
+    [S_BLOCK_LIST] = "SELECT host, created_at FROM blocklist ORDER BY host",
+    [S_LINK_UPDATE] = "UPDATE links SET url = $2, title = $3, note = $4, tags = $5, "
+                      "expires_at = $6, changed_at = $7, password = $8, variants = $9, "
+                      "utm = $10, dest = $11 WHERE code = $1",
+    /* The row lock makes concurrent reservations on every node queue here:
+     * exactly max_clicks of them see a row. */
+    [S_LINK_RESERVE] = "UPDATE links SET used = used + 1 WHERE code = $1 AND max_clicks > 0 "
+                       "AND used < max_clicks RETURNING used",
+    [S_HISTORY_ADD] = "INSERT INTO link_history (code, seq, old_url, new_url, changed_at, by_key) "
+                      "SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5 FROM link_history "
+                      "WHERE code = $1",
+    [S_HISTORY_LIST] = "SELECT seq, old_url, new_url, changed_at, by_key FROM link_history "
+                       "WHERE code = $1 ORDER BY seq DESC LIMIT $2",
+    [S_DOMAIN_ADD] = "INSERT INTO domains (host, owner, created_at) VALUES ($1, $2, $3) "
+                     "ON CONFLICT DO NOTHING",
+    [S_DOMAIN_GET] = "SELECT owner FROM domains WHERE host = $1",
+    [S_DOMAIN_DEL] = "DELETE FROM domains WHERE host = $1 AND owner = $2",
+    [S_DOMAIN_LIST] = "SELECT host, owner, created_at FROM domains "
+                      "WHERE $1::bigint < 0 OR owner = $1::bigint ORDER BY host",
+};
+
+struct conn {
+    PGconn *pg;
+    bool broken;                /* a call timed out: reconnect before the next */
+    bool prepared[S__COUNT];
+    uint64_t lists_prepared[8]; /* link_list variants, one bit per filter mask */
+    bool in_tx;                 /* between begin and commit/rollback */
+    struct conn *next;
+};
+
+struct pg_store {
+    struct store base;
+    char *url;
+    pthread_key_t key;          /* this thread's struct conn */
+    pthread_mutex_t mu;         /* guards 'conns' */
+    struct conn *conns;         /* every thread's connection, closed by close() */
+    pthread_mutex_t claim_mu;   /* guards 'claim' */
+    struct conn *claim;         /* claim_block's own connection, never in a transaction */
+};
+
+/* Parameters of one statement: text, except bytea, sent as binary. */
+struct params {
+    int n;
+    const char *v[MAX_PARAMS];
+    int len[MAX_PARAMS];
+    int fmt[MAX_PARAMS];
+    char num[MAX_PARAMS][24];
+};
+
+static void p_i64(struct params *p, int64_t x)
+{
+    snprintf(p->num[p->n], sizeof(p->num[p->n]), "%lld", (long long)x);
+    p->v[p->n] = p->num[p->n];
+    p->len[p->n] = 0;
+    p->fmt[p->n++] = 0;
+}
+
+/* NULL is SQL NULL. */
+static void p_text(struct params *p, const char *s)
+{
+    p->v[p->n] = s;
+    p->len[p->n] = 0;
+    p->fmt[p->n++] = 0;
+}
+
+static void p_bool(struct params *p, bool b) { p_text(p, b ? "t" : "f"); }
+
+static void p_bytes(struct params *p, const void *b, size_t n)
+{
+    p->v[p->n] = n ? b : "";
+    p->len[p->n] = (int)n;
+    p->fmt[p->n++] = 1;
+}
+
+/* ---- connections ---- */
+
+/* The server's notices and warnings go to the log, one line each. */
+static void notice_log(void *arg, const PGresult *r)
+{
+    (void)arg;
+    const char *msg = PQresultErrorMessage(r);
+    log_at(LOG_WARN, "postgres says: %.*s", (int)strcspn(msg, "\n"), msg);
+}
+
+/* Connects with the URL as libpq's connection string; settings in the URL
+ * override the defaults given here. NULL when it cannot connect. */
+static PGconn *connect_url(const char *url)
+{
+    static const char *const keys[] = {"fallback_application_name", "client_encoding",
+                                       "connect_timeout", "keepalives", "keepalives_idle",
+                                       "keepalives_interval", "keepalives_count",
+                                       "tcp_user_timeout", "dbname", NULL};
+    const char *values[] = {"shortd", "UTF8", "3", "1", "5", "2", "2", "5000", url, NULL};
+    PGconn *pg = PQconnectdbParams(keys, values, 1);
+    if (!pg)
+        abort();
+    if (PQstatus(pg) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(pg);
+        log_at(LOG_ERROR, "cannot connect to postgres: %.*s", (int)strcspn(msg, "\n"), msg);
+        PQfinish(pg);
+        return NULL;
+    }
+    PQsetNoticeReceiver(pg, notice_log, NULL);
+    return pg;
+}
+
+static struct conn *conn_new(const char *url)
+{
+    PGconn *pg = connect_url(url);
+    if (!pg)
+        return NULL;
+    struct conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    c->pg = pg;
+    return c;
+}
+
+static void conn_free(struct conn *c)
+{
+    PQfinish(c->pg);
+    free(c);
+}
+
+/* This thread's connection, opened on first use. NULL when it cannot open. */
+static struct conn *conn_get(struct store *base)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct conn *c = pthread_getspecific(s->key);
+    if (c)
+        return c;
+    c = conn_new(s->url);
+    if (!c)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    c->next = s->conns;
+    s->conns = c;
+    pthread_mutex_unlock(&s->mu);
+    pthread_setspecific(s->key, c);
+    return c;
+}
+
+/* A broken connection is reopened, but never inside a transaction: the
+ * statements after the break would run outside it. */
+/* ---- bounded calls ----
+ * libpq's synchronous calls wait for ever on a server that has stopped
+ * answering (a frozen process still has the kernel acknowledge its TCP).
+ * Every call of the serving path is therefore sent asynchronously and
+ * waited for with poll() up to PG_CALL_MS; past it the connection is dropped
+ * (it is reopened on the next call) and, for PG_PAUSE_MS, calls fail at once
+ * instead of each waiting again: an uncached redirect answers 503 quickly. */
+#define PG_CALL_MS 5000
+#define PG_PAUSE_MS 1000
+
+static _Atomic int64_t pg_paused_until;     /* mono ms */
+
+static PGresult *wait_result(struct conn *c, int sent, const char *what)
+{
+    if (!sent) {
+        c->broken = true;
+        return NULL;
+    }
+    int64_t deadline = mono_ms() + PG_CALL_MS;
+    int64_t mine = store_deadline();    /* a store thread's job's bound */
+    bool own = mine && mine < deadline;
+    if (own)
+        deadline = mine;
+    PGresult *last = NULL;
+    for (;;) {
+        while (!PQisBusy(c->pg)) {
+            PGresult *r = PQgetResult(c->pg);
+            if (!r)
+                return last;
+            PQclear(last);
+            last = r;
+        }
+        int64_t left = deadline - mono_ms();
+        if (left <= 0)
+            break;
+        struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
+        int n = poll(&pfd, 1, (int)left);
+        if ((n < 0 && errno != EINTR) || (n > 0 && !PQconsumeInput(c->pg))) {
+            /* The connection itself failed: reopened on the next call. */
+            PQclear(last);
+            c->broken = true;
+            return NULL;
+        }
+    }
+    PQclear(last);
+    c->broken = true;
+    if (own) {
+        /* The job's own bound, shorter than the server's: a slow query, not
+         * yet a server that stopped answering; the other threads go on. */
+        log_at(LOG_WARN, "postgres %s: past the request's deadline; the connection is dropped",
+               what);
+        return NULL;
+    }
+    atomic_store(&pg_paused_until, mono_ms() + PG_PAUSE_MS);
+    log_at(LOG_ERROR, "postgres %s: no answer within %d ms; the connection is dropped", what,
+           PG_CALL_MS);
+    return NULL;
+}
+
+static PGresult *bx_exec(struct conn *c, const char *text)
+{
+    return wait_result(c, PQsendQuery(c->pg, text), "query");
+}
+
+static PGresult *bx_prepare(struct conn *c, const char *name, const char *text, int n,
+                            const Oid *types)
+{
+    return wait_result(c, PQsendPrepare(c->pg, name, text, n, types), "prepare");
+}
+
+static PGresult *bx_exec_prepared(struct conn *c, const char *name, int n, const char *const *v,
+                                  const int *len, const int *fmt)
+{
+    return wait_result(c, PQsendQueryPrepared(c->pg, name, n, v, len, fmt, 0), "statement");
+}
+
+static int conn_check(struct conn *c)
+{
+    if (atomic_load(&pg_paused_until) > mono_ms())
+        return ERR_STORAGE;
+    if (c->broken) {
+        if (c->in_tx)
+            return log_fail(ERR_STORAGE, "postgres connection lost inside a transaction");
+        /* Drop the connection that timed out (its server may be frozen) and
+         * open a new one; connect_timeout bounds this. */
+        c->broken = false;
+        PQreset(c->pg);
+        memset(c->prepared, 0, sizeof(c->prepared));
+        memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
+        if (PQstatus(c->pg) != CONNECTION_OK) {
+            atomic_store(&pg_paused_until, mono_ms() + PG_PAUSE_MS);
+            return log_fail(ERR_STORAGE, "cannot reconnect to postgres");
+        }
+        return ERR_OK;
+    }
+    if (PQstatus(c->pg) == CONNECTION_OK)
+        return ERR_OK;
+    if (c->in_tx)
+        return log_fail(ERR_STORAGE, "postgres connection lost inside a transaction");
+    PQreset(c->pg);
+    memset(c->prepared, 0, sizeof(c->prepared));
+    memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(c->pg);
+        return log_fail(ERR_STORAGE, "cannot reconnect to postgres: %.*s",
+                        (int)strcspn(msg, "\n"), msg);
+    }
+    log_at(LOG_INFO, "reconnected to postgres");
+    return ERR_OK;
+}
+
+/* ERR_EXISTS for a unique violation, else ERR_STORAGE logged once. Clears 'r'. */
+static int result_fail(PGresult *r, PGconn *pg, const char *what)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(pg);
+    int rc;
+    if (state && !strcmp(state, "23505"))
+        rc = ERR_EXISTS;
+    else
+        rc = log_fail(ERR_STORAGE, "postgres %s failed: %.*s%s%s%s", what,
+                      (int)strcspn(msg, "\n"), msg, state ? " (" : "", state ? state : "",
+                      state ? ")" : "");
+    PQclear(r);
+    return rc;
+}
+
+static int check_result(PGresult *r, PGconn *pg, const char *what, PGresult **out)
+{
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return result_fail(r, pg, what);
+    if (out)
+        *out = r;
+    else
+        PQclear(r);
+    return ERR_OK;
+}
+
+/* Runs a statement on 'c' as it is, preparing it first if needed. 'out' (may
+ * be NULL) gets the result on success, for the caller to PQclear. */
+static int exec_on(struct conn *c, enum stmt id, const struct params *p, const char *what,
+                   PGresult **out)
+{
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    char name[16];
+    snprintf(name, sizeof(name), "s%d", (int)id);
+    if (!c->prepared[id]) {
+        PGresult *r = bx_prepare(c, name, sql[id], 0, NULL);
+        rc = check_result(r, c->pg, "prepare", NULL);
+        if (rc != ERR_OK)
+            return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+        c->prepared[id] = true;
+    }
+    PGresult *r = bx_exec_prepared(c, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
+                                   p ? p->fmt : NULL);
+    return check_result(r, c->pg, what, out);
+}
+
+/* Runs a statement without parameters or result (transaction control). */
+static int exec_simple(struct conn *c, const char *text, const char *what)
+{
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    return check_result(bx_exec(c, text), c->pg, what, NULL);
+}
+
+/* Runs a statement on this thread's connection. */
+static int run(struct store *st, enum stmt id, const struct params *p, const char *what,
+               PGresult **out)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    return exec_on(c, id, p, what, out);
+}
+
+static int changed(PGresult *r)
+{
+    return atoi(PQcmdTuples(r));
+}
+
+/* Runs a write; *n gets the number of rows it changed. */
+static int run_count(struct store *st, enum stmt id, const struct params *p, const char *what,
+                     int *n)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, p, what, &r);
+    *n = rc == ERR_OK ? changed(r) : 0;
+    PQclear(r);
+    return rc;
+}
+
+static int64_t val_i64(const PGresult *r, int row, int col)
+{
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static bool val_bool(const PGresult *r, int row, int col)
+{
+    return PQgetvalue(r, row, col)[0] == 't';
+}
+
+static char *val_dup(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return NULL;
+    return slice_dup((struct slice){PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col)});
+}
+
+/* A bytea column (text format, hex) into 'out'. */
+static int val_bytes(const PGresult *r, int row, int col, struct buf *out)
+{
+    size_t n = 0;
+    unsigned char *b = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &n);
+    if (!b)
+        return log_fail(ERR_STORAGE, "postgres returned a damaged bytea value");
+    buf_reset(out);
+    buf_add(out, b, n);
+    PQfreemem(b);
+    return ERR_OK;
+}
+
+static void row_to_link(const PGresult *r, int row, struct link *l)
+{
+    memset(l, 0, sizeof(*l));
+    size_t n = (size_t)PQgetlength(r, row, 0);
+    if (n > CODE_MAX)
+        n = CODE_MAX;
+    memcpy(l->code, PQgetvalue(r, row, 0), n);
+    l->code[n] = '\0';
+    l->owner = val_i64(r, row, 1);
+    l->url = val_dup(r, row, 2);
+    l->title = val_dup(r, row, 3);
+    l->note = val_dup(r, row, 4);
+    l->tags = val_dup(r, row, 5);
+    l->created_at = val_i64(r, row, 6);
+    l->expires_at = val_i64(r, row, 7);
+    l->changed_at = val_i64(r, row, 8);
+    l->state = (int)val_i64(r, row, 9);
+    l->permanent = val_bool(r, row, 10);
+    l->clicks = val_i64(r, row, 11);
+    l->bot_clicks = val_i64(r, row, 12);
+    l->password = val_dup(r, row, 13);
+    l->domain = val_dup(r, row, 14);
+    l->variants = val_dup(r, row, 15);
+    l->utm = val_dup(r, row, 16);
+    l->dest = val_dup(r, row, 17);
+    l->max_clicks = val_i64(r, row, 18);
+    l->used = val_i64(r, row, 19);
+}
+
+/* ---- lifecycle ---- */
+
+static int schema_version(struct conn *c, int *version)
+{
+    PGresult *r = NULL;
+    *version = 0;
+    int rc = exec_on(c, S_HAS_VERSION, NULL, "schema check", &r);
+    if (rc != ERR_OK)
+        return rc;
+    bool has = PQntuples(r) == 1 && val_bool(r, 0, 0);
+    PQclear(r);
+    if (!has)
+        return ERR_OK;
+    rc = exec_on(c, S_VERSION, NULL, "schema version", &r);
+    if (rc != ERR_OK)
+        return rc;
+    *version = PQntuples(r) == 1 ? (int)val_i64(r, 0, 0) : 0;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static void pg_close(struct store *st);
+
+static int pg_open(const char *url, struct store **out)
+{
+    struct pg_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->base.ops = &store_pg_ops;
+    s->url = xstrdup(url);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->claim_mu, NULL);
+    pthread_key_create(&s->key, NULL);
+    struct conn *c = conn_get(&s->base);
+    int version = 0;
+    int rc = c ? schema_version(c, &version) : ERR_STORAGE;
+    if (rc == ERR_OK && version != SCHEMA_VERSION) {
+        if (version < SCHEMA_VERSION)
+            log_at(LOG_ERROR, "database schema %d is not the one this shortd knows (%d): "
+                   "run shortd migrate", version, SCHEMA_VERSION);
+        else
+            log_at(LOG_ERROR, "database schema %d is not the one this shortd knows (%d): "
+                   "it is newer; run a newer shortd", version, SCHEMA_VERSION);
+        rc = ERR_STORAGE;
+    }
+    if (rc != ERR_OK) {
+        pg_close(&s->base);
+        return ERR_STORAGE;
+    }
+    *out = &s->base;
+    return ERR_OK;
+}
+
+/* Only after every thread that used the store has stopped using it. */
+static void pg_close(struct store *st)
+{
+    struct pg_store *s = (struct pg_store *)st;
+    if (!s)
+        return;
+    struct conn *c = s->conns;
+    while (c) {
+        struct conn *next = c->next;
+        conn_free(c);
+        c = next;
+    }
+    if (s->claim)
+        conn_free(s->claim);
+    pthread_key_delete(s->key);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->claim_mu);
+    free(s->url);
+    free(s);
+}
+
+static int pg_ping(struct store *st) { return run(st, S_PING, NULL, "ping", NULL); }
+
+static int pg_backup(struct store *st, const char *to_path)
+{
+    (void)st;
+    return log_fail(ERR_INVALID, "cannot back up to '%s': a postgres store is backed up with "
+                    "pg_dump or pg_basebackup", to_path);
+}
+
+/* ---- migrations ---- */
+
+int store_pg_migrate(const char *url, int *from, int *to)
+{
+    *from = *to = 0;
+    struct conn *c = conn_new(url);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = exec_simple(c, "BEGIN", "begin");
+    if (rc == ERR_OK) {
+        c->in_tx = true;
+        /* Held until the transaction ends: a second migrator waits here,
+         * then finds the work done. */
+        rc = exec_simple(c, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK ")", "migration lock");
+    }
+    int version = 0;
+    if (rc == ERR_OK)
+        rc = schema_version(c, &version);
+    *from = *to = version;
+    if (rc == ERR_OK && version > SCHEMA_VERSION)
+        rc = log_fail(ERR_STORAGE, "database schema %d is newer than this shortd knows (%d)",
+                      version, SCHEMA_VERSION);
+    for (int i = 0; rc == ERR_OK && i < NMIGRATIONS; i++) {
+        const struct migration *m = &migrations[i];
+        if (m->version <= version)
+            continue;
+        log_at(LOG_INFO, "applying migration '%s'", m->name);
+        rc = check_result(PQexec(c->pg, m->sql), c->pg, m->name, NULL);
+        if (rc == ERR_OK) {
+            const char *values[2];
+            char num[16];
+            snprintf(num, sizeof(num), "%d", m->version);
+            values[0] = num;
+            values[1] = m->name;
+            rc = check_result(PQexecParams(c->pg, "INSERT INTO schema_version (version, name) "
+                                                  "VALUES ($1, $2)",
+                                           2, NULL, values, NULL, NULL, 0),
+                              c->pg, "schema version update", NULL);
+        }
+        if (rc == ERR_OK)
+            *to = m->version;
+    }
+    if (rc == ERR_OK) {
+        PGresult *r = PQexec(c->pg, "COMMIT");
+        rc = check_result(r, c->pg, "commit", &r);
+        if (rc == ERR_OK && strcmp(PQcmdStatus(r), "COMMIT") != 0)
+            rc = log_fail(ERR_STORAGE, "the migration was rolled back");
+        if (rc == ERR_OK)
+            PQclear(r);
+    }
+    if (rc != ERR_OK) {
+        PQclear(PQexec(c->pg, "ROLLBACK"));
+        *to = *from;
+        rc = rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    }
+    conn_free(c);
+    return rc;
+}
+
+/* ---- transactions ---- */
+
+static int pg_begin(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    if (c->in_tx)
+        return log_fail(ERR_STORAGE, "postgres begin inside a transaction");
+    int rc = exec_simple(c, "BEGIN", "begin");
+    if (rc == ERR_OK)
+        c->in_tx = true;
+    return rc;
+}
+
+/* PostgreSQL answers COMMIT of a failed transaction with a rollback, not an
+ * error: that is an error here. */
+static int pg_commit(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    if (!c->in_tx)
+        return log_fail(ERR_STORAGE, "postgres commit without a transaction");
+    int rc = conn_check(c);
+    PGresult *r = rc == ERR_OK ? bx_exec(c, "COMMIT") : NULL;
+    if (rc == ERR_OK)
+        rc = check_result(r, c->pg, "commit", &r);
+    if (rc == ERR_OK) {
+        if (strcmp(PQcmdStatus(r), "COMMIT") != 0)
+            rc = log_fail(ERR_STORAGE, "postgres rolled back the transaction: a statement "
+                          "in it failed");
+        PQclear(r);
+    }
+    if (rc == ERR_EXISTS)
+        rc = ERR_STORAGE;
+    if (rc != ERR_OK && !c->broken && PQstatus(c->pg) == CONNECTION_OK &&
+        PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(bx_exec(c, "ROLLBACK"));
+    c->in_tx = false;
+    return rc;
+}
+
+static void pg_rollback(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return;
+    if (!c->broken && PQstatus(c->pg) == CONNECTION_OK &&
+        PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(bx_exec(c, "ROLLBACK"));
+    c->in_tx = false;
+}
+
+static int pg_savepoint(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    return exec_simple(c, "SAVEPOINT unit", "savepoint");
+}
+
+static void pg_savepoint_end(struct store *st, bool keep)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return;
+    if (!keep)
+        exec_simple(c, "ROLLBACK TO unit", "rollback to savepoint");
+    exec_simple(c, "RELEASE unit", "release savepoint");
+}
+
+/* ---- meta ---- */
+
+static int pg_meta_get(struct store *st, const char *key, struct buf *val)
+{
+    struct params p = {0};
+    p_text(&p, key);
+    PGresult *r = NULL;
+    int rc = run(st, S_META_GET, &p, "meta get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    rc = PQntuples(r) ? val_bytes(r, 0, 0, val) : ERR_NOTFOUND;
+    PQclear(r);
+    return rc;
+}
+
+static int pg_meta_put(struct store *st, const char *key, const void *val, size_t n)
+{
+    struct params p = {0};
+    p_text(&p, key);
+    p_bytes(&p, val, n);
+    return run(st, S_META_PUT, &p, "meta put", NULL);
+}
+
+static int pg_meta_del(struct store *st, const char *key)
+{
+    struct params p = {0};
+    p_text(&p, key);
+    return run(st, S_META_DEL, &p, "meta delete", NULL);
+}
+
+static int pg_claim_block(struct store *st, uint64_t size, uint64_t *start)
+{
+    struct pg_store *s = (struct pg_store *)st;
+    struct params p = {0};
+    p_i64(&p, (int64_t)size);
+    PGresult *r = NULL;
+    int rc = ERR_STORAGE;
+    pthread_mutex_lock(&s->claim_mu);
+    if (!s->claim)
+        s->claim = conn_new(s->url);
+    if (s->claim)
+        rc = exec_on(s->claim, S_CLAIM, &p, "claim block", &r);
+    pthread_mutex_unlock(&s->claim_mu);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    if (PQntuples(r) == 1)
+        *start = (uint64_t)val_i64(r, 0, 0);
+    else
+        rc = log_fail(ERR_STORAGE, "the code counter is missing from the database");
+    PQclear(r);
+    return rc;
+}
+
+/* ---- links ---- */
+
+static int one_link(struct store *st, enum stmt id, const struct params *p, const char *what,
+                    struct link *out)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, p, what, &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        row_to_link(r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_link_get(struct store *st, const char *code, struct link *out)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    return one_link(st, S_LINK_GET, &p, "link get", out);
+}
+
+static int pg_link_insert(struct store *st, const struct link *l)
+{
+    struct params p = {0};
+    p_text(&p, l->code);
+    p_i64(&p, l->owner);
+    p_text(&p, l->url);
+    p_text(&p, l->title);
+    p_text(&p, l->note);
+    p_text(&p, l->tags);
+    p_i64(&p, l->created_at);
+    p_i64(&p, l->expires_at);
+    p_i64(&p, l->changed_at);
+    p_i64(&p, l->state);
+    p_bool(&p, l->permanent);
+    p_i64(&p, l->clicks);
+    p_i64(&p, l->bot_clicks);
+    p_text(&p, l->password);
+    p_text(&p, l->domain);
+    p_text(&p, l->variants);
+    p_text(&p, l->utm);
+    p_text(&p, l->dest);
+    p_i64(&p, l->max_clicks);
+    p_i64(&p, l->used);
+    int n = 0;
+    int rc = run_count(st, S_LINK_INSERT, &p, "link insert", &n);
+    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_link_update(struct store *st, const struct link *l)
+{
+    struct params p = {0};
+    p_text(&p, l->code);
+    p_text(&p, l->url);
+    p_text(&p, l->title);
+    p_text(&p, l->note);
+    p_text(&p, l->tags);
+    p_i64(&p, l->expires_at);
+    p_i64(&p, l->changed_at);
+    p_text(&p, l->password);
+    p_text(&p, l->variants);
+    p_text(&p, l->utm);
+    p_text(&p, l->dest);
+    int n = 0;
+    int rc = run_count(st, S_LINK_UPDATE, &p, "link update", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_link_reserve(struct store *st, const char *code, int64_t *used)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    PGresult *r = NULL;
+    int rc = run(st, S_LINK_RESERVE, &p, "link reserve", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_TOOBIG;
+    else
+        *used = val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_history_add(struct store *st, const char *code, const char *old_url,
+                          const char *new_url, int64_t at, int64_t by_key)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_text(&p, old_url);
+    p_text(&p, new_url);
+    p_i64(&p, at);
+    p_i64(&p, by_key);
+    int n = 0;
+    return run_count(st, S_HISTORY_ADD, &p, "history add", &n);
+}
+
+static int pg_history_list(struct store *st, const char *code, int limit, change_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    int rc = run(st, S_HISTORY_LIST, &p, "history list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct link_change c = {
+            .seq = val_i64(r, i, 0),
+            .old_url = PQgetisnull(r, i, 1) ? NULL : PQgetvalue(r, i, 1),
+            .new_url = PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2),
+            .changed_at = val_i64(r, i, 3),
+            .by_key = val_i64(r, i, 4),
+        };
+        if (cb(&c, arg))
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_domain_add(struct store *st, const char *host, int64_t owner, int64_t now)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    p_i64(&p, owner);
+    p_i64(&p, now);
+    int n = 0;
+    int rc = run_count(st, S_DOMAIN_ADD, &p, "domain add", &n);
+    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_domain_get(struct store *st, const char *host, int64_t *owner)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    PGresult *r = NULL;
+    int rc = run(st, S_DOMAIN_GET, &p, "domain get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        *owner = val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_domain_del(struct store *st, const char *host, int64_t owner)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    p_i64(&p, owner);
+    int n = 0;
+    int rc = run_count(st, S_DOMAIN_DEL, &p, "domain delete", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_domain_list(struct store *st, int64_t owner, domain_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    PGresult *r = NULL;
+    int rc = run(st, S_DOMAIN_LIST, &p, "domain list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(PQgetvalue(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_link_find_live(struct store *st, int64_t owner, const char *url, int64_t now,
+                             struct link *out)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    p_text(&p, url);
+    p_i64(&p, now);
+    return one_link(st, S_LINK_FIND_LIVE, &p, "link find", out);
+}
+
+static int pg_link_set_state(struct store *st, const char *code, int state, int64_t now)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    if (state != LINK_DELETED)
+        p_i64(&p, state);
+    p_i64(&p, now);
+    int n = 0;
+    int rc = run_count(st, state == LINK_DELETED ? S_LINK_DELETE : S_LINK_SET_STATE, &p,
+                       "link state", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+/* ASCII-only case folding, the same as SQLite's lower(): q matches the same
+ * links in both backends whatever the server's locale. */
+#define FOLD(x) "translate(" x ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+#define HAS_Q(col) "strpos(" FOLD(col) ", " FOLD("$7") ") > 0"
+
+/* The filter is built from fixed fragments only; values are bound. Each of
+ * the 512 shapes is prepared once per connection, named by its mask. */
+static int pg_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    bool cursor = lq->after_code && *lq->after_code;
+    unsigned mask = (lq->states & (1u << LINK_DELETED) ? 1u : 0) |
+                    (lq->states & (1u << LINK_DISABLED) ? 2u : 0) | (lq->want_live ? 4u : 0) |
+                    (lq->want_expired ? 8u : 0) | (lq->owner >= 0 ? 16u : 0) | (cursor ? 32u : 0) |
+                    (lq->tag ? 64u : 0) | (lq->q ? 128u : 0) | (lq->want_exhausted ? 256u : 0);
+    char name[16];
+    snprintf(name, sizeof(name), "list%u", mask);
+    if (!(c->lists_prepared[mask / 64] & (1ull << (mask % 64)))) {
+        struct buf s = BUF_INIT;
+        buf_adds(&s, "SELECT " LINK_READ " FROM links WHERE (false");
+        if (mask & 1)
+            buf_adds(&s, " OR state = 1");
+        if (mask & 2)
+            buf_adds(&s, " OR state = 2");
+        if (mask & 4)
+            buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > $1)"
+                         " AND (max_clicks = 0 OR used < max_clicks))");
+        if (mask & 8)
+            buf_adds(&s, " OR (state = 0 AND expires_at > 0 AND expires_at <= $1)");
+        if (mask & 256)
+            buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > $1)"
+                         " AND max_clicks > 0 AND used >= max_clicks)");
+        buf_adds(&s, ")");
+        if (mask & 16)
+            buf_adds(&s, " AND owner = $2");
+        if (mask & 32)
+            buf_adds(&s, " AND (created_at, code) < ($3, $4)");
+        if (mask & 64)
+            buf_adds(&s, " AND EXISTS (SELECT 1 FROM json_array_elements_text(tags::json) t"
+                         " WHERE t = $6)");
+        if (mask & 128)
+            buf_adds(&s, " AND (" HAS_Q("code") " OR " HAS_Q("url") " OR " HAS_Q("title")
+                         " OR " HAS_Q("note") ")");
+        buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT $5");
+        /* int8, int8, int8, text, int8, text, text */
+        static const Oid types[7] = {20, 20, 20, 25, 20, 25, 25};
+        rc = check_result(bx_prepare(c, name, s.p, 7, types), c->pg, "prepare link list",
+                          NULL);
+        buf_release(&s);
+        if (rc != ERR_OK)
+            return ERR_STORAGE;
+        c->lists_prepared[mask / 64] |= 1ull << (mask % 64);
+    }
+    struct params p = {0};
+    p_i64(&p, lq->now);
+    p_i64(&p, lq->owner);
+    p_i64(&p, lq->after_created);
+    p_text(&p, lq->after_code ? lq->after_code : "");
+    p_i64(&p, lq->limit);
+    p_text(&p, lq->tag ? lq->tag : "");
+    p_text(&p, lq->q ? lq->q : "");
+    PGresult *r = NULL;
+    rc = check_result(bx_exec_prepared(c, name, p.n, p.v, p.len, p.fmt), c->pg, "link list",
+                      &r);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct link l;
+        row_to_link(r, i, &l);
+        int stop = cb(&l, arg);
+        link_release(&l);
+        if (stop)
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int count(struct store *st, enum stmt id, int64_t *n)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, NULL, "count", &r);
+    if (rc != ERR_OK)
+        return rc;
+    *n = val_i64(r, 0, 0);
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_link_count(struct store *st, int64_t *n) { return count(st, S_LINK_COUNT, n); }
+
+static int pg_link_sweep(struct store *st, int64_t before, int limit, int *swept)
+{
+    struct params p = {0};
+    p_i64(&p, before);
+    p_i64(&p, limit);
+    return run_count(st, S_LINK_SWEEP, &p, "link sweep", swept);
+}
+
+/* ---- click analytics ---- */
+
+/* Array parameters of one chunk of link days: codes, days, then (for the
+ * write) the merged counts and blobs. */
+struct day_arrays {
+    struct buf col[8];
+};
+
+static void arrays_open(struct day_arrays *a, int ncols)
+{
+    for (int i = 0; i < ncols; i++) {
+        buf_reset(&a->col[i]);
+        buf_addc(&a->col[i], '{');
+    }
+}
+
+static void arrays_sep(struct day_arrays *a, int ncols, size_t row)
+{
+    for (int i = 0; i < ncols && row; i++)
+        buf_addc(&a->col[i], ',');
+}
+
+/* One element of an array literal: NULL, a number, or a quoted string (a
+ * bytea in hex, its backslash escaped for the array parser). */
+static void array_elem(struct buf *o, const struct store_value *v)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (v->type == VAL_NULL) {
+        buf_adds(o, "NULL");
+        return;
+    }
+    if (v->type == VAL_INT) {
+        buf_add_i64(o, v->i);
+        return;
+    }
+    buf_addc(o, '"');
+    if (v->type == VAL_BLOB) {
+        buf_adds(o, "\\\\x");
+        for (size_t i = 0; i < v->n; i++) {
+            buf_addc(o, hex[(unsigned char)v->p[i] >> 4]);
+            buf_addc(o, hex[(unsigned char)v->p[i] & 15]);
+        }
+    } else {
+        for (size_t i = 0; i < v->n; i++) {
+            if (v->p[i] == '"' || v->p[i] == '\\')
+                buf_addc(o, '\\');
+            buf_addc(o, v->p[i]);
+        }
+    }
+    buf_addc(o, '"');
+}
+
+static void array_text(struct buf *o, const char *s)
+{
+    array_elem(o, &(struct store_value){VAL_TEXT, 0, s, strlen(s)});
+}
+
+static void array_bytea(struct buf *o, const void *p, size_t n)
+{
+    array_elem(o, &(struct store_value){p ? VAL_BLOB : VAL_NULL, 0, p, n});
+}
+
+static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struct day_arrays *a,
+                      struct buf bufs[3], struct buf raw[3])
+{
+    arrays_open(a, 2);
+    for (size_t i = 0; i < n; i++) {
+        arrays_sep(a, 2, i);
+        array_text(&a->col[0], d[i].code);
+        buf_add_i64(&a->col[1], d[i].day);
+    }
+    for (int i = 0; i < 2; i++)
+        buf_addc(&a->col[i], '}');
+    struct params k = {0};
+    p_text(&k, a->col[0].p);
+    p_text(&k, a->col[1].p);
+    int rc = exec_on(c, S_DAYS_ADD, &k, "day insert", NULL);
+    PGresult *r = NULL;
+    if (rc == ERR_OK)
+        rc = exec_on(c, S_DAYS_LOCK, &k, "day lock", &r);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    if ((size_t)PQntuples(r) != n) {
+        PQclear(r);
+        return log_fail(ERR_STORAGE, "postgres: %d of %zu day rows found", PQntuples(r), n);
+    }
+    /* The locked rows come in (code, day) order: the deltas' order. */
+    struct day_arrays w;
+    memset(&w, 0, sizeof(w));
+    arrays_open(&w, 8);
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        int row = (int)i;
+        struct day_blobs old = {val_i64(r, row, 0), val_i64(r, row, 1), val_i64(r, row, 2),
+                                NULL, NULL, NULL, 0, 0, 0};
+        const void **ptr[3] = {&old.dims, &old.visitors, &old.recent};
+        size_t *len[3] = {&old.ndims, &old.nvisitors, &old.nrecent};
+        for (int k2 = 0; k2 < 3 && rc == ERR_OK; k2++) {
+            if (PQgetisnull(r, row, 3 + k2))
+                continue;
+            rc = val_bytes(r, row, 3 + k2, &raw[k2]);
+            *ptr[k2] = raw[k2].p ? raw[k2].p : "";
+            *len[k2] = raw[k2].len;
+        }
+        struct day_blobs m;
+        if (rc == ERR_OK && dayrow_merge(&old, d[i].row, &bufs[0], &bufs[1], &bufs[2], &m) != ERR_OK)
+            rc = log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
+                          d[i].code, (long long)d[i].day);
+        if (rc != ERR_OK)
+            break;
+        arrays_sep(&w, 8, i);
+        array_text(&w.col[0], d[i].code);
+        buf_add_i64(&w.col[1], d[i].day);
+        buf_add_i64(&w.col[2], m.clicks);
+        buf_add_i64(&w.col[3], m.bots);
+        buf_add_i64(&w.col[4], m.uniques);
+        array_bytea(&w.col[5], m.dims, m.ndims);
+        array_bytea(&w.col[6], m.visitors, m.nvisitors);
+        array_bytea(&w.col[7], m.recent, m.nrecent);
+    }
+    PQclear(r);
+    if (rc == ERR_OK) {
+        struct params p = {0};
+        for (int i = 0; i < 8; i++) {
+            buf_addc(&w.col[i], '}');
+            p_text(&p, w.col[i].p);
+        }
+        rc = exec_on(c, S_DAYS_PUT, &p, "day write", NULL);
+    }
+    for (int i = 0; i < 8; i++)
+        buf_release(&w.col[i]);
+    return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+}
+
+static int pg_agg_days(struct store *st, const struct day_delta *d, size_t n)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct day_arrays a;
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT}, raw[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    memset(&a, 0, sizeof(a));
+    int rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i += DAY_CHUNK)
+        rc = days_chunk(c, d + i, n - i < DAY_CHUNK ? n - i : DAY_CHUNK, &a, bufs, raw);
+    for (int i = 0; i < 8; i++)
+        buf_release(&a.col[i]);
+    for (int i = 0; i < 3; i++) {
+        buf_release(&bufs[i]);
+        buf_release(&raw[i]);
+    }
+    return rc;
+}
+
+static int pg_prune_days(struct store *st, int64_t before_day, int limit, int *pruned)
+{
+    struct params p = {0};
+    p_i64(&p, before_day);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    *pruned = 0;
+    int rc = run(st, S_PRUNE_DAYS, &p, "prune", &r);
+    if (rc == ERR_OK)
+        *pruned = (int)val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_prune_visitors(struct store *st, int64_t before_day)
+{
+    struct params p = {0};
+    p_i64(&p, before_day);
+    return run(st, S_PRUNE_VISITORS, &p, "prune visitors", NULL);
+}
+
+static int pg_stats_days(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
+                         void *arg)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_DAYS, &p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(val_i64(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), val_i64(r, i, 3), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+/* Folds the blob column of every row of a stats query into 'acc'. */
+static int stats_blobs(struct store *st, enum stmt id, const struct params *p, bool dims,
+                       const char *code, struct dayrow *acc)
+{
+    PGresult *r = NULL;
+    dayrow_init(acc);
+    int rc = run(st, id, p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf raw = BUF_INIT;
+    bool bad = false;
+    for (int i = 0; i < PQntuples(r) && rc == ERR_OK; i++) {
+        rc = val_bytes(r, i, 0, &raw);
+        struct day_blobs b = {0};
+        if (dims) {
+            b.dims = raw.p;
+            b.ndims = raw.len;
+        } else {
+            b.recent = raw.p;
+            b.nrecent = raw.len;
+        }
+        if (rc == ERR_OK && dayrow_add_blobs(acc, &b) != ERR_OK)
+            bad = true;
+    }
+    if (bad)
+        log_at(LOG_WARN, "some stored clicks of '%s' are damaged and were skipped", code);
+    buf_release(&raw);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_stats_dims(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
+                         void *arg)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    struct dayrow acc;
+    int rc = stats_blobs(st, S_STATS_DIMS, &p, true, code, &acc);
+    if (rc == ERR_OK)
+        dayrow_each_tally(&acc, cb, arg);
+    dayrow_release(&acc);
+    return rc;
+}
+
+static int pg_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
+{
+    /* Each day keeps its newest RECENT_KEEP: so many days are always enough. */
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, limit < 1 ? 1 : limit);
+    struct dayrow acc;
+    int rc = stats_blobs(st, S_STATS_RECENT, &p, false, code, &acc);
+    if (rc == ERR_OK)
+        store_each_recent(&acc, limit, cb, arg);
+    dayrow_release(&acc);
+    return rc;
+}
+
+static int pg_stats_totals(struct store *st, int64_t owner, struct totals *out)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_TOTALS, &p, "totals", &r);
+    if (rc != ERR_OK)
+        return rc;
+    out->links = val_i64(r, 0, 0);
+    out->clicks = val_i64(r, 0, 1);
+    out->bot_clicks = val_i64(r, 0, 2);
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_stats_top(struct store *st, int64_t owner, int64_t day, int limit, top_cb cb,
+                        void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, day);
+    p_i64(&p, owner);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_TOP, &p, "top links", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(PQgetvalue(r, i, 0), val_i64(r, i, 1), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+/* ---- API keys ---- */
+
+static void row_to_key(const PGresult *r, int row, struct apikey *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->id = val_i64(r, row, 0);
+    snprintf(k->name, sizeof(k->name), "%s", PQgetvalue(r, row, 1));
+    k->admin = val_bool(r, row, 2);
+    k->created_at = val_i64(r, row, 3);
+    k->revoked_at = val_i64(r, row, 4);
+}
+
+static int pg_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
+                         int64_t now, int64_t *id)
+{
+    struct params p = {0};
+    p_text(&p, name);
+    p_bytes(&p, hash, 32);
+    p_bool(&p, admin);
+    p_i64(&p, now);
+    PGresult *r = NULL;
+    int rc = run(st, S_KEY_INSERT, &p, "key insert", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 1)
+        *id = val_i64(r, 0, 0);
+    else
+        rc = ERR_EXISTS;
+    PQclear(r);
+    return rc;
+}
+
+static int pg_key_by_hash(struct store *st, const uint8_t hash[32], struct apikey *out)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    PGresult *r = NULL;
+    int rc = run(st, S_KEY_BY_HASH, &p, "key get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        row_to_key(r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_key_list(struct store *st, key_cb cb, void *arg)
+{
+    PGresult *r = NULL;
+    int rc = run(st, S_KEY_LIST, NULL, "key list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct apikey k;
+        row_to_key(r, i, &k);
+        if (cb(&k, arg))
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_key_revoke(struct store *st, int64_t id, int64_t now)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, now);
+    int n = 0;
+    int rc = run_count(st, S_KEY_REVOKE, &p, "key revoke", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_key_count(struct store *st, int64_t *n) { return count(st, S_KEY_COUNT, n); }
+
+/* ---- idempotency ---- */
+
+static int pg_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
+                       struct idem_rec *out)
+{
+    struct params p = {0};
+    p_i64(&p, key_id);
+    p_text(&p, idem);
+    p_i64(&p, since);
+    PGresult *r = NULL;
+    int rc = run(st, S_IDEM_GET, &p, "idempotency get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return ERR_NOTFOUND;
+    }
+    memset(out, 0, sizeof(*out));
+    struct buf fp = BUF_INIT;
+    rc = val_bytes(r, 0, 0, &fp);
+    if (rc == ERR_OK && fp.len == 32)
+        memcpy(out->fingerprint, fp.p, 32);
+    buf_release(&fp);
+    if (rc == ERR_OK) {
+        out->status = (int)val_i64(r, 0, 1);
+        out->body = val_dup(r, 0, 2);
+        out->created_at = val_i64(r, 0, 3);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_meta_add(struct store *st, const char *key, const void *val, size_t n)
+{
+    struct params p = {0};
+    p_text(&p, key);
+    p_bytes(&p, val, n);
+    int changes = 0;
+    int rc = run_count(st, S_META_ADD, &p, "meta add", &changes);
+    if (rc != ERR_OK)
+        return rc;
+    return changes ? ERR_OK : ERR_EXISTS;
+}
+
+/* The columns of an idempotency record, in statement order. */
+static void idem_params(struct params *p, int64_t key_id, const char *idem,
+                        const struct idem_rec *rec)
+{
+    p_i64(p, key_id);
+    p_text(p, idem);
+    p_bytes(p, rec->fingerprint, 32);
+    p_i64(p, rec->status);
+    p_text(p, rec->body ? rec->body : "");
+    p_i64(p, rec->created_at);
+}
+
+static int pg_idem_claim(struct store *st, int64_t key_id, const char *idem,
+                         const struct idem_rec *rec)
+{
+    struct params p = {0};
+    idem_params(&p, key_id, idem, rec);
+    int changes = 0;
+    int rc = run_count(st, S_IDEM_CLAIM, &p, "idempotency claim", &changes);
+    if (rc != ERR_OK)
+        return rc;
+    return changes ? ERR_OK : ERR_EXISTS;
+}
+
+static int pg_idem_put(struct store *st, int64_t key_id, const char *idem,
+                       const struct idem_rec *rec)
+{
+    struct params p = {0};
+    idem_params(&p, key_id, idem, rec);
+    return run(st, S_IDEM_PUT, &p, "idempotency put", NULL);
+}
+
+static int pg_idem_sweep(struct store *st, int64_t before)
+{
+    struct params p = {0};
+    p_i64(&p, before);
+    return run(st, S_IDEM_SWEEP, &p, "idempotency sweep", NULL);
+}
+
+/* ---- blocklist ---- */
+
+static int pg_block_add(struct store *st, const char *host, int64_t now)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    p_i64(&p, now);
+    int n = 0;
+    int rc = run_count(st, S_BLOCK_ADD, &p, "block add", &n);
+    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_block_del(struct store *st, const char *host)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    int n = 0;
+    int rc = run_count(st, S_BLOCK_DEL, &p, "block delete", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_block_has(struct store *st, const char *host, bool *yes)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    PGresult *r = NULL;
+    int rc = run(st, S_BLOCK_HAS, &p, "block check", &r);
+    if (rc != ERR_OK)
+        return rc;
+    *yes = PQntuples(r) > 0;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_block_list(struct store *st, host_cb cb, void *arg)
+{
+    PGresult *r = NULL;
+    int rc = run(st, S_BLOCK_LIST, NULL, "block list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(PQgetvalue(r, i, 0), val_i64(r, i, 1), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+/* Moving a store: defined in the last section of this file. */
+static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg);
+static int pg_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
+                          const struct store_value *after, bool to_end, int64_t *nchanged);
+static int pg_table_count(struct store *st, int table, struct table_count *out);
+
+const struct store_ops store_pg_ops = {
+    .name = "postgres",
+    .open = pg_open,
+    .close = pg_close,
+    .ping = pg_ping,
+    .backup = pg_backup,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .savepoint = pg_savepoint,
+    .savepoint_end = pg_savepoint_end,
+    .meta_get = pg_meta_get,
+    .meta_put = pg_meta_put,
+    .meta_del = pg_meta_del,
+    .meta_add = pg_meta_add,
+    .idem_claim = pg_idem_claim,
+    .claim_block = pg_claim_block,
+    .link_get = pg_link_get,
+    .link_insert = pg_link_insert,
+    .link_find_live = pg_link_find_live,
+    .link_set_state = pg_link_set_state,
+    .link_list = pg_link_list,
+    .link_count = pg_link_count,
+    .link_sweep = pg_link_sweep,
+    .link_update = pg_link_update,
+    .link_reserve = pg_link_reserve,
+    .history_add = pg_history_add,
+    .history_list = pg_history_list,
+    .domain_add = pg_domain_add,
+    .domain_get = pg_domain_get,
+    .domain_del = pg_domain_del,
+    .domain_list = pg_domain_list,
+    .agg_days = pg_agg_days,
+    .prune_days = pg_prune_days,
+    .prune_visitors = pg_prune_visitors,
+    .stats_days = pg_stats_days,
+    .stats_dims = pg_stats_dims,
+    .stats_recent = pg_stats_recent,
+    .stats_totals = pg_stats_totals,
+    .stats_top = pg_stats_top,
+    .key_insert = pg_key_insert,
+    .key_by_hash = pg_key_by_hash,
+    .key_list = pg_key_list,
+    .key_revoke = pg_key_revoke,
+    .key_count = pg_key_count,
+    .idem_get = pg_idem_get,
+    .idem_put = pg_idem_put,
+    .idem_sweep = pg_idem_sweep,
+    .block_add = pg_block_add,
+    .block_del = pg_block_del,
+    .block_has = pg_block_has,
+    .block_list = pg_block_list,
+    .export_rows = pg_export_rows,
+    .import_rows = pg_import_rows,
+    .table_count = pg_table_count,
+};
+
+/* ---- moving a store: whole tables of tables.h (shortd migrate-store) ----
+ *
+ * A batch is written as one upsert over unnest() of one array parameter per
+ * column, as the counter batches are, updating only rows that differ; a
+ * mirror table first loses, in one DELETE by index range, the rows of the
+ * batch's key range that the batch does not hold. A column the store
+ * numbers (an identity) has its sequence moved past the copied numbers, so
+ * new rows never take one. The statements are made from the table
+ * descriptions (names from tables.h only, values bound) and run unprepared,
+ * one per batch. An export streams in single-row mode: a table is never held
+ * in memory whole. */
+
+static const char *const move_type[] = {
+    [COL_INT] = "bigint", [COL_BOOL] = "boolean", [COL_TEXT] = "text", [COL_BLOB] = "bytea"};
+
+/* "a, b, c" over columns [from, to), each name after 'prefix'. */
+static void move_cols(struct buf *s, const struct store_table *t, int from, int to,
+                      const char *prefix)
+{
+    for (int i = from; i < to; i++)
+        buf_printf(s, "%s%s%s", i > from ? ", " : "", prefix, t->cols[i].name);
+}
+
+static void move_param(struct params *p, const struct store_value *v)
+{
+    if (v->type == VAL_INT)
+        p_i64(p, v->i);
+    else if (v->type == VAL_BLOB)
+        p_bytes(p, v->p, v->n);
+    else
+        p_text(p, v->type == VAL_TEXT ? v->p : NULL);
+}
+
+/* " AND (x.k1, x.k2) OP ($n::type, ...)" with the key of 'row' bound. */
+static void move_key_bound(struct buf *s, struct params *p, const struct store_table *t,
+                           const struct store_value *row, const char *op)
+{
+    buf_adds(s, " AND (");
+    move_cols(s, t, 0, t->nkeys, "x.");
+    buf_printf(s, ") %s (", op);
+    for (int i = 0; i < t->nkeys; i++) {
+        move_param(p, &row[i]);
+        buf_printf(s, "%s$%d::%s", i ? ", " : "", p->n, move_type[t->cols[i].type]);
+    }
+    buf_adds(s, ")");
+}
+
+/* "unnest($a::type[], ...)" over columns [0, to), the arrays bound. */
+static void move_unnest(struct buf *s, struct params *p, const struct store_table *t, int to,
+                        struct buf *col)
+{
+    buf_adds(s, "unnest(");
+    for (int i = 0; i < to; i++) {
+        p_text(p, col[i].p);
+        buf_printf(s, "%s$%d::%s[]", i ? ", " : "", p->n, move_type[t->cols[i].type]);
+    }
+    buf_adds(s, ")");
+}
+
+static int move_exec(struct conn *c, const struct buf *s, const struct params *p,
+                     const char *what, int64_t *nchanged)
+{
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    PGresult *r = PQexecParams(c->pg, s->p, p->n, NULL, p->v, p->len, p->fmt, 0);
+    rc = check_result(r, c->pg, what, &r);
+    if (rc == ERR_OK) {
+        if (nchanged)
+            *nchanged += changed(r);
+        PQclear(r);
+    }
+    return rc;
+}
+
+static void move_upsert_sql(struct buf *s, struct params *p, const struct store_table *t,
+                            struct buf *col)
+{
+    buf_printf(s, "INSERT INTO %s AS x (", t->name);
+    move_cols(s, t, 0, t->ncols, "");
+    buf_adds(s, ") SELECT * FROM ");
+    move_unnest(s, p, t, t->ncols, col);
+    buf_adds(s, " ON CONFLICT (");
+    move_cols(s, t, 0, t->nkeys, "");
+    if (t == &store_tables[TABLE_META]) {
+        /* The counter (ASCII digits) only moves up; CASE keeps the secrets'
+         * bytes away from convert_from. */
+        buf_adds(s, ") DO UPDATE SET v = excluded.v WHERE x.v IS DISTINCT FROM excluded.v "
+                    "AND CASE WHEN x.k = 'counter' THEN convert_from(excluded.v, 'UTF8')::bigint "
+                    "> convert_from(x.v, 'UTF8')::bigint ELSE true END");
+        return;
+    }
+    if (t->ncols == t->nkeys) {
+        buf_adds(s, ") DO NOTHING");
+        return;
+    }
+    buf_adds(s, ") DO UPDATE SET ");
+    for (int i = t->nkeys; i < t->ncols; i++)
+        buf_printf(s, "%s%s = excluded.%s", i > t->nkeys ? ", " : "", t->cols[i].name,
+                   t->cols[i].name);
+    buf_adds(s, " WHERE (");
+    move_cols(s, t, t->nkeys, t->ncols, "x.");
+    buf_adds(s, ") IS DISTINCT FROM (");
+    move_cols(s, t, t->nkeys, t->ncols, "excluded.");
+    buf_adds(s, ")");
+}
+
+static int pg_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
+                          const struct store_value *after, bool to_end, int64_t *nchanged)
+{
+    const struct store_table *t = &store_tables[table];
+    *nchanged = 0;
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = ERR_OK;
+    struct buf col[TABLE_COLS_MAX];
+    for (int i = 0; i < t->ncols; i++) {
+        buf_init(&col[i]);
+        buf_addc(&col[i], '{');
+        for (size_t r = 0; r < n; r++) {
+            if (r)
+                buf_addc(&col[i], ',');
+            array_elem(&col[i], &rows[r * (size_t)t->ncols + (size_t)i]);
+        }
+        buf_addc(&col[i], '}');
+    }
+    struct buf s = BUF_INIT;
+    if (t->mirror && (n || to_end)) {
+        struct params p = {0};
+        buf_printf(&s, "DELETE FROM %s AS x WHERE true", t->name);
+        if (after)
+            move_key_bound(&s, &p, t, after, ">");
+        if (n && !to_end)
+            move_key_bound(&s, &p, t, rows + (n - 1) * (size_t)t->ncols, "<=");
+        if (n) {
+            buf_adds(&s, " AND (");
+            move_cols(&s, t, 0, t->nkeys, "x.");
+            buf_adds(&s, ") NOT IN (SELECT * FROM ");
+            move_unnest(&s, &p, t, t->nkeys, col);
+            buf_adds(&s, ")");
+        }
+        if (t == &store_tables[TABLE_META])
+            buf_adds(&s, " AND x.k <> 'counter'");
+        rc = move_exec(c, &s, &p, "mirror delete", nchanged);
+    }
+    if (rc == ERR_OK && n) {
+        struct params p = {0};
+        buf_reset(&s);
+        move_upsert_sql(&s, &p, t, col);
+        rc = move_exec(c, &s, &p, "import", nchanged);
+    }
+    if (rc == ERR_OK && n && t->serial) {
+        struct params p = {0};
+        buf_reset(&s);
+        buf_printf(&s, "SELECT setval(pg_get_serial_sequence('%s', '%s'), greatest(max(%s), "
+                   "coalesce(pg_sequence_last_value(pg_get_serial_sequence('%s', '%s')::regclass), "
+                   "0))) FROM %s HAVING max(%s) IS NOT NULL",
+                   t->name, t->serial, t->serial, t->name, t->serial, t->name, t->serial);
+        rc = move_exec(c, &s, &p, "sequence update", NULL);
+    }
+    if (rc == ERR_EXISTS)
+        rc = log_fail(ERR_STORAGE, "postgres import of '%s': a row collides with a different "
+                      "one on a unique column", t->name);
+    for (int i = 0; i < t->ncols; i++)
+        buf_release(&col[i]);
+    buf_release(&s);
+    return rc;
+}
+
+/* One row of a single-row result as values; bytea is decoded into 'bytes'. */
+static int move_row(const PGresult *r, const struct store_table *t, struct store_value *v,
+                    struct buf *bytes)
+{
+    for (int i = 0; i < t->ncols; i++) {
+        memset(&v[i], 0, sizeof(v[i]));
+        if (PQgetisnull(r, 0, i)) {
+            v[i].type = VAL_NULL;
+        } else if (t->cols[i].type == COL_INT) {
+            v[i].type = VAL_INT;
+            v[i].i = val_i64(r, 0, i);
+        } else if (t->cols[i].type == COL_BOOL) {
+            v[i].type = VAL_INT;
+            v[i].i = val_bool(r, 0, i);
+        } else if (t->cols[i].type == COL_TEXT) {
+            v[i].type = VAL_TEXT;
+            v[i].p = PQgetvalue(r, 0, i);
+            v[i].n = (size_t)PQgetlength(r, 0, i);
+        } else {
+            int rc = val_bytes(r, 0, i, &bytes[i]);
+            if (rc != ERR_OK)
+                return rc;
+            v[i].type = VAL_BLOB;
+            v[i].p = bytes[i].p ? bytes[i].p : "";
+            v[i].n = bytes[i].len;
+        }
+    }
+    return ERR_OK;
+}
+
+static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg)
+{
+    const struct store_table *t = &store_tables[table];
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT ");
+    move_cols(&s, t, 0, t->ncols, "");
+    buf_printf(&s, " FROM %s ORDER BY ", t->name);
+    move_cols(&s, t, 0, t->nkeys, "");
+    int sent = PQsendQuery(c->pg, s.p);
+    buf_release(&s);
+    if (!sent) {
+        const char *msg = PQerrorMessage(c->pg);
+        return log_fail(ERR_STORAGE, "postgres export of '%s' failed: %.*s", t->name,
+                        (int)strcspn(msg, "\n"), msg);
+    }
+    /* Cannot fail right after the send; if it did, the result is read and
+     * thrown away below. */
+    if (!PQsetSingleRowMode(c->pg))
+        rc = log_fail(ERR_STORAGE, "postgres export of '%s': cannot stream its rows", t->name);
+    struct buf bytes[TABLE_COLS_MAX];
+    for (int i = 0; i < TABLE_COLS_MAX; i++)
+        buf_init(&bytes[i]);
+    bool stop = false;
+    PGresult *r;
+    while ((r = PQgetResult(c->pg))) {
+        ExecStatusType rs = PQresultStatus(r);
+        if (rs == PGRES_SINGLE_TUPLE && !stop && rc == ERR_OK) {
+            struct store_value v[TABLE_COLS_MAX];
+            rc = move_row(r, t, v, bytes);
+            if (rc == ERR_OK && cb(v, arg))
+                stop = true;
+            if (stop || rc != ERR_OK) {
+                /* The rows still coming are not wanted: stop sending them. */
+                PGcancel *k = PQgetCancel(c->pg);
+                char err[256];
+                if (k)
+                    PQcancel(k, err, sizeof(err));
+                PQfreeCancel(k);
+            }
+        } else if (rs != PGRES_SINGLE_TUPLE && rs != PGRES_TUPLES_OK && !stop && rc == ERR_OK) {
+            rc = result_fail(r, c->pg, "export");
+            rc = rc == ERR_EXISTS ? ERR_STORAGE : rc;
+            continue;   /* result_fail cleared 'r' */
+        }
+        PQclear(r);
+    }
+    for (int i = 0; i < TABLE_COLS_MAX; i++)
+        buf_release(&bytes[i]);
+    return rc;
+}
+
+static int pg_table_count(struct store *st, int table, struct table_count *out)
+{
+    const struct store_table *t = &store_tables[table];
+    memset(out, 0, sizeof(*out));
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT count(*)");
+    for (int i = 0; i < 2; i++)
+        buf_printf(&s, ", coalesce(sum(%s), 0)::bigint", t->sum[i] ? t->sum[i] : "0");
+    buf_printf(&s, " FROM %s", t->name);
+    PGresult *r = PQexec(c->pg, s.p);
+    buf_release(&s);
+    rc = check_result(r, c->pg, "count", &r);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    out->rows = val_i64(r, 0, 0);
+    out->sum[0] = val_i64(r, 0, 1);
+    out->sum[1] = val_i64(r, 0, 2);
+    PQclear(r);
+    return ERR_OK;
+}

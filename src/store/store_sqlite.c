@@ -1,0 +1,2045 @@
+/* store_sqlite.c - the embedded backend: the whole state of a node in one
+ * SQLite file. Every SQL statement shortd runs on SQLite is in this file.
+ *
+ * DESIGN
+ * WAL mode with synchronous=FULL: a commit is on disk when it returns, and
+ * readers never wait for the writer. Each thread gets its own connection
+ * (found through a pthread key) with its prepared statements cached by
+ * number, so a lookup costs one sqlite3_step on a reset statement. The
+ * schema version lives in PRAGMA user_version; open() migrates forward and
+ * refuses a file newer than this binary. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/coop.h"
+#include "clicks/dayrow.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "store/sqlite_coop.h"
+#include "store/store.h"
+#include "base/timeutil.h"
+#include "base/banned.h"
+
+/* The schema, as numbered steps: a new database runs them all, an older one
+ * the steps after its PRAGMA user_version, in one transaction. Never edit a
+ * step that has shipped: add the next one. */
+static const char *const schema_v1 =
+    "CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE api_keys ("
+    "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,"
+    "  admin INTEGER NOT NULL, created_at INTEGER NOT NULL,"
+    "  revoked_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE links ("
+    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE, owner INTEGER NOT NULL,"
+    "  url TEXT, title TEXT, note TEXT, tags TEXT,"
+    "  created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL DEFAULT 0,"
+    "  changed_at INTEGER NOT NULL, state INTEGER NOT NULL DEFAULT 0,"
+    "  permanent INTEGER NOT NULL DEFAULT 0, clicks INTEGER NOT NULL DEFAULT 0,"
+    "  bot_clicks INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX links_owner ON links(owner, created_at DESC, code DESC);"
+    "CREATE INDEX links_created ON links(created_at DESC, code DESC);"
+    "CREATE INDEX links_live_url ON links(owner, url) WHERE state = 0;"
+    "CREATE INDEX links_expiry ON links(expires_at) WHERE expires_at > 0 AND url IS NOT NULL;"
+    "CREATE TABLE daily ("
+    "  code TEXT NOT NULL, day INTEGER NOT NULL, clicks INTEGER NOT NULL,"
+    "  bots INTEGER NOT NULL, uniques INTEGER NOT NULL,"
+    "  PRIMARY KEY (code, day)) WITHOUT ROWID;"
+    "CREATE INDEX daily_day ON daily(day, clicks DESC);"
+    "CREATE TABLE dims ("
+    "  code TEXT NOT NULL, day INTEGER NOT NULL, dim INTEGER NOT NULL, value TEXT NOT NULL,"
+    "  n INTEGER NOT NULL, PRIMARY KEY (code, day, dim, value)) WITHOUT ROWID;"
+    "CREATE INDEX dims_day ON dims(day);"
+    "CREATE TABLE visitors ("
+    "  day INTEGER NOT NULL, code TEXT NOT NULL, v INTEGER NOT NULL,"
+    "  PRIMARY KEY (day, code, v)) WITHOUT ROWID;"
+    "CREATE TABLE recent ("
+    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL, ts INTEGER NOT NULL, referrer TEXT NOT NULL,"
+    "  country TEXT NOT NULL, device TEXT NOT NULL, browser TEXT NOT NULL);"
+    "CREATE INDEX recent_code ON recent(code, id);"
+    "CREATE TABLE idempotency ("
+    "  key_id INTEGER NOT NULL, idem TEXT NOT NULL, fingerprint BLOB NOT NULL,"
+    "  status INTEGER NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (key_id, idem)) WITHOUT ROWID;"
+    "CREATE INDEX idempotency_created ON idempotency(created_at);"
+    "CREATE TABLE blocklist (host TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO meta(k, v) VALUES ('counter', 0);";
+
+/* Link controls: passwords, custom domains, A/B variants, UTM, click limits,
+ * the destination history and the registered domains. */
+static const char *const schema_v2 =
+    "ALTER TABLE links ADD COLUMN password TEXT;"
+    "ALTER TABLE links ADD COLUMN domain TEXT;"
+    "ALTER TABLE links ADD COLUMN variants TEXT;"
+    "ALTER TABLE links ADD COLUMN utm TEXT;"
+    "ALTER TABLE links ADD COLUMN dest TEXT;"
+    "ALTER TABLE links ADD COLUMN max_clicks INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE links ADD COLUMN used INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE link_history ("
+    "  code TEXT NOT NULL, seq INTEGER NOT NULL, old_url TEXT, new_url TEXT,"
+    "  changed_at INTEGER NOT NULL, by_key INTEGER NOT NULL,"
+    "  PRIMARY KEY (code, seq)) WITHOUT ROWID;"
+    "CREATE TABLE domains ("
+    "  host TEXT PRIMARY KEY, owner INTEGER NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX domains_owner ON domains(owner, host);";
+
+/* Version 3: a link's day is one row (dayrow.h) instead of one row per
+ * dimension value, visitor and recent click. The old rows are converted by
+ * convert_v3() in the same transaction; links.clicks and bot_clicks become
+ * the totals of days no longer kept (pruned), and the all-time totals are
+ * those plus the kept days' sums. */
+static const char *const schema_v3 =
+    "CREATE TABLE link_days ("
+    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL, day INTEGER NOT NULL,"
+    "  clicks INTEGER NOT NULL, bots INTEGER NOT NULL, uniques INTEGER NOT NULL,"
+    "  dims BLOB, visitors BLOB, recent BLOB, UNIQUE (code, day));"
+    "CREATE INDEX link_days_day ON link_days(day);"
+    "CREATE INDEX link_days_visitors ON link_days(day) WHERE visitors IS NOT NULL;";
+
+/* Version 4: no index over the rows that still hold visitors. Every
+ * UPDATE that stores clicks sets 'visitors', and SQLite then rewrote that
+ * index's entry of the row: two more B-tree writes per link day, a fifth of
+ * the time spent storing clicks with 1 M links. The daily prune finds those
+ * rows by day instead, from where the last prune stopped ('visitors_from',
+ * recorded here from the index before it goes). */
+static const char *const schema_v4 =
+    "INSERT OR REPLACE INTO meta(k, v) SELECT 'visitors_from', "
+    "CAST(coalesce(min(day), 0) AS TEXT) FROM link_days WHERE visitors IS NOT NULL;"
+    "DROP INDEX link_days_visitors;";
+
+static int convert_v3(sqlite3 *db);
+
+static const struct {
+    int version;
+    const char *sql;
+    int (*convert)(sqlite3 *db);    /* after the SQL, in its transaction, or NULL */
+} schema_steps[] = {
+    {1, schema_v1, NULL},
+    {2, schema_v2, NULL},
+    {3, schema_v3, convert_v3},
+    {4, schema_v4, NULL},
+};
+#define NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
+#define SCHEMA_VERSION (schema_steps[NSTEPS - 1].version)
+
+/* Prepared statements, by number; prepared on first use per connection. */
+enum stmt {
+    S_META_GET,
+    S_META_PUT,
+    S_CLAIM,
+    S_LINK_GET,
+    S_LINK_INSERT,
+    S_LINK_FIND_LIVE,
+    S_LINK_DELETE,
+    S_LINK_SET_STATE,
+    S_LINK_COUNT,
+    S_LINK_SWEEP,
+    S_META_DEL,
+    S_META_ADD,
+    S_IDEM_CLAIM,
+    S_DAY_GET,
+    S_DAY_INSERT,
+    S_DAY_UPDATE,
+    S_PRUNE_CARRY,
+    S_PRUNE_DAYS,
+    S_PRUNE_VISITORS,
+    S_STATS_DAYS,
+    S_STATS_DIMS,
+    S_STATS_RECENT,
+    S_STATS_TOTALS,
+    S_STATS_TOP,
+    S_KEY_INSERT,
+    S_KEY_BY_HASH,
+    S_KEY_LIST,
+    S_KEY_REVOKE,
+    S_KEY_COUNT,
+    S_IDEM_GET,
+    S_IDEM_PUT,
+    S_IDEM_SWEEP,
+    S_BLOCK_ADD,
+    S_BLOCK_DEL,
+    S_BLOCK_HAS,
+    S_BLOCK_LIST,
+    S_BEGIN,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_SAVEPOINT,
+    S_RELEASE,
+    S_ROLLBACK_TO,
+    S_LINK_UPDATE,
+    S_LINK_RESERVE,
+    S_HISTORY_ADD,
+    S_HISTORY_LIST,
+    S_DOMAIN_ADD,
+    S_DOMAIN_GET,
+    S_DOMAIN_DEL,
+    S_DOMAIN_LIST,
+    S__COUNT
+};
+
+#define LINK_COLS                                                                           \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
+    "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used"
+/* As read: the all-time totals are the pruned days' plus the kept days'. */
+#define LINK_READ                                                                           \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
+    "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                 \
+    "WHERE d.code = links.code), 0), bot_clicks + coalesce((SELECT sum(d.bots) "            \
+    "FROM link_days d WHERE d.code = links.code), 0), password, domain, variants, utm, "    \
+    "dest, max_clicks, used"
+
+/* What a deleted or swept link loses (its code and counters stay). */
+#define LINK_DATA_NULL                                                                      \
+    "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, " \
+    "utm = NULL, dest = NULL"
+
+static const char *const sql[S__COUNT] = {
+    [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
+    [S_META_PUT] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = ?2",
+    [S_CLAIM] = "UPDATE meta SET v = v + ?1 WHERE k = 'counter' RETURNING v - ?1",
+    [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = ?1",
+    [S_LINK_INSERT] = "INSERT INTO links(" LINK_COLS ") "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+                      "?17, ?18, ?19, ?20)",
+    [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = ?1 AND url = ?2 "
+                         "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
+                         "ORDER BY created_at DESC LIMIT 1",
+    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, " LINK_DATA_NULL
+                      " WHERE code = ?1",
+    [S_LINK_SET_STATE] = "UPDATE links SET state = ?2, changed_at = ?3 WHERE code = ?1",
+    /* Rows of links are never deleted (a deleted link stays as a tombstone)
+     * and never inserted with an id, so SQLite gives each new row the largest
+     * id plus one (a rolled-back insert hands its id on), and the ids are 1..N.
+     * The largest is one B-tree descent; count(*) read every page of an
+     * index: 150 ms of the main thread's CPU every 10 s at 10 M links. */
+    [S_LINK_COUNT] = "SELECT coalesce(max(id), 0) FROM links",
+    [S_LINK_SWEEP] = "UPDATE links SET " LINK_DATA_NULL " WHERE id IN (SELECT id FROM links "
+                     "WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
+    [S_META_DEL] = "DELETE FROM meta WHERE k = ?1",
+    [S_META_ADD] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO NOTHING",
+    [S_IDEM_CLAIM] = "INSERT INTO idempotency(key_id, idem, fingerprint, status, body, created_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key_id, idem) DO NOTHING",
+    [S_DAY_GET] = "SELECT id, clicks, bots, uniques, dims, visitors, recent FROM link_days "
+                  "WHERE code = ?1 AND day = ?2",
+    [S_DAY_INSERT] = "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, visitors, "
+                     "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_DAY_UPDATE] = "UPDATE link_days SET clicks = ?3, bots = ?4, uniques = ?5, dims = ?6, "
+                     "visitors = ?7, recent = ?8 WHERE id = ?2",
+    /* A pruned day's counts move into its link's totals, in one statement
+     * over the same rows the next one deletes. */
+    [S_PRUNE_CARRY] = "UPDATE links SET clicks = links.clicks + p.c, "
+                      "bot_clicks = links.bot_clicks + p.b FROM (SELECT code, sum(clicks) AS c, "
+                      "sum(bots) AS b FROM link_days WHERE id IN (SELECT id FROM link_days "
+                      "WHERE day < ?1 ORDER BY day, id LIMIT ?2) GROUP BY code) AS p "
+                      "WHERE links.code = p.code",
+    [S_PRUNE_DAYS] = "DELETE FROM link_days WHERE id IN (SELECT id FROM link_days "
+                     "WHERE day < ?1 ORDER BY day, id LIMIT ?2)",
+    [S_PRUNE_VISITORS] = "UPDATE link_days SET visitors = NULL "
+                         "WHERE day >= ?2 AND day < ?1 AND visitors IS NOT NULL",
+    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM link_days "
+                     "WHERE code = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day",
+    [S_STATS_DIMS] = "SELECT dims FROM link_days WHERE code = ?1 AND day BETWEEN ?2 AND ?3",
+    [S_STATS_RECENT] = "SELECT recent FROM link_days WHERE code = ?1 AND recent IS NOT NULL "
+                       "ORDER BY day DESC",
+    [S_STATS_TOTALS] = "SELECT count(*), coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
+                       "FROM link_days d WHERE ?1 < 0 OR d.code IN (SELECT code FROM links "
+                       "WHERE owner = ?1)), coalesce(sum(bot_clicks), 0) + (SELECT "
+                       "coalesce(sum(d.bots), 0) FROM link_days d WHERE ?1 < 0 OR d.code IN "
+                       "(SELECT code FROM links WHERE owner = ?1)) FROM links WHERE ?1 < 0 OR owner = ?1",
+    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
+                    "WHERE d.day = ?1 AND d.clicks > 0 AND (?2 < 0 OR l.owner = ?2) "
+                    "ORDER BY d.clicks DESC, d.code LIMIT ?3",
+    [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
+    [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys WHERE hash = ?1",
+    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at = 0",
+    [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+    [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
+                   "WHERE key_id = ?1 AND idem = ?2 AND created_at >= ?3",
+    [S_IDEM_PUT] = "INSERT INTO idempotency(key_id, idem, fingerprint, status, body, created_at) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key_id, idem) DO UPDATE SET "
+                   "fingerprint = ?3, status = ?4, body = ?5, created_at = ?6",
+    [S_IDEM_SWEEP] = "DELETE FROM idempotency WHERE created_at < ?1",
+    [S_BLOCK_ADD] = "INSERT INTO blocklist(host, created_at) VALUES (?1, ?2)",
+    [S_BLOCK_DEL] = "DELETE FROM blocklist WHERE host = ?1",
+    [S_BLOCK_HAS] = "SELECT 1 FROM blocklist WHERE host = ?1",
+    [S_BLOCK_LIST] = "SELECT host, created_at FROM blocklist ORDER BY host",
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_SAVEPOINT] = "SAVEPOINT unit",
+    [S_RELEASE] = "RELEASE unit",
+    [S_ROLLBACK_TO] = "ROLLBACK TO unit",
+    [S_LINK_UPDATE] = "UPDATE links SET url = ?2, title = ?3, note = ?4, tags = ?5, "
+                      "expires_at = ?6, changed_at = ?7, password = ?8, variants = ?9, "
+                      "utm = ?10, dest = ?11 WHERE code = ?1",
+    [S_LINK_RESERVE] = "UPDATE links SET used = used + 1 WHERE code = ?1 AND max_clicks > 0 "
+                       "AND used < max_clicks RETURNING used",
+    [S_HISTORY_ADD] = "INSERT INTO link_history(code, seq, old_url, new_url, changed_at, by_key) "
+                      "VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM link_history "
+                      "WHERE code = ?1), ?2, ?3, ?4, ?5)",
+    [S_HISTORY_LIST] = "SELECT seq, old_url, new_url, changed_at, by_key FROM link_history "
+                       "WHERE code = ?1 ORDER BY seq DESC LIMIT ?2",
+    [S_DOMAIN_ADD] = "INSERT INTO domains(host, owner, created_at) VALUES (?1, ?2, ?3)",
+    [S_DOMAIN_GET] = "SELECT owner FROM domains WHERE host = ?1",
+    [S_DOMAIN_DEL] = "DELETE FROM domains WHERE host = ?1 AND owner = ?2",
+    [S_DOMAIN_LIST] = "SELECT host, owner, created_at FROM domains "
+                      "WHERE ?1 < 0 OR owner = ?1 ORDER BY host",
+};
+
+struct conn {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[S__COUNT];
+    bool writes;             /* has begun a write transaction: its page cache is sized */
+    struct conn *next;
+};
+
+/* The connection that stores clicks (the writer's background lane, a
+ * coop.h thread) merges them into link days all over the file, so it keeps
+ * a large page cache. The others that write (creating links, a CLI
+ * command) touch a few pages a transaction, and SQLite walks the whole hash
+ * table of a connection's page cache at each commit: with 128 MiB that walk
+ * was 17 % of the create lane's time at 1 M links, so they keep 8 MiB.
+ * Readers keep SQLite's default (2 MiB), so reading links to warm the
+ * redirect cache does not copy the file into memory. */
+#define CLICKS_CACHE_KIB 131072
+#define CREATES_CACHE_KIB 8192
+
+/* Copying the WAL back into the database file (a checkpoint) is SQLite's
+ * own work, by default done inside the commit that takes the WAL past 1,000
+ * pages: in the writer thread, with the creates of the next batch waiting
+ * behind it. So a store that serves starts a thread for it (sq_background)
+ * at background priority, and the WAL hook of a foreground commit wakes it.
+ * A commit that stores clicks (a coop.h thread, background already) copies
+ * inline, as SQLite's default does, and so does every commit without the
+ * thread (CLI commands): nobody waits for those, and a copy made between
+ * two commits of one thread catches up, so the WAL starts again from its
+ * beginning and stays short (a long one costs every page lookup more).
+ *
+ * The thread's copies are passive: they never make the writer wait. But
+ * under a steady stream of commits a copy never quite catches up, and SQLite
+ * starts the WAL again from its beginning only after one that did. So once
+ * the WAL holds CKPT_RESTART_PAGES, the next commit's hook, in the writing
+ * thread, makes the copy that restarts it: the writer waits while it copies
+ * what came in since the thread's last copy and syncs the file (about 35 ms
+ * with 1 M links), at the writer's priority, not behind a background thread
+ * holding the writer's lock. With 1 M links and 64 connections creating,
+ * creates went from 18,400/s (p99 14.6 ms) to about 25,000/s (p99 5 ms). */
+#define CKPT_PAGES 1000          /* SQLite's default threshold */
+#define CKPT_RESTART_PAGES 16384 /* 64 MiB of WAL */
+
+struct ckpt {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool started;            /* to be joined */
+    bool running, stop;      /* running: the commits leave the copies to it */
+    int copy_pages, restart_pages;  /* CKPT_PAGES, CKPT_RESTART_PAGES */
+    int pages;               /* WAL pages after the last commit */
+    int copied;              /* ... of them copied by the last checkpoint */
+    bool restart;            /* the next commit restarts the WAL */
+};
+
+struct sqlite_store {
+    struct store base;
+    char *path;
+    pthread_key_t key;       /* this thread's struct conn */
+    pthread_mutex_t mu;      /* guards 'conns' */
+    struct conn *conns;      /* every connection, closed by close() */
+    struct ckpt ckpt;
+};
+
+/* Every few thousand virtual machine steps of a statement: a background
+ * thread's yield (coop.h), and the end of a statement that has run past
+ * its thread's deadline (store_set_deadline): a long search on a store
+ * thread shares its core and stops at the bound. */
+static int on_progress(void *arg)
+{
+    (void)arg;
+    coop_point();
+    int64_t d = store_deadline();
+    return d && mono_ms() > d;
+}
+
+static int open_db(const char *path, sqlite3 **out)
+{
+    sqlite3 *db = NULL;
+    if (sqlite_coop_register() != ERR_OK)
+        return ERR_STORAGE;
+    int rc = sqlite3_open_v2(path, &db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             SQLITE_COOP_VFS);
+    if (rc != SQLITE_OK) {
+        log_at(LOG_ERROR, "cannot open database '%s': %s", path,
+               db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return ERR_STORAGE;
+    }
+    sqlite3_busy_timeout(db, 10000);
+    sqlite3_progress_handler(db, 4000, on_progress, NULL);
+    char *msg = NULL;
+    rc = sqlite3_exec(db,
+                      "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
+                      "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
+                      "PRAGMA journal_size_limit = 67108864;",
+                      NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        log_at(LOG_ERROR, "cannot set up database '%s': %s", path, msg ? msg : "?");
+        sqlite3_free(msg);
+        sqlite3_close(db);
+        return ERR_STORAGE;
+    }
+    *out = db;
+    return ERR_OK;
+}
+
+/* ---- the checkpointer ---- */
+
+/* After every commit, in the committing thread, with the pages now in the
+ * WAL: copies them itself (without the thread, or in a background thread)
+ * or leaves that to the checkpoint thread. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    struct ckpt *k = &((struct sqlite_store *)arg)->ckpt;
+    if (pages < k->copy_pages)
+        return SQLITE_OK;
+    pthread_mutex_lock(&k->mu);
+    bool threaded = k->running && !coop_background(), restart = k->restart;
+    if (threaded) {
+        k->pages = pages;
+        pthread_cond_signal(&k->wake);
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (!threaded) {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    } else if (restart) {
+        /* SQLITE_BUSY while the thread is copying: the next commit tries again */
+        if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART, NULL, NULL) ==
+            SQLITE_OK) {
+            pthread_mutex_lock(&k->mu);
+            k->restart = false;
+            k->pages = k->copied = 0;
+            pthread_mutex_unlock(&k->mu);
+        }
+    }
+    return SQLITE_OK;
+}
+
+/* Due once CKPT_PAGES pages have come since the last copy (a WAL that has
+ * started again from its beginning holds fewer pages than were copied), and
+ * not while a commit is to restart it. */
+static bool ckpt_due(const struct ckpt *k)
+{
+    return !k->restart && k->pages >= k->copy_pages &&
+           (k->pages < k->copied || k->pages - k->copied >= k->copy_pages);
+}
+
+static struct conn *conn_get(struct store *base);
+
+static void *ckpt_main(void *arg)
+{
+    struct sqlite_store *s = arg;
+    struct ckpt *k = &s->ckpt;
+    struct conn *c = conn_get(&s->base);
+    pthread_mutex_lock(&k->mu);
+    if (!c)                     /* the commits checkpoint, as without the thread */
+        k->running = false;
+    while (!k->stop && c) {
+        if (!ckpt_due(k)) {
+            pthread_cond_wait(&k->wake, &k->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&k->mu);
+        int pages = 0, copied = 0;
+        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &pages,
+                                           &copied);
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+            log_at(LOG_WARN, "WAL checkpoint failed: %s", sqlite3_errmsg(c->db));
+        coop_rest();
+        pthread_mutex_lock(&k->mu);
+        if (rc == SQLITE_OK) {
+            k->copied = copied;
+            k->restart = pages >= k->restart_pages;
+        } else {
+            k->pages = 0;       /* try again after the next commit */
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+static int sq_background(struct store *st, int nice)
+{
+    struct ckpt *k = &((struct sqlite_store *)st)->ckpt;
+    pthread_mutex_lock(&k->mu);
+    if (k->started) {
+        pthread_mutex_unlock(&k->mu);
+        return ERR_OK;
+    }
+    k->stop = false;
+    struct coop_role role = {"shortd-ckpt", nice, 0};
+    int rc = coop_start(&k->thread, role, ckpt_main, st);
+    k->running = k->started = rc == 0;
+    pthread_mutex_unlock(&k->mu);
+    return rc == 0 ? ERR_OK : log_fail(ERR_STORAGE, "cannot start the checkpoint thread");
+}
+
+void store_sqlite_checkpoint_at(struct store *st, int copy_pages, int restart_pages)
+{
+    struct ckpt *k = &((struct sqlite_store *)st)->ckpt;
+    pthread_mutex_lock(&k->mu);
+    k->copy_pages = copy_pages;
+    k->restart_pages = restart_pages;
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void ckpt_stop(struct ckpt *k)
+{
+    pthread_mutex_lock(&k->mu);
+    bool started = k->started;
+    k->stop = true;
+    pthread_cond_signal(&k->wake);
+    pthread_mutex_unlock(&k->mu);
+    if (started)
+        pthread_join(k->thread, NULL);
+    k->running = k->started = false;
+}
+
+/* This thread's connection, opened on first use. NULL when it cannot open. */
+static struct conn *conn_get(struct store *base)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    struct conn *c = pthread_getspecific(s->key);
+    if (c)
+        return c;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    if (open_db(s->path, &c->db) != ERR_OK) {
+        free(c);
+        return NULL;
+    }
+    sqlite3_wal_hook(c->db, wal_hook, s);
+    pthread_mutex_lock(&s->mu);
+    c->next = s->conns;
+    s->conns = c;
+    pthread_mutex_unlock(&s->mu);
+    pthread_setspecific(s->key, c);
+    return c;
+}
+
+/* A reset statement of this thread's connection, ready for binding. */
+static sqlite3_stmt *stmt_get(struct store *st, enum stmt id)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return NULL;
+    if (!c->stmt[id]) {
+        if (sqlite3_prepare_v3(c->db, sql[id], -1, SQLITE_PREPARE_PERSISTENT, &c->stmt[id],
+                               NULL) != SQLITE_OK) {
+            log_at(LOG_ERROR, "cannot prepare statement %d: %s", (int)id, sqlite3_errmsg(c->db));
+            return NULL;
+        }
+    }
+    return c->stmt[id];
+}
+
+static int fail(sqlite3_stmt *q, const char *what)
+{
+    sqlite3 *db = sqlite3_db_handle(q);
+    int code = sqlite3_extended_errcode(db);
+    sqlite3_reset(q);
+    if (code == SQLITE_CONSTRAINT_UNIQUE || code == SQLITE_CONSTRAINT_PRIMARYKEY)
+        return ERR_EXISTS;
+    return log_fail(ERR_STORAGE, "sqlite %s failed: %s", what, sqlite3_errmsg(db));
+}
+
+/* Runs a statement that returns no rows we need. */
+static int run_done(sqlite3_stmt *q, const char *what)
+{
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return fail(q, what);
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    return ERR_OK;
+}
+
+static void finish(sqlite3_stmt *q)
+{
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+}
+
+static char *col_dup(sqlite3_stmt *q, int i)
+{
+    if (sqlite3_column_type(q, i) == SQLITE_NULL)
+        return NULL;
+    const unsigned char *t = sqlite3_column_text(q, i);
+    int n = sqlite3_column_bytes(q, i);
+    return slice_dup((struct slice){(const char *)t, (size_t)n});
+}
+
+static void bind_opt_text(sqlite3_stmt *q, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+static void row_to_link(sqlite3_stmt *q, struct link *l)
+{
+    memset(l, 0, sizeof(*l));
+    const unsigned char *code = sqlite3_column_text(q, 0);
+    size_t n = (size_t)sqlite3_column_bytes(q, 0);
+    if (n > CODE_MAX)
+        n = CODE_MAX;
+    memcpy(l->code, code, n);
+    l->code[n] = '\0';
+    l->owner = sqlite3_column_int64(q, 1);
+    l->url = col_dup(q, 2);
+    l->title = col_dup(q, 3);
+    l->note = col_dup(q, 4);
+    l->tags = col_dup(q, 5);
+    l->created_at = sqlite3_column_int64(q, 6);
+    l->expires_at = sqlite3_column_int64(q, 7);
+    l->changed_at = sqlite3_column_int64(q, 8);
+    l->state = sqlite3_column_int(q, 9);
+    l->permanent = sqlite3_column_int(q, 10) != 0;
+    l->clicks = sqlite3_column_int64(q, 11);
+    l->bot_clicks = sqlite3_column_int64(q, 12);
+    l->password = col_dup(q, 13);
+    l->domain = col_dup(q, 14);
+    l->variants = col_dup(q, 15);
+    l->utm = col_dup(q, 16);
+    l->dest = col_dup(q, 17);
+    l->max_clicks = sqlite3_column_int64(q, 18);
+    l->used = sqlite3_column_int64(q, 19);
+}
+
+static void bind_blob(sqlite3_stmt *q, int i, const void *p, size_t n)
+{
+    if (p)
+        sqlite3_bind_blob(q, i, p, (int)n, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+/* ---- lifecycle ---- */
+
+/* Version 1's rows of a link's day (daily, dims, and recent for its newest
+ * day) become its link_days row; visitor hashes are not carried over (the
+ * unique counts are). Then links keep only the totals of pruned days. */
+static int convert_v3(sqlite3 *db)
+{
+    static const char *const text[] = {
+        "SELECT d.code, d.day, d.clicks, d.bots, d.uniques, "
+        "d.day = (SELECT max(day) FROM daily m WHERE m.code = d.code) FROM daily d",
+        "SELECT dim, value, n FROM dims WHERE code = ?1 AND day = ?2",
+        "SELECT ts, referrer, country, device, browser FROM recent WHERE code = ?1 ORDER BY id",
+        "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, recent) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    };
+    sqlite3_stmt *q[4] = {NULL, NULL, NULL, NULL};
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    int rc = ERR_OK;
+    for (int i = 0; i < 4 && rc == ERR_OK; i++)
+        if (sqlite3_prepare_v2(db, text[i], -1, &q[i], NULL) != SQLITE_OK)
+            rc = log_fail(ERR_STORAGE, "cannot convert the clicks: %s", sqlite3_errmsg(db));
+    while (rc == ERR_OK && sqlite3_step(q[0]) == SQLITE_ROW) {
+        struct dayrow r;
+        dayrow_init(&r);
+        r.clicks = sqlite3_column_int64(q[0], 2);
+        r.bots = sqlite3_column_int64(q[0], 3);
+        r.uniques_base = sqlite3_column_int64(q[0], 4);
+        for (int k = 1; k <= 2; k++) {
+            if (k == 2 && !sqlite3_column_int(q[0], 5))
+                break;
+            sqlite3_reset(q[k]);
+            sqlite3_bind_value(q[k], 1, sqlite3_column_value(q[0], 0));
+            if (k == 1)
+                sqlite3_bind_value(q[k], 2, sqlite3_column_value(q[0], 1));
+            while (sqlite3_step(q[k]) == SQLITE_ROW) {
+                if (k == 1) {
+                    dayrow_tally(&r, sqlite3_column_int(q[1], 0),
+                                 (const char *)sqlite3_column_text(q[1], 1),
+                                 (size_t)sqlite3_column_bytes(q[1], 1),
+                                 sqlite3_column_int64(q[1], 2));
+                } else {
+                    const char *t[4];
+                    for (int f = 0; f < 4; f++)
+                        t[f] = (const char *)sqlite3_column_text(q[2], f + 1);
+                    dayrow_remember(&r, sqlite3_column_int64(q[2], 0), t);
+                }
+            }
+        }
+        struct day_blobs b;
+        dayrow_encode(&r, &bufs[0], &bufs[1], &bufs[2], &b);
+        dayrow_release(&r);
+        sqlite3_reset(q[3]);
+        sqlite3_bind_value(q[3], 1, sqlite3_column_value(q[0], 0));
+        sqlite3_bind_value(q[3], 2, sqlite3_column_value(q[0], 1));
+        sqlite3_bind_int64(q[3], 3, b.clicks);
+        sqlite3_bind_int64(q[3], 4, b.bots);
+        sqlite3_bind_int64(q[3], 5, b.uniques);
+        bind_blob(q[3], 6, b.dims, b.ndims);
+        bind_blob(q[3], 7, b.recent, b.nrecent);
+        if (sqlite3_step(q[3]) != SQLITE_DONE)
+            rc = log_fail(ERR_STORAGE, "cannot convert the clicks: %s", sqlite3_errmsg(db));
+    }
+    for (int i = 0; i < 4; i++)
+        sqlite3_finalize(q[i]);
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
+    char *msg = NULL;
+    if (rc == ERR_OK &&
+        sqlite3_exec(db, "UPDATE links SET clicks = clicks - s.c, bot_clicks = bot_clicks - s.b "
+                         "FROM (SELECT code, sum(clicks) AS c, sum(bots) AS b FROM daily "
+                         "GROUP BY code) AS s WHERE links.code = s.code;"
+                         "DROP TABLE daily; DROP TABLE dims; DROP TABLE visitors; "
+                         "DROP TABLE recent;",
+                     NULL, NULL, &msg) != SQLITE_OK) {
+        rc = log_fail(ERR_STORAGE, "cannot convert the clicks: %s", msg);
+        sqlite3_free(msg);
+    }
+    return rc;
+}
+
+static int migrate(sqlite3 *db, const char *path)
+{
+    sqlite3_stmt *q = NULL;
+    int version = 0;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        version = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    if (version == SCHEMA_VERSION)
+        return ERR_OK;
+    if (version > SCHEMA_VERSION)
+        return log_fail(ERR_STORAGE, "database '%s' has schema %d, newer than this shortd (%d)",
+                        path, version, SCHEMA_VERSION);
+    char *msg = NULL;
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
+    /* Re-read under the write lock: another process may have migrated. */
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        version = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    for (int i = 0; i < NSTEPS; i++) {
+        if (schema_steps[i].version <= version)
+            continue;
+        if (sqlite3_exec(db, schema_steps[i].sql, NULL, NULL, &msg) != SQLITE_OK)
+            goto fail;
+        if (schema_steps[i].convert && schema_steps[i].convert(db) != ERR_OK)
+            goto fail;
+        char set[64];
+        snprintf(set, sizeof(set), "PRAGMA user_version = %d", schema_steps[i].version);
+        if (sqlite3_exec(db, set, NULL, NULL, &msg) != SQLITE_OK)
+            goto fail;
+    }
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
+    return ERR_OK;
+fail:
+    log_at(LOG_ERROR, "cannot migrate database '%s': %s", path, msg ? msg : "?");
+    sqlite3_free(msg);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return ERR_STORAGE;
+}
+
+static void sq_close(struct store *st);
+
+/* SQLite keeps memory statistics under a global mutex that every allocation
+ * of every connection takes; shortd never reads them. Must run before SQLite
+ * is initialised, so once, before the first connection. */
+static void sqlite_setup(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
+static int sq_open(const char *path, struct store **out)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sqlite_setup);
+    if (!*path)
+        return log_fail(ERR_INVALID, "empty database path");
+    struct sqlite_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->base.ops = &store_sqlite_ops;
+    s->path = xstrdup(path);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->ckpt.mu, NULL);
+    pthread_cond_init(&s->ckpt.wake, NULL);
+    s->ckpt.copy_pages = CKPT_PAGES;
+    s->ckpt.restart_pages = CKPT_RESTART_PAGES;
+    pthread_key_create(&s->key, NULL);
+    struct conn *c = conn_get(&s->base);
+    if (!c || migrate(c->db, path) != ERR_OK) {
+        sq_close(&s->base);
+        return ERR_STORAGE;
+    }
+    *out = &s->base;
+    return ERR_OK;
+}
+
+/* Only after every thread that used the store has stopped using it. */
+static void sq_close(struct store *st)
+{
+    struct sqlite_store *s = (struct sqlite_store *)st;
+    if (!s)
+        return;
+    ckpt_stop(&s->ckpt);
+    struct conn *c = s->conns;
+    while (c) {
+        struct conn *next = c->next;
+        for (int i = 0; i < S__COUNT; i++)
+            sqlite3_finalize(c->stmt[i]);
+        sqlite3_close(c->db);
+        free(c);
+        c = next;
+    }
+    pthread_key_delete(s->key);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->ckpt.mu);
+    pthread_cond_destroy(&s->ckpt.wake);
+    free(s->path);
+    free(s);
+}
+
+static int sq_ping(struct store *st)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_COUNT);
+    if (!q)
+        return ERR_STORAGE;
+    int rc = sqlite3_step(q);
+    finish(q);
+    return rc == SQLITE_ROW ? ERR_OK : ERR_STORAGE;
+}
+
+/* SQLite's online backup: copies a consistent snapshot while others write. */
+static int sq_backup(struct store *st, const char *to_path)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    sqlite3 *dst = NULL;
+    if (sqlite3_open(to_path, &dst) != SQLITE_OK) {
+        sqlite3_close(dst);
+        return log_fail(ERR_IO, "cannot create backup '%s'", to_path);
+    }
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", c->db, "main");
+    int rc = SQLITE_ERROR;
+    if (b) {
+        do {
+            rc = sqlite3_backup_step(b, 1024);
+            if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+                sqlite3_sleep(20);
+        } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+        sqlite3_backup_finish(b);
+    }
+    int err = sqlite3_errcode(dst);
+    sqlite3_close(dst);
+    if (rc != SQLITE_DONE || err != SQLITE_OK)
+        return log_fail(ERR_IO, "backup to '%s' failed", to_path);
+    return ERR_OK;
+}
+
+/* ---- transactions ---- */
+
+static int simple(struct store *st, enum stmt id, const char *what)
+{
+    sqlite3_stmt *q = stmt_get(st, id);
+    if (!q)
+        return ERR_STORAGE;
+    return run_done(q, what);
+}
+
+static int sq_begin(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (c && !c->writes) {
+        char pragma[64];
+        snprintf(pragma, sizeof(pragma), "PRAGMA cache_size = -%d",
+                 coop_background() ? CLICKS_CACHE_KIB : CREATES_CACHE_KIB);
+        if (sqlite3_exec(c->db, pragma, NULL, NULL, NULL) == SQLITE_OK)
+            c->writes = true;
+    }
+    return simple(st, S_BEGIN, "begin");
+}
+static int sq_commit(struct store *st) { return simple(st, S_COMMIT, "commit"); }
+
+static void sq_rollback(struct store *st)
+{
+    struct conn *c = conn_get(st);
+    if (c && !sqlite3_get_autocommit(c->db))
+        simple(st, S_ROLLBACK, "rollback");
+}
+
+static int sq_savepoint(struct store *st) { return simple(st, S_SAVEPOINT, "savepoint"); }
+
+static void sq_savepoint_end(struct store *st, bool keep)
+{
+    if (!keep)
+        simple(st, S_ROLLBACK_TO, "rollback to savepoint");
+    simple(st, S_RELEASE, "release savepoint");
+}
+
+/* ---- meta ---- */
+
+static int sq_meta_get(struct store *st, const char *key, struct buf *val)
+{
+    sqlite3_stmt *q = stmt_get(st, S_META_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "meta get");
+    buf_reset(val);
+    buf_add(val, sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0));
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_meta_put(struct store *st, const char *key, const void *val, size_t n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_META_PUT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, val, (int)n, SQLITE_TRANSIENT);
+    return run_done(q, "meta put");
+}
+
+static int sq_claim_block(struct store *st, uint64_t size, uint64_t *start)
+{
+    sqlite3_stmt *q = stmt_get(st, S_CLAIM);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)size);
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "claim block");
+    *start = (uint64_t)sqlite3_column_int64(q, 0);
+    sqlite3_step(q);
+    finish(q);
+    return ERR_OK;
+}
+
+/* ---- links ---- */
+
+static int one_link(sqlite3_stmt *q, struct link *out, const char *what)
+{
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, what);
+    row_to_link(q, out);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_link_get(struct store *st, const char *code, struct link *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    return one_link(q, out, "link get");
+}
+
+static int sq_link_insert(struct store *st, const struct link *l)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, l->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, l->owner);
+    bind_opt_text(q, 3, l->url);
+    bind_opt_text(q, 4, l->title);
+    bind_opt_text(q, 5, l->note);
+    bind_opt_text(q, 6, l->tags);
+    sqlite3_bind_int64(q, 7, l->created_at);
+    sqlite3_bind_int64(q, 8, l->expires_at);
+    sqlite3_bind_int64(q, 9, l->changed_at);
+    sqlite3_bind_int(q, 10, l->state);
+    sqlite3_bind_int(q, 11, l->permanent);
+    sqlite3_bind_int64(q, 12, l->clicks);
+    sqlite3_bind_int64(q, 13, l->bot_clicks);
+    bind_opt_text(q, 14, l->password);
+    bind_opt_text(q, 15, l->domain);
+    bind_opt_text(q, 16, l->variants);
+    bind_opt_text(q, 17, l->utm);
+    bind_opt_text(q, 18, l->dest);
+    sqlite3_bind_int64(q, 19, l->max_clicks);
+    sqlite3_bind_int64(q, 20, l->used);
+    return run_done(q, "link insert");
+}
+
+static int sq_link_update(struct store *st, const struct link *l)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_UPDATE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, l->code, -1, SQLITE_STATIC);
+    bind_opt_text(q, 2, l->url);
+    bind_opt_text(q, 3, l->title);
+    bind_opt_text(q, 4, l->note);
+    bind_opt_text(q, 5, l->tags);
+    sqlite3_bind_int64(q, 6, l->expires_at);
+    sqlite3_bind_int64(q, 7, l->changed_at);
+    bind_opt_text(q, 8, l->password);
+    bind_opt_text(q, 9, l->variants);
+    bind_opt_text(q, 10, l->utm);
+    bind_opt_text(q, 11, l->dest);
+    int rc = run_done(q, "link update");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_link_reserve(struct store *st, const char *code, int64_t *used)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_RESERVE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_TOOBIG;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "link reserve");
+    *used = sqlite3_column_int64(q, 0);
+    sqlite3_step(q);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_history_add(struct store *st, const char *code, const char *old_url,
+                          const char *new_url, int64_t at, int64_t by_key)
+{
+    sqlite3_stmt *q = stmt_get(st, S_HISTORY_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    bind_opt_text(q, 2, old_url);
+    bind_opt_text(q, 3, new_url);
+    sqlite3_bind_int64(q, 4, at);
+    sqlite3_bind_int64(q, 5, by_key);
+    return run_done(q, "history add");
+}
+
+static int sq_history_list(struct store *st, const char *code, int limit, change_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_HISTORY_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 2, limit);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct link_change c = {
+            .seq = sqlite3_column_int64(q, 0),
+            .old_url = (const char *)sqlite3_column_text(q, 1),
+            .new_url = (const char *)sqlite3_column_text(q, 2),
+            .changed_at = sqlite3_column_int64(q, 3),
+            .by_key = sqlite3_column_int64(q, 4),
+        };
+        if (cb(&c, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "history list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_domain_add(struct store *st, const char *host, int64_t owner, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, owner);
+    sqlite3_bind_int64(q, 3, now);
+    return run_done(q, "domain add");
+}
+
+static int sq_domain_get(struct store *st, const char *host, int64_t *owner)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "domain get");
+    *owner = sqlite3_column_int64(q, 0);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_domain_del(struct store *st, const char *host, int64_t owner)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_DEL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, owner);
+    int rc = run_done(q, "domain delete");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_domain_list(struct store *st, int64_t owner, domain_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, owner);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (cb((const char *)sqlite3_column_text(q, 0), sqlite3_column_int64(q, 1),
+               sqlite3_column_int64(q, 2), arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "domain list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_link_find_live(struct store *st, int64_t owner, const char *url, int64_t now,
+                             struct link *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_FIND_LIVE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, owner);
+    sqlite3_bind_text(q, 2, url, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, now);
+    return one_link(q, out, "link find");
+}
+
+static int sq_link_set_state(struct store *st, const char *code, int state, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, state == LINK_DELETED ? S_LINK_DELETE : S_LINK_SET_STATE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    if (state == LINK_DELETED) {
+        sqlite3_bind_int64(q, 2, now);
+    } else {
+        sqlite3_bind_int(q, 2, state);
+        sqlite3_bind_int64(q, 3, now);
+    }
+    int rc = run_done(q, "link state");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+/* The filter is built from fixed fragments only; values are bound. */
+static int sq_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT " LINK_READ " FROM links WHERE (0");
+    if (lq->states & (1u << LINK_DELETED))
+        buf_adds(&s, " OR state = 1");
+    if (lq->states & (1u << LINK_DISABLED))
+        buf_adds(&s, " OR state = 2");
+    if (lq->want_live)
+        buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
+                     " AND (max_clicks = 0 OR used < max_clicks))");
+    if (lq->want_expired)
+        buf_adds(&s, " OR (state = 0 AND expires_at > 0 AND expires_at <= ?1)");
+    if (lq->want_exhausted)
+        buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
+                     " AND max_clicks > 0 AND used >= max_clicks)");
+    buf_adds(&s, ")");
+    if (lq->owner >= 0)
+        buf_adds(&s, " AND owner = ?2");
+    if (lq->after_code && *lq->after_code)
+        buf_adds(&s, " AND (created_at, code) < (?3, ?4)");
+    if (lq->tag)
+        buf_adds(&s, " AND EXISTS (SELECT 1 FROM json_each(links.tags) WHERE value = ?6)");
+    /* instr, not LIKE: no wildcard in q can mean anything. lower() folds
+     * ASCII only, as the PostgreSQL backend's translate() does. */
+    if (lq->q)
+        buf_adds(&s, " AND (instr(lower(code), lower(?7)) > 0 OR instr(lower(url), lower(?7)) > 0"
+                     " OR instr(lower(title), lower(?7)) > 0 OR instr(lower(note), lower(?7)) > 0)");
+    buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT ?5");
+    sqlite3_stmt *q = NULL;
+    int rc = ERR_STORAGE;
+    if (sqlite3_prepare_v2(c->db, s.p, -1, &q, NULL) != SQLITE_OK) {
+        log_at(LOG_ERROR, "cannot prepare link list: %s", sqlite3_errmsg(c->db));
+        goto out;
+    }
+    sqlite3_bind_int64(q, 1, lq->now);
+    sqlite3_bind_int64(q, 2, lq->owner);
+    sqlite3_bind_int64(q, 3, lq->after_created);
+    sqlite3_bind_text(q, 4, lq->after_code ? lq->after_code : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 5, lq->limit);
+    if (lq->tag)
+        sqlite3_bind_text(q, 6, lq->tag, -1, SQLITE_STATIC);
+    if (lq->q)
+        sqlite3_bind_text(q, 7, lq->q, -1, SQLITE_STATIC);
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        struct link l;
+        row_to_link(q, &l);
+        int stop = cb(&l, arg);
+        link_release(&l);
+        if (stop)
+            break;
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE) {
+        log_at(LOG_ERROR, "link list failed: %s", sqlite3_errmsg(c->db));
+        goto out;
+    }
+    rc = ERR_OK;
+out:
+    sqlite3_finalize(q);
+    buf_release(&s);
+    return rc;
+}
+
+static int count(struct store *st, enum stmt id, int64_t *n)
+{
+    sqlite3_stmt *q = stmt_get(st, id);
+    if (!q)
+        return ERR_STORAGE;
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "count");
+    *n = sqlite3_column_int64(q, 0);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_link_count(struct store *st, int64_t *n) { return count(st, S_LINK_COUNT, n); }
+
+static int sq_link_sweep(struct store *st, int64_t before, int limit, int *swept)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_SWEEP);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before);
+    sqlite3_bind_int(q, 2, limit);
+    int rc = run_done(q, "link sweep");
+    *swept = rc == ERR_OK ? sqlite3_changes(sqlite3_db_handle(q)) : 0;
+    return rc;
+}
+
+/* ---- click analytics ---- */
+
+static int sq_meta_del(struct store *st, const char *key)
+{
+    sqlite3_stmt *q = stmt_get(st, S_META_DEL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    return run_done(q, "meta delete");
+}
+
+static int sq_meta_add(struct store *st, const char *key, const void *val, size_t n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_META_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, val, (int)n, SQLITE_TRANSIENT);
+    int rc = run_done(q, "meta add");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_EXISTS;
+}
+
+static void bind_idem(sqlite3_stmt *q, int64_t key_id, const char *idem,
+                      const struct idem_rec *rec)
+{
+    sqlite3_bind_int64(q, 1, key_id);
+    sqlite3_bind_text(q, 2, idem, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 3, rec->fingerprint, 32, SQLITE_STATIC);
+    sqlite3_bind_int(q, 4, rec->status);
+    sqlite3_bind_text(q, 5, rec->body ? rec->body : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 6, rec->created_at);
+}
+
+static int sq_idem_claim(struct store *st, int64_t key_id, const char *idem,
+                         const struct idem_rec *rec)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_CLAIM);
+    if (!q)
+        return ERR_STORAGE;
+    bind_idem(q, key_id, idem, rec);
+    int rc = run_done(q, "idempotency claim");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_EXISTS;
+}
+
+/* ---- analytics: one row per link and day (dayrow.h) ---- */
+
+static const void *col_blob(sqlite3_stmt *q, int i, size_t *n)
+{
+    *n = (size_t)sqlite3_column_bytes(q, i);
+    return sqlite3_column_type(q, i) == SQLITE_NULL ? NULL : sqlite3_column_blob(q, i);
+}
+
+
+static void bind_day(sqlite3_stmt *q, const struct day_blobs *b)
+{
+    sqlite3_bind_int64(q, 3, b->clicks);
+    sqlite3_bind_int64(q, 4, b->bots);
+    sqlite3_bind_int64(q, 5, b->uniques);
+    bind_blob(q, 6, b->dims, b->ndims);
+    bind_blob(q, 7, b->visitors, b->nvisitors);
+    bind_blob(q, 8, b->recent, b->nrecent);
+}
+
+/* The first day that may still hold visitors (schema 4): days before it
+ * were pruned, and a merge into one of them stores no visitor set. */
+#define VISITORS_FROM "visitors_from"
+
+static int visitors_from(struct store *st, int64_t *day)
+{
+    struct buf v = BUF_INIT;
+    *day = 0;
+    int rc = sq_meta_get(st, VISITORS_FROM, &v);
+    if (rc == ERR_NOTFOUND) {
+        rc = ERR_OK;
+    } else if (rc == ERR_OK) {
+        const char *text = buf_cstr(&v);
+        char *end;
+        *day = strtoll(text, &end, 10);
+        if (!*text || *end)
+            rc = log_fail(ERR_STORAGE, "meta '%s' is damaged", VISITORS_FROM);
+    }
+    buf_release(&v);
+    return rc;
+}
+
+/* Clicks of a day whose visitors were pruned (a journal replayed late):
+ * they count as new visitors, and the day keeps no set (uniques stay). */
+static void forget_visitors(const struct day_delta *d, int64_t visitors_from,
+                            struct day_blobs *merged)
+{
+    if (d->day < visitors_from) {
+        merged->visitors = NULL;
+        merged->nvisitors = 0;
+    }
+}
+
+/* The stored row, if there is one, is read, the delta merged in, and the
+ * row written back; a new link day is the delta, inserted as it is. */
+static int day_merge(struct store *st, const struct day_delta *d, int64_t visitors_from,
+                     struct buf bufs[3])
+{
+    struct day_blobs merged;
+    sqlite3_stmt *q = stmt_get(st, S_DAY_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, d->day);
+    int step = sqlite3_step(q);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return fail(q, "day read");
+    bool stored = step == SQLITE_ROW;
+    int64_t id = 0;
+    struct day_blobs old = {0};
+    if (stored) {
+        id = sqlite3_column_int64(q, 0);
+        old.clicks = sqlite3_column_int64(q, 1);
+        old.bots = sqlite3_column_int64(q, 2);
+        old.uniques = sqlite3_column_int64(q, 3);
+        old.dims = col_blob(q, 4, &old.ndims);
+        old.visitors = col_blob(q, 5, &old.nvisitors);
+        old.recent = col_blob(q, 6, &old.nrecent);
+    }
+    int rc = dayrow_merge(stored ? &old : NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
+    finish(q);      /* after the merge: 'old' points into the row read */
+    if (rc != ERR_OK)
+        return log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
+                        d->code, (long long)d->day);
+    forget_visitors(d, visitors_from, &merged);
+    q = stmt_get(st, stored ? S_DAY_UPDATE : S_DAY_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    if (stored) {
+        sqlite3_bind_int64(q, 2, id);
+    } else {
+        sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, d->day);
+    }
+    bind_day(q, &merged);
+    return run_done(q, stored ? "day write" : "day insert");
+}
+
+static int sq_agg_days(struct store *st, const struct day_delta *d, size_t n)
+{
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    int64_t from;
+    int rc = visitors_from(st, &from);
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        rc = day_merge(st, &d[i], from, bufs);
+        coop_point();
+    }
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
+    return rc;
+}
+
+static int sq_prune_days(struct store *st, int64_t before_day, int limit, int *pruned)
+{
+    *pruned = 0;
+    const enum stmt ids[] = {S_PRUNE_CARRY, S_PRUNE_DAYS};
+    for (int i = 0; i < 2; i++) {
+        sqlite3_stmt *q = stmt_get(st, ids[i]);
+        if (!q)
+            return ERR_STORAGE;
+        sqlite3_bind_int64(q, 1, before_day);
+        sqlite3_bind_int(q, 2, limit);
+        int rc = run_done(q, "prune");
+        if (rc != ERR_OK)
+            return rc;
+        if (ids[i] == S_PRUNE_DAYS)
+            *pruned = sqlite3_changes(sqlite3_db_handle(q));
+    }
+    return ERR_OK;
+}
+
+static int sq_prune_visitors(struct store *st, int64_t before_day)
+{
+    int64_t from;
+    int rc = visitors_from(st, &from);
+    if (rc != ERR_OK || before_day <= from)
+        return rc;
+    sqlite3_stmt *q = stmt_get(st, S_PRUNE_VISITORS);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before_day);
+    sqlite3_bind_int64(q, 2, from);
+    rc = run_done(q, "prune visitors");
+    if (rc == ERR_OK) {
+        char text[24];
+        int n = snprintf(text, sizeof(text), "%lld", (long long)before_day);
+        rc = sq_meta_put(st, VISITORS_FROM, text, (size_t)n);
+    }
+    return rc;
+}
+
+/* Binds code, from, to and steps through the rows, handing each to 'row'. */
+static int each_row(struct store *st, enum stmt id, const char *code, int64_t a, int64_t b,
+                    int (*row)(sqlite3_stmt *q, void *cb, void *arg), void *cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, id);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, a);
+    sqlite3_bind_int64(q, 3, b);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        if (row(q, cb, arg))
+            break;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "stats");
+    finish(q);
+    return ERR_OK;
+}
+
+static const char *col_text(sqlite3_stmt *q, int i)
+{
+    const unsigned char *t = sqlite3_column_text(q, i);
+    return t ? (const char *)t : "";
+}
+
+static int day_row(sqlite3_stmt *q, void *cb, void *arg)
+{
+    return ((day_cb)cb)(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
+                        sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 3), arg);
+}
+
+struct blobs_read {
+    struct dayrow acc;
+    bool bad;
+};
+
+/* Adds a row's dims or recent blob (column 0) to the accumulator. */
+static int blob_row(sqlite3_stmt *q, void *which, void *arg)
+{
+    struct blobs_read *br = arg;
+    struct day_blobs b = {0};
+    if (which == (void *)S_STATS_DIMS)
+        b.dims = col_blob(q, 0, &b.ndims);
+    else
+        b.recent = col_blob(q, 0, &b.nrecent);
+    if (dayrow_add_blobs(&br->acc, &b) != ERR_OK)
+        br->bad = true;
+    /* Recent clicks: the newest days' rows come first; a full ring is enough. */
+    return which == (void *)S_STATS_RECENT && br->acc.rcount >= RECENT_KEEP;
+}
+
+static int stats_blobs(struct store *st, enum stmt id, const char *code, int64_t from,
+                       int64_t to, struct blobs_read *br)
+{
+    dayrow_init(&br->acc);
+    br->bad = false;
+    int rc = each_row(st, id, code, from, to, blob_row, (void *)(intptr_t)id, br);
+    if (rc == ERR_OK && br->bad)
+        log_at(LOG_WARN, "some stored clicks of '%s' are damaged and were skipped", code);
+    return rc;
+}
+
+static int sq_stats_days(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
+                         void *arg)
+{
+    return each_row(st, S_STATS_DAYS, code, from, to, day_row, (void *)cb, arg);
+}
+
+static int sq_stats_dims(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
+                         void *arg)
+{
+    struct blobs_read br;
+    int rc = stats_blobs(st, S_STATS_DIMS, code, from, to, &br);
+    if (rc == ERR_OK)
+        dayrow_each_tally(&br.acc, cb, arg);
+    dayrow_release(&br.acc);
+    return rc;
+}
+
+static int sq_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
+{
+    struct blobs_read br;
+    int rc = stats_blobs(st, S_STATS_RECENT, code, 0, 0, &br);
+    if (rc == ERR_OK)
+        store_each_recent(&br.acc, limit, cb, arg);
+    dayrow_release(&br.acc);
+    return rc;
+}
+
+static int sq_stats_totals(struct store *st, int64_t owner, struct totals *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_STATS_TOTALS);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, owner);
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "totals");
+    out->links = sqlite3_column_int64(q, 0);
+    out->clicks = sqlite3_column_int64(q, 1);
+    out->bot_clicks = sqlite3_column_int64(q, 2);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_stats_top(struct store *st, int64_t owner, int64_t day, int limit, top_cb cb,
+                        void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_STATS_TOP);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, day);
+    sqlite3_bind_int64(q, 2, owner);
+    sqlite3_bind_int(q, 3, limit);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        if (cb(col_text(q, 0), sqlite3_column_int64(q, 1), arg))
+            break;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "top links");
+    finish(q);
+    return ERR_OK;
+}
+
+/* ---- API keys ---- */
+
+static void row_to_key(sqlite3_stmt *q, struct apikey *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->id = sqlite3_column_int64(q, 0);
+    const unsigned char *name = sqlite3_column_text(q, 1);
+    snprintf(k->name, sizeof(k->name), "%s", name ? (const char *)name : "");
+    k->admin = sqlite3_column_int(q, 2) != 0;
+    k->created_at = sqlite3_column_int64(q, 3);
+    k->revoked_at = sqlite3_column_int64(q, 4);
+}
+
+static int sq_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
+                         int64_t now, int64_t *id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int(q, 3, admin);
+    sqlite3_bind_int64(q, 4, now);
+    int rc = run_done(q, "key insert");
+    if (rc == ERR_OK)
+        *id = sqlite3_last_insert_rowid(sqlite3_db_handle(q));
+    return rc;
+}
+
+static int sq_key_by_hash(struct store *st, const uint8_t hash[32], struct apikey *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_BY_HASH);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "key get");
+    row_to_key(q, out);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_key_list(struct store *st, key_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct apikey k;
+        row_to_key(q, &k);
+        if (cb(&k, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "key list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_key_revoke(struct store *st, int64_t id, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_REVOKE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, now);
+    int rc = run_done(q, "key revoke");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_key_count(struct store *st, int64_t *n) { return count(st, S_KEY_COUNT, n); }
+
+/* ---- idempotency ---- */
+
+static int sq_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
+                       struct idem_rec *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, key_id);
+    sqlite3_bind_text(q, 2, idem, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, since);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "idempotency get");
+    memset(out, 0, sizeof(*out));
+    if (sqlite3_column_bytes(q, 0) == 32)
+        memcpy(out->fingerprint, sqlite3_column_blob(q, 0), 32);
+    out->status = sqlite3_column_int(q, 1);
+    out->body = col_dup(q, 2);
+    out->created_at = sqlite3_column_int64(q, 3);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_idem_put(struct store *st, int64_t key_id, const char *idem,
+                       const struct idem_rec *rec)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_PUT);
+    if (!q)
+        return ERR_STORAGE;
+    bind_idem(q, key_id, idem, rec);
+    return run_done(q, "idempotency put");
+}
+
+static int sq_idem_sweep(struct store *st, int64_t before)
+{
+    sqlite3_stmt *q = stmt_get(st, S_IDEM_SWEEP);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before);
+    return run_done(q, "idempotency sweep");
+}
+
+/* ---- blocklist ---- */
+
+static int sq_block_add(struct store *st, const char *host, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BLOCK_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, now);
+    return run_done(q, "block add");
+}
+
+static int sq_block_del(struct store *st, const char *host)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BLOCK_DEL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    int rc = run_done(q, "block delete");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_block_has(struct store *st, const char *host, bool *yes)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BLOCK_HAS);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "block check");
+    *yes = rc == SQLITE_ROW;
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_block_list(struct store *st, host_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BLOCK_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (cb((const char *)sqlite3_column_text(q, 0), sqlite3_column_int64(q, 1), arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "block list");
+    finish(q);
+    return ERR_OK;
+}
+
+/* Moving a store: defined in the last section of this file. */
+static int sq_export_rows(struct store *st, int table, row_cb cb, void *arg);
+static int sq_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
+                          const struct store_value *after, bool to_end, int64_t *changed);
+static int sq_table_count(struct store *st, int table, struct table_count *out);
+
+const struct store_ops store_sqlite_ops = {
+    .name = "sqlite",
+    .open = sq_open,
+    .background = sq_background,
+    .close = sq_close,
+    .ping = sq_ping,
+    .backup = sq_backup,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .savepoint = sq_savepoint,
+    .savepoint_end = sq_savepoint_end,
+    .meta_get = sq_meta_get,
+    .meta_put = sq_meta_put,
+    .claim_block = sq_claim_block,
+    .link_get = sq_link_get,
+    .link_insert = sq_link_insert,
+    .link_find_live = sq_link_find_live,
+    .link_set_state = sq_link_set_state,
+    .link_list = sq_link_list,
+    .link_count = sq_link_count,
+    .link_sweep = sq_link_sweep,
+    .link_update = sq_link_update,
+    .link_reserve = sq_link_reserve,
+    .history_add = sq_history_add,
+    .history_list = sq_history_list,
+    .domain_add = sq_domain_add,
+    .domain_get = sq_domain_get,
+    .domain_del = sq_domain_del,
+    .domain_list = sq_domain_list,
+    .meta_del = sq_meta_del,
+    .meta_add = sq_meta_add,
+    .idem_claim = sq_idem_claim,
+    .agg_days = sq_agg_days,
+    .prune_days = sq_prune_days,
+    .prune_visitors = sq_prune_visitors,
+    .stats_days = sq_stats_days,
+    .stats_dims = sq_stats_dims,
+    .stats_recent = sq_stats_recent,
+    .stats_totals = sq_stats_totals,
+    .stats_top = sq_stats_top,
+    .key_insert = sq_key_insert,
+    .key_by_hash = sq_key_by_hash,
+    .key_list = sq_key_list,
+    .key_revoke = sq_key_revoke,
+    .key_count = sq_key_count,
+    .idem_get = sq_idem_get,
+    .idem_put = sq_idem_put,
+    .idem_sweep = sq_idem_sweep,
+    .block_add = sq_block_add,
+    .block_del = sq_block_del,
+    .block_has = sq_block_has,
+    .block_list = sq_block_list,
+    .export_rows = sq_export_rows,
+    .import_rows = sq_import_rows,
+    .table_count = sq_table_count,
+};
+
+/* ---- moving a store: whole tables of tables.h (shortd migrate-store) ----
+ *
+ * The statements are made from the table descriptions: names come from
+ * tables.h only, values are always bound. Each is prepared for one call
+ * (one export, one batch), which is nothing next to the rows it moves. */
+
+/* "a, b, c" over columns [from, to), each name after 'prefix'. */
+static void move_cols(struct buf *s, const struct store_table *t, int from, int to,
+                      const char *prefix)
+{
+    for (int i = from; i < to; i++)
+        buf_printf(s, "%s%s%s", i > from ? ", " : "", prefix, t->cols[i].name);
+}
+
+static int move_prepare(struct conn *c, const struct buf *s, sqlite3_stmt **q)
+{
+    if (sqlite3_prepare_v2(c->db, s->p, -1, q, NULL) != SQLITE_OK)
+        return log_fail(ERR_STORAGE, "cannot prepare '%.60s...': %s", s->p,
+                        sqlite3_errmsg(c->db));
+    return ERR_OK;
+}
+
+static void move_get(sqlite3_stmt *q, int i, enum col_type type, struct store_value *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (sqlite3_column_type(q, i) == SQLITE_NULL) {
+        v->type = VAL_NULL;
+    } else if (type == COL_INT || type == COL_BOOL) {
+        v->type = VAL_INT;
+        v->i = sqlite3_column_int64(q, i);
+    } else {
+        /* A blob column may hold an integer (meta's counter): its digits. */
+        v->type = type == COL_TEXT ? VAL_TEXT : VAL_BLOB;
+        v->p = type == COL_TEXT ? (const char *)sqlite3_column_text(q, i)
+                                : (const char *)sqlite3_column_blob(q, i);
+        v->n = (size_t)sqlite3_column_bytes(q, i);
+        if (!v->p)
+            v->p = "";
+    }
+}
+
+static void move_bind(sqlite3_stmt *q, int i, const struct store_value *v)
+{
+    if (v->type == VAL_INT)
+        sqlite3_bind_int64(q, i, v->i);
+    else if (v->type == VAL_TEXT)
+        sqlite3_bind_text(q, i, v->p ? v->p : "", (int)v->n, SQLITE_STATIC);
+    else if (v->type == VAL_BLOB)
+        sqlite3_bind_blob(q, i, v->p ? v->p : "", (int)v->n, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+static int sq_export_rows(struct store *st, int table, row_cb cb, void *arg)
+{
+    const struct store_table *t = &store_tables[table];
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT ");
+    move_cols(&s, t, 0, t->ncols, "");
+    buf_printf(&s, " FROM %s ORDER BY ", t->name);
+    move_cols(&s, t, 0, t->nkeys, "");
+    sqlite3_stmt *q = NULL;
+    int rc = move_prepare(c, &s, &q);
+    if (rc != ERR_OK)
+        goto out;
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        struct store_value v[TABLE_COLS_MAX];
+        for (int i = 0; i < t->ncols; i++)
+            move_get(q, i, t->cols[i].type, &v[i]);
+        if (cb(v, arg))
+            break;
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        rc = log_fail(ERR_STORAGE, "sqlite export of '%s' failed: %s", t->name,
+                      sqlite3_errmsg(c->db));
+out:
+    sqlite3_finalize(q);
+    buf_release(&s);
+    return rc;
+}
+
+/* Removes the rows of a mirror table whose keys lie strictly between two
+ * keys (NULL: no bound). Neither bound is removed; meta's counter stays. */
+static int move_delete_between(struct conn *c, const struct store_table *t,
+                               sqlite3_stmt *del[2][2], const struct store_value *lo,
+                               const struct store_value *hi, int64_t *changed)
+{
+    sqlite3_stmt **q = &del[lo != NULL][hi != NULL];
+    if (!*q) {
+        struct buf s = BUF_INIT;
+        buf_printf(&s, "DELETE FROM %s WHERE true", t->name);
+        for (int b = 0; b < 2; b++) {
+            if (!(b ? hi : lo))
+                continue;
+            buf_adds(&s, " AND (");
+            move_cols(&s, t, 0, t->nkeys, "");
+            buf_adds(&s, b ? ") < (" : ") > (");
+            for (int i = 0; i < t->nkeys; i++)
+                buf_printf(&s, "%s?%d", i ? ", " : "", b * t->nkeys + i + 1);
+            buf_adds(&s, ")");
+        }
+        if (t == &store_tables[TABLE_META])
+            buf_adds(&s, " AND k <> 'counter'");
+        int rc = move_prepare(c, &s, q);
+        buf_release(&s);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    for (int i = 0; i < t->nkeys; i++) {
+        if (lo)
+            move_bind(*q, i + 1, &lo[i]);
+        if (hi)
+            move_bind(*q, t->nkeys + i + 1, &hi[i]);
+    }
+    int rc = run_done(*q, "mirror delete");
+    if (rc == ERR_OK)
+        *changed += sqlite3_changes(c->db);
+    return rc;
+}
+
+/* INSERT ... ON CONFLICT DO UPDATE of every column that is not the key, and
+ * only when one differs, so a row that is already there counts no change. */
+static void move_upsert_sql(struct buf *s, const struct store_table *t)
+{
+    if (t == &store_tables[TABLE_META]) {
+        buf_adds(s, "INSERT INTO meta (k, v) VALUES (?1, CASE WHEN ?1 = 'counter' "
+                    "THEN CAST(?2 AS INTEGER) ELSE ?2 END) ON CONFLICT (k) DO UPDATE "
+                    "SET v = excluded.v WHERE v IS NOT excluded.v "
+                    "AND (k <> 'counter' OR excluded.v > v)");
+        return;
+    }
+    int from = 0, to = t->nkeys;
+    buf_printf(s, "INSERT INTO %s (", t->name);
+    move_cols(s, t, 0, t->ncols, "");
+    buf_adds(s, ") VALUES (");
+    for (int i = 0; i < t->ncols; i++)
+        buf_printf(s, "%s?%d", i ? ", " : "", i + 1);
+    buf_adds(s, ") ON CONFLICT (");
+    move_cols(s, t, from, to, "");
+    if (t->ncols == t->nkeys) {
+        buf_adds(s, ") DO NOTHING");
+        return;
+    }
+    buf_adds(s, ") DO UPDATE SET ");
+    struct buf mine = BUF_INIT, theirs = BUF_INIT;
+    for (int i = 0; i < t->ncols; i++) {
+        if (i >= from && i < to)
+            continue;
+        const char *sep = mine.len ? ", " : "";
+        buf_printf(s, "%s%s = excluded.%s", sep, t->cols[i].name, t->cols[i].name);
+        buf_printf(&mine, "%s%s", sep, t->cols[i].name);
+        buf_printf(&theirs, "%sexcluded.%s", sep, t->cols[i].name);
+    }
+    buf_printf(s, " WHERE (%s) IS NOT (%s)", mine.p, theirs.p);
+    buf_release(&mine);
+    buf_release(&theirs);
+}
+
+/* The rows not in a batch are removed range by range between the batch's
+ * own keys: one index probe each, whatever the size of the table. */
+static int sq_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
+                          const struct store_value *after, bool to_end, int64_t *changed)
+{
+    const struct store_table *t = &store_tables[table];
+    *changed = 0;
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    sqlite3_stmt *del[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    sqlite3_stmt *up = NULL;
+    struct buf s = BUF_INIT;
+    move_upsert_sql(&s, t);
+    int rc = move_prepare(c, &s, &up);
+    const struct store_value *prev = after;
+    for (size_t r = 0; rc == ERR_OK && r < n; r++) {
+        const struct store_value *row = rows + r * (size_t)t->ncols;
+        if (t->mirror)
+            rc = move_delete_between(c, t, del, prev, row, changed);
+        for (int i = 0; rc == ERR_OK && i < t->ncols; i++)
+            move_bind(up, i + 1, &row[i]);
+        if (rc == ERR_OK)
+            rc = run_done(up, "import");
+        if (rc == ERR_OK)
+            *changed += sqlite3_changes(c->db);
+        prev = row;
+    }
+    if (rc == ERR_OK && t->mirror && to_end)
+        rc = move_delete_between(c, t, del, prev, NULL, changed);
+    if (rc == ERR_EXISTS)
+        rc = log_fail(ERR_STORAGE, "sqlite import of '%s': a row collides with a different "
+                      "one on a unique column", t->name);
+    for (int i = 0; i < 4; i++)
+        sqlite3_finalize(del[i / 2][i % 2]);
+    sqlite3_finalize(up);
+    buf_release(&s);
+    return rc;
+}
+
+static int sq_table_count(struct store *st, int table, struct table_count *out)
+{
+    const struct store_table *t = &store_tables[table];
+    memset(out, 0, sizeof(*out));
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct buf s = BUF_INIT;
+    buf_adds(&s, "SELECT count(*)");
+    for (int i = 0; i < 2; i++)
+        buf_printf(&s, ", coalesce(sum(%s), 0)", t->sum[i] ? t->sum[i] : "0");
+    buf_printf(&s, " FROM %s", t->name);
+    sqlite3_stmt *q = NULL;
+    int rc = move_prepare(c, &s, &q);
+    if (rc == ERR_OK && sqlite3_step(q) != SQLITE_ROW)
+        rc = log_fail(ERR_STORAGE, "sqlite count of '%s' failed: %s", t->name,
+                      sqlite3_errmsg(c->db));
+    if (rc == ERR_OK) {
+        out->rows = sqlite3_column_int64(q, 0);
+        out->sum[0] = sqlite3_column_int64(q, 1);
+        out->sum[1] = sqlite3_column_int64(q, 2);
+    }
+    sqlite3_finalize(q);
+    buf_release(&s);
+    return rc;
+}

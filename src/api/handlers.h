@@ -7,7 +7,7 @@
 
 /* redirect.c - GET|HEAD /<code>, the hot path */
 int handle_redirect(struct request *r, struct slice code);
-/* POST /<code>: the password form of a protected link */
+/* controlled.c - POST /<code>: the password form of a protected link */
 int handle_gate_post(struct request *r, struct slice code);
 
 /* api_links.c */

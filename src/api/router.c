@@ -295,7 +295,7 @@ static int run_route(struct request *r)
     return rt->handler(r);
 }
 
-static int gate_post(struct request *r) { return handle_gate_post(r, r->later_slice); }
+static int gate_post(struct request *r) { return handle_gate_post(r, r->code); }
 
 /* A precheck's key is good: 403 for an admin route without an admin key,
  * else 0 and the request is authenticated. */
@@ -383,7 +383,7 @@ static void route_timeout(struct storeq_wait *w)
         http_resume(r, status);
 }
 
-/* Runs fn(r) on a store thread; returns HTTP_ASYNC (ROUTER_WAIT for a
+/* Runs fn(r) on a store thread; returns HTTP_ASYNC (HTTP_WAIT for a
  * precheck), or 503 when too many requests wait for one already. Without
  * store threads (the unit tests' in-process requests), runs it here. */
 static int offload(struct request *r, int (*fn)(struct request *r), int kind)
@@ -407,7 +407,7 @@ static int offload(struct request *r, int (*fn)(struct request *r), int kind)
         return unavailable(r, kind == OFF_GATE);
     }
     storeq_wait_start(q, &j->wait);
-    return kind == OFF_PRECHECK ? ROUTER_WAIT : HTTP_ASYNC;
+    return kind == OFF_PRECHECK ? HTTP_WAIT : HTTP_ASYNC;
 }
 
 int router_heavy_enter(struct request *r)
@@ -486,7 +486,7 @@ int router_dispatch(struct request *r)
         struct slice seg = {r->path.p + 1, r->path.n - 1};
         if (!is_reserved(seg)) {
             r->route_id = ROUTE_ID_REDIRECT;
-            r->later_slice = seg;
+            r->code = seg;
             return offload(r, gate_post, OFF_GATE);
         }
     }
@@ -520,3 +520,5 @@ int router_dispatch(struct request *r)
         return http_error(r, 405, "method_not_allowed", NULL, "short links answer GET and HEAD");
     return http_error(r, 404, "not_found", NULL, "no such path");
 }
+
+const struct server_dispatch router_entry = {.route = router_dispatch, .precheck = router_precheck};

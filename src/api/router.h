@@ -34,10 +34,13 @@ int router_dispatch(struct request *r);
  * needs a key, checks the key (and the auth rate limit) before the body is
  * read. Returns 0 to read the body, the status of an answer already
  * written into r (401, 403, 429, 503), sent without reading the body, or
- * ROUTER_WAIT when the check needs the store: it then ends with
+ * HTTP_WAIT when the check needs the store: it then ends with
  * http_precheck_resume. */
-#define ROUTER_WAIT (-4)
 int router_precheck(struct request *r);
+
+/* The two above, as the HTTP layer takes them (server_new). */
+struct server_dispatch;
+extern const struct server_dispatch router_entry;
 
 /* A heavy read (a search, an export) of the request's key begins: 0, or
  * 429 with Retry-After written into r when the key runs its share

@@ -358,7 +358,7 @@ int serve_run(struct config *cfg)
     if (app.store->ops->background &&
         app.store->ops->background(app.store, (int)app.cfg.background_nice) != ERR_OK)
         goto out;
-    if (server_new(&app, &app.server) != ERR_OK)
+    if (server_new(&app, &router_entry, &app.server) != ERR_OK)
         goto out;
     /* Store threads serve people waiting (API calls, controlled links) a
      * little below the event loops' priority; a redirect's misses, which a

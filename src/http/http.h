@@ -1,6 +1,7 @@
 /* http.h - one HTTP request and its answer, as handlers see them.
  *
- * The server (server.c) fills a request from the wire and calls the router;
+ * The server (server.c) fills a request from the wire and calls the dispatcher
+ * it was handed (the router, api/router.h);
  * a handler reads the request, writes the answer with the functions below and
  * returns the status. A handler that must wait (a durable write) returns
  * HTTP_ASYNC and later, on the same event-loop thread, fills the answer and
@@ -21,6 +22,7 @@
 #define HTTP_ASYNC_DONE (-1)   /* internal: the answer was already written */
 #define HTTP_LATER (-2)        /* from http_later */
 #define HTTP_STREAM (-3)       /* internal: http_stream off the loop, begun by http_resume */
+#define HTTP_WAIT (-4)         /* from a precheck: it ends with http_precheck_resume */
 #define HTTP_MAX_HEADERS 100
 #define HTTP_MAX_PARAMS 2
 
@@ -60,9 +62,10 @@ struct request {
     struct buf resp_headers;    /* extra "Name: value\r\n" lines */
     struct buf resp_body;
 
-    /* Kept for a handler across http_later */
-    struct slice later_slice;
-    uint64_t later_u64;
+    /* The short code a redirect or a gate's POST serves, kept across
+     * http_later's steps and the hop to a store thread */
+    struct slice code;
+    uint64_t code_hash;         /* cache_hash of it (redirect only) */
 
     struct app *app;
     struct conn *conn;          /* the server's, opaque */

@@ -53,7 +53,6 @@
 #include "http/http.h"
 #include "base/log.h"
 #include "http/metrics.h"
-#include "api/router.h"
 #include "store/storeq.h"
 #include "base/banned.h"
 
@@ -123,6 +122,7 @@ struct conn {
 
 struct worker {
     struct server *srv;
+    const struct server_dispatch *dispatch;
     int index;
     pthread_t thread;
     uv_loop_t loop;
@@ -166,6 +166,7 @@ struct addr_table {
 
 struct server {
     struct app *app;
+    const struct server_dispatch *dispatch;
     int nworkers;
     struct worker *workers;
     atomic_int nconns;
@@ -438,8 +439,8 @@ static int on_headers_complete(llhttp_t *p)
         /* A body is coming: a request that needs a key is refused before it is read. */
         r->json = NULL;
         r->route_id = 0;
-        int status = router_precheck(r);
-        if (status == ROUTER_WAIT) {
+        int status = c->w->dispatch->precheck(r);
+        if (status == HTTP_WAIT) {
             /* The key is checked on a store thread: nothing more is read
              * until http_precheck_resume. */
             c->state = C_BUSY;
@@ -647,7 +648,7 @@ static int on_message_complete(llhttp_t *p)
     r->start_ns = uv_hrtime();
     r->route_id = 0;
     c->state = C_BUSY;
-    int status = router_dispatch(r);
+    int status = c->w->dispatch->route(r);
     if (status == HTTP_ASYNC || status == HTTP_LATER) {
         c->paused = true;
         c->later = status == HTTP_LATER;
@@ -1010,7 +1011,7 @@ static void conn_feed(struct conn *c, const char *data, size_t n)
     } else if (e != HPE_OK) {
         int status = c->err_status ? c->err_status : 400;
         if (c->err_status && !c->err_message) {
-            conn_refuse(c, status);     /* router_precheck's answer */
+            conn_refuse(c, status);     /* the precheck's answer */
             return;
         }
         const char *msg = c->err_status ? c->err_message : llhttp_get_error_reason(&c->parser);
@@ -1435,7 +1436,7 @@ struct worker *request_worker(const struct request *r)
 
 /* ---- in-process requests (server.h; the unit tests' harness) ---- */
 
-struct worker *server_inproc_new(void)
+struct worker *server_inproc_new(const struct server_dispatch *d)
 {
     struct worker *w = calloc(1, sizeof(*w));
     if (!w)
@@ -1445,6 +1446,7 @@ struct worker *server_inproc_new(void)
     uv_async_init(&w->loop, &w->wake, on_wake);
     w->wake.data = w;
     pthread_mutex_init(&w->mu, NULL);
+    w->dispatch = d;
     current_worker = w;
     return w;
 }
@@ -1455,7 +1457,7 @@ int server_inproc_run(struct worker *w, struct request *r)
     r->start_ns = uv_hrtime();
     r->route_id = 0;
     w->inproc_done = false;
-    int status = router_dispatch(r);
+    int status = w->dispatch->route(r);
     if (status != HTTP_ASYNC)
         return status;
     while (!w->inproc_done)
@@ -1653,7 +1655,7 @@ int server_check_listen(const struct config *cfg)
     return listen_address(cfg, &ss);
 }
 
-int server_new(struct app *app, struct server **out)
+int server_new(struct app *app, const struct server_dispatch *d, struct server **out)
 {
     struct sockaddr_storage ss;
     int rc = listen_address(&app->cfg, &ss);
@@ -1663,6 +1665,7 @@ int server_new(struct app *app, struct server **out)
     if (!s)
         abort();
     s->app = app;
+    s->dispatch = d;
     int n = (int)app->cfg.threads;
     if (n <= 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1688,6 +1691,7 @@ int server_new(struct app *app, struct server **out)
     for (int i = 0; i < n; i++) {
         struct worker *w = &s->workers[i];
         w->srv = s;
+        w->dispatch = d;
         w->index = i;
         w->m = metrics_local(app->metrics, i);
         uv_loop_init(&w->loop);

@@ -1,6 +1,6 @@
 /* server.h - the HTTP layer: N event-loop threads (libuv), each with its own
  * SO_REUSEPORT listening socket, parsing with llhttp, answering through the
- * router. Owns limits, timeouts, keep-alive, pipelining and the connection
+ * dispatcher it is handed (struct server_dispatch). Owns limits, timeouts, keep-alive, pipelining and the connection
  * cap. */
 #ifndef SHORTD_SERVER_H
 #define SHORTD_SERVER_H
@@ -19,8 +19,20 @@ struct task {
     struct task *next;
 };
 
-/* Binds the listeners (ERR_IO with a message when the address is taken). */
-int server_new(struct app *app, struct server **out);
+/* What the server calls for each request: the HTTP layer knows no route;
+ * whoever builds it hands it the dispatcher (serve.c: the router's
+ * router_entry). 'route' answers a complete request: the status, or
+ * HTTP_ASYNC / HTTP_LATER (http.h). 'precheck' runs at headers-complete for
+ * a request that announces a body: 0 to read the body, the status of an
+ * answer already written (sent without reading the body), or HTTP_WAIT. */
+struct server_dispatch {
+    int (*route)(struct request *r);
+    int (*precheck)(struct request *r);
+};
+
+/* Binds the listeners (ERR_IO with a message when the address is taken).
+ * 'd' must outlive the server. */
+int server_new(struct app *app, const struct server_dispatch *d, struct server **out);
 /* The same checks of the listen address, binding nothing: for a start that
  * must refuse a busy address before it opens (or makes) its store. */
 int server_check_listen(const struct config *cfg);
@@ -53,7 +65,7 @@ struct uv_loop_s *worker_loop(struct worker *w);
  * later (HTTP_ASYNC), runs the loop until its http_resume; it returns the
  * status, the answer being left in r. Streamed answers (http_stream) and
  * http_later need a connection and are not supported. */
-struct worker *server_inproc_new(void);
+struct worker *server_inproc_new(const struct server_dispatch *d);
 int server_inproc_run(struct worker *w, struct request *r);
 void server_inproc_free(struct worker *w);
 

@@ -15,9 +15,8 @@
  *    them or the link's own custom domain (kept in its cache entry), else
  *    404 and no click: a few string compares, nothing when none are set.
  * 6. A link with controls (password, A/B variants, max_clicks) is flagged in
- *    the cache and read whole from the store, on a store thread too: see
- *    "controlled links" below.
- *    Plain links pay nothing for them.
+ *    the cache and read whole from the store, on a store thread too, then
+ *    answered by controlled.c. Plain links pay nothing for them.
  * The click event carries the raw headers analytics needs; classification
  * happens later, off this path. The client's address (clientaddr.h: the
  * peer, or behind a trusted proxy its X-Forwarded-For) only ever enters a
@@ -38,40 +37,35 @@
 #include "links/codes.h"
 #include "clicks/classify.h"
 #include "http/clientaddr.h"
-#include "app/config.h"
 #include "clicks/event.h"
-#include "redirect/gate.h"
 #include "clicks/geo.h"
 #include "base/err.h"
 #include "api/handlers.h"
 #include "redirect/hosts.h"
+#include "redirect/redirect.h"
 #include "links/links.h"
-#include "links/pwhash.h"
-#include "http/ratelimit.h"
 #include "redirect/rcache.h"
 #include "http/server.h"
 #include "store/store.h"
 #include "store/storeq.h"
 #include "base/timeutil.h"
-#include "links/variants.h"
-#include "store/writer.h"
 #include "base/banned.h"
 
-#define CONTROLLED (-2)     /* internal status: the link needs the controlled path */
+void hostcheck_of(const struct request *r, struct hostcheck *h)
+{
+    *h = (struct hostcheck){.any = true};
+    if (r->app->hosts) {
+        h->n = host_of_header(r->host, h->name);
+        h->any = h->n && hostlist_has(r->app->hosts, h->name, h->n);
+    }
+}
 
-/* The Host of the request as the host check sees it. */
-struct hostcheck {
-    bool any;               /* no default hosts, or the Host is one of them */
-    size_t n;
-    char name[HOST_NAME_MAX_LEN + 1];
-};
-
-static bool host_allows(const struct hostcheck *h, const char *domain, size_t dn)
+bool host_allows(const struct hostcheck *h, const char *domain, size_t dn)
 {
     return h->any || (domain && dn == h->n && memcmp(domain, h->name, dn) == 0);
 }
 
-static int text(struct request *r, int status, const char *msg)
+int redirect_text(struct request *r, int status, const char *msg)
 {
     http_add_header(r, "Cache-Control", "no-store", 8);
     return http_body(r, status, "text/plain; charset=utf-8", msg, strlen(msg));
@@ -93,9 +87,8 @@ static void add_query(struct buf *h, struct slice q)
     }
 }
 
-/* Location: the destination, with the request's query string appended to
- * the destination's own (before any #fragment). */
-static void add_location(struct request *r, const char *url, size_t n, bool pass_query)
+/* Before any #fragment of the destination. */
+void redirect_location(struct request *r, const char *url, size_t n, bool pass_query)
 {
     struct buf *h = &r->resp_headers;
     buf_add(h, "Location: ", 10);
@@ -132,7 +125,7 @@ static struct slice utm_only(struct slice q, char *out, size_t cap)
     return (struct slice){out, n};
 }
 
-static void record_click(struct request *r, struct slice code, int64_t now, uint8_t flags)
+void redirect_record_click(struct request *r, struct slice code, int64_t now, uint8_t flags)
 {
     const struct app *app = r->app;
     char utm[EVENT_QUERY_MAX];
@@ -177,14 +170,14 @@ static void record_click(struct request *r, struct slice code, int64_t now, uint
     clicks_record(app->clicks, worker_index(worker_current()), &e);
 }
 
-static int not_found(struct request *r)
+int redirect_not_found(struct request *r)
 {
-    return text(r, 404, "Not Found: no link has this code\n");
+    return redirect_text(r, 404, "Not Found: no link has this code\n");
 }
 
-static int gone(struct request *r)
+int redirect_gone(struct request *r)
 {
-    return text(r, 410, "Gone: this link has expired or was removed\n");
+    return redirect_text(r, 410, "Gone: this link has expired or was removed\n");
 }
 
 /* The answer for a link as cached or stored; no click is recorded here. */
@@ -193,12 +186,12 @@ static int answer(struct request *r, const struct cache_view *v, const struct ho
 {
     const struct config *cfg = &r->app->cfg;
     if (v->miss || !host_allows(h, v->domain, v->domain_len))
-        return not_found(r);
+        return redirect_not_found(r);
     if (v->state != LINK_ACTIVE || !v->url || (v->expires_at && v->expires_at <= now))
-        return gone(r);
+        return redirect_gone(r);
     if (v->controlled)
-        return CONTROLLED;
-    add_location(r, v->url, v->url_len, cfg->pass_query);
+        return REDIRECT_CONTROLLED;
+    redirect_location(r, v->url, v->url_len, cfg->pass_query);
     int status = 302;
     if (v->permanent) {
         status = 301;
@@ -210,10 +203,10 @@ static int answer(struct request *r, const struct cache_view *v, const struct ho
     return status;
 }
 
-static int unavailable(struct request *r)
+int redirect_unavailable(struct request *r)
 {
     http_add_header(r, "Retry-After", "1", 1);
-    return text(r, 503, "Service Unavailable: try again\n");
+    return redirect_text(r, 503, "Service Unavailable: try again\n");
 }
 
 /* The answer for a link as read from the store (a miss of this cache). */
@@ -236,349 +229,6 @@ static int answer_stored(struct request *r, const struct link *l, const struct h
         v.url_len = (uint32_t)strlen(l->dest);
     }
     return answer(r, &v, h, now);
-}
-
-/* ---- controlled links ----
- *
- * A link with a password, A/B variants or a click limit is read whole from
- * the store on every request (its cache entry only says so), on this
- * thread's own connection. A click limit is enforced by reserving a slot
- * before the answer: the reservation (store.h's link_reserve) is a write, so
- * it goes through the group commit like a create and the request waits for
- * it (HTTP_ASYNC): durable before the redirect is sent, hence exact across a
- * kill -9 restart, and in PostgreSQL a conditional UPDATE under the row's
- * lock, hence exact across nodes. Bots, prefetches and HEAD never reserve:
- * they get the redirect while slots remain, and 410 once none is left. */
-
-/* Bot detection on an event-loop thread: classify_ua is single-threaded, so
- * each thread has its own (without a per-UA cache), made on first use and
- * freed at exit. */
-static pthread_mutex_t bots_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct classify *all_bots[256];
-static int nbots;
-static _Thread_local struct classify *my_bots;
-
-static void __attribute__((destructor)) free_bots(void)
-{
-    pthread_mutex_lock(&bots_mu);
-    for (int i = 0; i < nbots; i++)
-        classify_free(all_bots[i]);
-    nbots = 0;
-    pthread_mutex_unlock(&bots_mu);
-}
-
-static bool is_bot(const struct request *r)
-{
-    struct slice ua = http_header(r, "user-agent");
-    struct slice sec = http_header(r, "sec-purpose"), purpose = http_header(r, "purpose");
-    struct slice xpurpose = http_header(r, "x-purpose"), xmoz = http_header(r, "x-moz");
-    if (classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n, xmoz.p,
-                             xmoz.n))
-        return true;
-    if (!my_bots) {
-        pthread_mutex_lock(&bots_mu);
-        if (nbots < (int)(sizeof(all_bots) / sizeof(all_bots[0])) &&
-            classify_new(0, &my_bots) == ERR_OK)
-            all_bots[nbots++] = my_bots;
-        pthread_mutex_unlock(&bots_mu);
-        if (!my_bots)
-            return false;
-    }
-    struct ua_info info;
-    classify_ua(my_bots, ua.p, ua.p ? ua.n : 0, &info);
-    return info.bot != BOT_NONE;
-}
-
-/* Where a controlled link sends this visitor: its A/B variant (chosen from
- * the per-link key, the address and the user agent, so a visitor keeps it),
- * or its destination. *flags gets the variant for the click event. */
-static char *destination_of(const struct request *r, const struct link *l, uint8_t *flags)
-{
-    *flags = 0;
-    struct variants vs;
-    if (l->variants && variants_from_text(l->variants, &vs) == ERR_OK) {
-        uint8_t key[32];
-        links_variant_key(r->app->links, l->code, key);
-        struct client_ip ip;
-        clientaddr_of(r, &ip);
-        struct slice ua = http_header(r, "user-agent");
-        int i = variants_pick(&vs, key, ip.bytes, ip.n, ua.p ? ua.p : "", ua.p ? ua.n : 0);
-        char *url = xstrdup(vs.v[i].url);
-        variants_release(&vs);
-        *flags = (uint8_t)(((unsigned)(i + 1) << EVENT_VARIANT_SHIFT) & EVENT_VARIANT_MASK);
-        return url;
-    }
-    return xstrdup(l->dest ? l->dest : l->url);
-}
-
-/* The answer that lets the visitor through, and its click (not for HEAD).
- * After a right password a browser gets the gate's continue page (gate.h:
- * a 302 after the form's POST would be blocked by the gate's form-action
- * 'self'); other clients get the 302. */
-static int deliver(struct request *r, const struct link *l, int64_t now, bool via_gate)
-{
-    uint8_t flags;
-    char *url = destination_of(r, l, &flags);
-    int status = 302;
-    struct slice accept = http_header(r, "accept");
-    if (via_gate && accept.p && memmem(accept.p, accept.n, "text/html", 9)) {
-        struct buf page = BUF_INIT;
-        gate_render_continue(&page, l->code, url);
-        http_add_header(r, "Content-Security-Policy", gate_csp, strlen(gate_csp));
-        http_add_header(r, "Cache-Control", "no-store", 8);
-        status = http_body(r, 200, "text/html; charset=utf-8", page.p, page.len);
-        buf_release(&page);
-    } else {
-        add_location(r, url, strlen(url), r->app->cfg.pass_query && !via_gate);
-        buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
-    }
-    free(url);
-    if (r->method != HTTP_HEAD)
-        record_click(r, (struct slice){l->code, strlen(l->code)}, now, flags);
-    return status;
-}
-
-struct reserve_job {
-    struct wjob job;
-    struct task task;
-    struct request *r;
-    struct worker *w;
-    struct link link;
-    int64_t now;
-    bool via_gate;
-    int result;             /* ERR_OK: a slot is ours; ERR_TOOBIG: none left */
-};
-
-static int reserve_run(struct wjob *wj, struct store *st)
-{
-    struct reserve_job *j = (struct reserve_job *)wj;
-    int64_t used = 0;
-    j->result = st->ops->link_reserve(st, j->link.code, &used);
-    return j->result == ERR_TOOBIG ? ERR_OK : j->result;
-}
-
-static void reserve_on_loop(struct task *t)
-{
-    struct reserve_job *j = (struct reserve_job *)((char *)t - offsetof(struct reserve_job, task));
-    struct request *r = j->r;
-    int status;
-    if (j->job.rc != ERR_OK) {
-        status = unavailable(r);
-    } else if (j->result != ERR_OK) {
-        status = gone(r);
-    } else {
-        status = deliver(r, &j->link, j->now, j->via_gate);
-    }
-    http_resume(r, status);
-    link_release(&j->link);
-    free(j);
-}
-
-static void reserve_done(struct wjob *wj)
-{
-    struct reserve_job *j = (struct reserve_job *)wj;
-    worker_post(j->w, &j->task);
-}
-
-/* A human click of a link with max_clicks first reserves its slot (the
- * writer, then back on this thread); anything else is delivered at once.
- * Takes 'l' over. Returns the status or HTTP_ASYNC. */
-static int reserve_or_deliver(struct request *r, struct link *l, int64_t now, bool via_gate)
-{
-    if (l->max_clicks > 0 && r->method != HTTP_HEAD && !is_bot(r)) {
-        struct reserve_job *j = calloc(1, sizeof(*j));
-        if (!j)
-            abort();
-        j->r = r;
-        j->w = request_worker(r);
-        j->link = *l;           /* owned by the job now */
-        memset(l, 0, sizeof(*l));
-        j->now = now;
-        j->via_gate = via_gate;
-        j->job.run = reserve_run;
-        j->job.done = reserve_done;
-        j->job.single_write = true;
-        j->task.fn = reserve_on_loop;
-        writer_submit(r->app->writer, &j->job);
-        return HTTP_ASYNC;
-    }
-    int status = deliver(r, l, now, via_gate);
-    link_release(l);
-    return status;
-}
-
-/* The gate of a protected link: 200 (or 'status') with the page, never cached. */
-static int gate_page(struct request *r, const char *code, int status, const char *message)
-{
-    struct buf page = BUF_INIT;
-    gate_render(&page, code, message);
-    http_add_header(r, "Content-Security-Policy", gate_csp, strlen(gate_csp));
-    http_add_header(r, "Cache-Control", "no-store", 8);
-    status = http_body(r, status, "text/html; charset=utf-8", page.p, page.len);
-    buf_release(&page);
-    return status;
-}
-
-
-/* Whether a controlled link as read lets a visitor through: ERR_OK, or
- * the answer in *status. Releases 'l' when not. */
-static int controlled_live(struct request *r, int rc, struct link *l, int64_t now, int *status)
-{
-    if (rc == ERR_NOTFOUND) {
-        *status = not_found(r);
-        return rc;
-    }
-    if (rc != ERR_OK) {
-        *status = unavailable(r);
-        return rc;
-    }
-    if (!link_is_live(l, now) || (l->max_clicks > 0 && l->used >= l->max_clicks)) {
-        link_release(l);
-        *status = gone(r);
-        return ERR_GONE;
-    }
-    return ERR_OK;
-}
-
-/* Reads a controlled link from the store (the gate's POST, on a store
- * thread): ERR_OK with 'l', or the answer. */
-static int load_controlled(struct request *r, struct slice code, int64_t now, struct link *l,
-                           int *status)
-{
-    struct app *app = r->app;
-    char key[CODE_MAX + 1];
-    memcpy(key, code.p, code.n);
-    key[code.n] = '\0';
-    int rc = app->store->ops->link_get(app->store, key, l);
-    return controlled_live(r, rc, l, now, status);
-}
-
-/* GET or HEAD of a controlled link, as just read: the gate, or the way
- * through. Records its own click. Takes 'l' over. Returns the status or
- * HTTP_ASYNC. */
-static int answer_controlled(struct request *r, int rc, struct link *l_in, int64_t now)
-{
-    struct link l = *l_in;
-    memset(l_in, 0, sizeof(*l_in));
-    int status;
-    if (controlled_live(r, rc, &l, now, &status) != ERR_OK)
-        return status;
-    if (l.password) {
-        status = gate_page(r, l.code, 200, NULL);
-        link_release(&l);
-        return status;
-    }
-    return reserve_or_deliver(r, &l, now, false);
-}
-
-/* ---- POST /CODE: a password for the gate ---- */
-
-/* Password attempts are limited per client and link, and per client over
- * all links (ratelimit.h): a right password counts as an attempt too. */
-static bool gate_attempt_allowed(struct request *r, const char *code, int *retry_after)
-{
-    struct client_ip ip;
-    clientaddr_of(r, &ip);
-    struct rl_info info;
-    bool ok = ratelimit_take_password(r->app->ratelimit, &ip, code, strlen(code), now_ms(),
-                                      &info);
-    ratelimit_headers(r, &info);
-    *retry_after = (int)info.retry_after;
-    return ok;
-}
-
-struct gate_check {
-    struct task task;
-    struct request *r;
-    struct link link;
-    int64_t now;
-    char pw[PWHASH_PW_MAX + 1];     /* wiped once handed to the hash */
-    size_t n;
-};
-
-static void gate_checked(bool ok, void *arg)
-{
-    struct gate_check *g = arg;
-    struct request *r = g->r;
-    int status;
-    if (ok) {
-        status = reserve_or_deliver(r, &g->link, now_ms(), true);
-    } else {
-        status = gate_page(r, g->link.code, 401, "Wrong password");
-        link_release(&g->link);
-    }
-    if (status != HTTP_ASYNC)
-        http_resume(r, status);
-    free(g);
-}
-
-/* On the request's loop: the check goes to libuv's thread pool. */
-static void gate_check_start(struct task *t)
-{
-    struct gate_check *g = (struct gate_check *)t;
-    struct request *r = g->r;
-    int rc = pwhash_check_async(worker_loop(request_worker(r)), g->link.password, g->pw, g->n,
-                                gate_checked, g);
-    sodium_memzero(g->pw, sizeof(g->pw));
-    if (rc != ERR_OK) {
-        link_release(&g->link);
-        free(g);
-        http_resume(r, unavailable(r));
-    }
-}
-
-/* On a store thread (router.c), as the API is. */
-int handle_gate_post(struct request *r, struct slice code)
-{
-    if (!code_is_plausible(code.p, code.n))
-        return not_found(r);
-    int64_t now = now_ms();
-    struct hostcheck h = {.any = true};
-    if (r->app->hosts) {
-        h.n = host_of_header(r->host, h.name);
-        h.any = h.n && hostlist_has(r->app->hosts, h.name, h.n);
-    }
-    struct link l;
-    int status;
-    if (load_controlled(r, code, now, &l, &status) != ERR_OK)
-        return status;
-    if (!host_allows(&h, l.domain, l.domain ? strlen(l.domain) : 0)) {
-        link_release(&l);
-        return not_found(r);
-    }
-    if (!l.password) {
-        link_release(&l);
-        http_add_header(r, "Allow", "GET, HEAD", 9);
-        return text(r, 405, "Method Not Allowed: this link has no password\n");
-    }
-    int retry = 0;
-    if (!gate_attempt_allowed(r, l.code, &retry)) {
-        char s[16];
-        int n = snprintf(s, sizeof(s), "%d", retry > 0 ? retry : 1);
-        http_add_header(r, "Retry-After", s, (size_t)n);
-        status = gate_page(r, l.code, 429, "Too many attempts: wait a little and try again");
-        link_release(&l);
-        return status;
-    }
-    char pw[PWHASH_PW_MAX + 1];
-    size_t n = 0;
-    if (gate_form_password(r->body.p, r->body.n, pw, sizeof(pw), &n) != ERR_OK || !n) {
-        status = gate_page(r, l.code, 400, "Please enter the password");
-        link_release(&l);
-        return status;
-    }
-    struct gate_check *g = calloc(1, sizeof(*g));
-    if (!g)
-        abort();
-    g->r = r;
-    g->link = l;
-    g->now = now;
-    memcpy(g->pw, pw, n);
-    g->n = n;
-    sodium_memzero(pw, sizeof(pw));
-    g->task.fn = gate_check_start;
-    worker_post(request_worker(r), &g->task);
-    return HTTP_ASYNC;
 }
 
 /* ---- reads off the loop: flights ----
@@ -699,7 +349,7 @@ static void waiter_wake(struct task *t)
     if (f->fresh) {
         struct link l = f->link;    /* one waiter: it takes the link */
         memset(&f->link, 0, sizeof(f->link));
-        status = answer_controlled(r, f->rc, &l, w->now);
+        status = controlled_answer(r, f->rc, &l, w->now);
     } else {
         status = redirect_stored(r, f, &w->h, w->now);
     }
@@ -728,7 +378,7 @@ static void waiter_timeout(struct storeq_wait *sw)
         return;
     struct request *r = w->r;
     free(w);
-    http_resume(r, unavailable(r));
+    http_resume(r, redirect_unavailable(r));
 }
 
 /* Waits for a read of 'code' (HTTP_ASYNC), or 503 when the store threads
@@ -766,7 +416,7 @@ static int wait_for_store(struct request *r, struct slice code, uint64_t hv,
             pthread_mutex_unlock(&flights_mu);
             free(f);
             free(w);
-            return unavailable(r);
+            return redirect_unavailable(r);
         }
         if (!fresh) {
             f->next = flights[hv % FLIGHT_BUCKETS];
@@ -786,14 +436,14 @@ static int redirect_stored(struct request *r, const struct flight *f, const stru
                            int64_t now)
 {
     if (f->rc == ERR_NOTFOUND)
-        return not_found(r);
+        return redirect_not_found(r);
     if (f->rc != ERR_OK)
-        return unavailable(r);
+        return redirect_unavailable(r);
     int status = answer_stored(r, &f->link, h, now);
-    if (status == CONTROLLED)
+    if (status == REDIRECT_CONTROLLED)
         return wait_for_store(r, (struct slice){f->code, f->n}, f->hash, h, now, true);
     if ((status == 301 || status == 302) && r->method == HTTP_GET)
-        record_click(r, (struct slice){f->code, f->n}, now, 0);
+        redirect_record_click(r, (struct slice){f->code, f->n}, now, 0);
     return status;
 }
 
@@ -802,11 +452,8 @@ static int redirect_now(struct request *r, struct slice code, uint64_t hash)
 {
     int64_t now = now_ms();
     struct cache_view v;
-    struct hostcheck h = {.any = true};
-    if (r->app->hosts) {
-        h.n = host_of_header(r->host, h.name);
-        h.any = h.n && hostlist_has(r->app->hosts, h.name, h.n);
-    }
+    struct hostcheck h;
+    hostcheck_of(r, &h);
 
     cache_read_lock();
     bool hit = cache_get_hashed(r->app->cache, code.p, code.n, hash, now, &v);
@@ -814,11 +461,11 @@ static int redirect_now(struct request *r, struct slice code, uint64_t hash)
     cache_read_unlock();
     if (!hit)
         return wait_for_store(r, code, hash, &h, now, false);
-    if (status == CONTROLLED)
+    if (status == REDIRECT_CONTROLLED)
         return wait_for_store(r, code, hash, &h, now, true);    /* records its own click */
 
     if ((status == 301 || status == 302) && r->method == HTTP_GET)
-        record_click(r, code, now, 0);
+        redirect_record_click(r, code, now, 0);
     return status;
 }
 
@@ -827,11 +474,11 @@ static int redirect_step(struct request *r, int step)
 {
     if (step == 0) {
         cache_read_lock();
-        cache_prefetch(r->app->cache, r->later_u64, 1);
+        cache_prefetch(r->app->cache, r->code_hash, 1);
         cache_read_unlock();
         return 0;
     }
-    return redirect_now(r, r->later_slice, r->later_u64);
+    return redirect_now(r, r->code, r->code_hash);
 }
 
 /* The hot path. The lookup is split so that the requests of one poll wait
@@ -841,13 +488,14 @@ static int redirect_step(struct request *r, int step)
 int handle_redirect(struct request *r, struct slice code)
 {
     if (!code_is_plausible(code.p, code.n))
-        return not_found(r);
+        return redirect_not_found(r);
     uint64_t hash = cache_hash(r->app->cache, code.p, code.n);
     cache_read_lock();
     cache_prefetch(r->app->cache, hash, 0);
     cache_read_unlock();
-    r->later_slice = code;
-    r->later_u64 = hash;
+    r->code = code;
+    r->code_hash = hash;
     int later = http_later(r, redirect_step);
     return later ? later : redirect_now(r, code, hash);
 }
+

@@ -159,7 +159,7 @@ struct hx *hx_new(void)
         hx_free(h);
         return NULL;
     }
-    h->w = server_inproc_new();
+    h->w = server_inproc_new(&router_entry);
     return h;
 }
 

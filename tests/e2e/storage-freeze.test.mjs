@@ -8,7 +8,8 @@
 //
 //   a. PostgreSQL frozen (SIGSTOP to the postmaster and every backend) for
 //      10 s: the cached link's p99 stays within 2x of its p99 just before
-//      (of at least 5 ms) and under 50 ms; unknown and uncached codes answer 503 with
+//      (of at least 5 ms, and of how late the client's own timer woke) and
+//      under 50 ms; unknown and uncached codes answer 503 with
 //      Retry-After within store-timeout-ms, an API read within that plus
 //      the store's own per-call bound; once thawed, a create, an uncached
 //      redirect and an API read work again within a bound.
@@ -310,8 +311,12 @@ function assertKeptLatency(what, { before, during }) {
     const msg = `cached link with ${what}: ${fmt(during)}; before it: ${fmt(before)}`;
     console.log(`# ${msg}`);
     assert.ok(during.p99 <= P99_LIMIT_MS, `${msg}: above ${P99_LIMIT_MS} ms`);
-    assert.ok(during.p99 <= P99_RATIO * Math.max(before.p99, P99_FLOOR_MS),
-        `${msg}: above ${P99_RATIO}x (of at least ${P99_FLOOR_MS} ms)`);
+    // A client whose own timer woke X ms late cannot tell a server's latency
+    // below X from its own: the ratio is taken against that too.
+    const base = Math.max(before.p99, P99_FLOOR_MS, during.lateMax);
+    assert.ok(during.p99 <= P99_RATIO * base,
+        `${msg}: above ${P99_RATIO}x of ${base.toFixed(1)} ms (before's p99, at least ${P99_FLOOR_MS} ms ` +
+        `and the client's own lateness)`);
 }
 
 function showProbes(what, probes) {

@@ -46,8 +46,9 @@ struct app {
     struct server *server;
     atomic_bool stopping;
     /* Links in the store (tombstones included), counted by the main thread
-     * every LINKS_COUNT_MS for /metrics: a count(*) over ten million rows
-     * takes 0.24 s, too long for an event loop. -1 until first counted. */
+     * every LINKS_COUNT_MS for /metrics: a count over ten million rows is
+     * far too long for an event loop (bench/HISTORY.md, "Figures once
+     * quoted in code comments"). -1 until first counted. */
     _Atomic int64_t links_counted;
     /* The sweeper's clock (serve.c), for /metrics: forward steps of the wall
      * clock it did not believe, and how far it now runs behind the wall. */

@@ -43,7 +43,8 @@ struct bump {
 
 /* A mapping of 'size' bytes. Not huge pages (MADV_HUGEPAGE): the kernel
  * then zeroes 2 MiB at each first touch, and a server's first busy seconds
- * cost a third more folding, with no gain measured in storing. */
+ * cost markedly more folding, with no gain in storing (measured: bench/
+ * HISTORY.md, "Figures once quoted in code comments"). */
 static struct chunk *chunk_map(struct bump *b, size_t size)
 {
     char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -148,8 +149,9 @@ void bump_clear(struct bump *b)
      * before, whichever is more, so the chunks of a burst go back to the
      * system slowly (a sixty-fourth, at least one, at each clear: half of
      * many in 44 clears, a minute or so). Mapping them again costs the
-     * kernel's zeroing of every page, which was a third of folding when
-     * quieter seconds gave chunks back sooner. */
+     * kernel's zeroing of every page, a large share of folding when quieter
+     * seconds gave chunks back sooner (bench/HISTORY.md, "after commit
+     * 3398b71", page faults). */
     size_t slowly = b->keep - (b->keep + 63) / 64;
     if (keep < slowly)
         keep = slowly;

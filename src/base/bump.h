@@ -4,12 +4,13 @@
  * A busy second's table holds a hundred thousand link days, each five small
  * allocations (the day, its tallies, their text, its newest clicks, its
  * visitors) that malloc scatters over the heap and that are all freed at
- * once when the batch is stored: malloc and free were a third of folding
- * with a million links. Here they are laid end to end in 2 MiB chunks, so
- * a link day's parts share a page or two, and clearing the lot is one
- * call. Chunks are kept for the next table (as many as this one used;
- * after a burst, a sixty-fourth fewer at each clear), so a steady load maps
- * nothing after its first batches.
+ * once when the batch is stored: malloc and free were a large share of
+ * folding with a million links (bench/HISTORY.md, "Up to commit 69fe67d").
+ * Here they are laid end to end in 2 MiB chunks, so a link day's parts
+ * share a page or two, and clearing the lot is one call. Chunks are kept
+ * for the next table (as many as this one used; after a burst, a
+ * sixty-fourth fewer at each clear), so a steady load maps nothing after
+ * its first batches.
  *
  * One thread at a time. Allocation failure aborts (as in buf.h): the sizes
  * are the aggregator's, bounded by its own limits. */

@@ -3,11 +3,11 @@
  * This kernel (PREEMPT_NONE, HZ=250) lets a thread that computes keep its
  * core until the next scheduler tick, 4 ms, even when an event loop with
  * requests waiting has woken on that core: with the click threads at their
- * default priority, p99 at half load was 4.1 ms, every long wait one of them
- * running through a tick (perf sched timehist). A thread that folds or
- * stores clicks calls coop_point() in its loops; once it has run COOP_SLICE_US
- * since its last yield, coop_point() yields, so a woken event loop runs
- * within that time.
+ * default priority, p99 at half load was several milliseconds, every long
+ * wait one of them running through a tick (perf sched timehist). A thread
+ * that folds or stores clicks calls coop_point() in its loops; once it has
+ * run COOP_SLICE_US since its last yield, coop_point() yields, so a woken
+ * event loop runs within that time.
  *
  * A sched_yield() only hands the core to a thread that the scheduler finds
  * owed it, so background threads also run at a lower priority (setting
@@ -15,9 +15,8 @@
  * else wants the core; at nice 0 they pause COOP_PAUSE_US instead, which
  * makes the scheduler run someone else. Creates are foreground work: they
  * have a writer thread of their own (writer.h). With both, p99 at half load
- * (1 M links, pinned, fresh servers) fell from 4.1 ms to 0.6-0.8 ms when
- * they came in (bench/HISTORY.md and docs/performance.md have the
- * figures since).
+ * fell below a millisecond (bench/HISTORY.md, "Figures once quoted in code
+ * comments", and docs/performance.md for the figures since).
  *
  * The event loops ask for the other half: a short time slice
  * (coop_loop_slice). This kernel's scheduler (EEVDF) lets a thread run on
@@ -25,9 +24,8 @@
  * takes the core, 1.4 ms by default, and the journal thread (nice 0, so
  * that clicks reach the disk within 20 ms) runs in bursts of that order. A
  * thread with a shorter slice has an earlier deadline, so the kernel hands
- * it the core as soon as it wakes. p99 at 68,000 redirects/s, 1 M links,
- * pinned, twelve runs of fresh servers each, taking turns: median 0.75 ms
- * with a 100 µs slice, 1.16 ms without (10 and 4 of the 12 under 1 ms).
+ * it the core as soon as it wakes, which lowered p99 at half load (measured:
+ * bench/HISTORY.md, "Up to commit 69fe67d").
  *
  * coop_point() costs one vDSO clock read a call; call it per unit of work
  * worth more than about a microsecond. Each thread keeps its own clock, of
@@ -51,12 +49,11 @@ void coop_thread(int nice);
 /* Whether coop_thread() also gives the thread the SCHED_IDLE policy: it then
  * runs only on a core that no other thread, of any process, wants, and any
  * thread that wakes takes the core from it at once. Off by default: beside
- * two CPU-bound processes, SCHED_IDLE threads stored 6 clicks a second
- * against 7,000-19,000 at nice 19 (bench/contention.sh), and no thread can
- * leave SCHED_IDLE without CAP_SYS_NICE. What it gained, a few per cent of
- * redirects when the load generator shares the cores, is within this VM's
- * spread (bench/HISTORY.md). Process-wide; set before the first
- * coop_thread(). */
+ * CPU-bound processes SCHED_IDLE threads all but stop storing clicks
+ * (bench/contention.sh), and no thread can leave SCHED_IDLE without
+ * CAP_SYS_NICE; what it gained for redirects is within this VM's spread
+ * (bench/HISTORY.md, "after commit 99165c3"). Process-wide; set before
+ * the first coop_thread(). */
 void coop_set_idle(bool idle);
 /* Asks the scheduler for time slices of 'us' microseconds for the calling
  * thread (an event loop), its policy and priority unchanged; 0 does

@@ -65,8 +65,8 @@ struct lday {
 /* Open addressing, with each link day's hash beside its pointer: a lookup
  * reads a link day only when the hash matches. Chained, with the hash in
  * the link day, each step along a chain was a cache miss, and the lookups
- * a third of folding with a million links (most of them for a link day
- * not there yet). */
+ * a large share of folding with a million links (most of them for a link
+ * day not there yet; bench/HISTORY.md, "Up to commit 69fe67d"). */
 struct slot {
     uint64_t hash;
     struct lday *c;         /* NULL: free */
@@ -110,10 +110,10 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 #define SLOTS_MAX (1u << 23)
 
 /* A table starts with room for as many link days as the last one ended
- * with ('hint'), so a busy second does not rehash its way up (with
- * a million links, table_grow was a sixteenth of folding). Its link days
- * live in 'mem' (NULL: a new one), and die with it: at a million links,
- * malloc and free were a third of folding (bump.h). */
+ * with ('hint'), so a busy second does not rehash its way up (measured:
+ * bench/HISTORY.md, "Figures once quoted in code comments"). Its link days
+ * live in 'mem' (NULL: a new one), and die with it: malloc and free cost
+ * folding dearly (bump.h). */
 static void table_init(struct table *t, size_t hint, struct bump *mem)
 {
     memset(t, 0, sizeof(*t));
@@ -315,7 +315,8 @@ static int cmp_delta(const struct day_delta *a, const struct day_delta *b)
 /* A link day to sort, with the first 8 bytes of its code as a big-endian
  * number (zero-padded, so it orders as strcmp does): most comparisons are
  * decided by it, without reading the code through its pointer (a cache
- * miss each, with a million link days: the sort was a tenth of folding). */
+ * miss each, with a million link days; bench/HISTORY.md, "Figures once
+ * quoted in code comments"). */
 struct sort_item {
     uint64_t prefix;
     struct day_delta d;
@@ -344,8 +345,8 @@ static bool item_before(const struct sort_item *a, const struct sort_item *b)
  * bottom-up merge sort, written out rather than qsort() so that it can
  * yield (coop.h) between runs; a second's clicks on a million links are
  * 100,000 link days. They are gathered from the slots, whose loads are
- * independent (a list in insertion order made each wait for the last: two
- * fifths of the time this took). */
+ * independent (a list in insertion order made each wait for the last;
+ * bench/HISTORY.md, "Figures once quoted in code comments"). */
 static void sorted_deltas(const struct table *t, struct day_delta *d)
 {
     size_t n = t->count;

@@ -434,8 +434,9 @@ void dayrow_encode(const struct dayrow *r, struct buf *dims, struct buf *visitor
     b->bots = r->bots;
     b->uniques = dayrow_uniques(r);
     /* Written straight into room reserved at the most each part can take:
-     * this runs for every link day stored, and a buf call per field was a
-     * tenth of the time spent storing clicks. */
+     * this runs for every link day stored, and a buf call per field cost
+     * storing clicks measurably (bench/HISTORY.md, "Figures once quoted in
+     * code comments"). */
     if (r->ntallies) {
         buf_reserve(dims, 1 + r->ntallies * (2 + VARINT_MAX) + r->used);
         char *w = dims->p;
@@ -569,9 +570,9 @@ int dayrow_add_blobs(struct dayrow *r, const struct day_blobs *b)
 /* The newest clicks of a stored row merged with a delta's, as the bytes
  * they are stored as: the same blob as load + add + encode (the unit test
  * compares them byte for byte), without unpacking each stored click into a
- * struct recent_rec of 524 bytes, mostly padding. Unpacking them, and
- * growing the array to hold them, was a tenth of the time spent storing
- * clicks with 1 M links. Kept: the RECENT_KEEP newest by time, and of
+ * struct recent_rec of 524 bytes, mostly padding, or growing an array to
+ * hold them, which storing clicks paid for (bench/HISTORY.md, "Up to commit
+ * 69fe67d"). Kept: the RECENT_KEEP newest by time, and of
  * clicks at the same time the later arrivals (stored ones arrived first),
  * in time order, as add_recent() keeps them. ERR_NOTFOUND when the stored
  * row holds more clicks than that (another version's): the caller then

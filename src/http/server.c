@@ -901,7 +901,8 @@ static void conn_flush(struct conn *c)
  * pipelined answers): most fit the socket at once, so they are written
  * here with uv_try_write(). A write through uv_write() makes libuv 1.44
  * re-arm the socket in epoll once it completes, an epoll_ctl() per answer
- * (4 % of a redirect's CPU in perf); the socket is still watched for
+ * (measured: bench/HISTORY.md, "Figures once quoted in code comments"); the
+ * socket is still watched for
  * reading, which is all a connection between requests needs. What does not
  * fit, a closing connection and a stream take the uv_write() path. */
 static void conn_send(struct conn *c)

@@ -9,8 +9,9 @@
  * steps that load memory without waiting (cache_prefetch): the event loop
  * starts the slot loads of every request a poll returned, then the entry
  * loads, then answers, so a batch of lookups waits for memory about once
- * instead of once per bucket and chain node each (with lfht, 14-25 % of an
- * event loop's time at 1-10 M links, in misses of the cache and the TLB).
+ * instead of once per bucket and chain node each (with lfht, a large share
+ * of an event loop's time at 1-10 M links, in misses of the cache and the
+ * TLB: bench/HISTORY.md, "after commit fc7c4aa").
  *
  * Entries are immutable once published: a change is a new entry stored in
  * its slot with one atomic write. Readers only take the memb-flavour read

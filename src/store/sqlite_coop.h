@@ -2,8 +2,9 @@
  * SQLite's own I/O (coop.h).
  *
  * A commit that merges a second's clicks on a million links writes tens of
- * thousands of pages to the WAL (and a checkpoint copies them on), 100 ms and
- * more without returning to shortd's code. This VFS ("shortd-coop") is the
+ * thousands of pages to the WAL (and a checkpoint copies them on), far longer
+ * than a time slice without returning to shortd's code (bench/HISTORY.md,
+ * "Figures once quoted in code comments"). This VFS ("shortd-coop") is the
  * platform's default VFS with every file read, write, truncate and sync
  * passing a coop_point() first; a connection opened with it behaves exactly
  * as with the default. Threads that never called coop_thread() do not yield.

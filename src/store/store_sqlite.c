@@ -213,7 +213,7 @@ static const char *const sql[S__COUNT] = {
      * and never inserted with an id, so SQLite gives each new row the largest
      * id plus one (a rolled-back insert hands its id on), and the ids are 1..N.
      * The largest is one B-tree descent; count(*) read every page of an
-     * index: 150 ms of the main thread's CPU every 10 s at 10 M links. */
+     * index, every 10 s (bench/HISTORY.md, "Up to commit 69fe67d"). */
     [S_LINK_COUNT] = "SELECT coalesce(max(id), 0) FROM links",
     [S_LINK_SWEEP] = "UPDATE links SET " LINK_DATA_NULL " WHERE id IN (SELECT id FROM links "
                      "WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
@@ -300,8 +300,9 @@ struct conn {
  * coop.h thread) merges them into link days all over the file, so it keeps
  * a large page cache. The others that write (creating links, a CLI
  * command) touch a few pages a transaction, and SQLite walks the whole hash
- * table of a connection's page cache at each commit: with 128 MiB that walk
- * was 17 % of the create lane's time at 1 M links, so they keep 8 MiB.
+ * table of a connection's page cache at each commit, which with 128 MiB cost
+ * the create lane dearly (bench/HISTORY.md, "Up to commit 69fe67d"), so
+ * they keep 8 MiB.
  * Readers keep SQLite's default (2 MiB), so reading links to warm the
  * redirect cache does not copy the file into memory. */
 #define CLICKS_CACHE_KIB 131072
@@ -323,10 +324,10 @@ struct conn {
  * starts the WAL again from its beginning only after one that did. So once
  * the WAL holds CKPT_RESTART_PAGES, the next commit's hook, in the writing
  * thread, makes the copy that restarts it: the writer waits while it copies
- * what came in since the thread's last copy and syncs the file (about 35 ms
- * with 1 M links), at the writer's priority, not behind a background thread
- * holding the writer's lock. With 1 M links and 64 connections creating,
- * creates went from 18,400/s (p99 14.6 ms) to about 25,000/s (p99 5 ms). */
+ * what came in since the thread's last copy and syncs the file, at the
+ * writer's priority, not behind a background thread holding the writer's
+ * lock. What the thread did for creates: bench/HISTORY.md, "Figures once
+ * quoted in code comments". */
 #define CKPT_PAGES 1000          /* SQLite's default threshold */
 #define CKPT_RESTART_PAGES 16384 /* 64 MiB of WAL */
 

@@ -167,7 +167,7 @@ int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
     }
     if (nthreads < 1)
         nthreads = 1;
-    static const char *const names[2] = {"shortd-storeq", "shortd-storeq-lo"};
+    static const char *const names[2] = {"shortd-storeq", "shortd-misses"};
     for (int k = 0; k < 2; k++) {
         struct pool *p = &q->pools[k];
         p->q = q;

@@ -53,6 +53,10 @@ void test_storeq_runs_each_once(void)
     memset(&app, 0, sizeof(app));
     struct storeq *q;
     CHECK_EQ_INT(storeq_new(&app, 3, 10000, 500, 2, 0, 0, &q), ERR_OK);
+    /* Both pools' threads carry their names (at most 15 bytes, or the
+     * kernel refuses the name and they show as the process's). */
+    CHECK_EQ_INT(test_threads_named("shortd-storeq", NULL), 3);
+    CHECK_EQ_INT(test_threads_named("shortd-misses", NULL), 2);
     enum { N = 2000 };
     struct tjob *jobs = calloc(N, sizeof(*jobs));
     atomic_int ran = 0, cancelled = 0;

@@ -14,10 +14,11 @@
 
 #include "http/http.h"
 
-#define ROUTE_AUTH  (1u << 0)   /* needs a valid API key */
-#define ROUTE_ADMIN (1u << 1)   /* admin key only (implies ROUTE_AUTH) */
-#define ROUTE_JSON  (1u << 2)   /* body must be a JSON object; parsed into r->json */
-#define ROUTE_LOOP  (1u << 3)   /* needs no store: answered on the event loop */
+#define ROUTE_AUTH   (1u << 0)  /* needs a valid API key */
+#define ROUTE_ADMIN  (1u << 1)  /* admin key only (implies ROUTE_AUTH) */
+#define ROUTE_JSON   (1u << 2)  /* body must be a JSON object; parsed into r->json */
+#define ROUTE_LOOP   (1u << 3)  /* needs no store: answered on the event loop */
+#define ROUTE_CREATE (1u << 4)  /* creates links: the `create` rate limits count it, not `read` */
 
 struct route {
     const char *method;

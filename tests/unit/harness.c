@@ -208,6 +208,11 @@ void hx_free(struct hx *h)
     free(h);
 }
 
+struct app *hx_app(struct hx *h)
+{
+    return &h->app;
+}
+
 const char *hx_key(struct hx *h, bool admin)
 {
     int64_t id = 0;

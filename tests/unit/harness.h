@@ -27,6 +27,11 @@ struct hx_resp {
 struct hx *hx_new(void);
 void hx_free(struct hx *h);
 
+/* The app the requests run in, for a test that adds a module (rate limits,
+ * Redis, the bus: it frees them and sets them NULL before hx_free) or looks
+ * into one (the cache: the test's thread is registered with it). */
+struct app *hx_app(struct hx *h);
+
 /* A new API key's token (static storage, valid until the next call). */
 const char *hx_key(struct hx *h, bool admin);
 

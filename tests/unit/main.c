@@ -180,7 +180,8 @@
     X(api_links_create_store_fails)                                                                \
     X(api_links_get)                                                                               \
     X(api_links_list)                                                                              \
-    X(api_links_delete)
+    X(api_links_delete)                                                                            \
+    X(rules_create_limit)
 
 #define X(name) void test_##name(void);
 TESTS(X)

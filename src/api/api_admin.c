@@ -27,7 +27,7 @@ int handle_blocklist_list(struct request *r)
     json_t *arr = json_array();
     if (st->ops->block_list(st, list_cb, arr) != ERR_OK) {
         json_decref(arr);
-        return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+        return http_unavailable(r, NULL);
     }
     return http_json(r, 200, arr);
 }

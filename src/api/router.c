@@ -332,14 +332,11 @@ struct route_job {
 #define OFF_GATE 1          /* the password gate's: in plain text */
 #define OFF_PRECHECK 2      /* router_precheck's: ends with http_precheck_resume */
 
+/* The gate's answer is a browser's, in plain text; any other, the API's. */
 static int unavailable(struct request *r, bool text)
 {
-    if (text) {
-        static const char msg[] = "Service Unavailable: try again\n";
-        http_add_header(r, "Retry-After", "1", 1);
-        http_add_header(r, "Cache-Control", "no-store", 8);
-        return http_body(r, 503, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
-    }
+    if (text)
+        return http_unavailable_text(r);
     return http_unavailable(r, "the store is busy or unavailable; try again");
 }
 

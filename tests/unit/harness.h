@@ -47,7 +47,7 @@ const char *hx_header(const struct hx_resp *resp, const char *name);
 const char *hx_json_str(const struct hx_resp *resp, const char *path);
 
 /* Store faults: op is one of begin, commit, link_get, link_insert,
- * link_list, key_by_hash. nth 0: every call fails; nth N: the Nth call
+ * link_list, key_by_hash, block_list. nth 0: every call fails; nth N: the Nth call
  * counted from now fails, once. hx_fault_clear removes every fault. */
 void hx_fault(struct hx *h, const char *op, int nth);
 void hx_fault_clear(struct hx *h);

@@ -181,7 +181,8 @@
     X(api_links_get)                                                                               \
     X(api_links_list)                                                                              \
     X(api_links_delete)                                                                            \
-    X(rules_create_limit)
+    X(rules_create_limit)                                                                          \
+    X(rules_unavailable)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -1,5 +1,6 @@
 /* test_rules.c - the rules that cut across handlers, in-process (harness.h):
- * which routes count as creates for the rate limits (ROUTE_CREATE). */
+ * which routes count as creates for the rate limits (ROUTE_CREATE) and the
+ * store-unavailable answer (http_unavailable) on every route that fails. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,5 +120,51 @@ void test_rules_create_limit(void)
     CHECK_EQ_INT(call(h, auth, "POST", "/api/links/bulk", bulk, NULL), 200);
     ratelimit_free(app->ratelimit);
     app->ratelimit = NULL;
+    hx_free(h);
+}
+
+/* ---- the store-unavailable answer ---- */
+
+/* With the store's 'op' failing at every call: 503 'unavailable', with
+ * Retry-After, in the API's error shape. */
+static void unavailable(struct hx *h, const char *auth, const char *op, const char *method,
+                        const char *target, const char *body)
+{
+    hx_fault(h, op, 0);
+    struct hx_resp resp;
+    bool ok = CHECK_EQ_INT(call(h, auth, method, target, body, &resp), 503) &
+              CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "unavailable") &
+              CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1") &
+              CHECK_EQ_STR(resp.content_type, "application/json");
+    if (!ok)
+        test_note("%s %s with %s failing: %s", method, target, op, resp.body);
+    hx_resp_release(&resp);
+    hx_fault_clear(h);
+}
+
+/* GET /api/admin/blocklist answered its 503 without Retry-After; now every
+ * 503 is http_unavailable's: a read's, and a write's whose commit fails. */
+void test_rules_unavailable(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char admin[96], code[32], target[96];
+    key_header(h, true, admin);
+    CHECK_EQ_INT(create(h, admin, "https://example.com/u", NULL, code), 201);
+    unavailable(h, admin, "block_list", "GET", "/api/admin/blocklist", NULL);
+    /* The writer's failed job: a create, a block, a state change, an edit. */
+    unavailable(h, admin, "commit", "POST", "/api/links", "{\"url\":\"https://example.com/v\"}");
+    unavailable(h, admin, "commit", "POST", "/api/admin/blocklist", "{\"host\":\"bad.example\"}");
+    snprintf(target, sizeof(target), "/api/links/%s/disable", code);
+    unavailable(h, admin, "commit", "POST", target, NULL);
+    snprintf(target, sizeof(target), "/api/links/%s", code);
+    unavailable(h, admin, "link_get", "PATCH", target, "{\"title\":\"t\"}");
+    /* ... and it did not happen. */
+    struct hx_resp resp;
+    CHECK_EQ_INT(call(h, admin, "GET", target, NULL, &resp), 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "state"), "active");
+    CHECK(hx_json_str(&resp, "title") == NULL);
+    hx_resp_release(&resp);
     hx_free(h);
 }

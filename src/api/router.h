@@ -4,6 +4,8 @@
  *   1. write `int handle_x(struct request *r)` in the api_*.c file of its
  *      resource and declare it in handlers.h;
  *   2. add one line to routes[] in router.c (method, pattern, handler, flags).
+ * A route of one link (/api/links/:code...) finds it through owner.h, which
+ * answers another owner's link 404, and is listed in test_rules.c.
  * Its first path segment becomes a reserved word (no alias may take it), its
  * name a label in /metrics; authentication, body parsing and JSON errors are
  * done here, once, for every route. A route runs on a store thread

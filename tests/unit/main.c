@@ -182,7 +182,8 @@
     X(api_links_list)                                                                              \
     X(api_links_delete)                                                                            \
     X(rules_create_limit)                                                                          \
-    X(rules_unavailable)
+    X(rules_unavailable)                                                                           \
+    X(rules_owner)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -1,6 +1,7 @@
 /* test_rules.c - the rules that cut across handlers, in-process (harness.h):
- * which routes count as creates for the rate limits (ROUTE_CREATE) and the
- * store-unavailable answer (http_unavailable) on every route that fails. */
+ * which routes count as creates for the rate limits (ROUTE_CREATE), the
+ * store-unavailable answer (http_unavailable) on every route that fails and
+ * the owner rule (owner.h) on every route of one link. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +166,108 @@ void test_rules_unavailable(void)
     CHECK_EQ_INT(call(h, admin, "GET", target, NULL, &resp), 200);
     CHECK_EQ_STR(hx_json_str(&resp, "state"), "active");
     CHECK(hx_json_str(&resp, "title") == NULL);
+    hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* ---- the owner rule ---- */
+
+/* Every route of one link: what its owner (and an admin) gets, and whether
+ * it is for admin keys only (anyone else then gets 403 before any owner
+ * rule). DELETE comes last: it ends the link. */
+static const struct {
+    const char *method, *pattern, *suffix, *body;
+    int status;
+    bool admin_only;
+} one_link[] = {
+    {"GET", "/api/links/:code", "", NULL, 200, false},
+    {"GET", "/api/links/:code/stats", "/stats", NULL, 200, false},
+    {"GET", "/api/links/:code/qr", "/qr", NULL, 200, false},
+    {"GET", "/api/links/:code/history", "/history", NULL, 200, false},
+    {"PATCH", "/api/links/:code", "", "{\"title\":\"mine\"}", 200, false},
+    {"POST", "/api/links/:code/disable", "/disable", NULL, 200, true},
+    {"POST", "/api/links/:code/enable", "/enable", NULL, 200, true},
+    {"DELETE", "/api/links/:code", "", NULL, 204, false},
+};
+#define NONE_LINK ((int)(sizeof(one_link) / sizeof(one_link[0])))
+
+/* Another owner's key gets, on every route of one link, the very answer of
+ * a code that does not exist; the link is left as it was. Its owner and an
+ * admin key get the route's answer. A new route under /api/links/:code
+ * must be added to one_link[] (the test fails until it is). */
+void test_rules_owner(void)
+{
+    int nnames = 0;
+    const char *const *names = router_route_names(&nnames);
+    for (int i = 0; i < nnames; i++) {
+        if (!strstr(names[i], " /api/links/:code"))
+            continue;
+        bool listed = false;
+        for (int k = 0; k < NONE_LINK; k++) {
+            char name[96];
+            snprintf(name, sizeof(name), "%s %s", one_link[k].method, one_link[k].pattern);
+            listed = listed || !strcmp(name, names[i]);
+        }
+        if (!CHECK(listed))
+            test_note("route '%s' is not in one_link[]", names[i]);
+    }
+
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char owner[96], other[96], admin[96], code[32], target[128];
+    key_header(h, false, owner);
+    key_header(h, false, other);
+    key_header(h, true, admin);
+    CHECK_EQ_INT(create(h, owner, "https://example.com/owned", NULL, code), 201);
+    const char *state = "active";   /* as the routes so far left it */
+    bool patched = false;
+    for (int k = 0; k < NONE_LINK; k++) {
+        snprintf(target, sizeof(target), "/api/links/%s%s", code, one_link[k].suffix);
+        struct hx_resp theirs, none;
+        int status = call(h, other, one_link[k].method, target, one_link[k].body, &theirs);
+        if (one_link[k].admin_only) {
+            CHECK_EQ_INT(status, 403);
+        } else {
+            /* The answer for a code nobody has, byte for byte. */
+            char absent[128];
+            snprintf(absent, sizeof(absent), "/api/links/nosuchcode%s", one_link[k].suffix);
+            CHECK_EQ_INT(call(h, other, one_link[k].method, absent, one_link[k].body, &none), 404);
+            if (!(CHECK_EQ_INT(status, 404) & CHECK_EQ_STR(theirs.body, none.body)))
+                test_note("%s %s by another owner", one_link[k].method, one_link[k].pattern);
+            hx_resp_release(&none);
+        }
+        hx_resp_release(&theirs);
+        /* Nothing changed: the owner still sees the link as it was. */
+        struct hx_resp now;
+        snprintf(target, sizeof(target), "/api/links/%s", code);
+        CHECK_EQ_INT(call(h, owner, "GET", target, NULL, &now), 200);
+        if (!(CHECK_EQ_STR(hx_json_str(&now, "state"), state) &
+              CHECK(patched ? hx_json_str(&now, "title") != NULL : !hx_json_str(&now, "title"))))
+            test_note("after %s %s by another owner", one_link[k].method, one_link[k].pattern);
+        hx_resp_release(&now);
+
+        /* The owner (unless the route is an admin's), then an admin. */
+        snprintf(target, sizeof(target), "/api/links/%s%s", code, one_link[k].suffix);
+        bool last = k == NONE_LINK - 1;
+        if (!one_link[k].admin_only && !last &&
+            !CHECK_EQ_INT(call(h, owner, one_link[k].method, target, one_link[k].body, NULL),
+                          one_link[k].status))
+            test_note("%s %s by its owner", one_link[k].method, one_link[k].pattern);
+        if (!CHECK_EQ_INT(call(h, admin, one_link[k].method, target, one_link[k].body, NULL),
+                          one_link[k].status))
+            test_note("%s %s by an admin", one_link[k].method, one_link[k].pattern);
+        patched = patched || !strcmp(one_link[k].method, "PATCH");
+        if (!strcmp(one_link[k].suffix, "/disable"))
+            state = "disabled";
+        else if (!strcmp(one_link[k].suffix, "/enable"))
+            state = "active";
+    }
+    /* The admin's DELETE ended it, for its owner too. */
+    snprintf(target, sizeof(target), "/api/links/%s", code);
+    struct hx_resp resp;
+    CHECK_EQ_INT(call(h, owner, "GET", target, NULL, &resp), 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "state"), "deleted");
     hx_resp_release(&resp);
     hx_free(h);
 }

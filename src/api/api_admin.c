@@ -5,10 +5,9 @@
 
 #include "api/apijob.h"
 #include "app/app.h"
-#include "store/bus.h"
 #include "base/err.h"
 #include "api/handlers.h"
-#include "links/links.h"
+#include "redirect/tiers.h"
 #include "base/timeutil.h"
 #include "links/urlcheck.h"
 #include "base/banned.h"
@@ -72,10 +71,7 @@ static int block_run(struct wjob *wj, struct store *st)
  * tells them. */
 static void block_after_commit(struct api_job *j)
 {
-    struct app *app = j->r->app;
-    links_blocklist_changed(app->links);
-    if (app->bus)
-        bus_publish(app->bus, BUS_BLOCKLIST, BUS_BLOCKLIST_LEN);
+    blocklist_changed(j->r->app);
 }
 
 static int submit(struct request *r, const char *host, size_t n, bool add)

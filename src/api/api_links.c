@@ -11,8 +11,6 @@
 
 #include "api/apijob.h"
 #include "app/app.h"
-#include "store/bus.h"
-#include "redirect/cache.h"
 #include "base/err.h"
 #include "api/router.h"
 #include "api/handlers.h"
@@ -21,7 +19,7 @@
 #include "api/owner.h"
 #include "base/pct.h"
 #include "links/pwhash.h"
-#include "redirect/rcache.h"
+#include "redirect/tiers.h"
 #include "http/server.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
@@ -330,22 +328,11 @@ static int create_run(struct wjob *wj, struct store *st)
     return c->idem.key ? idem_finish(j, st, c->owner, &c->idem, c->now) : ERR_OK;
 }
 
-/* A new code may be cached as a miss: drop that, the first click reads it.
- * An alias may have been asked for before it existed, on any node: tell
- * them all (a generated code never was, and its miss would expire anyway). */
-static void forget_miss(struct app *app, const struct link *l, bool alias)
-{
-    size_t n = strlen(l->code);
-    cache_remove(app->cache, l->code, n);
-    if (app->bus && alias)
-        bus_publish(app->bus, l->code, n);
-}
-
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
     if (c->created)
-        forget_miss(j->r->app, &c->link, c->in.alias != NULL);
+        link_changed(j->r->app, &c->link, c->in.alias ? LINK_NEW_ALIAS : LINK_NEW, c->now);
 }
 
 static void create_render(struct api_job *j)
@@ -478,7 +465,8 @@ static void bulk_after_commit(struct api_job *j)
         return;
     for (size_t i = 0; i < b->n; i++)
         if (b->items[i].status == 201)
-            forget_miss(j->r->app, &b->items[i].link, b->items[i].in.alias != NULL);
+            link_changed(j->r->app, &b->items[i].link,
+                         b->items[i].in.alias ? LINK_NEW_ALIAS : LINK_NEW, b->now);
 }
 
 static void bulk_render(struct api_job *j)
@@ -803,22 +791,11 @@ static int state_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
-/* Every cache that may hold a changed link's old state learns the new one:
- * this node's at once, the shared one, and the other nodes' through the bus. */
-static void caches_learn(struct app *app, const struct link *l, int64_t now)
-{
-    cache_put(app->cache, l);
-    if (app->rcache)
-        rcache_put(app->rcache, l, now);
-    if (app->bus)
-        bus_publish(app->bus, l->code, strlen(l->code));
-}
-
 static void state_after_commit(struct api_job *j)
 {
     struct state_job *s = (struct state_job *)j;
     if (s->changed)
-        caches_learn(j->r->app, &s->link, s->now);
+        link_changed(j->r->app, &s->link, LINK_EDITED, s->now);
 }
 
 static int change_state(struct request *r, int state)
@@ -925,7 +902,7 @@ static void patch_after_commit(struct api_job *j)
 {
     struct patch_job *pj = (struct patch_job *)j;
     if (pj->changed)
-        caches_learn(j->r->app, &pj->link, pj->now);
+        link_changed(j->r->app, &pj->link, LINK_EDITED, pj->now);
 }
 
 static void patch_render(struct api_job *j)

@@ -183,7 +183,8 @@
     X(api_links_delete)                                                                            \
     X(rules_create_limit)                                                                          \
     X(rules_unavailable)                                                                           \
-    X(rules_owner)
+    X(rules_owner)                                                                                 \
+    X(rules_link_changed)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -1,7 +1,8 @@
 /* test_rules.c - the rules that cut across handlers, in-process (harness.h):
  * which routes count as creates for the rate limits (ROUTE_CREATE), the
- * store-unavailable answer (http_unavailable) on every route that fails and
- * the owner rule (owner.h) on every route of one link. */
+ * store-unavailable answer (http_unavailable) on every route that fails, the
+ * owner rule (owner.h) on every route of one link, and the one function
+ * that tells every cache tier a link changed (tiers.h). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "http/ratelimit.h"
 #include "redirect/cache.h"
 #include "redirect/rcache.h"
+#include "redirect/tiers.h"
 #include "store/bus.h"
 #include "test.h"
 
@@ -269,5 +271,185 @@ void test_rules_owner(void)
     CHECK_EQ_INT(call(h, owner, "GET", target, NULL, &resp), 200);
     CHECK_EQ_STR(hx_json_str(&resp, "state"), "deleted");
     hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* ---- one place tells every cache tier ---- */
+
+/* What the bus delivered, and what Redis held for the code at that moment. */
+struct heard {
+    pthread_mutex_t mu;
+    struct rcache *rcache;
+    int resyncs;
+    int n;
+    char codes[16][32];
+    char redis_url[16][64];     /* "" when Redis had no entry */
+};
+
+static void on_code(const char *code, size_t n, void *arg)
+{
+    struct heard *hd = arg;
+    pthread_mutex_lock(&hd->mu);
+    if (!code) {
+        hd->resyncs++;
+    } else if (hd->n < 16 && n < 32) {
+        memcpy(hd->codes[hd->n], code, n);
+        hd->codes[hd->n][n] = '\0';
+        struct link l;
+        hd->redis_url[hd->n][0] = '\0';
+        if (rcache_get(hd->rcache, code, n, &l) == ERR_OK) {
+            snprintf(hd->redis_url[hd->n], 64, "%s", l.url ? l.url : "");
+            link_release(&l);
+        }
+        hd->n++;
+    }
+    pthread_mutex_unlock(&hd->mu);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The index of the nth delivery of 'code' (n from 1), waiting at most
+ * 'limit' ms for it; -1 when it did not come. */
+static int heard(struct heard *hd, const char *code, int nth, int64_t limit)
+{
+    int64_t t0 = mono_ms();
+    do {
+        pthread_mutex_lock(&hd->mu);
+        int seen = 0;
+        for (int i = 0; i < hd->n; i++) {
+            if (!strcmp(hd->codes[i], code) && ++seen == nth) {
+                pthread_mutex_unlock(&hd->mu);
+                return i;
+            }
+        }
+        pthread_mutex_unlock(&hd->mu);
+        sleep_ms(5);
+    } while (mono_ms() - t0 < limit);
+    return -1;
+}
+
+/* What this node's cache holds for 'code': 'M' a remembered miss, 'L' a
+ * link (its URL into 'url'), '-' nothing. */
+static char cached(struct app *app, const char *code, char url[64])
+{
+    struct cache_view v;
+    url[0] = '\0';
+    cache_read_lock();
+    bool hit = cache_get(app->cache, code, strlen(code), now_ms(), &v);
+    if (hit && !v.miss && v.url)
+        snprintf(url, 64, "%.*s", (int)v.url_len, v.url);
+    cache_read_unlock();
+    return !hit ? '-' : v.miss ? 'M' : 'L';
+}
+
+/* Every write of a link reaches every tier through link_changed: a create
+ * drops this node's remembered miss (an alias's on every node, through the
+ * bus), an edit, a disable or a delete puts the new state in this node's
+ * cache and in Redis, then tells the other nodes, Redis first. Redis and the
+ * bus are checked when tests/redis.sh runs the tests. */
+void test_rules_link_changed(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    struct app *app = hx_app(h);
+    const char *redis = getenv("SHORTD_TEST_REDIS");
+    struct heard hd = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    enum log_level saved = log_level;
+    if (redis && *redis) {
+        log_level = LOG_ERROR;
+        CHECK_EQ_INT(rcache_new(redis, 1000, &app->rcache), ERR_OK);
+        hd.rcache = app->rcache;
+        CHECK_EQ_INT(bus_new(redis, NULL, 1000, on_code, &hd, &app->bus), ERR_OK);
+        for (int64_t t0 = mono_ms(); mono_ms() - t0 < 5000;) {
+            pthread_mutex_lock(&hd.mu);
+            int up = hd.resyncs;
+            pthread_mutex_unlock(&hd.mu);
+            if (up)
+                break;
+            sleep_ms(5);
+        }
+    } else {
+        printf("rules: SHORTD_TEST_REDIS is unset: the Redis and bus tiers are not checked "
+               "(tests/redis.sh runs them)\n");
+    }
+    char auth[96], code[32], alias[32], target[96], url[64];
+    key_header(h, false, auth);
+    snprintf(alias, sizeof(alias), "tiers%ld", (long)(mono_ms() % 100000));
+
+    /* Creates: a miss remembered before is dropped; the link is not cached
+     * until its first click reads it. */
+    cache_fill_miss(app->cache, alias, strlen(alias), now_ms());
+    CHECK_EQ_INT(cached(app, alias, url), 'M');
+    CHECK_EQ_INT(create(h, auth, "https://example.com/gen", NULL, code), 201);
+    CHECK_EQ_INT(create(h, auth, "https://example.com/alias", alias, code), 201);
+    CHECK_EQ_INT(cached(app, alias, url), '-');
+
+    /* An edit: the new state here at once. */
+    snprintf(target, sizeof(target), "/api/links/%s", alias);
+    CHECK_EQ_INT(call(h, auth, "PATCH", target, "{\"url\":\"https://example.com/new\"}", NULL),
+                 200);
+    CHECK_EQ_INT(cached(app, alias, url), 'L');
+    CHECK_EQ_STR(url, "https://example.com/new");
+    if (app->bus) {
+        struct link l;
+        if (CHECK_EQ_INT(rcache_get(app->rcache, alias, strlen(alias), &l), ERR_OK)) {
+            CHECK_EQ_STR(l.url, "https://example.com/new");
+            link_release(&l);
+        }
+        /* The bus told the alias twice, at its create and at the edit,
+         * and nothing before (the generated code, created first, never);
+         * at the edit's, Redis held the new URL already. */
+        CHECK_EQ_INT(heard(&hd, alias, 1, 2000), 0);
+        if (CHECK_EQ_INT(heard(&hd, alias, 2, 2000), 1)) {
+            pthread_mutex_lock(&hd.mu);
+            CHECK_EQ_STR(hd.redis_url[1], "https://example.com/new");
+            pthread_mutex_unlock(&hd.mu);
+        }
+    }
+
+    /* A state change: disabled, then deleted, in every tier. */
+    snprintf(target, sizeof(target), "/api/links/%s/disable", alias);
+    char admin[96];
+    key_header(h, true, admin);
+    CHECK_EQ_INT(call(h, admin, "POST", target, NULL, NULL), 200);
+    struct cache_view v;
+    cache_read_lock();
+    CHECK(cache_get(app->cache, alias, strlen(alias), now_ms(), &v) && v.state == LINK_DISABLED);
+    cache_read_unlock();
+    snprintf(target, sizeof(target), "/api/links/%s", alias);
+    CHECK_EQ_INT(call(h, auth, "DELETE", target, NULL, NULL), 204);
+    cache_read_lock();
+    CHECK(cache_get(app->cache, alias, strlen(alias), now_ms(), &v) && v.state == LINK_DELETED);
+    cache_read_unlock();
+    if (app->rcache) {
+        struct link l;
+        if (CHECK_EQ_INT(rcache_get(app->rcache, alias, strlen(alias), &l), ERR_OK)) {
+            CHECK_EQ_INT(l.state, LINK_DELETED);
+            link_release(&l);
+        }
+    }
+
+    /* The function alone, on an app with a cache and nothing else (the
+     * CLI's has Redis only): a new code drops its miss, an edit is put. */
+    struct app bare = {.cache = app->cache};
+    struct link l = {.code = "barecode", .url = "https://example.com/bare", .state = LINK_ACTIVE};
+    cache_fill_miss(app->cache, l.code, strlen(l.code), now_ms());
+    CHECK_EQ_INT(link_changed(&bare, &l, LINK_NEW, now_ms()), ERR_OK);
+    CHECK_EQ_INT(cached(app, l.code, url), '-');
+    CHECK_EQ_INT(link_changed(&bare, &l, LINK_EDITED, now_ms()), ERR_OK);
+    CHECK_EQ_INT(cached(app, l.code, url), 'L');
+    CHECK_EQ_STR(url, "https://example.com/bare");
+
+    bus_free(app->bus);
+    app->bus = NULL;
+    rcache_free(app->rcache);
+    app->rcache = NULL;
+    log_level = saved;
+    pthread_mutex_destroy(&hd.mu);
     hx_free(h);
 }

@@ -27,9 +27,10 @@ struct hx_resp {
 struct hx *hx_new(void);
 void hx_free(struct hx *h);
 
-/* The app the requests run in, for a test that adds a module (rate limits,
- * Redis, the bus: it frees them and sets them NULL before hx_free) or looks
- * into one (the cache: the test's thread is registered with it). */
+/* The app the requests run in, for a test that gives it a module (rate
+ * limits, Redis, the bus: the test frees what it set and puts back what was
+ * there before hx_free) or looks into one (the cache: the test's thread is
+ * registered with it). */
 struct app *hx_app(struct hx *h);
 
 /* A new API key's token (static storage, valid until the next call). */

@@ -5,10 +5,9 @@
 
 #include "api/apijob.h"
 #include "app/app.h"
-#include "store/bus.h"
 #include "base/err.h"
 #include "api/handlers.h"
-#include "links/links.h"
+#include "redirect/tiers.h"
 #include "base/timeutil.h"
 #include "links/urlcheck.h"
 #include "base/banned.h"
@@ -27,7 +26,7 @@ int handle_blocklist_list(struct request *r)
     json_t *arr = json_array();
     if (st->ops->block_list(st, list_cb, arr) != ERR_OK) {
         json_decref(arr);
-        return http_error(r, 503, "unavailable", NULL, "the store is unavailable; try again");
+        return http_unavailable(r, NULL);
     }
     return http_json(r, 200, arr);
 }
@@ -72,10 +71,7 @@ static int block_run(struct wjob *wj, struct store *st)
  * tells them. */
 static void block_after_commit(struct api_job *j)
 {
-    struct app *app = j->r->app;
-    links_blocklist_changed(app->links);
-    if (app->bus)
-        bus_publish(app->bus, BUS_BLOCKLIST, BUS_BLOCKLIST_LEN);
+    blocklist_changed(j->r->app);
 }
 
 static int submit(struct request *r, const char *host, size_t n, bool add)

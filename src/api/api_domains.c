@@ -8,10 +8,10 @@
 
 #include "api/apijob.h"
 #include "app/app.h"
-#include "store/bus.h"
 #include "base/err.h"
 #include "api/handlers.h"
 #include "links/links.h"
+#include "redirect/tiers.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 
@@ -93,10 +93,7 @@ static int domain_run(struct wjob *wj, struct store *st)
  * counts them again, this one at once, the others when the bus tells them. */
 static void domain_after_commit(struct api_job *j)
 {
-    struct app *app = j->r->app;
-    links_blocklist_changed(app->links);
-    if (app->bus)
-        bus_publish(app->bus, BUS_BLOCKLIST, BUS_BLOCKLIST_LEN);
+    blocklist_changed(j->r->app);
 }
 
 static int submit(struct request *r, const char *host, size_t n, bool add)

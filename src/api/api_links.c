@@ -11,16 +11,15 @@
 
 #include "api/apijob.h"
 #include "app/app.h"
-#include "store/bus.h"
-#include "redirect/cache.h"
 #include "base/err.h"
 #include "api/router.h"
 #include "api/handlers.h"
 #include "links/links.h"
 #include "base/log.h"
+#include "api/owner.h"
 #include "base/pct.h"
 #include "links/pwhash.h"
-#include "redirect/rcache.h"
+#include "redirect/tiers.h"
 #include "http/server.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
@@ -81,26 +80,6 @@ json_t *link_json(const struct app *app, const struct link *l, int64_t now)
     if (l->dest)
         json_object_set_new(o, "destination", json_string(l->dest));
     return o;
-}
-
-static bool owns(const struct request *r, const struct link *l)
-{
-    return r->key.admin || l->owner == r->key.id;
-}
-
-static bool code_param(const struct request *r, char code[CODE_MAX + 1])
-{
-    struct slice s = r->params[0];
-    if (!code_is_plausible(s.p, s.n))
-        return false;
-    memcpy(code, s.p, s.n);
-    code[s.n] = '\0';
-    return true;
-}
-
-static int not_found(struct request *r)
-{
-    return http_error(r, 404, "not_found", NULL, "no link with this code");
 }
 
 /* ---- passwords: hashed on libuv's thread pool before the writer job ---- */
@@ -349,22 +328,11 @@ static int create_run(struct wjob *wj, struct store *st)
     return c->idem.key ? idem_finish(j, st, c->owner, &c->idem, c->now) : ERR_OK;
 }
 
-/* A new code may be cached as a miss: drop that, the first click reads it.
- * An alias may have been asked for before it existed, on any node: tell
- * them all (a generated code never was, and its miss would expire anyway). */
-static void forget_miss(struct app *app, const struct link *l, bool alias)
-{
-    size_t n = strlen(l->code);
-    cache_remove(app->cache, l->code, n);
-    if (app->bus && alias)
-        bus_publish(app->bus, l->code, n);
-}
-
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
     if (c->created)
-        forget_miss(j->r->app, &c->link, c->in.alias != NULL);
+        link_changed(j->r->app, &c->link, c->in.alias ? LINK_NEW_ALIAS : LINK_NEW, c->now);
 }
 
 static void create_render(struct api_job *j)
@@ -497,7 +465,8 @@ static void bulk_after_commit(struct api_job *j)
         return;
     for (size_t i = 0; i < b->n; i++)
         if (b->items[i].status == 201)
-            forget_miss(j->r->app, &b->items[i].link, b->items[i].in.alias != NULL);
+            link_changed(j->r->app, &b->items[i].link,
+                         b->items[i].in.alias ? LINK_NEW_ALIAS : LINK_NEW, b->now);
 }
 
 static void bulk_render(struct api_job *j)
@@ -687,7 +656,7 @@ static void add_filter(struct buf *b, const char *name, const char *value)
 int handle_link_list(struct request *r)
 {
     struct app *app = r->app;
-    struct link_query q = {.owner = r->key.admin ? -1 : r->key.id,
+    struct link_query q = {.owner = owner_scope(r),
                            .want_live = true,
                            .want_expired = true,
                            .want_exhausted = true,
@@ -759,30 +728,12 @@ int handle_link_list(struct request *r)
 
 /* ---- read ---- */
 
-/* The link of the path's code if the caller may see it: 0, or the status of
- * the answer already written (404 for another owner's link, as for none). */
-static int caller_link(struct request *r, char code[CODE_MAX + 1], struct link *l)
-{
-    if (!code_param(r, code))
-        return not_found(r);
-    int rc = r->app->store->ops->link_get(r->app->store, code, l);
-    if (rc == ERR_NOTFOUND)
-        return not_found(r);
-    if (rc != ERR_OK)
-        return http_unavailable(r, NULL);
-    if (!owns(r, l)) {
-        link_release(l);
-        return not_found(r);
-    }
-    return 0;
-}
-
 int handle_link_get(struct request *r)
 {
     struct app *app = r->app;
     char code[CODE_MAX + 1];
     struct link l;
-    int status = caller_link(r, code, &l);
+    int status = owner_link(r, code, &l);
     if (status)
         return status;
     json_t *o = link_json(app, &l, now_ms());
@@ -797,7 +748,7 @@ struct state_job {
     char code[CODE_MAX + 1];
     int state;
     int64_t now;
-    int64_t owner;          /* -1: admin */
+    int64_t owner;          /* owner_scope() */
     struct link link;
     bool changed;
 };
@@ -814,9 +765,9 @@ static int state_run(struct wjob *wj, struct store *st)
     struct state_job *s = (struct state_job *)wj;
     struct api_job *j = &s->base;
     struct app *app = j->r->app;
-    int rc = st->ops->link_get(st, s->code, &s->link);
-    if (rc == ERR_NOTFOUND || (rc == ERR_OK && s->owner >= 0 && s->link.owner != s->owner))
-        return api_job_error(j, 404, "not_found", NULL, "no link with this code");
+    int rc = owner_link_get(st, s->code, s->owner, &s->link);
+    if (rc == ERR_NOTFOUND)
+        return api_job_error(j, 404, "not_found", NULL, OWNER_NOT_FOUND);
     if (rc != ERR_OK)
         return rc;
     if (s->link.state == LINK_DELETED && s->state != LINK_DELETED)
@@ -840,22 +791,11 @@ static int state_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
-/* Every cache that may hold a changed link's old state learns the new one:
- * this node's at once, the shared one, and the other nodes' through the bus. */
-static void caches_learn(struct app *app, const struct link *l, int64_t now)
-{
-    cache_put(app->cache, l);
-    if (app->rcache)
-        rcache_put(app->rcache, l, now);
-    if (app->bus)
-        bus_publish(app->bus, l->code, strlen(l->code));
-}
-
 static void state_after_commit(struct api_job *j)
 {
     struct state_job *s = (struct state_job *)j;
     if (s->changed)
-        caches_learn(j->r->app, &s->link, s->now);
+        link_changed(j->r->app, &s->link, LINK_EDITED, s->now);
 }
 
 static int change_state(struct request *r, int state)
@@ -863,13 +803,14 @@ static int change_state(struct request *r, int state)
     struct state_job *s = calloc(1, sizeof(*s));
     if (!s)
         abort();
-    if (!code_param(r, s->code)) {
+    int status = owner_code(r, s->code);
+    if (status) {
         free(s);
-        return not_found(r);
+        return status;
     }
     s->state = state;
     s->now = now_ms();
-    s->owner = r->key.admin ? -1 : r->key.id;
+    s->owner = owner_scope(r);
     s->base.after_commit = state_after_commit;
     s->base.release = state_release;
     return api_job_submit(r, &s->base, state_run);
@@ -891,7 +832,7 @@ struct patch_job {
     char code[CODE_MAX + 1];
     struct link_patch p;
     int64_t now;
-    int64_t owner;          /* -1: admin */
+    int64_t owner;          /* owner_scope() */
     int64_t key_id;         /* who changes it, for the history */
     struct link link;
     bool changed;
@@ -911,9 +852,9 @@ static int patch_run(struct wjob *wj, struct store *st)
 {
     struct patch_job *pj = (struct patch_job *)wj;
     struct api_job *j = &pj->base;
-    int rc = st->ops->link_get(st, pj->code, &pj->link);
-    if (rc == ERR_NOTFOUND || (rc == ERR_OK && pj->owner >= 0 && pj->link.owner != pj->owner))
-        return api_job_error(j, 404, "not_found", NULL, "no link with this code");
+    int rc = owner_link_get(st, pj->code, pj->owner, &pj->link);
+    if (rc == ERR_NOTFOUND)
+        return api_job_error(j, 404, "not_found", NULL, OWNER_NOT_FOUND);
     if (rc != ERR_OK)
         return rc;
     if (pj->link.state == LINK_DELETED || !pj->link.url)
@@ -961,7 +902,7 @@ static void patch_after_commit(struct api_job *j)
 {
     struct patch_job *pj = (struct patch_job *)j;
     if (pj->changed)
-        caches_learn(j->r->app, &pj->link, pj->now);
+        link_changed(j->r->app, &pj->link, LINK_EDITED, pj->now);
 }
 
 static void patch_render(struct api_job *j)
@@ -977,9 +918,10 @@ int handle_link_patch(struct request *r)
     struct patch_job *pj = calloc(1, sizeof(*pj));
     if (!pj)
         abort();
-    if (!code_param(r, pj->code)) {
+    int status = owner_code(r, pj->code);
+    if (status) {
         free(pj);
-        return not_found(r);
+        return status;
     }
     pj->now = now_ms();
     const char *field = NULL;
@@ -990,7 +932,7 @@ int handle_link_patch(struct request *r)
         free(pj);
         return http_error(r, 400, "invalid_field", field, "%s %s", field ? field : "body", why);
     }
-    pj->owner = r->key.admin ? -1 : r->key.id;
+    pj->owner = owner_scope(r);
     pj->key_id = r->key.id;
     pj->base.after_commit = patch_after_commit;
     pj->base.render = patch_render;
@@ -1013,7 +955,7 @@ int handle_link_history(struct request *r)
     struct app *app = r->app;
     char code[CODE_MAX + 1];
     struct link l;
-    int status = caller_link(r, code, &l);
+    int status = owner_link(r, code, &l);
     if (status)
         return status;
     link_release(&l);

@@ -4,7 +4,7 @@
  * per module: as SVG (a white square and one path of dark runs, scaled by its
  * viewBox) or as a 1-bit greyscale PNG written by libpng into memory. Only the
  * link's owner or an admin gets it; anyone else gets the 404 of an unknown
- * code, as for GET /api/links/CODE. */
+ * code (owner.h). */
 #include <ctype.h>
 #include <errno.h>
 #include <png.h>
@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "api/handlers.h"
 #include "base/log.h"
+#include "api/owner.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -158,24 +159,12 @@ int handle_link_qr(struct request *r)
                           "scale must be a whole number of pixels per module from 1 to %d",
                           QR_SCALE_MAX);
 
-    /* The owner rule of GET /api/links/CODE: anyone else sees no such code. */
-    struct slice s = r->params[0];
     char code[CODE_MAX + 1];
-    if (!code_is_plausible(s.p, s.n))
-        return http_error(r, 404, "not_found", NULL, "no link with this code");
-    memcpy(code, s.p, s.n);
-    code[s.n] = '\0';
     struct link l;
-    int rc = app->store->ops->link_get(app->store, code, &l);
-    if (rc == ERR_NOTFOUND)
-        return http_error(r, 404, "not_found", NULL, "no link with this code");
-    if (rc != ERR_OK) {
-        return http_unavailable(r, NULL);
-    }
-    bool mine = r->key.admin || l.owner == r->key.id;
+    int status = owner_link(r, code, &l);
+    if (status)
+        return status;
     link_release(&l);
-    if (!mine)
-        return http_error(r, 404, "not_found", NULL, "no link with this code");
 
     struct buf url = BUF_INIT;
     buf_printf(&url, "%s/%s", app->cfg.base_url, code);
@@ -187,6 +176,7 @@ int handle_link_qr(struct request *r)
         return http_error(r, 500, "internal", NULL, "cannot make the QR code");
     }
     buf_reset(&r->resp_body);
+    int rc;
     if (png) {
         rc = qr_png(qr, scale, &r->resp_body);
     } else {

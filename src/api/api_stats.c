@@ -11,6 +11,7 @@
 #include "api/router.h"
 #include "api/handlers.h"
 #include "links/links.h"
+#include "api/owner.h"
 #include "api/report.h"
 #include "store/store.h"
 #include "base/timeutil.h"
@@ -30,28 +31,6 @@ static bool day_param(struct request *r, const char *name, int64_t fallback, int
     return day_parse(v.p, v.n, day) == ERR_OK;
 }
 
-/* The link named by the path, if the caller may see it: 0, or the status. */
-static int load_owned(struct request *r, struct link *l)
-{
-    struct store *st = r->app->store;
-    struct slice s = r->params[0];
-    char code[CODE_MAX + 1];
-    if (!code_is_plausible(s.p, s.n))
-        return http_error(r, 404, "not_found", NULL, "no link with this code");
-    memcpy(code, s.p, s.n);
-    code[s.n] = '\0';
-    int rc = st->ops->link_get(st, code, l);
-    if (rc == ERR_NOTFOUND)
-        return http_error(r, 404, "not_found", NULL, "no link with this code");
-    if (rc != ERR_OK)
-        return http_unavailable(r, NULL);
-    if (!r->key.admin && l->owner != r->key.id) {
-        link_release(l);
-        return http_error(r, 404, "not_found", NULL, "no link with this code");
-    }
-    return 0;
-}
-
 int handle_link_stats(struct request *r)
 {
     struct app *app = r->app;
@@ -66,8 +45,9 @@ int handle_link_stats(struct request *r)
         return http_error(r, 400, "invalid_field", "from", "from must not be after to");
     if (to - from >= STATS_MAX_DAYS)
         return http_error(r, 400, "invalid_field", "from", "a range is at most 1000 days");
+    char code[CODE_MAX + 1];
     struct link l;
-    int status = load_owned(r, &l);
+    int status = owner_link(r, code, &l);
     if (status)
         return status;
 
@@ -122,7 +102,7 @@ int handle_link_top(struct request *r)
     if (!day_param(r, "day", day_number(now_ms()), &day))
         return http_error(r, 400, "invalid_field", "day", "day must be YYYY-MM-DD");
     json_t *arr;
-    if (top_links(r, r->key.admin ? -1 : r->key.id, day, &arr) != ERR_OK)
+    if (top_links(r, owner_scope(r), day, &arr) != ERR_OK)
         return http_unavailable(r, NULL);
     return http_json(r, 200, arr);
 }
@@ -134,7 +114,7 @@ int handle_stats(struct request *r)
     int64_t today = day_number(now_ms());
     json_t *top;
     if (st->ops->stats_totals(st, -1, &all) != ERR_OK ||
-        top_links(r, r->key.admin ? -1 : r->key.id, today, &top) != ERR_OK)
+        top_links(r, owner_scope(r), today, &top) != ERR_OK)
         return http_unavailable(r, NULL);
     char d[11];
     day_format(today, d);
@@ -187,7 +167,7 @@ int handle_export(struct request *r)
         abort();
     e->app = r->app;
     e->key_id = r->key.id;
-    e->x = export_new(r->app->store, r->key.admin ? -1 : r->key.id, fmt, r->app->cfg.base_url);
+    e->x = export_new(r->app->store, owner_scope(r), fmt, r->app->cfg.base_url);
     const char *name = fmt == EXPORT_CSV ? "attachment; filename=\"shortd-export.csv\""
                                          : "attachment; filename=\"shortd-export.json\"";
     http_add_header(r, "Content-Disposition", name, strlen(name));

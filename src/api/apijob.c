@@ -12,16 +12,21 @@ static void finish_on_loop(struct task *t)
 {
     struct api_job *j = (struct api_job *)((char *)t - offsetof(struct api_job, task));
     struct request *r = j->r;
-    if (j->replayed)
-        http_add_header(r, "Idempotent-Replayed", "true", 4);
-    int status = j->status;
-    if (!j->raw && !j->answer && j->render)
-        j->render(j);
-    if (j->raw) {
-        http_body(r, status, "application/json", j->raw, strlen(j->raw));
-    } else if (j->answer) {
-        http_json(r, status, j->answer);
-        j->answer = NULL;
+    int status;
+    if (j->job.rc != ERR_OK) {
+        status = http_unavailable(r, NULL);     /* whatever run() said did not happen */
+    } else {
+        if (j->replayed)
+            http_add_header(r, "Idempotent-Replayed", "true", 4);
+        status = j->status;
+        if (!j->raw && !j->answer && j->render)
+            j->render(j);
+        if (j->raw) {
+            http_body(r, status, "application/json", j->raw, strlen(j->raw));
+        } else if (j->answer) {
+            http_json(r, status, j->answer);
+            j->answer = NULL;
+        }
     }
     http_resume(r, status);
     if (j->answer)
@@ -33,18 +38,8 @@ static void finish_on_loop(struct task *t)
 static void done_on_writer(struct wjob *wj)
 {
     struct api_job *j = (struct api_job *)wj;
-    if (wj->rc != ERR_OK) {
-        if (j->answer)
-            json_decref(j->answer);
-        free(j->raw);
-        j->raw = NULL;
-        j->answer = NULL;
-        j->replayed = false;
-        http_add_header(j->r, "Retry-After", "1", 1);
-        api_job_error(j, 503, "unavailable", NULL, "the store is unavailable; try again");
-    } else if (j->after_commit) {
+    if (wj->rc == ERR_OK && j->after_commit)
         j->after_commit(j);
-    }
     worker_post(j->w, &j->task);
 }
 

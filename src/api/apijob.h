@@ -2,9 +2,10 @@
  *
  * The handler fills a job, submits it and returns HTTP_ASYNC. run() executes
  * on the writer thread inside the group commit and sets status and answer;
- * after the commit, after_commit() (if any) updates caches on the writer
- * thread; then the answer is sent from the request's own event-loop thread.
- * A failed commit answers 503 whatever run() said. */
+ * after the commit, after_commit() (if any) tells the caches (tiers.h) on
+ * the writer thread; then the answer is sent from the request's own
+ * event-loop thread. A failed job (run() or the commit) answers
+ * http_unavailable's 503, whatever run() said. */
 #ifndef SHORTD_APIJOB_H
 #define SHORTD_APIJOB_H
 

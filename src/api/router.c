@@ -35,8 +35,8 @@ static const struct route routes[] = {
     {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
     {"GET",    "/readyz",                        handle_readyz,          0},
     {"GET",    "/metrics",                       handle_metrics,         ROUTE_LOOP},
-    {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_JSON},
-    {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_JSON},
+    {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_JSON | ROUTE_CREATE},
+    {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_JSON | ROUTE_CREATE},
     {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH},
     {"GET",    "/api/links/top",                 handle_link_top,        ROUTE_AUTH},
     {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH},
@@ -227,13 +227,13 @@ static int authenticate_limited(struct request *r)
     return status;
 }
 
-/* The `create` and `read` limits of an authenticated request, per key and
- * per client address (both off by default). */
+/* The `create` limits of a ROUTE_CREATE request, the `read` ones of any
+ * other authenticated request, per key and per client address (all off by
+ * default). */
 static int limit_authenticated(struct request *r)
 {
     struct ratelimit *rl = r->app->ratelimit;
-    bool create = r->method == HTTP_POST && (!strcmp(r->route->pattern, "/api/links") ||
-                                             !strcmp(r->route->pattern, "/api/links/bulk"));
+    bool create = r->route->flags & ROUTE_CREATE;
     enum rl_class by_key = create ? RL_CREATE_KEY : RL_READ_KEY;
     enum rl_class by_addr = create ? RL_CREATE_ADDR : RL_READ_ADDR;
     if (!ratelimit_enabled(rl, by_key) && !ratelimit_enabled(rl, by_addr))
@@ -332,14 +332,11 @@ struct route_job {
 #define OFF_GATE 1          /* the password gate's: in plain text */
 #define OFF_PRECHECK 2      /* router_precheck's: ends with http_precheck_resume */
 
+/* The gate's answer is a browser's, in plain text; any other, the API's. */
 static int unavailable(struct request *r, bool text)
 {
-    if (text) {
-        static const char msg[] = "Service Unavailable: try again\n";
-        http_add_header(r, "Retry-After", "1", 1);
-        http_add_header(r, "Cache-Control", "no-store", 8);
-        return http_body(r, 503, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
-    }
+    if (text)
+        return http_unavailable_text(r);
     return http_unavailable(r, "the store is busy or unavailable; try again");
 }
 

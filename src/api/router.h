@@ -4,6 +4,8 @@
  *   1. write `int handle_x(struct request *r)` in the api_*.c file of its
  *      resource and declare it in handlers.h;
  *   2. add one line to routes[] in router.c (method, pattern, handler, flags).
+ * A route of one link (/api/links/:code...) finds it through owner.h, which
+ * answers another owner's link 404, and is listed in test_rules.c.
  * Its first path segment becomes a reserved word (no alias may take it), its
  * name a label in /metrics; authentication, body parsing and JSON errors are
  * done here, once, for every route. A route runs on a store thread
@@ -14,10 +16,11 @@
 
 #include "http/http.h"
 
-#define ROUTE_AUTH  (1u << 0)   /* needs a valid API key */
-#define ROUTE_ADMIN (1u << 1)   /* admin key only (implies ROUTE_AUTH) */
-#define ROUTE_JSON  (1u << 2)   /* body must be a JSON object; parsed into r->json */
-#define ROUTE_LOOP  (1u << 3)   /* needs no store: answered on the event loop */
+#define ROUTE_AUTH   (1u << 0)  /* needs a valid API key */
+#define ROUTE_ADMIN  (1u << 1)  /* admin key only (implies ROUTE_AUTH) */
+#define ROUTE_JSON   (1u << 2)  /* body must be a JSON object; parsed into r->json */
+#define ROUTE_LOOP   (1u << 3)  /* needs no store: answered on the event loop */
+#define ROUTE_CREATE (1u << 4)  /* creates links: the `create` rate limits count it, not `read` */
 
 struct route {
     const char *method;

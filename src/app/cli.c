@@ -12,12 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app/app.h"
 #include "app/config.h"
 #include "base/err.h"
 #include "links/links.h"
 #include "base/log.h"
 #include "store/migrate_store.h"
 #include "redirect/rcache.h"
+#include "redirect/tiers.h"
 #include "api/report.h"
 #include "api/router.h"
 #include "app/serve.h"
@@ -645,15 +647,17 @@ static int cmd_link_delete(struct opts *o)
         st->ops->rollback(st);
     if (rc == ERR_OK)
         bump_generation(st);
+    /* The serving nodes' own caches follow the generation; of the tiers
+     * (tiers.h) only Redis is there to tell. */
     const char *cache = opt(o, "cache") ? opt(o, "cache") : getenv("SHORTD_CACHE");
     struct link l;
     if (rc == ERR_OK && cache && st->ops->link_get(st, code, &l) == ERR_OK) {
-        struct rcache *rc_cache = NULL;
-        if (rcache_new(cache, 1000, &rc_cache) != ERR_OK ||
-            rcache_put(rc_cache, &l, now_ms()) != ERR_OK)
+        struct app tiers = {0};
+        if (rcache_new(cache, 1000, &tiers.rcache) != ERR_OK ||
+            link_changed(&tiers, &l, LINK_EDITED, now_ms()) != ERR_OK)
             fprintf(stderr, "shortd: warning: could not update the shared cache; it keeps the "
                             "old state of '%s' for up to 24 h\n", code);
-        rcache_free(rc_cache);
+        rcache_free(tiers.rcache);
         link_release(&l);
     }
     st->ops->close(st);

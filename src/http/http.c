@@ -88,6 +88,14 @@ int http_unavailable(struct request *r, const char *message)
                       message ? message : "the store is unavailable; try again");
 }
 
+int http_unavailable_text(struct request *r)
+{
+    static const char msg[] = "Service Unavailable: try again\n";
+    http_add_header(r, "Retry-After", "1", 1);
+    http_add_header(r, "Cache-Control", "no-store", 8);
+    return http_body(r, 503, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
+}
+
 const char *http_reason(int status)
 {
     switch (status) {

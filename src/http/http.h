@@ -85,9 +85,13 @@ int http_json(struct request *r, int status, json_t *doc);           /* steals '
 int http_error(struct request *r, int status, const char *code, const char *field,
                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* 503 with Retry-After: 1, {"error": {"code": "unavailable", "message":
- * MESSAGE}}; NULL says the store is unavailable. */
+/* The one answer of a store (or a thread pool) that cannot serve now, for
+ * every route: 503 with Retry-After: 1, {"error": {"code": "unavailable",
+ * "message": MESSAGE}}; NULL says the store is unavailable. */
 int http_unavailable(struct request *r, const char *message);
+/* The same for a browser (the redirect, the password gate): 503 with
+ * Retry-After: 1 and Cache-Control: no-store, in plain text. */
+int http_unavailable_text(struct request *r);
 
 /* Sends the answer of a request whose handler returned HTTP_ASYNC. Event-loop
  * thread of the request only. */

@@ -26,7 +26,8 @@
 #include "base/banned.h"
 
 /* The ops the fault can be put on, each wrapped below. */
-#define FAULT_OPS(X) X(begin) X(commit) X(link_get) X(link_insert) X(link_list) X(key_by_hash)
+#define FAULT_OPS(X)                                                                               \
+    X(begin) X(commit) X(link_get) X(link_insert) X(link_list) X(key_by_hash) X(block_list)
 
 enum {
 #define X(op) FOP_##op,
@@ -101,6 +102,11 @@ static int w_link_list(struct store *st, const struct link_query *q, link_cb cb,
 static int w_key_by_hash(struct store *st, const uint8_t hash[32], struct apikey *out)
 {
     return fails(FOP_key_by_hash) ? ERR_STORAGE : current->real->key_by_hash(st, hash, out);
+}
+
+static int w_block_list(struct store *st, host_cb cb, void *arg)
+{
+    return fails(FOP_block_list) ? ERR_STORAGE : current->real->block_list(st, cb, arg);
 }
 
 void hx_fault(struct hx *h, const char *op, int nth)
@@ -206,6 +212,11 @@ void hx_free(struct hx *h)
     if (current == h)
         current = NULL;
     free(h);
+}
+
+struct app *hx_app(struct hx *h)
+{
+    return &h->app;
 }
 
 const char *hx_key(struct hx *h, bool admin)

@@ -27,6 +27,12 @@ struct hx_resp {
 struct hx *hx_new(void);
 void hx_free(struct hx *h);
 
+/* The app the requests run in, for a test that gives it a module (rate
+ * limits, Redis, the bus: the test frees what it set and puts back what was
+ * there before hx_free) or looks into one (the cache: the test's thread is
+ * registered with it). */
+struct app *hx_app(struct hx *h);
+
 /* A new API key's token (static storage, valid until the next call). */
 const char *hx_key(struct hx *h, bool admin);
 
@@ -42,7 +48,7 @@ const char *hx_header(const struct hx_resp *resp, const char *name);
 const char *hx_json_str(const struct hx_resp *resp, const char *path);
 
 /* Store faults: op is one of begin, commit, link_get, link_insert,
- * link_list, key_by_hash. nth 0: every call fails; nth N: the Nth call
+ * link_list, key_by_hash, block_list. nth 0: every call fails; nth N: the Nth call
  * counted from now fails, once. hx_fault_clear removes every fault. */
 void hx_fault(struct hx *h, const char *op, int nth);
 void hx_fault_clear(struct hx *h);

@@ -180,7 +180,11 @@
     X(api_links_create_store_fails)                                                                \
     X(api_links_get)                                                                               \
     X(api_links_list)                                                                              \
-    X(api_links_delete)
+    X(api_links_delete)                                                                            \
+    X(rules_create_limit)                                                                          \
+    X(rules_unavailable)                                                                           \
+    X(rules_owner)                                                                                 \
+    X(rules_link_changed)
 
 #define X(name) void test_##name(void);
 TESTS(X)

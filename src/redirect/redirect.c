@@ -203,11 +203,7 @@ static int answer(struct request *r, const struct cache_view *v, const struct ho
     return status;
 }
 
-int redirect_unavailable(struct request *r)
-{
-    http_add_header(r, "Retry-After", "1", 1);
-    return redirect_text(r, 503, "Service Unavailable: try again\n");
-}
+int redirect_unavailable(struct request *r) { return http_unavailable_text(r); }
 
 /* The answer for a link as read from the store (a miss of this cache). */
 static int answer_stored(struct request *r, const struct link *l, const struct hostcheck *h,

@@ -17,7 +17,7 @@
 #include "base/err.h"
 #include "api/handlers.h"
 #include "base/log.h"
-#include "store/store.h"
+#include "store/store_links.h"
 #include "base/banned.h"
 
 #define QR_MARGIN 4         /* quiet zone, in modules (ISO/IEC 18004) */

@@ -12,7 +12,8 @@
 #include "api/handlers.h"
 #include "links/links.h"
 #include "api/report.h"
-#include "store/store.h"
+#include "store/store_links.h"
+#include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 

@@ -40,6 +40,10 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "store/store.h"
+#include "store/store_keys.h"
+#include "store/store_links.h"
+#include "store/store_move.h"
+#include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 
@@ -1745,7 +1749,7 @@ const struct store_ops store_pg_ops = {
     .table_count = pg_table_count,
 };
 
-/* ---- moving a store: whole tables of tables.h (shortd migrate-store) ----
+/* ---- moving a store: whole tables of store_move.h (shortd migrate-store) ----
  *
  * A batch is written as one upsert over unnest() of one array parameter per
  * column, as the counter batches are, updating only rows that differ; a
@@ -1753,7 +1757,7 @@ const struct store_ops store_pg_ops = {
  * batch's key range that the batch does not hold. A column the store
  * numbers (an identity) has its sequence moved past the copied numbers, so
  * new rows never take one. The statements are made from the table
- * descriptions (names from tables.h only, values bound) and run unprepared,
+ * descriptions (names from store_move.h only, values bound) and run unprepared,
  * one per batch. An export streams in single-row mode: a table is never held
  * in memory whole. */
 

@@ -20,6 +20,10 @@
 #include "base/log.h"
 #include "store/sqlite_coop.h"
 #include "store/store.h"
+#include "store/store_keys.h"
+#include "store/store_links.h"
+#include "store/store_move.h"
+#include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 
@@ -1816,10 +1820,10 @@ const struct store_ops store_sqlite_ops = {
     .table_count = sq_table_count,
 };
 
-/* ---- moving a store: whole tables of tables.h (shortd migrate-store) ----
+/* ---- moving a store: whole tables of store_move.h (shortd migrate-store) ----
  *
  * The statements are made from the table descriptions: names come from
- * tables.h only, values are always bound. Each is prepared for one call
+ * store_move.h only, values are always bound. Each is prepared for one call
  * (one export, one batch), which is nothing next to the rows it moves. */
 
 /* "a, b, c" over columns [from, to), each name after 'prefix'. */

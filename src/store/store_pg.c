@@ -39,6 +39,7 @@
 #include "clicks/dayrow.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "store/migrations.h"
 #include "store/store.h"
 #include "store/store_keys.h"
 #include "store/store_links.h"
@@ -47,18 +48,13 @@
 #include "base/timeutil.h"
 #include "base/banned.h"
 
-struct migration {
-    int version;
-    const char *name;
-    const char *sql;
-};
-
-/* Generated from migrations/pg/NNNN_*.sql by the Makefile, in order. */
-static const struct migration migrations[] = {
+/* The schema: migrations/pg/NNNN_name.sql, embedded by the Makefile
+ * (migrations.h); applied by store_pg_migrate only. */
+static const struct migration steps[] = {
 #include "pg_migrations.inc"
 };
-#define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION (migrations[NMIGRATIONS - 1].version)
+#define NSTEPS MIGRATIONS_COUNT(steps)
+#define SCHEMA_VERSION migrations_last(steps, NSTEPS)
 
 /* pg_advisory_xact_lock key of `shortd migrate`: "shortd" in ASCII. */
 #define MIGRATE_LOCK "116100114116111104"
@@ -710,6 +706,25 @@ static int pg_backup(struct store *st, const char *to_path)
 
 /* ---- migrations ---- */
 
+/* One step of migrations_run: its SQL, then its row in schema_version. */
+static int apply_step(const struct migration *m, void *arg)
+{
+    struct conn *c = arg;
+    log_at(LOG_INFO, "applying migration '%s'", m->name);
+    int rc = check_result(PQexec(c->pg, m->sql), c->pg, m->name, NULL);
+    if (rc != ERR_OK)
+        return rc;
+    const char *values[2];
+    char num[16];
+    snprintf(num, sizeof(num), "%d", m->version);
+    values[0] = num;
+    values[1] = m->name;
+    return check_result(PQexecParams(c->pg, "INSERT INTO schema_version (version, name) "
+                                            "VALUES ($1, $2)",
+                                     2, NULL, values, NULL, NULL, 0),
+                        c->pg, "schema version update", NULL);
+}
+
 int store_pg_migrate(const char *url, int *from, int *to)
 {
     *from = *to = 0;
@@ -730,26 +745,8 @@ int store_pg_migrate(const char *url, int *from, int *to)
     if (rc == ERR_OK && version > SCHEMA_VERSION)
         rc = log_fail(ERR_STORAGE, "database schema %d is newer than this shortd knows (%d)",
                       version, SCHEMA_VERSION);
-    for (int i = 0; rc == ERR_OK && i < NMIGRATIONS; i++) {
-        const struct migration *m = &migrations[i];
-        if (m->version <= version)
-            continue;
-        log_at(LOG_INFO, "applying migration '%s'", m->name);
-        rc = check_result(PQexec(c->pg, m->sql), c->pg, m->name, NULL);
-        if (rc == ERR_OK) {
-            const char *values[2];
-            char num[16];
-            snprintf(num, sizeof(num), "%d", m->version);
-            values[0] = num;
-            values[1] = m->name;
-            rc = check_result(PQexecParams(c->pg, "INSERT INTO schema_version (version, name) "
-                                                  "VALUES ($1, $2)",
-                                           2, NULL, values, NULL, NULL, 0),
-                              c->pg, "schema version update", NULL);
-        }
-        if (rc == ERR_OK)
-            *to = m->version;
-    }
+    if (rc == ERR_OK)
+        rc = migrations_run(steps, NSTEPS, version, apply_step, c, to);
     if (rc == ERR_OK) {
         PGresult *r = PQexec(c->pg, "COMMIT");
         rc = check_result(r, c->pg, "commit", &r);

@@ -18,6 +18,7 @@
 #include "clicks/dayrow.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "store/migrations.h"
 #include "store/sqlite_coop.h"
 #include "store/store.h"
 #include "store/store_keys.h"
@@ -27,106 +28,25 @@
 #include "base/timeutil.h"
 #include "base/banned.h"
 
-/* The schema, as numbered steps: a new database runs them all, an older one
- * the steps after its PRAGMA user_version, in one transaction. Never edit a
- * step that has shipped: add the next one. */
-static const char *const schema_v1 =
-    "CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE api_keys ("
-    "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,"
-    "  admin INTEGER NOT NULL, created_at INTEGER NOT NULL,"
-    "  revoked_at INTEGER NOT NULL DEFAULT 0);"
-    "CREATE TABLE links ("
-    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE, owner INTEGER NOT NULL,"
-    "  url TEXT, title TEXT, note TEXT, tags TEXT,"
-    "  created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL DEFAULT 0,"
-    "  changed_at INTEGER NOT NULL, state INTEGER NOT NULL DEFAULT 0,"
-    "  permanent INTEGER NOT NULL DEFAULT 0, clicks INTEGER NOT NULL DEFAULT 0,"
-    "  bot_clicks INTEGER NOT NULL DEFAULT 0);"
-    "CREATE INDEX links_owner ON links(owner, created_at DESC, code DESC);"
-    "CREATE INDEX links_created ON links(created_at DESC, code DESC);"
-    "CREATE INDEX links_live_url ON links(owner, url) WHERE state = 0;"
-    "CREATE INDEX links_expiry ON links(expires_at) WHERE expires_at > 0 AND url IS NOT NULL;"
-    "CREATE TABLE daily ("
-    "  code TEXT NOT NULL, day INTEGER NOT NULL, clicks INTEGER NOT NULL,"
-    "  bots INTEGER NOT NULL, uniques INTEGER NOT NULL,"
-    "  PRIMARY KEY (code, day)) WITHOUT ROWID;"
-    "CREATE INDEX daily_day ON daily(day, clicks DESC);"
-    "CREATE TABLE dims ("
-    "  code TEXT NOT NULL, day INTEGER NOT NULL, dim INTEGER NOT NULL, value TEXT NOT NULL,"
-    "  n INTEGER NOT NULL, PRIMARY KEY (code, day, dim, value)) WITHOUT ROWID;"
-    "CREATE INDEX dims_day ON dims(day);"
-    "CREATE TABLE visitors ("
-    "  day INTEGER NOT NULL, code TEXT NOT NULL, v INTEGER NOT NULL,"
-    "  PRIMARY KEY (day, code, v)) WITHOUT ROWID;"
-    "CREATE TABLE recent ("
-    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL, ts INTEGER NOT NULL, referrer TEXT NOT NULL,"
-    "  country TEXT NOT NULL, device TEXT NOT NULL, browser TEXT NOT NULL);"
-    "CREATE INDEX recent_code ON recent(code, id);"
-    "CREATE TABLE idempotency ("
-    "  key_id INTEGER NOT NULL, idem TEXT NOT NULL, fingerprint BLOB NOT NULL,"
-    "  status INTEGER NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,"
-    "  PRIMARY KEY (key_id, idem)) WITHOUT ROWID;"
-    "CREATE INDEX idempotency_created ON idempotency(created_at);"
-    "CREATE TABLE blocklist (host TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;"
-    "INSERT INTO meta(k, v) VALUES ('counter', 0);";
+/* The schema: migrations/sqlite/NNNN_name.sql, embedded by the Makefile
+ * (migrations.h). A new database runs them all, an older one those after
+ * its PRAGMA user_version, in one transaction. */
+static const struct migration steps[] = {
+#include "sqlite_migrations.inc"
+};
+#define NSTEPS MIGRATIONS_COUNT(steps)
+#define SCHEMA_VERSION migrations_last(steps, NSTEPS)
 
-/* Link controls: passwords, custom domains, A/B variants, UTM, click limits,
- * the destination history and the registered domains. */
-static const char *const schema_v2 =
-    "ALTER TABLE links ADD COLUMN password TEXT;"
-    "ALTER TABLE links ADD COLUMN domain TEXT;"
-    "ALTER TABLE links ADD COLUMN variants TEXT;"
-    "ALTER TABLE links ADD COLUMN utm TEXT;"
-    "ALTER TABLE links ADD COLUMN dest TEXT;"
-    "ALTER TABLE links ADD COLUMN max_clicks INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE links ADD COLUMN used INTEGER NOT NULL DEFAULT 0;"
-    "CREATE TABLE link_history ("
-    "  code TEXT NOT NULL, seq INTEGER NOT NULL, old_url TEXT, new_url TEXT,"
-    "  changed_at INTEGER NOT NULL, by_key INTEGER NOT NULL,"
-    "  PRIMARY KEY (code, seq)) WITHOUT ROWID;"
-    "CREATE TABLE domains ("
-    "  host TEXT PRIMARY KEY, owner INTEGER NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;"
-    "CREATE INDEX domains_owner ON domains(owner, host);";
-
-/* Version 3: a link's day is one row (dayrow.h) instead of one row per
- * dimension value, visitor and recent click. The old rows are converted by
- * convert_v3() in the same transaction; links.clicks and bot_clicks become
- * the totals of days no longer kept (pruned), and the all-time totals are
- * those plus the kept days' sums. */
-static const char *const schema_v3 =
-    "CREATE TABLE link_days ("
-    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL, day INTEGER NOT NULL,"
-    "  clicks INTEGER NOT NULL, bots INTEGER NOT NULL, uniques INTEGER NOT NULL,"
-    "  dims BLOB, visitors BLOB, recent BLOB, UNIQUE (code, day));"
-    "CREATE INDEX link_days_day ON link_days(day);"
-    "CREATE INDEX link_days_visitors ON link_days(day) WHERE visitors IS NOT NULL;";
-
-/* Version 4: no index over the rows that still hold visitors. Every
- * UPDATE that stores clicks sets 'visitors', and SQLite then rewrote that
- * index's entry of the row: two more B-tree writes per link day, a fifth of
- * the time spent storing clicks with 1 M links. The daily prune finds those
- * rows by day instead, from where the last prune stopped ('visitors_from',
- * recorded here from the index before it goes). */
-static const char *const schema_v4 =
-    "INSERT OR REPLACE INTO meta(k, v) SELECT 'visitors_from', "
-    "CAST(coalesce(min(day), 0) AS TEXT) FROM link_days WHERE visitors IS NOT NULL;"
-    "DROP INDEX link_days_visitors;";
-
+/* Data conversions no SQL can make, each run after its step's file in the
+ * step's transaction. */
 static int convert_v3(sqlite3 *db);
 
 static const struct {
     int version;
-    const char *sql;
-    int (*convert)(sqlite3 *db);    /* after the SQL, in its transaction, or NULL */
-} schema_steps[] = {
-    {1, schema_v1, NULL},
-    {2, schema_v2, NULL},
-    {3, schema_v3, convert_v3},
-    {4, schema_v4, NULL},
+    int (*run)(sqlite3 *db);
+} hooks[] = {
+    {3, convert_v3},
 };
-#define NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
-#define SCHEMA_VERSION (schema_steps[NSTEPS - 1].version)
 
 /* Prepared statements, by number; prepared on first use per connection. */
 enum stmt {
@@ -713,7 +633,29 @@ static int convert_v3(sqlite3 *db)
     return rc;
 }
 
-static int migrate(sqlite3 *db, const char *path)
+/* One step of migrations_run: its SQL, its hook, then its version. SQLite's
+ * message of a failed statement goes to 'msg' (sqlite3_free). */
+struct migrating {
+    sqlite3 *db;
+    char *msg;
+};
+
+static int apply_step(const struct migration *m, void *arg)
+{
+    struct migrating *g = arg;
+    if (sqlite3_exec(g->db, m->sql, NULL, NULL, &g->msg) != SQLITE_OK)
+        return ERR_STORAGE;
+    for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
+        if (hooks[i].version == m->version && hooks[i].run(g->db) != ERR_OK)
+            return ERR_STORAGE;
+    char set[64];
+    snprintf(set, sizeof(set), "PRAGMA user_version = %d", m->version);
+    if (sqlite3_exec(g->db, set, NULL, NULL, &g->msg) != SQLITE_OK)
+        return ERR_STORAGE;
+    return ERR_OK;
+}
+
+static int user_version(sqlite3 *db)
 {
     sqlite3_stmt *q = NULL;
     int version = 0;
@@ -721,37 +663,30 @@ static int migrate(sqlite3 *db, const char *path)
         sqlite3_step(q) == SQLITE_ROW)
         version = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
+    return version;
+}
+
+static int migrate(sqlite3 *db, const char *path)
+{
+    int version = user_version(db);
     if (version == SCHEMA_VERSION)
         return ERR_OK;
     if (version > SCHEMA_VERSION)
         return log_fail(ERR_STORAGE, "database '%s' has schema %d, newer than this shortd (%d)",
                         path, version, SCHEMA_VERSION);
-    char *msg = NULL;
-    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
+    struct migrating g = {db, NULL};
+    int to;
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &g.msg) != SQLITE_OK)
         goto fail;
     /* Re-read under the write lock: another process may have migrated. */
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        version = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    for (int i = 0; i < NSTEPS; i++) {
-        if (schema_steps[i].version <= version)
-            continue;
-        if (sqlite3_exec(db, schema_steps[i].sql, NULL, NULL, &msg) != SQLITE_OK)
-            goto fail;
-        if (schema_steps[i].convert && schema_steps[i].convert(db) != ERR_OK)
-            goto fail;
-        char set[64];
-        snprintf(set, sizeof(set), "PRAGMA user_version = %d", schema_steps[i].version);
-        if (sqlite3_exec(db, set, NULL, NULL, &msg) != SQLITE_OK)
-            goto fail;
-    }
-    if (sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
+    if (migrations_run(steps, NSTEPS, user_version(db), apply_step, &g, &to) != ERR_OK)
+        goto fail;
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, &g.msg) != SQLITE_OK)
         goto fail;
     return ERR_OK;
 fail:
-    log_at(LOG_ERROR, "cannot migrate database '%s': %s", path, msg ? msg : "?");
-    sqlite3_free(msg);
+    log_at(LOG_ERROR, "cannot migrate database '%s': %s", path, g.msg ? g.msg : "?");
+    sqlite3_free(g.msg);
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return ERR_STORAGE;
 }

@@ -120,6 +120,8 @@
     X(store_concurrent_counts)                                                                     \
     X(store_prune)                                                                                 \
     X(store_upgrade)                                                                               \
+    X(migrations_embedded)                                                                         \
+    X(migrations_run)                                                                              \
     X(hosts_header)                                                                                \
     X(hosts_list)                                                                                  \
     X(store_controls)                                                                              \

@@ -89,7 +89,7 @@ $(GATE_INC): src/redirect/gate.css scripts/gen-gate-style.mjs
 MIG_INC := build/gen/pg_migrations.inc build/gen/sqlite_migrations.inc
 $(OUT)/obj/store/store_pg.o: build/gen/pg_migrations.inc
 $(OUT)/obj/store/store_sqlite.o: build/gen/sqlite_migrations.inc
-$(OUT)/unit/test_migrations.o: $(MIG_INC)
+$(OUT)/unit/test_migrations.o $(OUT)/unit/test_sqlgen.o: $(MIG_INC)
 
 .SECONDEXPANSION:
 build/gen/%_migrations.inc: $$(sort $$(wildcard migrations/$$*/*.sql)) Makefile

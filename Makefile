@@ -83,16 +83,19 @@ $(GATE_INC): src/redirect/gate.css scripts/gen-gate-style.mjs
 	@echo "  GEN     $@"
 	$(Q)node scripts/gen-gate-style.mjs src/redirect/gate.css $@
 
-# PostgreSQL migrations are SQL files, embedded as C strings: one
-# {version, "name", "sql"} entry per migrations/pg/NNNN_name.sql, in order.
-PGMIG     := $(sort $(wildcard migrations/pg/*.sql))
-PGMIG_INC := build/gen/pg_migrations.inc
-$(OUT)/obj/store/store_pg.o: $(PGMIG_INC)
+# Each backend's schema migrations are SQL files, embedded as C strings:
+# build/gen/<backend>_migrations.inc holds one {version, "name", "sql"} entry
+# per migrations/<backend>/NNNN_name.sql, in order (src/store/migrations.h).
+MIG_INC := build/gen/pg_migrations.inc build/gen/sqlite_migrations.inc
+$(OUT)/obj/store/store_pg.o: build/gen/pg_migrations.inc
+$(OUT)/obj/store/store_sqlite.o: build/gen/sqlite_migrations.inc
+$(OUT)/unit/test_migrations.o $(OUT)/unit/test_sqlgen.o: $(MIG_INC)
 
-$(PGMIG_INC): $(PGMIG) Makefile
+.SECONDEXPANSION:
+build/gen/%_migrations.inc: $$(sort $$(wildcard migrations/$$*/*.sql)) Makefile
 	@mkdir -p $(@D)
 	@echo "  GEN     $@"
-	$(Q)for f in $(PGMIG); do \
+	$(Q)for f in $(filter %.sql,$^); do \
 	    n=$$(basename $$f); v=$${n%%_*}; \
 	    printf '{%d, "%s",\n' "$$(expr "$$v" + 0)" "$$n"; \
 	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/ "/' -e 's/$$/\\n"/' $$f; \
@@ -142,7 +145,8 @@ build/fuzz/obj/llhttp_%.o: $(LLHTTP)/%.c | build/fuzz/obj
 build/fuzz/obj/clicks/classify.o: $(ISBOT_INC)
 build/fuzz/obj/api/dashboard.o: $(WEB_INC)
 build/fuzz/obj/redirect/gate.o: $(GATE_INC)
-build/fuzz/obj/store/store_pg.o: $(PGMIG_INC)
+build/fuzz/obj/store/store_pg.o: build/gen/pg_migrations.inc
+build/fuzz/obj/store/store_sqlite.o: build/gen/sqlite_migrations.inc
 
 build/fuzz/%: fuzz/%.c $(FUZZOBJ)
 	@echo "  LD      $@ (libFuzzer)"

@@ -18,7 +18,7 @@
 #include "api/handlers.h"
 #include "base/log.h"
 #include "api/owner.h"
-#include "store/store.h"
+#include "store/store_links.h"
 #include "base/banned.h"
 
 #define QR_MARGIN 4         /* quiet zone, in modules (ISO/IEC 18004) */

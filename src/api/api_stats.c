@@ -13,7 +13,8 @@
 #include "links/links.h"
 #include "api/owner.h"
 #include "api/report.h"
-#include "store/store.h"
+#include "store/store_links.h"
+#include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 

@@ -12,7 +12,7 @@
 
 #include "http/http.h"
 #include "links/codes.h"
-#include "store/store.h"
+#include "store/store_links.h"
 
 #define OWNER_ANY (-1)      /* an admin key's scope: every owner */
 

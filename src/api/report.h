@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
-#include "store/store.h"
+#include "store/store_links.h"
 
 #define STATS_MAX_DAYS 1000
 

@@ -37,6 +37,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "store/store.h"
+#include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "store/writer.h"
 #include "base/banned.h"

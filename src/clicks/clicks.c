@@ -43,6 +43,7 @@
 #include "clicks/journal.h"
 #include "base/log.h"
 #include "store/store.h"
+#include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "store/writer.h"
 #include "base/banned.h"

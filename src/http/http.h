@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 
 #include "base/buf.h"
-#include "store/store.h"
+#include "store/store_keys.h"
 
 #define HTTP_ASYNC 0
 #define HTTP_ASYNC_DONE (-1)   /* internal: the answer was already written */

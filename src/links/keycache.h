@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/store.h"
+#include "store/store_keys.h"
 
 #define KEYCACHE_HASH_BYTES 32
 

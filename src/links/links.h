@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #include "base/buf.h"
-#include "store/store.h"
+#include "store/store_keys.h"
+#include "store/store_links.h"
 
 #define KEY_TOKEN_LEN 43        /* "sk_" + 40 base62 characters */
 #define LINKS_KEY_CACHE_MAX 4096  /* API keys one node holds without a store read */

@@ -33,7 +33,7 @@
 #include "links/variants.h"
 #include "redirect/gate.h"
 #include "redirect/redirect.h"
-#include "store/store.h"
+#include "store/store_links.h"
 #include "store/writer.h"
 #include "base/banned.h"
 

@@ -46,7 +46,7 @@
 #include "links/links.h"
 #include "redirect/rcache.h"
 #include "http/server.h"
-#include "store/store.h"
+#include "store/store_links.h"
 #include "store/storeq.h"
 #include "base/timeutil.h"
 #include "base/banned.h"

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/store.h"
+#include "store/store_links.h"
 
 struct app;
 

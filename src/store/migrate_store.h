@@ -1,4 +1,4 @@
-/* migrate_store.h - copies one store into another, every table of tables.h
+/* migrate_store.h - copies one store into another, every table of store_move.h
  * (`shortd migrate-store`, e.g. SQLite into PostgreSQL), then counts both.
  * The target becomes a copy of the source; a rerun writes only the rows
  * that changed since, so it is safe to repeat. */
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/store.h"
+#include "store/store_move.h"
 
 /* What happened to one table. */
 struct migrate_table {
@@ -28,7 +28,7 @@ typedef void (*migrate_progress_fn)(const char *table, int64_t rows, bool done, 
 #define MIGRATE_BATCH_ROWS 2000     /* rows per transaction, by default */
 
 /* Copies 'from' into 'to', 'batch_rows' rows per transaction, tables in the
- * order of tables.h, then counts both into 'out'. ERR_INVALID, with the
+ * order of store_move.h, then counts both into 'out'. ERR_INVALID, with the
  * reason in 'why', when 'to' must not be written: it holds links or keys
  * made under other secrets, or clicks that a node served from it counted
  * (a copy would overwrite them). Other errors are logged; whatever was

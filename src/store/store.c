@@ -1,6 +1,8 @@
 /* store.c - picks a storage backend by the scheme of its URL; what the
  * backends share beyond their SQL. */
 #include "store/store.h"
+#include "store/store_links.h"
+#include "store/store_stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /* store_pg.c - the scale-out backend: the state of every node in one
  * PostgreSQL database, through libpq. Every SQL statement shortd runs on
- * PostgreSQL is in this file or in migrations/pg/ (the schema, embedded at
- * build time); the semantics are store_sqlite.c's, op for op.
+ * PostgreSQL is in this file, in migrations/pg/ (the schema, embedded at
+ * build time) or in sqlgen.c (the text both backends share, in PostgreSQL's
+ * dialect); the semantics are store_sqlite.c's, op for op.
  *
  * DESIGN
  * Each thread gets its own connection (found through a pthread key), with its
@@ -39,22 +40,23 @@
 #include "clicks/dayrow.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "store/migrations.h"
+#include "store/sqlgen.h"
 #include "store/store.h"
+#include "store/store_keys.h"
+#include "store/store_links.h"
+#include "store/store_move.h"
+#include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 
-struct migration {
-    int version;
-    const char *name;
-    const char *sql;
-};
-
-/* Generated from migrations/pg/NNNN_*.sql by the Makefile, in order. */
-static const struct migration migrations[] = {
+/* The schema: migrations/pg/NNNN_name.sql, embedded by the Makefile
+ * (migrations.h); applied by store_pg_migrate only. */
+static const struct migration steps[] = {
 #include "pg_migrations.inc"
 };
-#define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION (migrations[NMIGRATIONS - 1].version)
+#define NSTEPS MIGRATIONS_COUNT(steps)
+#define SCHEMA_VERSION migrations_last(steps, NSTEPS)
 
 /* pg_advisory_xact_lock key of `shortd migrate`: "shortd" in ASCII. */
 #define MIGRATE_LOCK "116100114116111104"
@@ -113,21 +115,8 @@ enum stmt {
     S__COUNT
 };
 
-#define LINK_COLS                                                                           \
-    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
-    "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used"
-/* As read: the all-time totals are the pruned days' plus the kept days'. */
-#define LINK_READ                                                                           \
-    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
-    "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                 \
-    "WHERE d.code = links.code), 0)::bigint, bot_clicks + coalesce((SELECT sum(d.bots) "    \
-    "FROM link_days d WHERE d.code = links.code), 0)::bigint, password, domain, variants, " \
-    "utm, dest, max_clicks, used"
-
-/* What a deleted or swept link loses (its code and counters stay). */
-#define LINK_DATA_NULL                                                                      \
-    "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, " \
-    "utm = NULL, dest = NULL"
+/* A link's columns as PostgreSQL reads them (sqlgen.h). */
+#define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
 
 static const char *const sql[S__COUNT] = {
     [S_PING] = "SELECT 1",
@@ -145,7 +134,7 @@ static const char *const sql[S__COUNT] = {
                 "+ $1::bigint)::text, 'UTF8') WHERE k = 'counter' "
                 "RETURNING convert_from(v, 'UTF8')::bigint - $1::bigint",
     [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = $1",
-    [S_LINK_INSERT] = "INSERT INTO links (" LINK_COLS ") "
+    [S_LINK_INSERT] = "INSERT INTO links (" SQL_LINK_COLS ") "
                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
                       "$16, $17, $18, $19, $20) "
                       "ON CONFLICT DO NOTHING",
@@ -153,14 +142,14 @@ static const char *const sql[S__COUNT] = {
                          "AND md5(url) = md5($2::text) AND url = $2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > $3) "
                          "ORDER BY created_at DESC LIMIT 1",
-    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = $2, " LINK_DATA_NULL
+    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = $2, " SQL_LINK_DATA_NULL
                       " WHERE code = $1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = $2, changed_at = $3 WHERE code = $1",
     [S_LINK_COUNT] = "SELECT count(*) FROM links",
     /* SKIP LOCKED: two nodes sweeping at once take different rows. */
-    [S_LINK_SWEEP] = "UPDATE links SET " LINK_DATA_NULL " WHERE code IN (SELECT code FROM links "
-                     "WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < $1 LIMIT $2 "
-                     "FOR UPDATE SKIP LOCKED)",
+    [S_LINK_SWEEP] = "UPDATE links SET " SQL_LINK_DATA_NULL " WHERE code IN (SELECT code "
+                     "FROM links WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < $1 "
+                     "LIMIT $2 FOR UPDATE SKIP LOCKED)",
     [S_DAYS_ADD] = "INSERT INTO link_days (code, day, clicks, bots, uniques) "
                    "SELECT code, day, 0, 0, 0 FROM unnest($1::text[], $2::bigint[]) "
                    "AS u (code, day) ORDER BY code, day ON CONFLICT DO NOTHING",
@@ -247,7 +236,7 @@ struct conn {
     PGconn *pg;
     bool broken;                /* a call timed out: reconnect before the next */
     bool prepared[S__COUNT];
-    uint64_t lists_prepared[8]; /* link_list variants, one bit per filter mask */
+    uint64_t lists_prepared[SQL_LIST_SHAPES / 64]; /* link_list's, one bit per shape */
     bool in_tx;                 /* between begin and commit/rollback */
     struct conn *next;
 };
@@ -294,6 +283,17 @@ static void p_bytes(struct params *p, const void *b, size_t n)
     p->v[p->n] = n ? b : "";
     p->len[p->n] = (int)n;
     p->fmt[p->n++] = 1;
+}
+
+/* A value of store_move.h or sqlgen.h: NULL, an integer, text or bytes. */
+static void p_value(struct params *p, const struct store_value *v)
+{
+    if (v->type == VAL_INT)
+        p_i64(p, v->i);
+    else if (v->type == VAL_BLOB)
+        p_bytes(p, v->p, v->n);
+    else
+        p_text(p, v->type == VAL_TEXT ? v->p : NULL);
 }
 
 /* ---- connections ---- */
@@ -706,6 +706,25 @@ static int pg_backup(struct store *st, const char *to_path)
 
 /* ---- migrations ---- */
 
+/* One step of migrations_run: its SQL, then its row in schema_version. */
+static int apply_step(const struct migration *m, void *arg)
+{
+    struct conn *c = arg;
+    log_at(LOG_INFO, "applying migration '%s'", m->name);
+    int rc = check_result(PQexec(c->pg, m->sql), c->pg, m->name, NULL);
+    if (rc != ERR_OK)
+        return rc;
+    const char *values[2];
+    char num[16];
+    snprintf(num, sizeof(num), "%d", m->version);
+    values[0] = num;
+    values[1] = m->name;
+    return check_result(PQexecParams(c->pg, "INSERT INTO schema_version (version, name) "
+                                            "VALUES ($1, $2)",
+                                     2, NULL, values, NULL, NULL, 0),
+                        c->pg, "schema version update", NULL);
+}
+
 int store_pg_migrate(const char *url, int *from, int *to)
 {
     *from = *to = 0;
@@ -726,26 +745,8 @@ int store_pg_migrate(const char *url, int *from, int *to)
     if (rc == ERR_OK && version > SCHEMA_VERSION)
         rc = log_fail(ERR_STORAGE, "database schema %d is newer than this shortd knows (%d)",
                       version, SCHEMA_VERSION);
-    for (int i = 0; rc == ERR_OK && i < NMIGRATIONS; i++) {
-        const struct migration *m = &migrations[i];
-        if (m->version <= version)
-            continue;
-        log_at(LOG_INFO, "applying migration '%s'", m->name);
-        rc = check_result(PQexec(c->pg, m->sql), c->pg, m->name, NULL);
-        if (rc == ERR_OK) {
-            const char *values[2];
-            char num[16];
-            snprintf(num, sizeof(num), "%d", m->version);
-            values[0] = num;
-            values[1] = m->name;
-            rc = check_result(PQexecParams(c->pg, "INSERT INTO schema_version (version, name) "
-                                                  "VALUES ($1, $2)",
-                                           2, NULL, values, NULL, NULL, 0),
-                              c->pg, "schema version update", NULL);
-        }
-        if (rc == ERR_OK)
-            *to = m->version;
-    }
+    if (rc == ERR_OK)
+        rc = migrations_run(steps, NSTEPS, version, apply_step, c, to);
     if (rc == ERR_OK) {
         PGresult *r = PQexec(c->pg, "COMMIT");
         rc = check_result(r, c->pg, "commit", &r);
@@ -1087,13 +1088,15 @@ static int pg_link_set_state(struct store *st, const char *code, int state, int6
     return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
 }
 
-/* ASCII-only case folding, the same as SQLite's lower(): q matches the same
- * links in both backends whatever the server's locale. */
-#define FOLD(x) "translate(" x ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
-#define HAS_Q(col) "strpos(" FOLD(col) ", " FOLD("$7") ") > 0"
+/* Parameters of a statement made by sqlgen.c. */
+static void stmt_params(const struct sql_stmt *s, struct params *p)
+{
+    for (int i = 0; i < s->nparams; i++)
+        p_value(p, &s->param[i]);
+}
 
-/* The filter is built from fixed fragments only; values are bound. Each of
- * the 512 shapes is prepared once per connection, named by its mask. */
+/* The query comes from sqlgen.c; each of its shapes is prepared once per
+ * connection, named by its number. */
 static int pg_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
 {
     struct conn *c = conn_get(st);
@@ -1102,60 +1105,30 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     int rc = conn_check(c);
     if (rc != ERR_OK)
         return rc;
-    bool cursor = lq->after_code && *lq->after_code;
-    unsigned mask = (lq->states & (1u << LINK_DELETED) ? 1u : 0) |
-                    (lq->states & (1u << LINK_DISABLED) ? 2u : 0) | (lq->want_live ? 4u : 0) |
-                    (lq->want_expired ? 8u : 0) | (lq->owner >= 0 ? 16u : 0) | (cursor ? 32u : 0) |
-                    (lq->tag ? 64u : 0) | (lq->q ? 128u : 0) | (lq->want_exhausted ? 256u : 0);
+    unsigned shape = sqlgen_list_shape(lq);
     char name[16];
-    snprintf(name, sizeof(name), "list%u", mask);
-    if (!(c->lists_prepared[mask / 64] & (1ull << (mask % 64)))) {
-        struct buf s = BUF_INIT;
-        buf_adds(&s, "SELECT " LINK_READ " FROM links WHERE (false");
-        if (mask & 1)
-            buf_adds(&s, " OR state = 1");
-        if (mask & 2)
-            buf_adds(&s, " OR state = 2");
-        if (mask & 4)
-            buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > $1)"
-                         " AND (max_clicks = 0 OR used < max_clicks))");
-        if (mask & 8)
-            buf_adds(&s, " OR (state = 0 AND expires_at > 0 AND expires_at <= $1)");
-        if (mask & 256)
-            buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > $1)"
-                         " AND max_clicks > 0 AND used >= max_clicks)");
-        buf_adds(&s, ")");
-        if (mask & 16)
-            buf_adds(&s, " AND owner = $2");
-        if (mask & 32)
-            buf_adds(&s, " AND (created_at, code) < ($3, $4)");
-        if (mask & 64)
-            buf_adds(&s, " AND EXISTS (SELECT 1 FROM json_array_elements_text(tags::json) t"
-                         " WHERE t = $6)");
-        if (mask & 128)
-            buf_adds(&s, " AND (" HAS_Q("code") " OR " HAS_Q("url") " OR " HAS_Q("title")
-                         " OR " HAS_Q("note") ")");
-        buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT $5");
-        /* int8, int8, int8, text, int8, text, text */
-        static const Oid types[7] = {20, 20, 20, 25, 20, 25, 25};
-        rc = check_result(bx_prepare(c, name, s.p, 7, types), c->pg, "prepare link list",
-                          NULL);
-        buf_release(&s);
-        if (rc != ERR_OK)
+    snprintf(name, sizeof(name), "list%u", shape);
+    struct sql_stmt s;
+    sql_stmt_init(&s);
+    sqlgen_list(&s, &sql_pg, lq);
+    if (!(c->lists_prepared[shape / 64] & (1ull << (shape % 64)))) {
+        Oid types[SQL_PARAMS_MAX];
+        for (int i = 0; i < s.nparams; i++)
+            types[i] = s.param[i].type == VAL_INT ? 20 : 25;   /* int8, text */
+        rc = check_result(bx_prepare(c, name, s.text.p, s.nparams, types), c->pg,
+                          "prepare link list", NULL);
+        if (rc != ERR_OK) {
+            sql_stmt_release(&s);
             return ERR_STORAGE;
-        c->lists_prepared[mask / 64] |= 1ull << (mask % 64);
+        }
+        c->lists_prepared[shape / 64] |= 1ull << (shape % 64);
     }
     struct params p = {0};
-    p_i64(&p, lq->now);
-    p_i64(&p, lq->owner);
-    p_i64(&p, lq->after_created);
-    p_text(&p, lq->after_code ? lq->after_code : "");
-    p_i64(&p, lq->limit);
-    p_text(&p, lq->tag ? lq->tag : "");
-    p_text(&p, lq->q ? lq->q : "");
+    stmt_params(&s, &p);
     PGresult *r = NULL;
     rc = check_result(bx_exec_prepared(c, name, p.n, p.v, p.len, p.fmt), c->pg, "link list",
                       &r);
+    sql_stmt_release(&s);
     if (rc != ERR_OK)
         return rc == ERR_EXISTS ? ERR_STORAGE : rc;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -1745,7 +1718,7 @@ const struct store_ops store_pg_ops = {
     .table_count = pg_table_count,
 };
 
-/* ---- moving a store: whole tables of tables.h (shortd migrate-store) ----
+/* ---- moving a store: whole tables of store_move.h (shortd migrate-store) ----
  *
  * A batch is written as one upsert over unnest() of one array parameter per
  * column, as the counter batches are, updating only rows that differ; a
@@ -1753,43 +1726,17 @@ const struct store_ops store_pg_ops = {
  * batch's key range that the batch does not hold. A column the store
  * numbers (an identity) has its sequence moved past the copied numbers, so
  * new rows never take one. The statements are made from the table
- * descriptions (names from tables.h only, values bound) and run unprepared,
- * one per batch. An export streams in single-row mode: a table is never held
- * in memory whole. */
-
-static const char *const move_type[] = {
-    [COL_INT] = "bigint", [COL_BOOL] = "boolean", [COL_TEXT] = "text", [COL_BLOB] = "bytea"};
-
-/* "a, b, c" over columns [from, to), each name after 'prefix'. */
-static void move_cols(struct buf *s, const struct store_table *t, int from, int to,
-                      const char *prefix)
-{
-    for (int i = from; i < to; i++)
-        buf_printf(s, "%s%s%s", i > from ? ", " : "", prefix, t->cols[i].name);
-}
-
-static void move_param(struct params *p, const struct store_value *v)
-{
-    if (v->type == VAL_INT)
-        p_i64(p, v->i);
-    else if (v->type == VAL_BLOB)
-        p_bytes(p, v->p, v->n);
-    else
-        p_text(p, v->type == VAL_TEXT ? v->p : NULL);
-}
+ * descriptions, mostly by sqlgen.c (names from store_move.h only, values
+ * bound), and run unprepared, one per batch. An export streams in
+ * single-row mode: a table is never held in memory whole. */
 
 /* " AND (x.k1, x.k2) OP ($n::type, ...)" with the key of 'row' bound. */
 static void move_key_bound(struct buf *s, struct params *p, const struct store_table *t,
                            const struct store_value *row, const char *op)
 {
-    buf_adds(s, " AND (");
-    move_cols(s, t, 0, t->nkeys, "x.");
-    buf_printf(s, ") %s (", op);
-    for (int i = 0; i < t->nkeys; i++) {
-        move_param(p, &row[i]);
-        buf_printf(s, "%s$%d::%s", i ? ", " : "", p->n, move_type[t->cols[i].type]);
-    }
-    buf_adds(s, ")");
+    sqlgen_key_bound(s, &sql_pg, t, "x.", op, p->n + 1);
+    for (int i = 0; i < t->nkeys; i++)
+        p_value(p, &row[i]);
 }
 
 /* "unnest($a::type[], ...)" over columns [0, to), the arrays bound. */
@@ -1799,7 +1746,7 @@ static void move_unnest(struct buf *s, struct params *p, const struct store_tabl
     buf_adds(s, "unnest(");
     for (int i = 0; i < to; i++) {
         p_text(p, col[i].p);
-        buf_printf(s, "%s$%d::%s[]", i ? ", " : "", p->n, move_type[t->cols[i].type]);
+        buf_printf(s, "%s$%d::%s[]", i ? ", " : "", p->n, sql_pg.param_type[t->cols[i].type]);
     }
     buf_adds(s, ")");
 }
@@ -1824,32 +1771,19 @@ static void move_upsert_sql(struct buf *s, struct params *p, const struct store_
                             struct buf *col)
 {
     buf_printf(s, "INSERT INTO %s AS x (", t->name);
-    move_cols(s, t, 0, t->ncols, "");
+    sqlgen_cols(s, t, 0, t->ncols, "");
     buf_adds(s, ") SELECT * FROM ");
     move_unnest(s, p, t, t->ncols, col);
-    buf_adds(s, " ON CONFLICT (");
-    move_cols(s, t, 0, t->nkeys, "");
     if (t == &store_tables[TABLE_META]) {
         /* The counter (ASCII digits) only moves up; CASE keeps the secrets'
          * bytes away from convert_from. */
-        buf_adds(s, ") DO UPDATE SET v = excluded.v WHERE x.v IS DISTINCT FROM excluded.v "
+        buf_adds(s, " ON CONFLICT (k) DO UPDATE SET v = excluded.v "
+                    "WHERE x.v IS DISTINCT FROM excluded.v "
                     "AND CASE WHEN x.k = 'counter' THEN convert_from(excluded.v, 'UTF8')::bigint "
                     "> convert_from(x.v, 'UTF8')::bigint ELSE true END");
         return;
     }
-    if (t->ncols == t->nkeys) {
-        buf_adds(s, ") DO NOTHING");
-        return;
-    }
-    buf_adds(s, ") DO UPDATE SET ");
-    for (int i = t->nkeys; i < t->ncols; i++)
-        buf_printf(s, "%s%s = excluded.%s", i > t->nkeys ? ", " : "", t->cols[i].name,
-                   t->cols[i].name);
-    buf_adds(s, " WHERE (");
-    move_cols(s, t, t->nkeys, t->ncols, "x.");
-    buf_adds(s, ") IS DISTINCT FROM (");
-    move_cols(s, t, t->nkeys, t->ncols, "excluded.");
-    buf_adds(s, ")");
+    sqlgen_upsert(s, &sql_pg, t);
 }
 
 static int pg_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
@@ -1882,7 +1816,7 @@ static int pg_import_rows(struct store *st, int table, const struct store_value 
             move_key_bound(&s, &p, t, rows + (n - 1) * (size_t)t->ncols, "<=");
         if (n) {
             buf_adds(&s, " AND (");
-            move_cols(&s, t, 0, t->nkeys, "x.");
+            sqlgen_cols(&s, t, 0, t->nkeys, "x.");
             buf_adds(&s, ") NOT IN (SELECT * FROM ");
             move_unnest(&s, &p, t, t->nkeys, col);
             buf_adds(&s, ")");
@@ -1955,10 +1889,7 @@ static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg)
     if (rc != ERR_OK)
         return rc;
     struct buf s = BUF_INIT;
-    buf_adds(&s, "SELECT ");
-    move_cols(&s, t, 0, t->ncols, "");
-    buf_printf(&s, " FROM %s ORDER BY ", t->name);
-    move_cols(&s, t, 0, t->nkeys, "");
+    sqlgen_export(&s, t);
     int sent = PQsendQuery(c->pg, s.p);
     buf_release(&s);
     if (!sent) {
@@ -2013,10 +1944,7 @@ static int pg_table_count(struct store *st, int table, struct table_count *out)
     if (rc != ERR_OK)
         return rc;
     struct buf s = BUF_INIT;
-    buf_adds(&s, "SELECT count(*)");
-    for (int i = 0; i < 2; i++)
-        buf_printf(&s, ", coalesce(sum(%s), 0)::bigint", t->sum[i] ? t->sum[i] : "0");
-    buf_printf(&s, " FROM %s", t->name);
+    sqlgen_count(&s, &sql_pg, t);
     PGresult *r = PQexec(c->pg, s.p);
     buf_release(&s);
     rc = check_result(r, c->pg, "count", &r);

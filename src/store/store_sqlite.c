@@ -1,5 +1,7 @@
 /* store_sqlite.c - the embedded backend: the whole state of a node in one
- * SQLite file. Every SQL statement shortd runs on SQLite is in this file.
+ * SQLite file. Every SQL statement shortd runs on SQLite is in this file,
+ * in migrations/sqlite/ (the schema, embedded at build time) or in sqlgen.c
+ * (the text both backends share, in SQLite's dialect).
  *
  * DESIGN
  * WAL mode with synchronous=FULL: a commit is on disk when it returns, and
@@ -18,111 +20,36 @@
 #include "clicks/dayrow.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "store/migrations.h"
+#include "store/sqlgen.h"
 #include "store/sqlite_coop.h"
 #include "store/store.h"
+#include "store/store_keys.h"
+#include "store/store_links.h"
+#include "store/store_move.h"
+#include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 
-/* The schema, as numbered steps: a new database runs them all, an older one
- * the steps after its PRAGMA user_version, in one transaction. Never edit a
- * step that has shipped: add the next one. */
-static const char *const schema_v1 =
-    "CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE api_keys ("
-    "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,"
-    "  admin INTEGER NOT NULL, created_at INTEGER NOT NULL,"
-    "  revoked_at INTEGER NOT NULL DEFAULT 0);"
-    "CREATE TABLE links ("
-    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE, owner INTEGER NOT NULL,"
-    "  url TEXT, title TEXT, note TEXT, tags TEXT,"
-    "  created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL DEFAULT 0,"
-    "  changed_at INTEGER NOT NULL, state INTEGER NOT NULL DEFAULT 0,"
-    "  permanent INTEGER NOT NULL DEFAULT 0, clicks INTEGER NOT NULL DEFAULT 0,"
-    "  bot_clicks INTEGER NOT NULL DEFAULT 0);"
-    "CREATE INDEX links_owner ON links(owner, created_at DESC, code DESC);"
-    "CREATE INDEX links_created ON links(created_at DESC, code DESC);"
-    "CREATE INDEX links_live_url ON links(owner, url) WHERE state = 0;"
-    "CREATE INDEX links_expiry ON links(expires_at) WHERE expires_at > 0 AND url IS NOT NULL;"
-    "CREATE TABLE daily ("
-    "  code TEXT NOT NULL, day INTEGER NOT NULL, clicks INTEGER NOT NULL,"
-    "  bots INTEGER NOT NULL, uniques INTEGER NOT NULL,"
-    "  PRIMARY KEY (code, day)) WITHOUT ROWID;"
-    "CREATE INDEX daily_day ON daily(day, clicks DESC);"
-    "CREATE TABLE dims ("
-    "  code TEXT NOT NULL, day INTEGER NOT NULL, dim INTEGER NOT NULL, value TEXT NOT NULL,"
-    "  n INTEGER NOT NULL, PRIMARY KEY (code, day, dim, value)) WITHOUT ROWID;"
-    "CREATE INDEX dims_day ON dims(day);"
-    "CREATE TABLE visitors ("
-    "  day INTEGER NOT NULL, code TEXT NOT NULL, v INTEGER NOT NULL,"
-    "  PRIMARY KEY (day, code, v)) WITHOUT ROWID;"
-    "CREATE TABLE recent ("
-    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL, ts INTEGER NOT NULL, referrer TEXT NOT NULL,"
-    "  country TEXT NOT NULL, device TEXT NOT NULL, browser TEXT NOT NULL);"
-    "CREATE INDEX recent_code ON recent(code, id);"
-    "CREATE TABLE idempotency ("
-    "  key_id INTEGER NOT NULL, idem TEXT NOT NULL, fingerprint BLOB NOT NULL,"
-    "  status INTEGER NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,"
-    "  PRIMARY KEY (key_id, idem)) WITHOUT ROWID;"
-    "CREATE INDEX idempotency_created ON idempotency(created_at);"
-    "CREATE TABLE blocklist (host TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;"
-    "INSERT INTO meta(k, v) VALUES ('counter', 0);";
+/* The schema: migrations/sqlite/NNNN_name.sql, embedded by the Makefile
+ * (migrations.h). A new database runs them all, an older one those after
+ * its PRAGMA user_version, in one transaction. */
+static const struct migration steps[] = {
+#include "sqlite_migrations.inc"
+};
+#define NSTEPS MIGRATIONS_COUNT(steps)
+#define SCHEMA_VERSION migrations_last(steps, NSTEPS)
 
-/* Link controls: passwords, custom domains, A/B variants, UTM, click limits,
- * the destination history and the registered domains. */
-static const char *const schema_v2 =
-    "ALTER TABLE links ADD COLUMN password TEXT;"
-    "ALTER TABLE links ADD COLUMN domain TEXT;"
-    "ALTER TABLE links ADD COLUMN variants TEXT;"
-    "ALTER TABLE links ADD COLUMN utm TEXT;"
-    "ALTER TABLE links ADD COLUMN dest TEXT;"
-    "ALTER TABLE links ADD COLUMN max_clicks INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE links ADD COLUMN used INTEGER NOT NULL DEFAULT 0;"
-    "CREATE TABLE link_history ("
-    "  code TEXT NOT NULL, seq INTEGER NOT NULL, old_url TEXT, new_url TEXT,"
-    "  changed_at INTEGER NOT NULL, by_key INTEGER NOT NULL,"
-    "  PRIMARY KEY (code, seq)) WITHOUT ROWID;"
-    "CREATE TABLE domains ("
-    "  host TEXT PRIMARY KEY, owner INTEGER NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;"
-    "CREATE INDEX domains_owner ON domains(owner, host);";
-
-/* Version 3: a link's day is one row (dayrow.h) instead of one row per
- * dimension value, visitor and recent click. The old rows are converted by
- * convert_v3() in the same transaction; links.clicks and bot_clicks become
- * the totals of days no longer kept (pruned), and the all-time totals are
- * those plus the kept days' sums. */
-static const char *const schema_v3 =
-    "CREATE TABLE link_days ("
-    "  id INTEGER PRIMARY KEY, code TEXT NOT NULL, day INTEGER NOT NULL,"
-    "  clicks INTEGER NOT NULL, bots INTEGER NOT NULL, uniques INTEGER NOT NULL,"
-    "  dims BLOB, visitors BLOB, recent BLOB, UNIQUE (code, day));"
-    "CREATE INDEX link_days_day ON link_days(day);"
-    "CREATE INDEX link_days_visitors ON link_days(day) WHERE visitors IS NOT NULL;";
-
-/* Version 4: no index over the rows that still hold visitors. Every
- * UPDATE that stores clicks sets 'visitors', and SQLite then rewrote that
- * index's entry of the row: two more B-tree writes per link day, a fifth of
- * the time spent storing clicks with 1 M links. The daily prune finds those
- * rows by day instead, from where the last prune stopped ('visitors_from',
- * recorded here from the index before it goes). */
-static const char *const schema_v4 =
-    "INSERT OR REPLACE INTO meta(k, v) SELECT 'visitors_from', "
-    "CAST(coalesce(min(day), 0) AS TEXT) FROM link_days WHERE visitors IS NOT NULL;"
-    "DROP INDEX link_days_visitors;";
-
+/* Data conversions no SQL can make, each run after its step's file in the
+ * step's transaction. */
 static int convert_v3(sqlite3 *db);
 
 static const struct {
     int version;
-    const char *sql;
-    int (*convert)(sqlite3 *db);    /* after the SQL, in its transaction, or NULL */
-} schema_steps[] = {
-    {1, schema_v1, NULL},
-    {2, schema_v2, NULL},
-    {3, schema_v3, convert_v3},
-    {4, schema_v4, NULL},
+    int (*run)(sqlite3 *db);
+} hooks[] = {
+    {3, convert_v3},
 };
-#define NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
-#define SCHEMA_VERSION (schema_steps[NSTEPS - 1].version)
 
 /* Prepared statements, by number; prepared on first use per connection. */
 enum stmt {
@@ -179,34 +106,21 @@ enum stmt {
     S__COUNT
 };
 
-#define LINK_COLS                                                                           \
-    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
-    "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used"
-/* As read: the all-time totals are the pruned days' plus the kept days'. */
-#define LINK_READ                                                                           \
-    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "     \
-    "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                 \
-    "WHERE d.code = links.code), 0), bot_clicks + coalesce((SELECT sum(d.bots) "            \
-    "FROM link_days d WHERE d.code = links.code), 0), password, domain, variants, utm, "    \
-    "dest, max_clicks, used"
-
-/* What a deleted or swept link loses (its code and counters stay). */
-#define LINK_DATA_NULL                                                                      \
-    "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, " \
-    "utm = NULL, dest = NULL"
+/* A link's columns as SQLite reads them (sqlgen.h). */
+#define LINK_READ SQL_LINK_READ(SQL_SUM_SQLITE)
 
 static const char *const sql[S__COUNT] = {
     [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
     [S_META_PUT] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = ?2",
     [S_CLAIM] = "UPDATE meta SET v = v + ?1 WHERE k = 'counter' RETURNING v - ?1",
     [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = ?1",
-    [S_LINK_INSERT] = "INSERT INTO links(" LINK_COLS ") "
+    [S_LINK_INSERT] = "INSERT INTO links(" SQL_LINK_COLS ") "
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
                       "?17, ?18, ?19, ?20)",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = ?1 AND url = ?2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
                          "ORDER BY created_at DESC LIMIT 1",
-    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, " LINK_DATA_NULL
+    [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, " SQL_LINK_DATA_NULL
                       " WHERE code = ?1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = ?2, changed_at = ?3 WHERE code = ?1",
     /* Rows of links are never deleted (a deleted link stays as a tombstone)
@@ -215,7 +129,7 @@ static const char *const sql[S__COUNT] = {
      * The largest is one B-tree descent; count(*) read every page of an
      * index, every 10 s (bench/HISTORY.md, "Up to commit 69fe67d"). */
     [S_LINK_COUNT] = "SELECT coalesce(max(id), 0) FROM links",
-    [S_LINK_SWEEP] = "UPDATE links SET " LINK_DATA_NULL " WHERE id IN (SELECT id FROM links "
+    [S_LINK_SWEEP] = "UPDATE links SET " SQL_LINK_DATA_NULL " WHERE id IN (SELECT id FROM links "
                      "WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < ?1 LIMIT ?2)",
     [S_META_DEL] = "DELETE FROM meta WHERE k = ?1",
     [S_META_ADD] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO NOTHING",
@@ -709,7 +623,29 @@ static int convert_v3(sqlite3 *db)
     return rc;
 }
 
-static int migrate(sqlite3 *db, const char *path)
+/* One step of migrations_run: its SQL, its hook, then its version. SQLite's
+ * message of a failed statement goes to 'msg' (sqlite3_free). */
+struct migrating {
+    sqlite3 *db;
+    char *msg;
+};
+
+static int apply_step(const struct migration *m, void *arg)
+{
+    struct migrating *g = arg;
+    if (sqlite3_exec(g->db, m->sql, NULL, NULL, &g->msg) != SQLITE_OK)
+        return ERR_STORAGE;
+    for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
+        if (hooks[i].version == m->version && hooks[i].run(g->db) != ERR_OK)
+            return ERR_STORAGE;
+    char set[64];
+    snprintf(set, sizeof(set), "PRAGMA user_version = %d", m->version);
+    if (sqlite3_exec(g->db, set, NULL, NULL, &g->msg) != SQLITE_OK)
+        return ERR_STORAGE;
+    return ERR_OK;
+}
+
+static int user_version(sqlite3 *db)
 {
     sqlite3_stmt *q = NULL;
     int version = 0;
@@ -717,37 +653,30 @@ static int migrate(sqlite3 *db, const char *path)
         sqlite3_step(q) == SQLITE_ROW)
         version = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
+    return version;
+}
+
+static int migrate(sqlite3 *db, const char *path)
+{
+    int version = user_version(db);
     if (version == SCHEMA_VERSION)
         return ERR_OK;
     if (version > SCHEMA_VERSION)
         return log_fail(ERR_STORAGE, "database '%s' has schema %d, newer than this shortd (%d)",
                         path, version, SCHEMA_VERSION);
-    char *msg = NULL;
-    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
+    struct migrating g = {db, NULL};
+    int to;
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &g.msg) != SQLITE_OK)
         goto fail;
     /* Re-read under the write lock: another process may have migrated. */
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        version = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    for (int i = 0; i < NSTEPS; i++) {
-        if (schema_steps[i].version <= version)
-            continue;
-        if (sqlite3_exec(db, schema_steps[i].sql, NULL, NULL, &msg) != SQLITE_OK)
-            goto fail;
-        if (schema_steps[i].convert && schema_steps[i].convert(db) != ERR_OK)
-            goto fail;
-        char set[64];
-        snprintf(set, sizeof(set), "PRAGMA user_version = %d", schema_steps[i].version);
-        if (sqlite3_exec(db, set, NULL, NULL, &msg) != SQLITE_OK)
-            goto fail;
-    }
-    if (sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
+    if (migrations_run(steps, NSTEPS, user_version(db), apply_step, &g, &to) != ERR_OK)
+        goto fail;
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, &g.msg) != SQLITE_OK)
         goto fail;
     return ERR_OK;
 fail:
-    log_at(LOG_ERROR, "cannot migrate database '%s': %s", path, msg ? msg : "?");
-    sqlite3_free(msg);
+    log_at(LOG_ERROR, "cannot migrate database '%s': %s", path, g.msg ? g.msg : "?");
+    sqlite3_free(g.msg);
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return ERR_STORAGE;
 }
@@ -1155,54 +1084,36 @@ static int sq_link_set_state(struct store *st, const char *code, int state, int6
     return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
 }
 
-/* The filter is built from fixed fragments only; values are bound. */
+/* Binds parameter i (from 1) to a value that outlives the statement. */
+static void bind_param(sqlite3_stmt *q, int i, const struct store_value *v)
+{
+    if (v->type == VAL_INT)
+        sqlite3_bind_int64(q, i, v->i);
+    else if (v->type == VAL_TEXT)
+        sqlite3_bind_text(q, i, v->p ? v->p : "", (int)v->n, SQLITE_STATIC);
+    else if (v->type == VAL_BLOB)
+        sqlite3_bind_blob(q, i, v->p ? v->p : "", (int)v->n, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+/* The query comes from sqlgen.c; prepared for each call. */
 static int sq_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
 {
     struct conn *c = conn_get(st);
     if (!c)
         return ERR_STORAGE;
-    struct buf s = BUF_INIT;
-    buf_adds(&s, "SELECT " LINK_READ " FROM links WHERE (0");
-    if (lq->states & (1u << LINK_DELETED))
-        buf_adds(&s, " OR state = 1");
-    if (lq->states & (1u << LINK_DISABLED))
-        buf_adds(&s, " OR state = 2");
-    if (lq->want_live)
-        buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
-                     " AND (max_clicks = 0 OR used < max_clicks))");
-    if (lq->want_expired)
-        buf_adds(&s, " OR (state = 0 AND expires_at > 0 AND expires_at <= ?1)");
-    if (lq->want_exhausted)
-        buf_adds(&s, " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
-                     " AND max_clicks > 0 AND used >= max_clicks)");
-    buf_adds(&s, ")");
-    if (lq->owner >= 0)
-        buf_adds(&s, " AND owner = ?2");
-    if (lq->after_code && *lq->after_code)
-        buf_adds(&s, " AND (created_at, code) < (?3, ?4)");
-    if (lq->tag)
-        buf_adds(&s, " AND EXISTS (SELECT 1 FROM json_each(links.tags) WHERE value = ?6)");
-    /* instr, not LIKE: no wildcard in q can mean anything. lower() folds
-     * ASCII only, as the PostgreSQL backend's translate() does. */
-    if (lq->q)
-        buf_adds(&s, " AND (instr(lower(code), lower(?7)) > 0 OR instr(lower(url), lower(?7)) > 0"
-                     " OR instr(lower(title), lower(?7)) > 0 OR instr(lower(note), lower(?7)) > 0)");
-    buf_adds(&s, " ORDER BY created_at DESC, code DESC LIMIT ?5");
+    struct sql_stmt s;
+    sql_stmt_init(&s);
+    sqlgen_list(&s, &sql_sqlite, lq);
     sqlite3_stmt *q = NULL;
     int rc = ERR_STORAGE;
-    if (sqlite3_prepare_v2(c->db, s.p, -1, &q, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(c->db, s.text.p, -1, &q, NULL) != SQLITE_OK) {
         log_at(LOG_ERROR, "cannot prepare link list: %s", sqlite3_errmsg(c->db));
         goto out;
     }
-    sqlite3_bind_int64(q, 1, lq->now);
-    sqlite3_bind_int64(q, 2, lq->owner);
-    sqlite3_bind_int64(q, 3, lq->after_created);
-    sqlite3_bind_text(q, 4, lq->after_code ? lq->after_code : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int(q, 5, lq->limit);
-    if (lq->tag)
-        sqlite3_bind_text(q, 6, lq->tag, -1, SQLITE_STATIC);
-    if (lq->q)
-        sqlite3_bind_text(q, 7, lq->q, -1, SQLITE_STATIC);
+    for (int i = 0; i < s.nparams; i++)
+        bind_param(q, i + 1, &s.param[i]);
     int step;
     while ((step = sqlite3_step(q)) == SQLITE_ROW) {
         struct link l;
@@ -1219,7 +1130,7 @@ static int sq_link_list(struct store *st, const struct link_query *lq, link_cb c
     rc = ERR_OK;
 out:
     sqlite3_finalize(q);
-    buf_release(&s);
+    sql_stmt_release(&s);
     return rc;
 }
 
@@ -1816,19 +1727,12 @@ const struct store_ops store_sqlite_ops = {
     .table_count = sq_table_count,
 };
 
-/* ---- moving a store: whole tables of tables.h (shortd migrate-store) ----
+/* ---- moving a store: whole tables of store_move.h (shortd migrate-store) ----
  *
- * The statements are made from the table descriptions: names come from
- * tables.h only, values are always bound. Each is prepared for one call
- * (one export, one batch), which is nothing next to the rows it moves. */
-
-/* "a, b, c" over columns [from, to), each name after 'prefix'. */
-static void move_cols(struct buf *s, const struct store_table *t, int from, int to,
-                      const char *prefix)
-{
-    for (int i = from; i < to; i++)
-        buf_printf(s, "%s%s%s", i > from ? ", " : "", prefix, t->cols[i].name);
-}
+ * The statements are made from the table descriptions, mostly by sqlgen.c:
+ * names come from store_move.h only, values are always bound. Each is
+ * prepared for one call (one export, one batch), which is nothing next to
+ * the rows it moves. */
 
 static int move_prepare(struct conn *c, const struct buf *s, sqlite3_stmt **q)
 {
@@ -1857,18 +1761,6 @@ static void move_get(sqlite3_stmt *q, int i, enum col_type type, struct store_va
     }
 }
 
-static void move_bind(sqlite3_stmt *q, int i, const struct store_value *v)
-{
-    if (v->type == VAL_INT)
-        sqlite3_bind_int64(q, i, v->i);
-    else if (v->type == VAL_TEXT)
-        sqlite3_bind_text(q, i, v->p ? v->p : "", (int)v->n, SQLITE_STATIC);
-    else if (v->type == VAL_BLOB)
-        sqlite3_bind_blob(q, i, v->p ? v->p : "", (int)v->n, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(q, i);
-}
-
 static int sq_export_rows(struct store *st, int table, row_cb cb, void *arg)
 {
     const struct store_table *t = &store_tables[table];
@@ -1876,10 +1768,7 @@ static int sq_export_rows(struct store *st, int table, row_cb cb, void *arg)
     if (!c)
         return ERR_STORAGE;
     struct buf s = BUF_INIT;
-    buf_adds(&s, "SELECT ");
-    move_cols(&s, t, 0, t->ncols, "");
-    buf_printf(&s, " FROM %s ORDER BY ", t->name);
-    move_cols(&s, t, 0, t->nkeys, "");
+    sqlgen_export(&s, t);
     sqlite3_stmt *q = NULL;
     int rc = move_prepare(c, &s, &q);
     if (rc != ERR_OK)
@@ -1911,16 +1800,10 @@ static int move_delete_between(struct conn *c, const struct store_table *t,
     if (!*q) {
         struct buf s = BUF_INIT;
         buf_printf(&s, "DELETE FROM %s WHERE true", t->name);
-        for (int b = 0; b < 2; b++) {
-            if (!(b ? hi : lo))
-                continue;
-            buf_adds(&s, " AND (");
-            move_cols(&s, t, 0, t->nkeys, "");
-            buf_adds(&s, b ? ") < (" : ") > (");
-            for (int i = 0; i < t->nkeys; i++)
-                buf_printf(&s, "%s?%d", i ? ", " : "", b * t->nkeys + i + 1);
-            buf_adds(&s, ")");
-        }
+        if (lo)
+            sqlgen_key_bound(&s, &sql_sqlite, t, "", ">", 1);
+        if (hi)
+            sqlgen_key_bound(&s, &sql_sqlite, t, "", "<", t->nkeys + 1);
         if (t == &store_tables[TABLE_META])
             buf_adds(&s, " AND k <> 'counter'");
         int rc = move_prepare(c, &s, q);
@@ -1930,9 +1813,9 @@ static int move_delete_between(struct conn *c, const struct store_table *t,
     }
     for (int i = 0; i < t->nkeys; i++) {
         if (lo)
-            move_bind(*q, i + 1, &lo[i]);
+            bind_param(*q, i + 1, &lo[i]);
         if (hi)
-            move_bind(*q, t->nkeys + i + 1, &hi[i]);
+            bind_param(*q, t->nkeys + i + 1, &hi[i]);
     }
     int rc = run_done(*q, "mirror delete");
     if (rc == ERR_OK)
@@ -1951,31 +1834,13 @@ static void move_upsert_sql(struct buf *s, const struct store_table *t)
                     "AND (k <> 'counter' OR excluded.v > v)");
         return;
     }
-    int from = 0, to = t->nkeys;
     buf_printf(s, "INSERT INTO %s (", t->name);
-    move_cols(s, t, 0, t->ncols, "");
+    sqlgen_cols(s, t, 0, t->ncols, "");
     buf_adds(s, ") VALUES (");
     for (int i = 0; i < t->ncols; i++)
         buf_printf(s, "%s?%d", i ? ", " : "", i + 1);
-    buf_adds(s, ") ON CONFLICT (");
-    move_cols(s, t, from, to, "");
-    if (t->ncols == t->nkeys) {
-        buf_adds(s, ") DO NOTHING");
-        return;
-    }
-    buf_adds(s, ") DO UPDATE SET ");
-    struct buf mine = BUF_INIT, theirs = BUF_INIT;
-    for (int i = 0; i < t->ncols; i++) {
-        if (i >= from && i < to)
-            continue;
-        const char *sep = mine.len ? ", " : "";
-        buf_printf(s, "%s%s = excluded.%s", sep, t->cols[i].name, t->cols[i].name);
-        buf_printf(&mine, "%s%s", sep, t->cols[i].name);
-        buf_printf(&theirs, "%sexcluded.%s", sep, t->cols[i].name);
-    }
-    buf_printf(s, " WHERE (%s) IS NOT (%s)", mine.p, theirs.p);
-    buf_release(&mine);
-    buf_release(&theirs);
+    buf_adds(s, ")");
+    sqlgen_upsert(s, &sql_sqlite, t);
 }
 
 /* The rows not in a batch are removed range by range between the batch's
@@ -1999,7 +1864,7 @@ static int sq_import_rows(struct store *st, int table, const struct store_value 
         if (t->mirror)
             rc = move_delete_between(c, t, del, prev, row, changed);
         for (int i = 0; rc == ERR_OK && i < t->ncols; i++)
-            move_bind(up, i + 1, &row[i]);
+            bind_param(up, i + 1, &row[i]);
         if (rc == ERR_OK)
             rc = run_done(up, "import");
         if (rc == ERR_OK)
@@ -2026,10 +1891,7 @@ static int sq_table_count(struct store *st, int table, struct table_count *out)
     if (!c)
         return ERR_STORAGE;
     struct buf s = BUF_INIT;
-    buf_adds(&s, "SELECT count(*)");
-    for (int i = 0; i < 2; i++)
-        buf_printf(&s, ", coalesce(sum(%s), 0)", t->sum[i] ? t->sum[i] : "0");
-    buf_printf(&s, " FROM %s", t->name);
+    sqlgen_count(&s, &sql_sqlite, t);
     sqlite3_stmt *q = NULL;
     int rc = move_prepare(c, &s, &q);
     if (rc == ERR_OK && sqlite3_step(q) != SQLITE_ROW)

@@ -21,6 +21,8 @@
 #include "api/router.h"
 #include "http/server.h"
 #include "store/store.h"
+#include "store/store_keys.h"
+#include "store/store_links.h"
 #include "test.h"
 #include "store/writer.h"
 #include "base/banned.h"

@@ -120,6 +120,11 @@
     X(store_concurrent_counts)                                                                     \
     X(store_prune)                                                                                 \
     X(store_upgrade)                                                                               \
+    X(migrations_embedded)                                                                         \
+    X(migrations_run)                                                                              \
+    X(sqlgen_list)                                                                                 \
+    X(sqlgen_list_shapes)                                                                          \
+    X(sqlgen_move)                                                                                 \
     X(hosts_header)                                                                                \
     X(hosts_list)                                                                                  \
     X(store_controls)                                                                              \

@@ -19,6 +19,7 @@
 #include "links/links.h"
 #include "base/log.h"
 #include "store/store.h"
+#include "store/store_keys.h"
 #include "test.h"
 #include "base/timeutil.h"
 

@@ -26,7 +26,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "redirect/rcache.h"
-#include "store/store.h"
+#include "store/store_links.h"
 #include "test.h"
 #include "base/timeutil.h"
 

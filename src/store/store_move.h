@@ -1,21 +1,26 @@
-/* tables.h - the tables every store backend keeps, column by column: the
- * shape in which rows leave one store and enter another (store.h's
- * export_rows, import_rows and table_count, used by `shortd migrate-store`).
- * Both schemas (store_sqlite.c's schema steps, migrations/pg/) have these
- * tables with these column names; a column added to both schemas that must
- * survive a move between backends is added here too.
+/* store_move.h - the moving area of the store (store.h): whole tables as
+ * rows of values, for copying one store into another (`shortd
+ * migrate-store`, migrate_store.h). STORE_OPS_MOVE is this area's part of
+ * struct store_ops.
+ *
+ * The tables every backend keeps, column by column, are listed below. Both
+ * schemas (migrations/sqlite/, migrations/pg/) have these tables with these
+ * column names; a column added to both schemas that must survive a move
+ * between backends is added here too.
  *
  * A row is an array of 'ncols' values in the column order below. The first
  * 'nkeys' columns are the table's unique key: rows travel in key order, which
  * is the same in both backends (integers by value, text by bytes: SQLite's
  * BINARY collation, PostgreSQL's "C"). The list is small and constant, so
  * each file that includes this header gets its own copy. */
-#ifndef SHORTD_TABLES_H
-#define SHORTD_TABLES_H
+#ifndef SHORTD_STORE_MOVE_H
+#define SHORTD_STORE_MOVE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct store;
 
 enum col_type {
     COL_INT,    /* int64 */
@@ -114,4 +119,24 @@ struct table_count {
     int64_t sum[2];
 };
 
+/* Each row is 'ncols' values; a non-zero return stops the export. */
+typedef int (*row_cb)(const struct store_value *row, void *arg);
+
+#define STORE_OPS_MOVE                                                                             \
+    /* Rows of a table of enum table_id, in key order. */                                          \
+    int (*export_rows)(struct store *st, int table, row_cb cb, void *arg);                         \
+    /* Inside begin/commit: 'n' rows in key order, all after the key 'after'                       \
+     * (the previous batch's last row; NULL for the first batch). A row is                         \
+     * inserted, or replaces the row with its key (meta's 'counter' keeps the                      \
+     * larger number). For a mirror table, rows from after 'after' up to the                       \
+     * last row's key (to the end of the table when 'to_end') that are not in                      \
+     * the batch are removed, so one pass makes the table the source's.                            \
+     * '*changed' gets the rows added, changed or removed. */                                      \
+    int (*import_rows)(struct store *st, int table, const struct store_value *rows, size_t n,      \
+                       const struct store_value *after, bool to_end, int64_t *changed);            \
+    int (*table_count)(struct store *st, int table, struct table_count *out);
+
 #endif
+
+/* The ops table: store.h, which includes every area's header. */
+#include "store/store.h"

@@ -1,0 +1,74 @@
+/* store_stats.h - the click analytics area of the store (store.h): one row
+ * per link and day (dayrow.h), merged by the aggregator, pruned by age and
+ * read back as days, dimensions, recent clicks, totals and top links.
+ * STORE_OPS_STATS is this area's part of struct store_ops. Days are days
+ * since the epoch. */
+#ifndef SHORTD_STORE_STATS_H
+#define SHORTD_STORE_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct dayrow;
+
+/* One link's clicks of one day, folded by the aggregator (dayrow.h). */
+struct day_delta {
+    const char *code;
+    int64_t day;
+    const struct dayrow *row;
+};
+
+/* One of the last clicks of a link, as the stats show it. */
+struct recent_click {
+    int64_t ts;
+    const char *referrer;
+    const char *country;
+    const char *device;
+    const char *browser;
+};
+
+/* Service-wide (or one owner's) totals. */
+struct totals {
+    int64_t links, clicks, bot_clicks;
+};
+
+/* Each callback's non-zero return stops the listing. */
+typedef int (*day_cb)(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg);
+typedef int (*dim_cb)(int dim, const char *value, int64_t n, void *arg);
+typedef int (*recent_cb)(const struct recent_click *r, void *arg);
+typedef int (*top_cb)(const char *code, int64_t clicks, void *arg);
+
+/* For backends: hands a day row's newest clicks, newest first, to a
+ * stats_recent callback (what both answer stats_recent with). */
+int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg);
+
+#define STORE_OPS_STATS                                                                            \
+    /* Written by the aggregator inside a write transaction: each delta is                         \
+     * merged into its link's row of that day (dayrow_merge), which is                             \
+     * created when absent. 'd' is sorted by (code, day), so nodes sharing a                       \
+     * store take row locks in one order. */                                                       \
+    int (*agg_days)(struct store *st, const struct day_delta *d, size_t n);                        \
+    /* Removes day rows before 'before_day', at most 'limit', oldest first,                        \
+     * adding their counts to their links' kept totals (which never shrink). */                    \
+    int (*prune_days)(struct store *st, int64_t before_day, int limit, int *pruned);               \
+    /* Visitor hashes are only needed while their day's salt lives: drops the                      \
+     * visitor sets of days before 'before_day' (their unique counts stay).                        \
+     * Clicks merged into such a day later count as new visitors; SQLite then                      \
+     * keeps no set for it at all. */                                                              \
+    int (*prune_visitors)(struct store *st, int64_t before_day);                                   \
+                                                                                                   \
+    /* Reading */                                                                                  \
+    int (*stats_days)(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,     \
+                      void *arg);                                                                  \
+    int (*stats_dims)(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,     \
+                      void *arg);                       /* summed over the days */                 \
+    int (*stats_recent)(struct store *st, const char *code, int limit, recent_cb cb, void *arg);   \
+    int (*stats_totals)(struct store *st, int64_t owner, struct totals *out); /* -1: all */        \
+    int (*stats_top)(struct store *st, int64_t owner, int64_t day, int limit, top_cb cb,           \
+                     void *arg);
+
+#endif
+
+/* The ops table: store.h, which includes every area's header. */
+#include "store/store.h"

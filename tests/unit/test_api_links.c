@@ -3,6 +3,7 @@
  * store fails. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "test.h"
@@ -187,6 +188,10 @@ void test_api_links_list(void)
     const char *other = bearer(other_line, hx_key(h, false));
     char a[32], b[32], c[32];
     CHECK_EQ_INT(create(h, auth, "https://example.com/1", a), 201);
+    /* Newest first means by creation time: two creates in one millisecond
+     * would tie (and be ordered by code). */
+    struct timespec ms = {0, 2000000L};
+    nanosleep(&ms, NULL);
     CHECK_EQ_INT(create(h, auth, "https://example.com/2", b), 201);
     CHECK_EQ_INT(create(h, other, "https://example.com/3", c), 201);
     const char *mine[] = {auth, NULL};

@@ -440,3 +440,40 @@ long long hx_json_int(const struct hx_resp *resp, const char *path)
     json_t *v = json_at(resp, path);
     return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
+
+const char *hx_auth(struct hx *h, bool admin, char line[HX_AUTH_MAX])
+{
+    snprintf(line, HX_AUTH_MAX, "Authorization: Bearer %s", hx_key(h, admin));
+    return line;
+}
+
+int hx_create(struct hx *h, const char *auth, const char *body, char code[HX_CODE_MAX])
+{
+    const char *headers[] = {auth, NULL};
+    struct hx_resp resp;
+    int status = hx_request(h, "POST", "/api/links", auth ? headers : NULL, body, &resp);
+    const char *c = hx_json_str(&resp, "code");
+    snprintf(code, HX_CODE_MAX, "%s", c ? c : "");
+    if (status != 201)
+        test_note("POST /api/links %s: %d %s", body, status, resp.body);
+    hx_resp_release(&resp);
+    return status;
+}
+
+bool hx_unavailable(struct hx *h, const char *op, int nth, const char *method, const char *target,
+                    const char *const *headers, const char *body)
+{
+    hx_fault(h, op, nth);
+    struct hx_resp resp;
+    bool ok = CHECK_EQ_INT(hx_request(h, method, target, headers, body, &resp), 503);
+    ok = CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1") && ok;
+    if (resp.json)
+        ok = CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "unavailable") && ok;
+    else if (strcmp(method, "HEAD") != 0)
+        ok = CHECK(!strncmp(resp.body, "Service Unavailable", 19)) && ok;
+    if (!ok)
+        test_note("%s %s with '%s' failing: %s", method, target, op, resp.body);
+    hx_resp_release(&resp);
+    hx_fault_clear(h);
+    return ok;
+}

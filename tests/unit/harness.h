@@ -57,6 +57,22 @@ const char *hx_json_str(const struct hx_resp *resp, const char *path);
 /* resp->json's integer at "a.b", or -1 when there is none. */
 long long hx_json_int(const struct hx_resp *resp, const char *path);
 
+/* Helpers most tests share. */
+#define HX_AUTH_MAX 96
+#define HX_CODE_MAX 64
+/* A new key's "Authorization: Bearer TOKEN" header line, written into 'line'. */
+const char *hx_auth(struct hx *h, bool admin, char line[HX_AUTH_MAX]);
+/* POST /api/links with the JSON 'body' as the key of 'auth' (a header line,
+ * or NULL for none); the new link's code goes to 'code' ("" when none).
+ * Returns the status; notes the answer when it is not 201. */
+int hx_create(struct hx *h, const char *auth, const char *body, char code[HX_CODE_MAX]);
+/* With the store's 'op' failing (at its nth call, or every call with 0),
+ * checks that the request is answered 503 with Retry-After: 1 (a JSON
+ * answer with the error code "unavailable", a text one saying so); the
+ * fault is removed after. True when every check passed. */
+bool hx_unavailable(struct hx *h, const char *op, int nth, const char *method, const char *target,
+                    const char *const *headers, const char *body);
+
 /* Hands the clicks recorded so far to the pipeline and waits until the
  * store has them all (false, with a failed check, after 10 s). */
 bool hx_clicks_settle(struct hx *h);

@@ -184,7 +184,16 @@
     X(rules_create_limit)                                                                          \
     X(rules_unavailable)                                                                           \
     X(rules_owner)                                                                                 \
-    X(rules_link_changed)
+    X(rules_link_changed)                                                                          \
+    X(redirect_plain)                                                                              \
+    X(redirect_gone)                                                                               \
+    X(redirect_cache)                                                                              \
+    X(redirect_clicks)                                                                             \
+    X(redirect_password)                                                                           \
+    X(redirect_variants)                                                                           \
+    X(redirect_click_limit)                                                                        \
+    X(redirect_utm)                                                                                \
+    X(redirect_hosts)
 
 #define X(name) void test_##name(void);
 TESTS(X)

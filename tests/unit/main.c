@@ -193,7 +193,11 @@
     X(redirect_variants)                                                                           \
     X(redirect_click_limit)                                                                        \
     X(redirect_utm)                                                                                \
-    X(redirect_hosts)
+    X(redirect_hosts)                                                                              \
+    X(api_stats_link)                                                                              \
+    X(api_stats_top)                                                                               \
+    X(api_stats_service)                                                                           \
+    X(api_stats_export)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -197,7 +197,11 @@
     X(api_stats_link)                                                                              \
     X(api_stats_top)                                                                               \
     X(api_stats_service)                                                                           \
-    X(api_stats_export)
+    X(api_stats_export)                                                                            \
+    X(api_domains_add)                                                                             \
+    X(api_domains_list)                                                                            \
+    X(api_domains_delete)                                                                          \
+    X(api_domains_links)
 
 #define X(name) void test_##name(void);
 TESTS(X)

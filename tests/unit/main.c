@@ -201,7 +201,10 @@
     X(api_domains_add)                                                                             \
     X(api_domains_list)                                                                            \
     X(api_domains_delete)                                                                          \
-    X(api_domains_links)
+    X(api_domains_links)                                                                           \
+    X(api_admin_blocklist_add)                                                                     \
+    X(api_admin_blocklist_delete)                                                                  \
+    X(api_admin_blocklist_list)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -204,7 +204,11 @@
     X(api_domains_links)                                                                           \
     X(api_admin_blocklist_add)                                                                     \
     X(api_admin_blocklist_delete)                                                                  \
-    X(api_admin_blocklist_list)
+    X(api_admin_blocklist_list)                                                                    \
+    X(api_ops_home)                                                                                \
+    X(api_ops_healthz)                                                                             \
+    X(api_ops_readyz)                                                                              \
+    X(api_ops_metrics)
 
 #define X(name) void test_##name(void);
 TESTS(X)

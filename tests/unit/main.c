@@ -208,7 +208,10 @@
     X(api_ops_home)                                                                                \
     X(api_ops_healthz)                                                                             \
     X(api_ops_readyz)                                                                              \
-    X(api_ops_metrics)
+    X(api_ops_metrics)                                                                             \
+    X(api_qr_svg)                                                                                  \
+    X(api_qr_png)                                                                                  \
+    X(api_qr_errors)
 
 #define X(name) void test_##name(void);
 TESTS(X)

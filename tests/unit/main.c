@@ -181,6 +181,12 @@
     X(api_links_get)                                                                               \
     X(api_links_list)                                                                              \
     X(api_links_delete)                                                                            \
+    X(api_links_idempotency)                                                                       \
+    X(api_links_bulk)                                                                              \
+    X(api_links_patch)                                                                             \
+    X(api_links_history)                                                                           \
+    X(api_links_disable_enable)                                                                    \
+    X(api_links_list_filters)                                                                      \
     X(rules_create_limit)                                                                          \
     X(rules_unavailable)                                                                           \
     X(rules_owner)                                                                                 \

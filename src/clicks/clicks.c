@@ -388,7 +388,9 @@ static void *journal_main(void *arg)
 static void *fold_main(void *arg)
 {
     struct clicks *c = arg;
-    uint64_t folded = c->released;
+    /* Where clicks_start left the journal; 'released' says the same but is
+     * the journal thread's, which may be writing it already. */
+    uint64_t folded = atomic_load(&c->committed_pos);
     int64_t next_store = mono_ms() + c->flush_ms;
     pthread_mutex_lock(&c->fold_mu);
     for (;;) {

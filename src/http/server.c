@@ -144,6 +144,8 @@ struct worker {
     struct metrics_local *m;
     bool inproc_done;               /* server_inproc_run: the answer came */
     int inproc_status;
+    struct http_stream inproc_stream;   /* begun on a store thread (HTTP_STREAM) */
+    int inproc_stream_status;
     char rbuf[READ_BUF];
 };
 
@@ -175,6 +177,7 @@ struct server {
 };
 
 static _Thread_local struct worker *current_worker;
+static struct worker *inproc_worker;    /* server_inproc_new's, for every thread */
 
 static void conn_close(struct conn *c);
 static void read_start(struct conn *c);
@@ -189,6 +192,7 @@ static void continue_after(struct conn *c);
 static bool host_valid(struct slice h);
 static int split_target(struct request *r);
 static const char *headers_accepted(struct conn *c);
+static int inproc_stream(struct request *r, int status, const struct http_stream *s);
 
 /* ---- small helpers ---- */
 
@@ -1081,8 +1085,11 @@ void http_resume(struct request *r, int status)
 {
     struct conn *c = r->conn;
     if (!c) {   /* an in-process request (server_inproc_run): nothing to send */
-        current_worker->inproc_status = status;
-        current_worker->inproc_done = true;
+        struct worker *w = current_worker;
+        if (status == HTTP_STREAM)
+            status = inproc_stream(r, w->inproc_stream_status, &w->inproc_stream);
+        w->inproc_status = status;
+        w->inproc_done = true;
         return;
     }
     if (status == HTTP_STREAM) {
@@ -1119,7 +1126,7 @@ void http_precheck_resume(struct request *r, int status)
  * of the loop, never leaves a request waiting for the next poll. */
 int http_later(struct request *r, http_later_fn fn)
 {
-    struct worker *w = r->conn->w;
+    struct worker *w = r->conn ? r->conn->w : inproc_worker;
     if (w->nlater == LATER_MAX)
         return 0;
     w->later[w->nlater] = r;
@@ -1254,6 +1261,8 @@ int http_stream(struct request *r, int status, const char *content_type,
 {
     struct conn *c = r->conn;
     r->content_type = content_type;
+    if (!c)
+        return inproc_stream(r, status, s);
     if (current_worker != c->w) {
         /* A store thread's handler: the loop begins it (http_resume). */
         c->stream = *s;
@@ -1432,7 +1441,7 @@ struct worker *worker_current(void) { return current_worker; }
 
 struct worker *request_worker(const struct request *r)
 {
-    return r->conn ? r->conn->w : current_worker;
+    return r->conn ? r->conn->w : inproc_worker;
 }
 
 /* ---- in-process requests (server.h; the unit tests' harness) ---- */
@@ -1449,7 +1458,43 @@ struct worker *server_inproc_new(const struct server_dispatch *d)
     pthread_mutex_init(&w->mu, NULL);
     w->dispatch = d;
     current_worker = w;
+    inproc_worker = w;
     return w;
+}
+
+/* As on_check, for the one request in flight: its steps, then its answer
+ * (a status, or HTTP_ASYNC). */
+static int inproc_later(struct worker *w)
+{
+    struct request *r = w->later[0];
+    http_later_fn fn = w->later_fn[0];
+    w->nlater = 0;
+    fn(r, 0);
+    return fn(r, 1);
+}
+
+/* A streamed answer, made whole into r->resp_body at once on the loop (an
+ * 'offload' producer too: nothing else waits for this loop). Begun on a
+ * store thread, it is left for http_resume. 0 when the producer failed: a
+ * client would see its connection closed after what was made. */
+static int inproc_stream(struct request *r, int status, const struct http_stream *s)
+{
+    struct worker *w = inproc_worker;
+    if (current_worker != w) {
+        w->inproc_stream = *s;
+        w->inproc_stream_status = status;
+        return HTTP_STREAM;
+    }
+    int more = 0;
+    buf_reset(&r->resp_body);
+    if (r->method != HTTP_HEAD) {
+        do {
+            more = s->next(r, &r->resp_body, s->state);
+        } while (more > 0);
+    }
+    if (s->done)
+        s->done(s->state);
+    return more < 0 ? 0 : status;
 }
 
 int server_inproc_run(struct worker *w, struct request *r)
@@ -1459,6 +1504,8 @@ int server_inproc_run(struct worker *w, struct request *r)
     r->route_id = 0;
     w->inproc_done = false;
     int status = w->dispatch->route(r);
+    if (status == HTTP_LATER)
+        status = inproc_later(w);
     if (status != HTTP_ASYNC)
         return status;
     while (!w->inproc_done)
@@ -1477,6 +1524,8 @@ void server_inproc_free(struct worker *w)
     pthread_mutex_destroy(&w->mu);
     if (current_worker == w)
         current_worker = NULL;
+    if (inproc_worker == w)
+        inproc_worker = NULL;
     free(w);
 }
 int worker_index(const struct worker *w) { return w->index; }

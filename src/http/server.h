@@ -63,8 +63,11 @@ struct uv_loop_s *worker_loop(struct worker *w);
  * current on the calling thread. server_inproc_run routes a request filled
  * by the caller (r->app set, r->conn ignored) and, when the handler answers
  * later (HTTP_ASYNC), runs the loop until its http_resume; it returns the
- * status, the answer being left in r. Streamed answers (http_stream) and
- * http_later need a connection and are not supported. */
+ * status, the answer being left in r. A handler's http_later steps run at
+ * once; a streamed answer (http_stream) is made whole into r->resp_body,
+ * and when its producer fails server_inproc_run returns 0 (a client would
+ * see the connection closed). What other threads do for the request comes
+ * back to this worker (request_worker). One such worker at a time. */
 struct worker *server_inproc_new(const struct server_dispatch *d);
 int server_inproc_run(struct worker *w, struct request *r);
 void server_inproc_free(struct worker *w);

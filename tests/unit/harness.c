@@ -1,38 +1,73 @@
 /* harness.c - the in-process harness of harness.h: an app assembled as
- * serve.c assembles one (store, links, cache, writer; no listener, no click
- * pipeline, no rate limits), and a fault-injecting wrapper around the
- * store's ops table. */
+ * serve.c assembles one (store, links, cache, writer, store threads, the
+ * click pipeline, rate limits, metrics; no listener, no Redis, no bus), and
+ * a fault-injecting wrapper around the store's ops table. */
 #include "harness.h"
 
 #include <dirent.h>
 #include <llhttp.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "api/router.h"
 #include "app/app.h"
-#include "redirect/cache.h"
 #include "app/config.h"
 #include "base/err.h"
+#include "base/timeutil.h"
+#include "clicks/aggregate.h"
+#include "clicks/classify.h"
+#include "clicks/clicks.h"
 #include "http/http.h"
-#include "links/links.h"
-#include "api/router.h"
+#include "http/metrics.h"
+#include "http/ratelimit.h"
 #include "http/server.h"
+#include "links/links.h"
+#include "redirect/cache.h"
 #include "store/store.h"
 #include "store/store_keys.h"
 #include "store/store_links.h"
-#include "test.h"
+#include "store/storeq.h"
 #include "store/writer.h"
+#include "test.h"
 #include "base/banned.h"
 
-/* The ops the fault can be put on, each wrapped below. */
+#define CLICK_FLUSH_MS 10   /* the pipeline stores this often: settling is quick */
+#define JOURNAL_SYNC_MS 5
+#define SETTLE_MS 10000
+
+/* The ops a fault can be put on: X(op, parameters, arguments). */
 #define FAULT_OPS(X)                                                                               \
-    X(begin) X(commit) X(link_get) X(link_insert) X(link_list) X(key_by_hash) X(block_list)
+    X(begin, (struct store * st), (st))                                                            \
+    X(commit, (struct store * st), (st))                                                           \
+    X(ping, (struct store * st), (st))                                                             \
+    X(link_get, (struct store * st, const char *code, struct link *out), (st, code, out))          \
+    X(link_insert, (struct store * st, const struct link *l), (st, l))                             \
+    X(link_list, (struct store * st, const struct link_query *q, link_cb cb, void *arg),           \
+      (st, q, cb, arg))                                                                            \
+    X(link_update, (struct store * st, const struct link *l), (st, l))                             \
+    X(link_reserve, (struct store * st, const char *code, int64_t *used), (st, code, used))        \
+    X(history_list, (struct store * st, const char *code, int limit, change_cb cb, void *arg),     \
+      (st, code, limit, cb, arg))                                                                  \
+    X(domain_get, (struct store * st, const char *host, int64_t *owner), (st, host, owner))        \
+    X(domain_list, (struct store * st, int64_t owner, domain_cb cb, void *arg),                    \
+      (st, owner, cb, arg))                                                                        \
+    X(block_list, (struct store * st, host_cb cb, void *arg), (st, cb, arg))                       \
+    X(stats_days,                                                                                  \
+      (struct store * st, const char *code, int64_t from, int64_t to, day_cb cb, void *arg),       \
+      (st, code, from, to, cb, arg))                                                               \
+    X(stats_totals, (struct store * st, int64_t owner, struct totals *out), (st, owner, out))      \
+    X(stats_top,                                                                                   \
+      (struct store * st, int64_t owner, int64_t day, int limit, top_cb cb, void *arg),            \
+      (st, owner, day, limit, cb, arg))                                                            \
+    X(key_by_hash, (struct store * st, const uint8_t hash[32], struct apikey *out), (st, hash, out))
 
 enum {
-#define X(op) FOP_##op,
+#define X(op, params, args) FOP_##op,
     FAULT_OPS(X)
 #undef X
     FOP__COUNT
@@ -47,10 +82,12 @@ struct fault {
 struct hx {
     char dir[64];
     char url[96];
+    char journal[96];
     struct app app;
     struct worker *w;
     const struct store_ops *real;   /* the backend's own table */
     struct store_ops ops;           /* the same with the wrappers */
+    pthread_mutex_t faults_mu;      /* the ops are called from every thread */
     struct fault faults[FOP__COUNT];
     char token[KEY_TOKEN_LEN + 1];
 };
@@ -59,68 +96,42 @@ struct hx {
  * wrappers find the harness through this (one harness at a time). */
 static struct hx *current;
 
-/* Whether this call of 'op' is to fail. Called from the writer thread too:
- * a test sets its fault only while no write is in flight. */
+/* Whether this call of 'op' is to fail. */
 static bool fails(int op)
 {
+    pthread_mutex_lock(&current->faults_mu);
     struct fault *f = &current->faults[op];
-    if (!f->on)
-        return false;
-    f->calls++;
-    if (f->nth == 0)
-        return true;
-    if (f->calls == f->nth) {
-        f->on = false;
-        return true;
+    bool fail = false;
+    if (f->on) {
+        f->calls++;
+        fail = f->nth == 0 || f->calls == f->nth;
+        if (f->nth && fail)
+            f->on = false;
     }
-    return false;
+    pthread_mutex_unlock(&current->faults_mu);
+    return fail;
 }
 
-static int w_begin(struct store *st)
-{
-    return fails(FOP_begin) ? ERR_STORAGE : current->real->begin(st);
-}
-
-static int w_commit(struct store *st)
-{
-    return fails(FOP_commit) ? ERR_STORAGE : current->real->commit(st);
-}
-
-static int w_link_get(struct store *st, const char *code, struct link *out)
-{
-    return fails(FOP_link_get) ? ERR_STORAGE : current->real->link_get(st, code, out);
-}
-
-static int w_link_insert(struct store *st, const struct link *l)
-{
-    return fails(FOP_link_insert) ? ERR_STORAGE : current->real->link_insert(st, l);
-}
-
-static int w_link_list(struct store *st, const struct link_query *q, link_cb cb, void *arg)
-{
-    return fails(FOP_link_list) ? ERR_STORAGE : current->real->link_list(st, q, cb, arg);
-}
-
-static int w_key_by_hash(struct store *st, const uint8_t hash[32], struct apikey *out)
-{
-    return fails(FOP_key_by_hash) ? ERR_STORAGE : current->real->key_by_hash(st, hash, out);
-}
-
-static int w_block_list(struct store *st, host_cb cb, void *arg)
-{
-    return fails(FOP_block_list) ? ERR_STORAGE : current->real->block_list(st, cb, arg);
-}
+#define X(op, params, args)                                                                        \
+    static int w_##op params                                                                       \
+    {                                                                                              \
+        return fails(FOP_##op) ? ERR_STORAGE : current->real->op args;                             \
+    }
+FAULT_OPS(X)
+#undef X
 
 void hx_fault(struct hx *h, const char *op, int nth)
 {
     static const char *const names[] = {
-#define X(op) #op,
+#define X(op, params, args) #op,
         FAULT_OPS(X)
 #undef X
     };
     for (int i = 0; i < FOP__COUNT; i++)
         if (!strcmp(names[i], op)) {
+            pthread_mutex_lock(&h->faults_mu);
             h->faults[i] = (struct fault){.on = true, .nth = nth};
+            pthread_mutex_unlock(&h->faults_mu);
             return;
         }
     CHECK(!"hx_fault: an op the harness does not wrap");
@@ -129,7 +140,46 @@ void hx_fault(struct hx *h, const char *op, int nth)
 
 void hx_fault_clear(struct hx *h)
 {
+    pthread_mutex_lock(&h->faults_mu);
     memset(h->faults, 0, sizeof(h->faults));
+    pthread_mutex_unlock(&h->faults_mu);
+}
+
+/* What serve.c builds around the store, in its order; false when a part
+ * cannot be made. */
+static bool assemble(struct hx *h)
+{
+    struct app *app = &h->app;
+    static const char *const self[] = {"sho.rt", NULL};     /* links keeps it */
+    if (!CHECK_EQ_INT(links_new(app->store, router_reserved(), self, &app->links), ERR_OK) ||
+        !CHECK_EQ_INT(classify_new((size_t)app->cfg.ua_cache, &app->classify), ERR_OK))
+        return false;
+    app->aggregate = aggregate_new(app->classify, self);
+    int nroutes = 0;
+    const char *const *names = router_route_names(&nroutes);
+    app->metrics = metrics_new(names, nroutes);
+    app->cache = cache_new((size_t)app->cfg.cache_size, app->cfg.miss_ttl);
+    cache_thread_register();
+    app->writer = writer_new(app->store, (int)app->cfg.commit_batch);
+    if (!CHECK_EQ_INT(writer_start(app->writer, 0), ERR_OK))
+        return false;
+    /* The worker first: store threads hand their answers to it. */
+    h->w = server_inproc_new(&router_entry);
+    if (!CHECK_EQ_INT(storeq_new(app, (int)app->cfg.store_threads, (int)app->cfg.store_queue,
+                                 app->cfg.store_timeout_ms, (int)app->cfg.heavy_reads_per_key, 0,
+                                 0, &app->storeq),
+                      ERR_OK))
+        return false;
+    uint8_t secret[RL_SECRET_BYTES];
+    if (!CHECK_EQ_INT(ratelimit_secret(app->store, secret), ERR_OK))
+        return false;
+    struct config_rate limits[RL_NCLASSES];
+    ratelimit_limits(&app->cfg, limits);
+    app->ratelimit = ratelimit_new(limits, secret, NULL);
+    app->clicks = clicks_new(app->store, app->writer, app->aggregate, 1);
+    return CHECK_EQ_INT(clicks_rotate_salts(app->clicks, now_ms()), ERR_OK) &&
+           CHECK_EQ_INT(clicks_start(app->clicks, h->journal, CLICK_FLUSH_MS, JOURNAL_SYNC_MS, 0),
+                        ERR_OK);
 }
 
 struct hx *hx_new(void)
@@ -137,51 +187,58 @@ struct hx *hx_new(void)
     struct hx *h = calloc(1, sizeof(*h));
     if (!h)
         abort();
+    pthread_mutex_init(&h->faults_mu, NULL);
     snprintf(h->dir, sizeof(h->dir), "/tmp/shortd-hx-XXXXXX");
     if (!CHECK(mkdtemp(h->dir) != NULL)) {
+        pthread_mutex_destroy(&h->faults_mu);
         free(h);
         return NULL;
     }
     snprintf(h->url, sizeof(h->url), "sqlite:%s/db", h->dir);
+    snprintf(h->journal, sizeof(h->journal), "%s/clicks", h->dir);
     struct app *app = &h->app;
     config_init(&app->cfg);
     app->cfg.base_url = xstrdup("http://sho.rt");
+    app->cfg.node_id = xstrdup("hx");
+    app->cfg.click_flush_ms = CLICK_FLUSH_MS;
+    app->cfg.journal_sync_ms = JOURNAL_SYNC_MS;
     atomic_store(&app->links_counted, -1);
-    static const char *const self[] = {"sho.rt", NULL};  /* links keeps it */
-    if (!CHECK_EQ_INT(store_open(h->url, &app->store), ERR_OK) ||
-        !CHECK_EQ_INT(links_new(app->store, router_reserved(), self, &app->links), ERR_OK)) {
+    if (!CHECK_EQ_INT(store_open(h->url, &app->store), ERR_OK)) {
         hx_free(h);
         return NULL;
     }
     h->real = app->store->ops;
     h->ops = *h->real;
-#define X(op) h->ops.op = w_##op;
+#define X(op, params, args) h->ops.op = w_##op;
     FAULT_OPS(X)
 #undef X
     app->store->ops = &h->ops;
     current = h;
-    app->cache = cache_new((size_t)app->cfg.cache_size, app->cfg.miss_ttl);
-    cache_thread_register();
-    app->writer = writer_new(app->store, (int)app->cfg.commit_batch);
-    if (!CHECK_EQ_INT(writer_start(app->writer, 0), ERR_OK)) {
+    if (!assemble(h)) {
         hx_free(h);
         return NULL;
     }
-    h->w = server_inproc_new(&router_entry);
     return h;
 }
 
-/* The temporary folder holds files only (the database, its WAL and index). */
+struct app *hx_app(struct hx *h)
+{
+    return &h->app;
+}
+
+/* The temporary folder holds the database, its WAL and index, and the
+ * journal's folder of files. */
 static void remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     if (d) {
-        char path[sizeof(((struct hx *)0)->dir) + 256 + 2];
+        char path[sizeof(((struct hx *)0)->journal) + 256 + 2];
         for (struct dirent *e = readdir(d); e; e = readdir(d)) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                 continue;
             snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-            unlink(path);
+            if (unlink(path) != 0)
+                remove_dir(path);
         }
         closedir(d);
     }
@@ -189,21 +246,37 @@ static void remove_dir(const char *dir)
         test_note("could not remove %s", dir);
 }
 
+/* serve.c's shutdown, in its order: nothing acknowledged is lost, every
+ * click is stored, then everything is freed. */
 void hx_free(struct hx *h)
 {
     if (!h)
         return;
     struct app *app = &h->app;
     hx_fault_clear(h);
+    storeq_drain(app->storeq);
+    if (app->writer)
+        writer_drain(app->writer);
+    if (h->w) {
+        if (app->clicks)
+            clicks_flush(app->clicks, 0);
+        server_inproc_free(h->w);   /* runs what was posted to it last */
+    }
+    storeq_free(app->storeq);
+    clicks_stop(app->clicks);
     if (app->writer) {
         writer_drain(app->writer);
-        server_inproc_free(h->w);   /* runs what the writer posted last */
         writer_free(app->writer);
     }
+    clicks_free(app->clicks);
+    ratelimit_free(app->ratelimit);
+    aggregate_free(app->aggregate);
+    classify_free(app->classify);
     if (app->cache) {
         cache_free(app->cache);
         cache_thread_unregister();
     }
+    metrics_free(app->metrics);
     links_free(app->links);
     if (app->store) {
         app->store->ops = h->real;
@@ -213,12 +286,23 @@ void hx_free(struct hx *h)
     remove_dir(h->dir);
     if (current == h)
         current = NULL;
+    pthread_mutex_destroy(&h->faults_mu);
     free(h);
 }
 
-struct app *hx_app(struct hx *h)
+bool hx_clicks_settle(struct hx *h)
 {
-    return &h->app;
+    struct clicks *c = h->app.clicks;
+    clicks_flush(c, 0);
+    for (int ms = 0; ms < SETTLE_MS; ms++) {
+        if (!clicks_pending(c))
+            return true;
+        struct timespec pause = {0, 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    CHECK(!"hx_clicks_settle: clicks are still pending");
+    test_note("%llu clicks pending", (unsigned long long)clicks_pending(c));
+    return false;
 }
 
 const char *hx_key(struct hx *h, bool admin)
@@ -273,6 +357,8 @@ int hx_request(struct hx *h, const char *method, const char *target, const char 
             v++;
         r.headers[r.nheaders++] = (struct header){{headers[i], (size_t)(colon - headers[i])},
                                                   {v, strlen(v)}};
+        if (slice_ieq(r.headers[r.nheaders - 1].name, "host"))
+            r.host = r.headers[r.nheaders - 1].value;
     }
     r.body = body ? (struct slice){body, strlen(body)} : (struct slice){"", 0};
     struct sockaddr_storage peer;
@@ -290,8 +376,11 @@ int hx_request(struct hx *h, const char *method, const char *target, const char 
     resp->status = status;
     resp->headers = copy_buf(&r.resp_headers);
     resp->content_type = r.content_type ? xstrdup(r.content_type) : NULL;
+    if (r.method == HTTP_HEAD)
+        buf_reset(&r.resp_body);   /* a client gets the head only */
     resp->body = copy_buf(&r.resp_body);
-    resp->json = json_loads(resp->body, 0, NULL);
+    resp->body_len = r.resp_body.len;
+    resp->json = json_loadb(resp->body, resp->body_len, 0, NULL);
     if (r.json)
         json_decref(r.json);
     buf_release(&r.resp_headers);
@@ -311,7 +400,7 @@ void hx_resp_release(struct hx_resp *resp)
 
 const char *hx_header(const struct hx_resp *resp, const char *name)
 {
-    static char value[256];
+    static char value[1024];
     size_t n = strlen(name);
     for (const char *line = resp->headers; line && *line;) {
         const char *end = strstr(line, "\r\n");
@@ -329,7 +418,8 @@ const char *hx_header(const struct hx_resp *resp, const char *name)
     return NULL;
 }
 
-const char *hx_json_str(const struct hx_resp *resp, const char *path)
+/* resp->json's value at "a.b", or NULL. */
+static json_t *json_at(const struct hx_resp *resp, const char *path)
 {
     json_t *o = resp->json;
     char key[64];
@@ -339,5 +429,53 @@ const char *hx_json_str(const struct hx_resp *resp, const char *path)
         o = json_object_get(o, key);
         path += n + (path[n] == '.');
     }
-    return json_string_value(o);
+    return o;
+}
+
+const char *hx_json_str(const struct hx_resp *resp, const char *path)
+{
+    return json_string_value(json_at(resp, path));
+}
+
+long long hx_json_int(const struct hx_resp *resp, const char *path)
+{
+    json_t *v = json_at(resp, path);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+const char *hx_auth(struct hx *h, bool admin, char line[HX_AUTH_MAX])
+{
+    snprintf(line, HX_AUTH_MAX, "Authorization: Bearer %s", hx_key(h, admin));
+    return line;
+}
+
+int hx_create(struct hx *h, const char *auth, const char *body, char code[HX_CODE_MAX])
+{
+    const char *headers[] = {auth, NULL};
+    struct hx_resp resp;
+    int status = hx_request(h, "POST", "/api/links", auth ? headers : NULL, body, &resp);
+    const char *c = hx_json_str(&resp, "code");
+    snprintf(code, HX_CODE_MAX, "%s", c ? c : "");
+    if (status != 201)
+        test_note("POST /api/links %s: %d %s", body, status, resp.body);
+    hx_resp_release(&resp);
+    return status;
+}
+
+bool hx_unavailable(struct hx *h, const char *op, int nth, const char *method, const char *target,
+                    const char *const *headers, const char *body)
+{
+    hx_fault(h, op, nth);
+    struct hx_resp resp;
+    bool ok = CHECK_EQ_INT(hx_request(h, method, target, headers, body, &resp), 503);
+    ok = CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1") && ok;
+    if (resp.json)
+        ok = CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "unavailable") && ok;
+    else if (strcmp(method, "HEAD") != 0)
+        ok = CHECK(!strncmp(resp.body, "Service Unavailable", 19)) && ok;
+    if (!ok)
+        test_note("%s %s with '%s' failing: %s", method, target, op, resp.body);
+    hx_resp_release(&resp);
+    hx_fault_clear(h);
+    return ok;
 }

@@ -186,10 +186,43 @@
     X(api_links_get)                                                                               \
     X(api_links_list)                                                                              \
     X(api_links_delete)                                                                            \
+    X(api_links_idempotency)                                                                       \
+    X(api_links_bulk)                                                                              \
+    X(api_links_patch)                                                                             \
+    X(api_links_history)                                                                           \
+    X(api_links_disable_enable)                                                                    \
+    X(api_links_list_filters)                                                                      \
     X(rules_create_limit)                                                                          \
     X(rules_unavailable)                                                                           \
     X(rules_owner)                                                                                 \
-    X(rules_link_changed)
+    X(rules_link_changed)                                                                          \
+    X(redirect_plain)                                                                              \
+    X(redirect_gone)                                                                               \
+    X(redirect_cache)                                                                              \
+    X(redirect_clicks)                                                                             \
+    X(redirect_password)                                                                           \
+    X(redirect_variants)                                                                           \
+    X(redirect_click_limit)                                                                        \
+    X(redirect_utm)                                                                                \
+    X(redirect_hosts)                                                                              \
+    X(api_stats_link)                                                                              \
+    X(api_stats_top)                                                                               \
+    X(api_stats_service)                                                                           \
+    X(api_stats_export)                                                                            \
+    X(api_domains_add)                                                                             \
+    X(api_domains_list)                                                                            \
+    X(api_domains_delete)                                                                          \
+    X(api_domains_links)                                                                           \
+    X(api_admin_blocklist_add)                                                                     \
+    X(api_admin_blocklist_delete)                                                                  \
+    X(api_admin_blocklist_list)                                                                    \
+    X(api_ops_home)                                                                                \
+    X(api_ops_healthz)                                                                             \
+    X(api_ops_readyz)                                                                              \
+    X(api_ops_metrics)                                                                             \
+    X(api_qr_svg)                                                                                  \
+    X(api_qr_png)                                                                                  \
+    X(api_qr_errors)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -1,0 +1,132 @@
+/* test_api_ops.c - what operators ask (api_ops.c) in-process (harness.h):
+ * GET / (the home redirect), /healthz, /readyz and /metrics; which of them
+ * need the store, and what /readyz says when it fails. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "harness.h"
+#include "test.h"
+
+#include "base/banned.h"
+
+void test_api_ops_home(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "GET", "/", NULL, NULL, &resp), 302);
+    CHECK_EQ_STR(hx_header(&resp, "Location"), "/dashboard");
+    CHECK_EQ_STR(hx_header(&resp, "Cache-Control"), "no-store");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "POST", "/", NULL, "x", &resp), 405);
+    CHECK_EQ_STR(hx_header(&resp, "Allow"), "GET");
+    hx_resp_release(&resp);
+    hx_free(h);
+}
+
+void test_api_ops_healthz(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "GET", "/healthz", NULL, NULL, &resp), 200);
+    CHECK_EQ_STR(resp.content_type, "application/json");
+    CHECK_EQ_STR(hx_json_str(&resp, "status"), "ok");
+    hx_resp_release(&resp);
+    /* The process answers: the store is not asked. */
+    hx_fault(h, "ping", 0);
+    hx_fault(h, "begin", 0);
+    CHECK_EQ_INT(hx_request(h, "GET", "/healthz", NULL, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    hx_fault_clear(h);
+    CHECK_EQ_INT(hx_request(h, "HEAD", "/healthz", NULL, NULL, &resp), 200);
+    CHECK_EQ_INT(resp.body_len, 0);
+    hx_resp_release(&resp);
+    hx_free(h);
+}
+
+void test_api_ops_readyz(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "GET", "/readyz", NULL, NULL, &resp), 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "status"), "ready");
+    CHECK_EQ_STR(hx_json_str(&resp, "journal.state"), "ok");
+    hx_resp_release(&resp);
+    /* The store does not answer: not ready. A probe's answer, in its own
+     * shape (the status says why), not the API's error. */
+    hx_fault(h, "ping", 0);
+    CHECK_EQ_INT(hx_request(h, "GET", "/readyz", NULL, NULL, &resp), 503);
+    CHECK_EQ_STR(hx_json_str(&resp, "status"), "store unavailable");
+    hx_resp_release(&resp);
+    hx_fault_clear(h);
+    CHECK_EQ_INT(hx_request(h, "GET", "/readyz", NULL, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    /* A node that is stopping says so. */
+    atomic_store(&hx_app(h)->stopping, true);
+    CHECK_EQ_INT(hx_request(h, "GET", "/readyz", NULL, NULL, &resp), 503);
+    CHECK_EQ_STR(hx_json_str(&resp, "status"), "stopping");
+    hx_resp_release(&resp);
+    atomic_store(&hx_app(h)->stopping, false);
+    hx_free(h);
+}
+
+/* The value of the sample line "NAME VALUE" in Prometheus text, or -1. */
+static long long sample(const char *text, const char *name)
+{
+    char want[128];
+    snprintf(want, sizeof(want), "\n%s ", name);
+    const char *p = strstr(text, want);
+    return p ? atoll(p + strlen(want)) : -1;
+}
+
+void test_api_ops_metrics(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/m\"}", code), 201);
+    char target[HX_CODE_MAX + 1];
+    snprintf(target, sizeof(target), "/%s", code);
+    const char *ua[] = {"User-Agent: Mozilla/5.0 (X11; Linux x86_64) Firefox/125.0", NULL};
+    struct hx_resp resp;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(hx_request(h, "GET", target, ua, NULL, &resp), 302);
+        hx_resp_release(&resp);
+    }
+    atomic_store(&hx_app(h)->links_counted, 1);
+
+    /* Needs no store: answered with every op failing. */
+    hx_fault(h, "ping", 0);
+    hx_fault(h, "link_get", 0);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
+    hx_fault_clear(h);
+    CHECK_EQ_STR(resp.content_type, "text/plain; version=0.0.4; charset=utf-8");
+    CHECK(!strncmp(resp.body, "# HELP shortd_node_info", 23));
+    CHECK(strstr(resp.body, "shortd_node_info{node=\"hx\"} 1\n") != NULL);
+    CHECK(strstr(resp.body, "# TYPE shortd_requests_total counter") != NULL);
+    /* The visits: one miss, then the cache. */
+    CHECK(sample(resp.body, "shortd_cache_hits_total") >= 2);
+    CHECK(sample(resp.body, "shortd_cache_misses_total") >= 1);
+    CHECK(sample(resp.body, "shortd_cache_entries") >= 1);
+    CHECK_EQ_INT(sample(resp.body, "shortd_links"), 1);
+    CHECK(sample(resp.body, "shortd_clicks_pending") >= 0);
+    CHECK(sample(resp.body, "shortd_store_jobs_total") >= 2);   /* the create, the miss */
+    CHECK_EQ_INT(sample(resp.body, "shortd_journal_up"), 1);
+    CHECK(!strstr(resp.body, "shortd_redis_up"));      /* no Redis here */
+    hx_resp_release(&resp);
+    /* The links gauge is left out until the links were first counted. */
+    atomic_store(&hx_app(h)->links_counted, -1);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
+    CHECK_EQ_INT(sample(resp.body, "shortd_links"), -1);
+    hx_resp_release(&resp);
+    hx_free(h);
+}

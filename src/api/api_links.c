@@ -698,19 +698,41 @@ int handle_link_list(struct request *r)
     q.tag = *tag ? tag : NULL;
     q.q = *text ? text : NULL;
     q.limit = (int)limit + 1;
-    /* A search reads every row of the owner that the filter passes over. */
+    /* A filter reads the rows of the owner it passes over: one page reads
+     * search-page-rows of them at most (the floor), so a search takes
+     * bounded time whatever the owner holds, and goes on in the next page. */
+    bool filtered = q.q || q.tag;
+    char floor_code[CODE_MAX + 1];
+    int64_t floor_created = 0;
+    int rc = ERR_OK;
     if (q.q) {
         int status = router_heavy_enter(r);
         if (status)
             return status;
     }
+    if (filtered) {
+        rc = app->store->ops->link_list_floor(app->store, &q, (int)app->cfg.search_page_rows,
+                                              &floor_created, floor_code);
+        if (rc == ERR_OK) {
+            q.floor_created = floor_created;
+            q.floor_code = floor_code;
+        }
+    }
     struct list_ctx x = {.app = app, .arr = json_array(), .now = q.now, .want = (int)limit};
-    int rc = app->store->ops->link_list(app->store, &q, list_cb, &x);
+    if (rc == ERR_OK || rc == ERR_NOTFOUND)
+        rc = app->store->ops->link_list(app->store, &q, list_cb, &x);
     if (q.q)
         router_heavy_leave(app, r->key.id);
     if (rc != ERR_OK) {
         json_decref(x.arr);
         return http_unavailable(r, NULL);
+    }
+    if (x.seen <= x.want && q.floor_code) {
+        /* The page's rows are read and the owner has more: the next page
+         * goes on below the floor, even when this one found nothing. */
+        x.seen = x.want + 1;
+        x.last_created = floor_created;
+        memcpy(x.last_code, floor_code, sizeof(x.last_code));
     }
     if (x.seen > x.want) {
         struct buf link = BUF_INIT;

@@ -59,6 +59,8 @@ static const struct setting settings[] = {
      "milliseconds a request waits for the store before it is answered 503"},
     {"heavy-reads-per-key", C_INT, F(heavy_reads_per_key), "2", 1, 1000,
      "searches (q=) and exports one API key may run at once; beyond, 429"},
+    {"search-page-rows", C_INT, F(search_page_rows), "10000", 100, 10000000,
+     "links a filtered list (q= or tag=) reads for one page at most; the Link header goes on"},
     {"takeover", C_BOOL, F(takeover), "false", 0, 1,
      "listen beside a server already on the address instead of refusing to start "
      "(a restart without downtime)"},

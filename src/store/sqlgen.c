@@ -95,7 +95,8 @@ enum {
     SHAPE_CURSOR = 1 << 5,
     SHAPE_TAG = 1 << 6,
     SHAPE_Q = 1 << 7,
-    SHAPE_EXHAUSTED = 1 << 8,   /* below SQL_LIST_SHAPES */
+    SHAPE_EXHAUSTED = 1 << 8,
+    SHAPE_FLOOR = 1 << 9,       /* below SQL_LIST_SHAPES */
 };
 
 unsigned sqlgen_list_shape(const struct link_query *q)
@@ -105,7 +106,7 @@ unsigned sqlgen_list_shape(const struct link_query *q)
            (q->want_live ? SHAPE_LIVE : 0) | (q->want_expired ? SHAPE_EXPIRED : 0) |
            (q->want_exhausted ? SHAPE_EXHAUSTED : 0) | (q->owner >= 0 ? SHAPE_OWNER : 0) |
            (q->after_code && *q->after_code ? SHAPE_CURSOR : 0) | (q->tag ? SHAPE_TAG : 0) |
-           (q->q ? SHAPE_Q : 0);
+           (q->q ? SHAPE_Q : 0) | (q->floor_code ? SHAPE_FLOOR : 0);
 }
 
 /* Which links: the wanted states, any of them. */
@@ -154,20 +155,31 @@ static void list_search(struct sql_stmt *s, const struct sql_dialect *d, const c
     buf_adds(b, ")");
 }
 
-/* The page: the links after the cursor, in the list's order, at most
- * 'limit'. The one place that knows the order and its keyset cursor. */
+/* "LEAD (created_at, code) OP (created, code)": a bound in the list's order,
+ * after " WHERE " or " AND ". */
+static void list_bound(struct sql_stmt *s, const struct sql_dialect *d, const char *lead,
+                       const char *op, int64_t created, const char *code)
+{
+    buf_printf(&s->text, "%s(created_at, code) %s (", lead, op);
+    param(s, d, int_value(created));
+    buf_adds(&s->text, ", ");
+    param(s, d, text_value(code));
+    buf_adds(&s->text, ")");
+}
+
+#define LIST_ORDER " ORDER BY created_at DESC, code DESC"
+
+/* The page: the links after the cursor (and down to a search's floor), in
+ * the list's order, at most 'limit'. With sqlgen_list_floor, the one place
+ * that knows the order and its keyset cursor. */
 static void list_page(struct sql_stmt *s, const struct sql_dialect *d,
                       const struct link_query *q, unsigned shape)
 {
-    struct buf *b = &s->text;
-    if (shape & SHAPE_CURSOR) {
-        buf_adds(b, " AND (created_at, code) < (");
-        param(s, d, int_value(q->after_created));
-        buf_adds(b, ", ");
-        param(s, d, text_value(q->after_code));
-        buf_adds(b, ")");
-    }
-    buf_adds(b, " ORDER BY created_at DESC, code DESC LIMIT ");
+    if (shape & SHAPE_CURSOR)
+        list_bound(s, d, " AND ", "<", q->after_created, q->after_code);
+    if (shape & SHAPE_FLOOR)
+        list_bound(s, d, " AND ", ">=", q->floor_created, q->floor_code);
+    buf_adds(&s->text, LIST_ORDER " LIMIT ");
     param(s, d, int_value(q->limit));
 }
 
@@ -189,6 +201,30 @@ void sqlgen_list(struct sql_stmt *s, const struct sql_dialect *d, const struct l
     if (shape & SHAPE_Q)
         list_search(s, d, q->q);
     list_page(s, d, q, shape);
+}
+
+unsigned sqlgen_floor_shape(const struct link_query *q)
+{
+    return (q->owner >= 0 ? 1u : 0) | (q->after_code && *q->after_code ? 2u : 0);
+}
+
+/* The owner's rows in the list's order, every state: the index on (owner,
+ * created_at, code), or on (created_at, code) for every owner, walked for
+ * 'rows' entries at most. */
+void sqlgen_list_floor(struct sql_stmt *s, const struct sql_dialect *d, const struct link_query *q,
+                       int rows)
+{
+    unsigned shape = sqlgen_floor_shape(q);
+    struct buf *b = &s->text;
+    buf_adds(b, "SELECT created_at, code FROM links");
+    if (shape & 1) {
+        buf_adds(b, " WHERE owner = ");
+        param(s, d, int_value(q->owner));
+    }
+    if (shape & 2)
+        list_bound(s, d, shape & 1 ? " AND " : " WHERE ", "<", q->after_created, q->after_code);
+    buf_adds(b, LIST_ORDER " LIMIT 1 OFFSET ");
+    param(s, d, int_value(rows > 0 ? rows - 1 : 0));
 }
 
 /* ---- moving tables ---- */

@@ -60,7 +60,7 @@ extern const struct sql_dialect sql_pg;
 
 /* A statement: its text and its parameters, $1/?1 first. Values borrow
  * their bytes from what the statement was made of. */
-#define SQL_PARAMS_MAX 8
+#define SQL_PARAMS_MAX 10
 struct sql_stmt {
     struct buf text;
     int nparams;
@@ -74,11 +74,19 @@ void sql_stmt_release(struct sql_stmt *s);
 
 /* Queries of one shape have the same text and parameter types (their
  * values differ): PostgreSQL prepares each shape once. Below SQL_LIST_SHAPES. */
-#define SQL_LIST_SHAPES 512
+#define SQL_LIST_SHAPES 1024
 unsigned sqlgen_list_shape(const struct link_query *q);
 
 /* The query of 'q' into 's' (initialised, empty). */
 void sqlgen_list(struct sql_stmt *s, const struct sql_dialect *d, const struct link_query *q);
+
+/* link_list_floor's query: created_at and code of the rows-th link of q's
+ * owner after q's cursor (OFFSET rows - 1). Its shapes: sqlgen_floor_shape,
+ * below SQL_FLOOR_SHAPES. */
+#define SQL_FLOOR_SHAPES 4
+unsigned sqlgen_floor_shape(const struct link_query *q);
+void sqlgen_list_floor(struct sql_stmt *s, const struct sql_dialect *d, const struct link_query *q,
+                       int rows);
 
 /* ---- moving tables (store_move.h) ---- */
 

@@ -63,6 +63,10 @@ struct link_query {
     const char *tag;    /* NULL, or only links whose tags array holds exactly this */
     const char *q;      /* NULL, or only links with this in code, url, title or note
                          * (a plain substring, ASCII letters in any case) */
+    /* With floor_code: only links at or after this row of the list's order
+     * (a search page's bound, from link_list_floor). */
+    int64_t floor_created;
+    const char *floor_code;
 };
 
 /* One change of a link's destination (PATCH), newest first when listed. */
@@ -95,6 +99,12 @@ typedef int (*domain_cb)(const char *host, int64_t owner, int64_t created_at, vo
                           struct link *out);                                                       \
     int (*link_set_state)(struct store *st, const char *code, int state, int64_t now);             \
     int (*link_list)(struct store *st, const struct link_query *q, link_cb cb, void *arg);         \
+    /* Where a page of a search stops: the rows-th link of q's owner after                         \
+     * q's cursor, in the list's order and whatever its state (no other                            \
+     * filter of q: it bounds the rows one page reads). ERR_OK with its                            \
+     * created_at and code; ERR_NOTFOUND when fewer are left. */                                   \
+    int (*link_list_floor)(struct store *st, const struct link_query *q, int rows,                 \
+                           int64_t *created, char code[CODE_MAX + 1]);                             \
     int (*link_count)(struct store *st, int64_t *n);                                               \
     /* Removes the data of links expired before 'before', at most 'limit'. */                      \
     int (*link_sweep)(struct store *st, int64_t before, int limit, int *swept);                    \

@@ -236,7 +236,9 @@ struct conn {
     PGconn *pg;
     bool broken;                /* a call timed out: reconnect before the next */
     bool prepared[S__COUNT];
-    uint64_t lists_prepared[SQL_LIST_SHAPES / 64]; /* link_list's, one bit per shape */
+    /* sqlgen.c's statements prepared: one bit per link_list shape, then
+     * per link_list_floor shape */
+    uint64_t lists_prepared[(SQL_LIST_SHAPES + SQL_FLOOR_SHAPES + 63) / 64];
     bool in_tx;                 /* between begin and commit/rollback */
     struct conn *next;
 };
@@ -1095,6 +1097,27 @@ static void stmt_params(const struct sql_stmt *s, struct params *p)
         p_value(p, &s->param[i]);
 }
 
+/* A statement from sqlgen.c, prepared once per connection as 'name' (bit
+ * 'bit' of lists_prepared), then run: ERR_OK with its result in *out. */
+static int run_generated(struct conn *c, const char *name, unsigned bit, struct sql_stmt *s,
+                         const char *what, PGresult **out)
+{
+    int rc;
+    if (!(c->lists_prepared[bit / 64] & (1ull << (bit % 64)))) {
+        Oid types[SQL_PARAMS_MAX];
+        for (int i = 0; i < s->nparams; i++)
+            types[i] = s->param[i].type == VAL_INT ? 20 : 25;  /* int8, text */
+        rc = check_result(bx_prepare(c, name, s->text.p, s->nparams, types), c->pg, what, NULL);
+        if (rc != ERR_OK)
+            return ERR_STORAGE;
+        c->lists_prepared[bit / 64] |= 1ull << (bit % 64);
+    }
+    struct params p = {0};
+    stmt_params(s, &p);
+    rc = check_result(bx_exec_prepared(c, name, p.n, p.v, p.len, p.fmt), c->pg, what, out);
+    return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+}
+
 /* The query comes from sqlgen.c; each of its shapes is prepared once per
  * connection, named by its number. */
 static int pg_link_list(struct store *st, const struct link_query *lq, link_cb cb, void *arg)
@@ -1111,26 +1134,11 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     struct sql_stmt s;
     sql_stmt_init(&s);
     sqlgen_list(&s, &sql_pg, lq);
-    if (!(c->lists_prepared[shape / 64] & (1ull << (shape % 64)))) {
-        Oid types[SQL_PARAMS_MAX];
-        for (int i = 0; i < s.nparams; i++)
-            types[i] = s.param[i].type == VAL_INT ? 20 : 25;   /* int8, text */
-        rc = check_result(bx_prepare(c, name, s.text.p, s.nparams, types), c->pg,
-                          "prepare link list", NULL);
-        if (rc != ERR_OK) {
-            sql_stmt_release(&s);
-            return ERR_STORAGE;
-        }
-        c->lists_prepared[shape / 64] |= 1ull << (shape % 64);
-    }
-    struct params p = {0};
-    stmt_params(&s, &p);
     PGresult *r = NULL;
-    rc = check_result(bx_exec_prepared(c, name, p.n, p.v, p.len, p.fmt), c->pg, "link list",
-                      &r);
+    rc = run_generated(c, name, shape, &s, "link list", &r);
     sql_stmt_release(&s);
     if (rc != ERR_OK)
-        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+        return rc;
     for (int i = 0; i < PQntuples(r); i++) {
         struct link l;
         row_to_link(r, i, &l);
@@ -1141,6 +1149,36 @@ static int pg_link_list(struct store *st, const struct link_query *lq, link_cb c
     }
     PQclear(r);
     return ERR_OK;
+}
+
+static int pg_link_list_floor(struct store *st, const struct link_query *lq, int rows,
+                              int64_t *created, char code[CODE_MAX + 1])
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    int rc = conn_check(c);
+    if (rc != ERR_OK)
+        return rc;
+    unsigned shape = sqlgen_floor_shape(lq);
+    char name[16];
+    snprintf(name, sizeof(name), "floor%u", shape);
+    struct sql_stmt s;
+    sql_stmt_init(&s);
+    sqlgen_list_floor(&s, &sql_pg, lq, rows);
+    PGresult *r = NULL;
+    rc = run_generated(c, name, SQL_LIST_SHAPES + shape, &s, "link list floor", &r);
+    sql_stmt_release(&s);
+    if (rc != ERR_OK)
+        return rc;
+    rc = ERR_NOTFOUND;
+    if (PQntuples(r) == 1 && (size_t)PQgetlength(r, 0, 1) <= CODE_MAX) {
+        *created = val_i64(r, 0, 0);
+        memcpy(code, PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1) + 1);
+        rc = ERR_OK;
+    }
+    PQclear(r);
+    return rc;
 }
 
 static int count(struct store *st, enum stmt id, int64_t *n)
@@ -1683,6 +1721,7 @@ const struct store_ops store_pg_ops = {
     .link_find_live = pg_link_find_live,
     .link_set_state = pg_link_set_state,
     .link_list = pg_link_list,
+    .link_list_floor = pg_link_list_floor,
     .link_count = pg_link_count,
     .link_sweep = pg_link_sweep,
     .link_update = pg_link_update,

@@ -1134,6 +1134,39 @@ out:
     return rc;
 }
 
+static int sq_link_list_floor(struct store *st, const struct link_query *lq, int rows,
+                              int64_t *created, char code[CODE_MAX + 1])
+{
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    struct sql_stmt s;
+    sql_stmt_init(&s);
+    sqlgen_list_floor(&s, &sql_sqlite, lq, rows);
+    sqlite3_stmt *q = NULL;
+    int rc = ERR_STORAGE;
+    if (sqlite3_prepare_v2(c->db, s.text.p, -1, &q, NULL) != SQLITE_OK) {
+        log_at(LOG_ERROR, "cannot prepare link list floor: %s", sqlite3_errmsg(c->db));
+        goto out;
+    }
+    for (int i = 0; i < s.nparams; i++)
+        bind_param(q, i + 1, &s.param[i]);
+    int step = sqlite3_step(q);
+    if (step == SQLITE_ROW && sqlite3_column_bytes(q, 1) <= CODE_MAX) {
+        *created = sqlite3_column_int64(q, 0);
+        memcpy(code, sqlite3_column_text(q, 1), (size_t)sqlite3_column_bytes(q, 1) + 1);
+        rc = ERR_OK;
+    } else if (step == SQLITE_DONE) {
+        rc = ERR_NOTFOUND;
+    } else {
+        log_at(LOG_ERROR, "link list floor failed: %s", sqlite3_errmsg(c->db));
+    }
+out:
+    sqlite3_finalize(q);
+    sql_stmt_release(&s);
+    return rc;
+}
+
 static int count(struct store *st, enum stmt id, int64_t *n)
 {
     sqlite3_stmt *q = stmt_get(st, id);
@@ -1689,6 +1722,7 @@ const struct store_ops store_sqlite_ops = {
     .link_find_live = sq_link_find_live,
     .link_set_state = sq_link_set_state,
     .link_list = sq_link_list,
+    .link_list_floor = sq_link_list_floor,
     .link_count = sq_link_count,
     .link_sweep = sq_link_sweep,
     .link_update = sq_link_update,

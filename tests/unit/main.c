@@ -124,6 +124,7 @@
     X(migrations_run)                                                                              \
     X(sqlgen_list)                                                                                 \
     X(sqlgen_list_shapes)                                                                          \
+    X(sqlgen_floor)                                                                                \
     X(sqlgen_move)                                                                                 \
     X(hosts_header)                                                                                \
     X(hosts_list)                                                                                  \

@@ -126,6 +126,19 @@ void test_sqlgen_list(void)
                        " ORDER BY created_at DESC, code DESC LIMIT $7",
                "i:5,i:3,t:red,t:Ex%_,i:99,t:abc,i:2");
 
+    /* A search's page between the cursor and its floor (link_list_floor). */
+    q = (struct link_query){.owner = 4, .want_live = true, .now = 6, .after_created = 90,
+                            .after_code = "abc", .limit = 3, .q = "x", .floor_created = 20,
+                            .floor_code = "xyz"};
+    check_list(&sql_sqlite, &q,
+               SQ_READ " WHERE (0 OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
+                       " AND (max_clicks = 0 OR used < max_clicks))) AND owner = ?2"
+                       " AND (instr(lower(code), lower(?3)) > 0 OR instr(lower(url), lower(?3)) > 0"
+                       " OR instr(lower(title), lower(?3)) > 0 OR instr(lower(note), lower(?3)) > 0)"
+                       " AND (created_at, code) < (?4, ?5) AND (created_at, code) >= (?6, ?7)"
+                       " ORDER BY created_at DESC, code DESC LIMIT ?8",
+               "i:6,i:4,t:x,i:90,t:abc,i:20,t:xyz,i:3");
+
     /* An empty cursor is the first page. */
     q = (struct link_query){.owner = -1, .want_expired = true, .now = 8, .after_code = "",
                             .limit = 1};
@@ -151,6 +164,8 @@ static struct link_query shaped(unsigned shape, int salt)
         .tag = shape & 64 ? texts[salt] : NULL,
         .q = shape & 128 ? texts[salt] : NULL,
         .want_exhausted = shape & 256,
+        .floor_created = shape & 512 ? 50 + salt : 0,
+        .floor_code = shape & 512 ? codes[salt] : NULL,
         .now = 100 + salt,
         .limit = 10 + salt,
     };
@@ -263,6 +278,74 @@ void test_sqlgen_list_shapes(void)
     if (pg) {
         PQclear(PQexec(pg, "SET client_min_messages = warning; "
                            "DROP SCHEMA IF EXISTS shortd_test_sqlgen CASCADE"));
+        PQfinish(pg);
+    }
+}
+
+/* The floor's four shapes: their exact text, one text per shape, and each
+ * prepares (SQLite; PostgreSQL under tests/pg.sh) with its parameters. */
+void test_sqlgen_floor(void)
+{
+    struct link_query q = {.owner = 7, .after_created = 90, .after_code = "abc"};
+    struct sql_stmt s;
+    sql_stmt_init(&s);
+    sqlgen_list_floor(&s, &sql_pg, &q, 500);
+    CHECK_EQ_STR(buf_cstr(&s.text), "SELECT created_at, code FROM links WHERE owner = $1"
+                                    " AND (created_at, code) < ($2, $3)"
+                                    " ORDER BY created_at DESC, code DESC LIMIT 1 OFFSET $4");
+    CHECK_EQ_INT(s.nparams, 4);
+    CHECK_EQ_INT(s.param[3].i, 499);
+    sql_stmt_release(&s);
+    q = (struct link_query){.owner = -1};
+    sql_stmt_init(&s);
+    sqlgen_list_floor(&s, &sql_sqlite, &q, 1);
+    CHECK_EQ_STR(buf_cstr(&s.text), "SELECT created_at, code FROM links"
+                                    " ORDER BY created_at DESC, code DESC LIMIT 1 OFFSET ?1");
+    CHECK_EQ_INT(s.param[0].i, 0);
+    sql_stmt_release(&s);
+
+    sqlite3 *db = NULL;
+    if (!CHECK_EQ_INT(sqlite3_open(":memory:", &db), SQLITE_OK))
+        return;
+    for (size_t i = 0; i < MIGRATIONS_COUNT(sqlite_steps); i++)
+        CHECK_EQ_INT(sqlite3_exec(db, sqlite_steps[i].sql, NULL, NULL, NULL), SQLITE_OK);
+    char url[512];
+    PGconn *pg = pg_schema("shortd_test_sqlfloor", url, sizeof(url));
+    char texts[SQL_FLOOR_SHAPES][256];
+    for (unsigned shape = 0; shape < SQL_FLOOR_SHAPES; shape++) {
+        q = (struct link_query){.owner = shape & 1 ? 3 : -1,
+                                .after_created = 5,
+                                .after_code = shape & 2 ? "c" : NULL};
+        CHECK_EQ_INT(sqlgen_floor_shape(&q), shape);
+        sql_stmt_init(&s);
+        sqlgen_list_floor(&s, &sql_sqlite, &q, 10);
+        snprintf(texts[shape], sizeof(texts[shape]), "%s", s.text.p);
+        for (unsigned j = 0; j < shape; j++)
+            CHECK(strcmp(texts[j], texts[shape]) != 0);
+        sqlite3_stmt *st = NULL;
+        CHECK_EQ_INT(sqlite3_prepare_v2(db, s.text.p, -1, &st, NULL), SQLITE_OK);
+        CHECK_EQ_INT(sqlite3_bind_parameter_count(st), s.nparams);
+        sqlite3_finalize(st);
+        sql_stmt_release(&s);
+        if (pg) {
+            sql_stmt_init(&s);
+            sqlgen_list_floor(&s, &sql_pg, &q, 10);
+            Oid types[SQL_PARAMS_MAX];
+            for (int i = 0; i < s.nparams; i++)
+                types[i] = s.param[i].type == VAL_INT ? 20 : 25;
+            char name[16];
+            snprintf(name, sizeof(name), "floor%u", shape);
+            PGresult *r = PQprepare(pg, name, s.text.p, s.nparams, types);
+            if (!CHECK(PQresultStatus(r) == PGRES_COMMAND_OK))
+                test_note("%s", PQresultErrorMessage(r));
+            PQclear(r);
+            sql_stmt_release(&s);
+        }
+    }
+    sqlite3_close(db);
+    if (pg) {
+        PQclear(PQexec(pg, "SET client_min_messages = warning; "
+                           "DROP SCHEMA IF EXISTS shortd_test_sqlfloor CASCADE"));
         PQfinish(pg);
     }
 }

@@ -595,6 +595,48 @@ static void list_checks(struct backend *b)
         buf_release(&pages);
     }
 
+    /* A search's floor: the Nth row of the owner after the cursor, in the
+     * list's order, every state counted (d1 and s1 too), other filters not. */
+    q = all;
+    q.owner = 1;
+    q.want_live = true;
+    q.q = "e.example/3";
+    int64_t fc = 0;
+    char fcode[CODE_MAX + 1] = "";
+    CHECK_EQ_INT(st->ops->link_list_floor(st, &q, 3, &fc, fcode), ERR_OK);
+    CHECK_EQ_STR(fcode, "x1");      /* s1, d1, x1 */
+    CHECK_EQ_INT(fc, 500);
+    q.after_created = 200;          /* after a3: a2, a1, then no third */
+    q.after_code = "a3";
+    CHECK_EQ_INT(st->ops->link_list_floor(st, &q, 2, &fc, fcode), ERR_OK);
+    CHECK_EQ_STR(fcode, "a1");
+    CHECK_EQ_INT(st->ops->link_list_floor(st, &q, 3, &fc, fcode), ERR_NOTFOUND);
+    q.owner = -1;                   /* every owner: b1 first */
+    q.after_code = NULL;
+    CHECK_EQ_INT(st->ops->link_list_floor(st, &q, 1, &fc, fcode), ERR_OK);
+    CHECK_EQ_STR(fcode, "b1");
+    /* Pages of a search down to their floors: a match beyond the first
+     * floor is found on a later page, none is found twice. */
+    q = all;
+    q.owner = 1;
+    q.want_live = q.want_expired = true;
+    q.q = "E.EXAMPLE/";             /* live and expired: all but d1 and s1 */
+    struct buf pages = BUF_INIT;
+    char after[CODE_MAX + 1] = "";
+    for (int page = 0; page < 10; page++) {
+        q.after_code = after;
+        int frc = st->ops->link_list_floor(st, &q, 3, &fc, fcode);
+        q.floor_code = frc == ERR_OK ? fcode : NULL;
+        q.floor_created = fc;
+        buf_printf(&pages, "%s%s", page ? "|" : "", list(st, q, &c));
+        if (frc != ERR_OK)
+            break;
+        snprintf(after, sizeof(after), "%s", fcode);
+        q.after_created = fc;
+    }
+    CHECK_EQ_STR(buf_cstr(&pages), "x1|e1,a4,a3|a2,a1");
+    buf_release(&pages);
+
     /* A callback that stops ends the listing. */
     q = all;
     q.want_live = true;

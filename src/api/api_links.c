@@ -44,16 +44,7 @@ json_t *link_json(const struct app *app, const struct link *l, int64_t now)
     json_t *o = json_object();
     json_object_set_new(o, "code", json_string(l->code));
     struct buf su = BUF_INIT;
-    const char *scheme_end = strstr(app->cfg.base_url, "://");
-    if (l->domain && scheme_end) {
-        /* The link's own domain, with the scheme of the configured public URL. */
-        buf_add(&su, app->cfg.base_url, (size_t)(scheme_end - app->cfg.base_url) + 3);
-        buf_adds(&su, l->domain);
-    } else {
-        buf_adds(&su, app->cfg.base_url);
-    }
-    buf_addc(&su, '/');
-    buf_adds(&su, l->code);
+    link_short_url(&su, app->cfg.base_url, l->code, l->domain);
     json_object_set_new(o, "short_url", json_stringn(su.p, su.len));
     buf_release(&su);
     json_object_set_new(o, "url", l->url ? json_string(l->url) : json_null());

@@ -174,7 +174,8 @@ static void csv_row(struct link_ctx *c, const char *day, int64_t clicks, int64_t
     rfc3339_format(l->created_at, created);
     csv_field(c->out, l->code);
     buf_addc(c->out, ',');
-    buf_printf(c->out, "%s/%s,", c->x->base_url, l->code);
+    link_short_url(c->out, c->x->base_url, l->code, l->domain);
+    buf_addc(c->out, ',');
     csv_field(c->out, l->url);
     buf_printf(c->out, ",%s,%s,%s,%lld,%lld,%lld\r\n", created,
                link_state_name(l, c->x->now), day, (long long)clicks, (long long)uniques,
@@ -213,7 +214,7 @@ static int export_link(const struct link *l, void *arg)
         if (l->expires_at)
             rfc3339_format(l->expires_at, expires);
         struct buf su = BUF_INIT;
-        buf_printf(&su, "%s/%s", x->base_url, l->code);
+        link_short_url(&su, x->base_url, l->code, l->domain);
         json_t *o = json_pack("{s:s,s:s,s:s?,s:s?,s:s,s:s?,s:s,s:I,s:I,s:o}", "code", l->code,
                               "short_url", su.p, "url", l->url, "title", l->title, "created_at",
                               created, "expires_at", l->expires_at ? expires : NULL, "state",

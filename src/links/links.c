@@ -762,6 +762,19 @@ const char *link_state_name(const struct link *l, int64_t now)
     }
 }
 
+void link_short_url(struct buf *out, const char *base_url, const char *code, const char *domain)
+{
+    const char *scheme_end = strstr(base_url, "://");
+    if (domain && scheme_end) {
+        buf_add(out, base_url, (size_t)(scheme_end - base_url) + 3);
+        buf_adds(out, domain);
+    } else {
+        buf_adds(out, base_url);
+    }
+    buf_addc(out, '/');
+    buf_adds(out, code);
+}
+
 int64_t link_days_remaining(const struct link *l, int64_t now)
 {
     if (!l->expires_at)

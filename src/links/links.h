@@ -128,6 +128,9 @@ const char *link_state_name(const struct link *l, int64_t now);
 bool link_is_live(const struct link *l, int64_t now);
 /* Whole days to expiry rounded up; -1 without expiry; 0 once expired. */
 int64_t link_days_remaining(const struct link *l, int64_t now);
+/* Appends the short URL of 'code' to 'out': on its custom domain 'domain'
+ * (NULL: none) with the scheme of 'base_url', else under 'base_url'. */
+void link_short_url(struct buf *out, const char *base_url, const char *code, const char *domain);
 
 /* API keys: tokens are shown once; only their keyed BLAKE2b hash is stored. */
 int links_key_create(struct links *l, struct store *st, const char *name, bool admin,

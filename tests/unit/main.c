@@ -210,6 +210,7 @@
     X(api_stats_top)                                                                               \
     X(api_stats_service)                                                                           \
     X(api_stats_export)                                                                            \
+    X(api_stats_export_domain)                                                                     \
     X(api_domains_add)                                                                             \
     X(api_domains_list)                                                                            \
     X(api_domains_delete)                                                                          \

@@ -303,3 +303,40 @@ void test_api_stats_export(void)
     hx_resp_release(&resp);
     hx_free(h);
 }
+
+/* A link on a custom domain is exported with its short URL on that domain
+ * (the scheme of base-url), as the link object gives it: JSON and CSV. */
+void test_api_stats_export_domain(void)
+{
+    struct fixture f;
+    if (!fixture(&f))
+        return;
+    struct hx *h = f.h;
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/domains", f.mine, "{\"host\":\"go.example\"}", &resp),
+                 201);
+    hx_resp_release(&resp);
+    char code[HX_CODE_MAX];
+    CHECK_EQ_INT(hx_create(h, f.auth, "{\"url\":\"https://example.com/d\",\"domain\":\"go.example\"}",
+                           code),
+                 201);
+    char want[128];
+    snprintf(want, sizeof(want), "http://go.example/%s", code);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/export?format=json", f.mine, NULL, &resp), 200);
+    size_t i;
+    json_t *l;
+    int found = 0;
+    json_array_foreach(resp.json, i, l) {
+        const char *c = json_string_value(json_object_get(l, "code"));
+        if (c && !strcmp(c, code))
+            found += CHECK_EQ_STR(json_string_value(json_object_get(l, "short_url")), want);
+    }
+    CHECK_EQ_INT(found, 1);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/export?format=csv", f.mine, NULL, &resp), 200);
+    char row[320];
+    snprintf(row, sizeof(row), "\r\n%s,%s,https://example.com/d,", code, want);
+    CHECK(resp.body && strstr(resp.body, row) != NULL);
+    hx_resp_release(&resp);
+    hx_free(h);
+}

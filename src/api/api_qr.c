@@ -18,6 +18,7 @@
 #include "api/handlers.h"
 #include "base/log.h"
 #include "api/owner.h"
+#include "links/links.h"
 #include "store/store_links.h"
 #include "base/banned.h"
 
@@ -164,10 +165,9 @@ int handle_link_qr(struct request *r)
     int status = owner_link(r, code, &l);
     if (status)
         return status;
-    link_release(&l);
-
     struct buf url = BUF_INIT;
-    buf_printf(&url, "%s/%s", app->cfg.base_url, code);
+    link_short_url(&url, app->cfg.base_url, code, l.domain);
+    link_release(&l);
     QRcode *qr = QRcode_encodeString(url.p, 0, QR_ECLEVEL_M, QR_MODE_8, 1);
     int err = errno;
     buf_release(&url);

@@ -197,3 +197,16 @@ it('the route has its own label in /metrics', async () => {
     const m = await api(srv, 'GET', '/metrics');
     assert.match(m.text, /shortd_requests_total\{route="GET \/api\/links\/:code\/qr",status="200"\} \d+/);
 });
+
+it('a link on a custom domain: the QR code holds its short URL on that domain', async () => {
+    const host = `${unique('qr').toLowerCase().replace(/[^a-z0-9]/g, '')}.example`;
+    const d = await api(srv, 'POST', '/api/domains', { key: userKey, body: { host } });
+    assert.equal(d.status, 201, d.text);
+    const onDomain = await createLink(srv, userKey, { url: 'https://example.com/qr-domain', domain: host });
+    assert.ok(onDomain.short_url.includes(`//${host}/`), onDomain.short_url);
+    const r = await qr(onDomain.code, '?format=png');
+    assert.equal(r.status, 200, r.text);
+    const file = path.join(dir, 'qr-domain.png');
+    fs.writeFileSync(file, r.body);
+    assert.equal(zbar(file), onDomain.short_url);
+});

@@ -55,6 +55,7 @@ static const struct route routes[] = {
     {"GET",    "/api/admin/blocklist",           handle_blocklist_list,  ROUTE_ADMIN},
     {"POST",   "/api/admin/blocklist",           handle_blocklist_add,   ROUTE_ADMIN | ROUTE_JSON},
     {"DELETE", "/api/admin/blocklist/:host",     handle_blocklist_delete, ROUTE_ADMIN},
+    {"GET",    "/api/openapi.json",              handle_openapi,         ROUTE_LOOP},
 };
 #define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))
 

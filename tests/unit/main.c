@@ -181,6 +181,7 @@
     X(router_not_found)                                                                            \
     X(router_method_not_allowed)                                                                   \
     X(router_reserved)                                                                             \
+    X(openapi_routes)                                                                              \
     X(api_links_create)                                                                            \
     X(api_links_create_store_fails)                                                                \
     X(api_links_get)                                                                               \

@@ -64,9 +64,12 @@ $(ISBOT_INC): package-lock.json scripts/gen-isbot.mjs
 
 # The dashboard (web/) and the chart library it uses (npm uplot, pinned in
 # package-lock.json) are compiled into the binary: scripts/embed-web.mjs turns
-# them into a C table. Its --check also covers playwright-core, which the
-# browser tests need, so this npm ci installs everything the lock file pins
-# (after the isbot rule's, never at the same time as it under make -j).
+# them into a C table, web/openapi.json (served at /api/openapi.json) among
+# them. Its --check also covers playwright-core, which the browser tests need,
+# and the validators of tests/e2e/openapi.test.mjs (ajv, ajv-formats,
+# @seriousme/openapi-schema-validator), so this npm ci installs everything the
+# lock file pins (after the isbot rule's, never at the same time as it under
+# make -j).
 WEB_INC := build/gen/web_assets.inc
 $(OUT)/obj/api/dashboard.o: $(WEB_INC)
 

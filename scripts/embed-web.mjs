@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // embed-web.mjs - writes the dashboard's files as a C table for src/api/dashboard.c,
 // so that shortd serves them from its own binary: one file to deploy, no CDN.
-// The files are everything directly in web/ plus uPlot's browser build and
+// The files are everything directly in web/ (the API's OpenAPI document,
+// web/openapi.json, among them) plus uPlot's browser build and
 // stylesheet from node_modules (npm, pinned in package-lock.json; npm ci
 // installs exactly that version). Each entry has its name (the part after
 // /static/), content type, a strong ETag (the start of the SHA-256 of the
@@ -11,7 +12,8 @@
 //   node scripts/embed-web.mjs --check   exit 1 unless every package that
 //                                        package-lock.json pins (uplot,
 //                                        playwright-core for the browser
-//                                        tests, isbot) is installed at its
+//                                        tests, isbot, the OpenAPI test's
+//                                        validators) is installed at its
 //                                        locked version
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";

@@ -4,7 +4,8 @@
  * or style; data only from this origin), /static/FILE the scripts, styles and
  * icons it loads. Every answer carries a strong ETag and asks the browser to
  * revalidate (no-cache), so a new binary is picked up at once while an
- * unchanged file costs only a 304. */
+ * unchanged file costs only a 304. The API's OpenAPI document
+ * (web/openapi.json) is one of these files, served at /api/openapi.json too. */
 #include "api/dashboard.h"
 
 #include <string.h>
@@ -87,5 +88,13 @@ int handle_static(struct request *r)
     const struct web_asset *a = dashboard_asset(r->params[0]);
     if (!a)
         return http_error(r, 404, "not_found", NULL, "no such file");
+    return serve(r, a);
+}
+
+int handle_openapi(struct request *r)
+{
+    const struct web_asset *a = dashboard_asset(SLICE_LIT("openapi.json"));
+    if (!a)
+        return http_error(r, 404, "not_found", NULL, "this build has no OpenAPI document");
     return serve(r, a);
 }

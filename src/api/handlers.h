@@ -61,5 +61,6 @@ int handle_metrics(struct request *r);
 /* dashboard.c - the web dashboard, compiled in from web/ */
 int handle_dashboard(struct request *r);
 int handle_static(struct request *r);
+int handle_openapi(struct request *r);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "app/app.h"
 #include "http/clientaddr.h"
+#include "http/cors.h"
 #include "links/codes.h"
 #include "base/err.h"
 #include "api/handlers.h"
@@ -55,6 +56,7 @@ static const struct route routes[] = {
     {"GET",    "/api/admin/blocklist",           handle_blocklist_list,  ROUTE_ADMIN},
     {"POST",   "/api/admin/blocklist",           handle_blocklist_add,   ROUTE_ADMIN | ROUTE_JSON},
     {"DELETE", "/api/admin/blocklist/:host",     handle_blocklist_delete, ROUTE_ADMIN},
+    {"GET",    "/api/openapi.json",              handle_openapi,         ROUTE_LOOP},
 };
 #define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))
 
@@ -113,6 +115,12 @@ const char *const *router_route_names(int *n)
     init_tables();
     *n = NROUTES + 2;
     return route_names;
+}
+
+/* Whether browsers of other origins may call the route (router.h). */
+static bool is_cors(const struct route *rt)
+{
+    return (rt->flags & ROUTE_CORS) || strncmp(rt->pattern, "/api/", 5) == 0;
 }
 
 /* Matches 'path' against 'pattern', capturing ':' segments into r->params. */
@@ -216,11 +224,12 @@ static int authenticate_limited(struct request *r)
     struct rl_info info;
     if (!ratelimit_peek(rl, RL_AUTH, key, kn, now, &info))
         return ratelimit_refuse(r, &info);
+    size_t before = r->resp_headers.len;
     int status = authenticate(r);
     if (status != 401)
         return status;
     if (!ratelimit_take(rl, RL_AUTH, key, kn, now, &info)) {
-        buf_reset(&r->resp_headers);    /* the 401's WWW-Authenticate */
+        buf_truncate(&r->resp_headers, before);   /* the 401's WWW-Authenticate */
         return ratelimit_refuse(r, &info);
     }
     ratelimit_headers(r, &info);
@@ -307,11 +316,19 @@ static int prechecked(struct request *r)
     return 0;
 }
 
+/* A precheck's refusal is an answer of its route: the CORS headers too. */
+static int precheck_refused(struct request *r, int status)
+{
+    if (status > 0 && is_cors(r->route))
+        cors_add_headers(r);
+    return status;
+}
+
 /* router_precheck's check, on a store thread. */
 static int precheck(struct request *r)
 {
     int status = authenticate_limited(r);
-    return status ? status : prechecked(r);
+    return precheck_refused(r, status ? status : prechecked(r));
 }
 
 /* ---- on a store thread ---- */
@@ -375,7 +392,7 @@ static void route_timeout(struct storeq_wait *w)
         return;
     int status = unavailable(r, j->kind == OFF_GATE);
     if (j->kind == OFF_PRECHECK)
-        http_precheck_resume(r, status);
+        http_precheck_resume(r, precheck_refused(r, status));
     else
         http_resume(r, status);
 }
@@ -462,7 +479,7 @@ int router_precheck(struct request *r)
         r->route = rt;
         r->route_id = i + 2;
         int status = precheck_here(r);
-        return status >= 0 ? status : offload(r, precheck, OFF_PRECHECK);
+        return status >= 0 ? precheck_refused(r, status) : offload(r, precheck, OFF_PRECHECK);
     }
     return 0;
 }
@@ -488,13 +505,14 @@ int router_dispatch(struct request *r)
         }
     }
     const char *method = llhttp_method_name((llhttp_method_t)r->method);
-    bool path_matched = false;
+    bool path_matched = false, cors = false;
     char allow[64] = "";
     for (int i = 0; i < NROUTES; i++) {
         const struct route *rt = &routes[i];
         if (!match(rt->pattern, r->path, r))
             continue;
         path_matched = true;
+        cors = cors || is_cors(rt);
         bool head_ok = r->method == HTTP_HEAD && strcmp(rt->method, "GET") == 0;
         if (strcmp(rt->method, method) != 0 && !head_ok) {
             size_t n = strlen(allow);
@@ -503,11 +521,18 @@ int router_dispatch(struct request *r)
         }
         r->route = rt;
         r->route_id = i + 2;
+        if (is_cors(rt))
+            cors_add_headers(r);
         if (!(rt->flags & ROUTE_LOOP))
             return offload(r, run_route, OFF_API);
         return run_route(r);
     }
+    /* A browser's preflight: answered here, with no key and no store. */
+    if (cors && r->method == HTTP_OPTIONS && http_header(r, "origin").p)
+        return cors_preflight(r, allow);
     if (path_matched) {
+        if (cors)
+            cors_add_headers(r);
         http_add_header(r, "Allow", allow, strlen(allow));
         return http_error(r, 405, "method_not_allowed", NULL, "use %s", allow);
     }

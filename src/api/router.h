@@ -10,7 +10,11 @@
  * name a label in /metrics; authentication, body parsing and JSON errors are
  * done here, once, for every route. A route runs on a store thread
  * (storeq.h), never on an event loop, unless it is flagged ROUTE_LOOP: only
- * routes that read nothing from the store or Redis may be. */
+ * routes that read nothing from the store or Redis may be.
+ * A route under /api/, or one flagged ROUTE_CORS, answers browsers of the
+ * origins `cors-origins` lists: its path's OPTIONS preflight is answered
+ * here, on the event loop and without a key, with the methods of the table's
+ * routes for that path; its answers carry the CORS headers (cors.h). */
 #ifndef SHORTD_ROUTER_H
 #define SHORTD_ROUTER_H
 
@@ -21,6 +25,8 @@
 #define ROUTE_JSON   (1u << 2)  /* body must be a JSON object; parsed into r->json */
 #define ROUTE_LOOP   (1u << 3)  /* needs no store: answered on the event loop */
 #define ROUTE_CREATE (1u << 4)  /* creates links: the `create` rate limits count it, not `read` */
+#define ROUTE_CORS   (1u << 5)  /* other sites' pages may call it (cors-origins, cors.h); every
+                                 * route under /api/ is, flagged or not */
 
 struct route {
     const char *method;

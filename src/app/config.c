@@ -112,6 +112,9 @@ static const struct setting settings[] = {
     {"sweep-batch", C_INT, F(sweep_batch), "1000", 1, 100000, "links swept per transaction"},
     {"trusted-proxies", C_STR, F(trusted_proxies), NULL, 0, 0,
      "CIDRs of proxies whose X-Forwarded-For is believed, comma separated (default: none)"},
+    {"cors-origins", C_STR, F(cors_origins), NULL, 0, 0,
+     "origins (SCHEME://HOST[:PORT]) whose web pages may call the API, comma separated, or * "
+     "for any (default: none)"},
     {"rate-auth", C_RATE, F(rate_auth), "20/60", 0, 0,
      "API requests without a valid key per client address: LIMIT/SECONDS, or off"},
     {"rate-password", C_RATE, F(rate_password), "5/60", 0, 0,

@@ -30,6 +30,7 @@ struct config {
     char *cache;             /* redis:// URL of the shared cache, optional */
     char *node_id;           /* this node's name in logs and metrics */
     char *trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
+    char *cors_origins;      /* origins whose pages may call the API (cors.h); NULL: none */
     int64_t threads;         /* event-loop threads; 0 = one per core */
     int64_t takeover;        /* bool: share a busy listen address (SO_REUSEPORT) */
     int64_t max_connections;

@@ -31,6 +31,7 @@
 #include "clicks/classify.h"
 #include "clicks/clicks.h"
 #include "http/clientaddr.h"
+#include "http/cors.h"
 #include "base/coop.h"
 #include "base/err.h"
 #include "clicks/geo.h"
@@ -322,6 +323,10 @@ int serve_run(struct config *cfg)
     self_hosts(&app.cfg, hostbufs, hosts);
     char herr[256];
     if (hostlist_parse(app.cfg.hosts, &app.hosts, herr, sizeof(herr)) != ERR_OK) {
+        log_at(LOG_ERROR, "%s", herr);
+        goto out;
+    }
+    if (cors_check(app.cfg.cors_origins, herr, sizeof(herr)) != ERR_OK) {
         log_at(LOG_ERROR, "%s", herr);
         goto out;
     }

@@ -30,6 +30,14 @@ void buf_reset(struct buf *b)
         b->p[0] = '\0';
 }
 
+void buf_truncate(struct buf *b, size_t len)
+{
+    if (len >= b->len)
+        return;
+    b->len = len;
+    b->p[len] = '\0';
+}
+
 void buf_reserve(struct buf *b, size_t extra)
 {
     if (extra > SIZE_MAX / 2 - b->len)

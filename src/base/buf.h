@@ -26,6 +26,7 @@ struct slice {
 void buf_init(struct buf *b);
 void buf_release(struct buf *b);        /* frees; the buf is empty and reusable */
 void buf_reset(struct buf *b);          /* len = 0, keeps the memory */
+void buf_truncate(struct buf *b, size_t len); /* drops what is past 'len', if anything */
 void buf_reserve(struct buf *b, size_t extra);
 
 /* Appending */

@@ -182,6 +182,12 @@
     X(router_not_found)                                                                            \
     X(router_method_not_allowed)                                                                   \
     X(router_reserved)                                                                             \
+    X(cors_check)                                                                                  \
+    X(cors_allowed)                                                                                \
+    X(cors_preflight)                                                                              \
+    X(cors_answers)                                                                                \
+    X(cors_default_none)                                                                           \
+    X(openapi_routes)                                                                              \
     X(api_links_create)                                                                            \
     X(api_links_create_store_fails)                                                                \
     X(api_links_get)                                                                               \

@@ -13,7 +13,9 @@ static void finish_on_loop(struct task *t)
     struct api_job *j = (struct api_job *)((char *)t - offsetof(struct api_job, task));
     struct request *r = j->r;
     int status;
-    if (j->job.rc != ERR_OK) {
+    if (j->respond) {
+        status = j->respond(j);
+    } else if (j->job.rc != ERR_OK) {
         status = http_unavailable(r, NULL);     /* whatever run() said did not happen */
     } else {
         if (j->replayed)

@@ -5,7 +5,8 @@
  * after the commit, after_commit() (if any) tells the caches (tiers.h) on
  * the writer thread; then the answer is sent from the request's own
  * event-loop thread. A failed job (run() or the commit) answers
- * http_unavailable's 503, whatever run() said. */
+ * http_unavailable's 503, whatever run() said (unless respond() writes
+ * the answer). */
 #ifndef SHORTD_APIJOB_H
 #define SHORTD_APIJOB_H
 
@@ -29,6 +30,10 @@ struct api_job {
     /* Optional: builds 'answer' on the loop thread when run() left it empty,
      * so the writer thread does only what must be serialised. */
     void (*render)(struct api_job *j);
+    /* Optional: writes the answer itself, on the loop thread, in another
+     * API's shape or format (a compatible API's), and returns its status;
+     * it runs whether the job failed or not (job.rc tells). */
+    int (*respond)(struct api_job *j);
     void (*release)(struct api_job *j);     /* frees what embeds the job */
 };
 

@@ -28,6 +28,9 @@
 #include "base/timeutil.h"
 #include "base/banned.h"
 
+/* Only a compatible API's routes name a dialect: the rest leave it NULL. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct route routes[] = {
     /* method   pattern                          handler                 flags */
     {"GET",    "/",                              handle_home,            ROUTE_LOOP},
@@ -58,6 +61,7 @@ static const struct route routes[] = {
     {"DELETE", "/api/admin/blocklist/:host",     handle_blocklist_delete, ROUTE_ADMIN},
     {"GET",    "/api/openapi.json",              handle_openapi,         ROUTE_LOOP},
 };
+#pragma GCC diagnostic pop
 #define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))
 
 /* Words no alias may take beyond the table's own first segments: paths that
@@ -180,11 +184,56 @@ static bool bearer_token(const struct request *r, struct slice *token)
     return true;
 }
 
-/* On a store thread: a key this node does not hold is read from the store. */
-static int authenticate(struct request *r)
+/* The route's dialect; NULL for shortd's own API (and no route). */
+static const struct api_dialect *dialect_of(const struct request *r)
 {
+    return r->route ? r->route->dialect : NULL;
+}
+
+/* The request's key token, where its route's API carries it: 'buf' holds
+ * it when the dialect had to decode it. */
+static bool route_token(const struct request *r, char *buf, size_t cap, struct slice *token)
+{
+    const struct api_dialect *d = dialect_of(r);
+    return d ? d->token(r, buf, cap, token) : bearer_token(r, token);
+}
+
+/* A refusal of the router's own (not a handler's), in the route's API's
+ * shape: shortd's error object, or the dialect's. */
+static int refuse(struct request *r, int status, const char *code, const char *message)
+{
+    const struct api_dialect *d = dialect_of(r);
+    if (d)
+        return d->error(r, status, code, message);
+    return http_error(r, status, code, NULL, "%s", message);
+}
+
+/* 429 for a limit that refused (its headers and Retry-After kept), in the
+ * route's API's shape. */
+static int rate_refuse(struct request *r, const struct rl_info *info)
+{
+    int status = ratelimit_refuse(r, info);
+    if (!dialect_of(r))
+        return status;
+    char msg[96];
+    snprintf(msg, sizeof(msg), "too many requests; retry in %lld s",
+             (long long)(info->retry_after > 0 ? info->retry_after : 1));
+    return refuse(r, 429, "rate_limited", msg);
+}
+
+/* On a store thread: a key this node does not hold is read from the store.
+ * *refused is set when the key is missing or wrong (the `auth` limit
+ * counts those), whatever status the route's API gives that. */
+static int authenticate(struct request *r, bool *refused)
+{
+    const struct api_dialect *d = dialect_of(r);
+    char buf[KEY_TOKEN_LEN + 1];
     struct slice token;
-    if (!bearer_token(r, &token)) {
+    *refused = false;
+    if (!route_token(r, buf, sizeof(buf), &token)) {
+        *refused = true;
+        if (d)
+            return refuse(r, 401, "unauthorized", "no API key");
         http_add_header(r, "WWW-Authenticate", "Bearer", 6);
         return http_error(r, 401, "unauthorized", NULL,
                           "send an API key as 'Authorization: Bearer KEY'");
@@ -193,10 +242,17 @@ static int authenticate(struct request *r)
     if (rc == ERR_AGAIN)    /* not known here yet */
         rc = links_authenticate(r->app->links, token, &r->key);
     if (rc == ERR_NOTFOUND) {
+        *refused = true;
+        if (d)
+            return refuse(r, 401, "invalid_key", "unknown or revoked API key");
         http_add_header(r, "WWW-Authenticate", "Bearer error=\"invalid_token\"", 28);
         return http_error(r, 401, "unauthorized", NULL, "unknown or revoked API key");
     }
     if (rc != ERR_OK) {
+        if (d) {
+            http_add_header(r, "Retry-After", "1", 1);
+            return refuse(r, 503, "unavailable", "the store is unavailable; try again");
+        }
         return http_unavailable(r, NULL);
     }
     return 0;
@@ -216,21 +272,22 @@ static size_t addr_key(const struct request *r, char *out, size_t cap)
 static int authenticate_limited(struct request *r)
 {
     struct ratelimit *rl = r->app->ratelimit;
+    bool refused;
     if (!ratelimit_enabled(rl, RL_AUTH))
-        return authenticate(r);
+        return authenticate(r, &refused);
     char key[64];
     size_t kn = addr_key(r, key, sizeof(key));
     int64_t now = now_ms();
     struct rl_info info;
     if (!ratelimit_peek(rl, RL_AUTH, key, kn, now, &info))
-        return ratelimit_refuse(r, &info);
+        return rate_refuse(r, &info);
     size_t before = r->resp_headers.len;
-    int status = authenticate(r);
-    if (status != 401)
+    int status = authenticate(r, &refused);
+    if (!refused)
         return status;
     if (!ratelimit_take(rl, RL_AUTH, key, kn, now, &info)) {
-        buf_truncate(&r->resp_headers, before);   /* the 401's WWW-Authenticate */
-        return ratelimit_refuse(r, &info);
+        buf_truncate(&r->resp_headers, before);   /* the refusal's WWW-Authenticate */
+        return rate_refuse(r, &info);
     }
     ratelimit_headers(r, &info);
     return status;
@@ -261,7 +318,7 @@ static int limit_authenticated(struct request *r)
     if (a.limit && (!k.limit || (!ok ? a.retry_after > 0 : a.remaining < k.remaining)))
         info = &a;
     if (!ok)
-        return ratelimit_refuse(r, info);
+        return rate_refuse(r, info);
     ratelimit_headers(r, info);
     return 0;
 }
@@ -295,7 +352,7 @@ static int run_route(struct request *r)
             return status;
     }
     if ((rt->flags & ROUTE_ADMIN) && !r->key.admin)
-        return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
+        return refuse(r, 403, "forbidden", "this needs an admin API key");
     if (rt->flags & ROUTE_JSON) {
         status = parse_json(r);
         if (status)
@@ -311,7 +368,7 @@ static int gate_post(struct request *r) { return handle_gate_post(r, r->code); }
 static int prechecked(struct request *r)
 {
     if ((r->route->flags & ROUTE_ADMIN) && !r->key.admin)
-        return http_error(r, 403, "forbidden", NULL, "this needs an admin API key");
+        return refuse(r, 403, "forbidden", "this needs an admin API key");
     r->authed = true;
     return 0;
 }
@@ -349,12 +406,16 @@ struct route_job {
 #define OFF_GATE 1          /* the password gate's: in plain text */
 #define OFF_PRECHECK 2      /* router_precheck's: ends with http_precheck_resume */
 
-/* The gate's answer is a browser's, in plain text; any other, the API's. */
+/* The gate's answer is a browser's, in plain text; any other, the API's
+ * (in the route's own shape). */
 static int unavailable(struct request *r, bool text)
 {
     if (text)
         return http_unavailable_text(r);
-    return http_unavailable(r, "the store is busy or unavailable; try again");
+    if (!dialect_of(r))
+        return http_unavailable(r, "the store is busy or unavailable; try again");
+    http_add_header(r, "Retry-After", "1", 1);
+    return refuse(r, 503, "unavailable", "the store is busy or unavailable; try again");
 }
 
 /* The loop, after the handler ran: its answer, unless it answers later
@@ -448,8 +509,9 @@ void router_heavy_leave(struct app *app, int64_t key_id)
  * (an unknown key, or a 401 that counts against the limit). */
 static int precheck_here(struct request *r)
 {
+    char buf[KEY_TOKEN_LEN + 1];
     struct slice token;
-    if (!bearer_token(r, &token) ||
+    if (!route_token(r, buf, sizeof(buf), &token) ||
         links_authenticate_cached(r->app->links, token, &r->key) != ERR_OK)
         return -1;
     struct ratelimit *rl = r->app->ratelimit;
@@ -476,6 +538,8 @@ int router_precheck(struct request *r)
             continue;
         if (!(rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)))
             return 0;
+        if (rt->dialect && rt->dialect->token_in_body)
+            return 0;   /* its key may be in the body: checked once that is read */
         r->route = rt;
         r->route_id = i + 2;
         int status = precheck_here(r);

@@ -4,6 +4,8 @@
  *   1. write `int handle_x(struct request *r)` in the api_*.c file of its
  *      resource and declare it in handlers.h;
  *   2. add one line to routes[] in router.c (method, pattern, handler, flags).
+ * A compatible API's route names its dialect (struct api_dialect) as a fifth
+ * field; its handlers live in compat_<api>.c.
  * A route of one link (/api/links/:code...) finds it through owner.h, which
  * answers another owner's link 404, and is listed in test_rules.c.
  * Its first path segment becomes a reserved word (no alias may take it), its
@@ -28,11 +30,30 @@
 #define ROUTE_CORS   (1u << 5)  /* other sites' pages may call it (cors-origins, cors.h); every
                                  * route under /api/ is, flagged or not */
 
+/* A compatible API's ways (YOURLS's, Kutt's...): where a request carries
+ * its key and how an error is written. The router authenticates a route
+ * of any dialect as it does its own (key cache, store read, the `auth`
+ * rate limit counting each refused key) and writes each of its own refusals
+ * (no key, a wrong key, 403, 429, 503) through error(). */
+struct api_dialect {
+    const char *name;
+    /* The key's token, decoded into 'buf' (cap bytes) when it must be:
+     * true with *token set, false when the request carries none. */
+    bool (*token)(const struct request *r, char *buf, size_t cap, struct slice *token);
+    bool token_in_body;         /* token() may read the body: checked once it is read */
+    /* Writes the answer for one of the router's refusals, in the API's
+     * own shape, and returns its status (which may differ from 'status':
+     * YOURLS answers a refused key 403). 'code' is shortd's: unauthorized
+     * (no key), invalid_key, forbidden, rate_limited, unavailable. */
+    int (*error)(struct request *r, int status, const char *code, const char *message);
+};
+
 struct route {
     const char *method;
     const char *pattern;        /* "/api/links/:code": ':' segments are parameters */
     int (*handler)(struct request *r);
     unsigned flags;
+    const struct api_dialect *dialect;  /* NULL: shortd's own API */
 };
 
 /* Routes a complete request: a route, or the redirect at the root path.

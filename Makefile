@@ -1,8 +1,10 @@
 # shortd - build, run, test.
 #   make            release build: build/shortd
 #   make run        build, then serve on 127.0.0.1:8080 with data/shortd.db
-#   make test       install what is missing, then unit + end-to-end tests
-#                   under AddressSanitizer and UndefinedBehaviorSanitizer
+#   make test       install what is missing, then every suite (scripts/test.sh):
+#                   unit tests under ASan+UBSan and under ThreadSanitizer, a
+#                   fuzz smoke pass, end-to-end tests on SQLite and PostgreSQL,
+#                   cluster, storage-freeze and browser tests, a bench smoke run
 #   make SAN=thread ... a ThreadSanitizer build into build/tsan
 #   make PROFILE=1  an -O2 build with frame pointers into build/prof, for perf
 #   make fuzz       every libFuzzer target (fuzz/*.c) for FUZZ_SECONDS each

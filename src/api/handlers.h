@@ -58,6 +58,11 @@ int handle_healthz(struct request *r);
 int handle_readyz(struct request *r);
 int handle_metrics(struct request *r);
 
+/* compat_yourls.c - YOURLS's yourls-api.php; its dialect is the router's */
+struct api_dialect;
+extern const struct api_dialect yourls_dialect;
+int handle_yourls(struct request *r);
+
 /* dashboard.c - the web dashboard, compiled in from web/ */
 int handle_dashboard(struct request *r);
 int handle_static(struct request *r);

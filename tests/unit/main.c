@@ -230,7 +230,13 @@
     X(api_ops_metrics)                                                                             \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
-    X(api_qr_errors)
+    X(api_qr_errors)                                                                               \
+    X(compat_yourls_shorturl)                                                                      \
+    X(compat_yourls_bad_input)                                                                     \
+    X(compat_yourls_reads)                                                                         \
+    X(compat_yourls_formats)                                                                       \
+    X(compat_yourls_auth)                                                                          \
+    X(compat_yourls_store_fails)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -1,0 +1,955 @@
+/* compat_yourls.c - YOURLS's API (yourls-api.php), so that its clients
+ * (ShareX, browser extensions, WordPress plugins...) work against shortd
+ * with nothing changed but the base URL and the signature.
+ *
+ * The shapes are those of YOURLS 1.10.4 (includes/functions-api.php,
+ * includes/functions-shorturls.php, yourls-api.php): the actions shorturl,
+ * expand, url-stats, stats, db-stats and version; the formats xml (the
+ * default), json, jsonp and simple; the HTTP status is the answer's
+ * statusCode or errorCode. Parameters come from the query and the body
+ * (a urlencoded or multipart form), the body's first, as PHP's $_REQUEST.
+ * The key is the `signature` parameter (yourls_dialect, for the router);
+ * a signature with a `timestamp` is a hash of the key, which shortd cannot
+ * check (it keeps only a keyed hash of each key), and `username` and
+ * `password` name users shortd does not have: both are refused as YOURLS
+ * refuses a failed login.
+ *
+ * Links made here are ordinary links: links_parse and links_create (the
+ * same rules as POST /api/links, "reuse" standing for YOURLS's unique URLs),
+ * the group-commit writer (apijob.h) and link_changed after the commit.
+ * Where a rule of shortd's refuses what YOURLS would take (an alias, a code
+ * once used), the client gets YOURLS's error for it (error:keyword). */
+#include <ctype.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/apijob.h"
+#include "api/handlers.h"
+#include "api/owner.h"
+#include "api/router.h"
+#include "app/app.h"
+#include "base/err.h"
+#include "base/pct.h"
+#include "base/timeutil.h"
+#include "links/links.h"
+#include "redirect/tiers.h"
+#include "base/banned.h"
+
+#define YOURLS_VERSION "1.10.4"     /* the YOURLS whose API this speaks */
+#define YOURLS_DB_VERSION "507"
+#define PARAM_MAX (64 * 1024)       /* bytes of one decoded parameter */
+#define STATS_LIMIT_MAX 1000        /* links one `stats` answer lists */
+#define STATS_SCAN_MAX 10000        /* links a `stats` sorts (its key's newest) */
+#define TRIM_CHARS 60               /* yourls_trim_long_string's length */
+
+/* ---- parameters ---- */
+
+/* The value of 'name' in the form s (name=value&...), undecoded. */
+static bool form_find(struct slice s, const char *name, struct slice *raw)
+{
+    size_t nlen = strlen(name);
+    const char *p = s.p, *end = s.p + s.n;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *pe = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(pe - p));
+        const char *ke = eq ? eq : pe;
+        char key[64];
+        long kn = pct_form_decode(p, (size_t)(ke - p), key, sizeof(key));
+        if (kn == (long)nlen && memcmp(key, name, nlen) == 0) {
+            *raw = eq ? (struct slice){eq + 1, (size_t)(pe - eq - 1)} : (struct slice){pe, 0};
+            return true;
+        }
+        if (!amp)
+            break;
+        p = amp + 1;
+    }
+    return false;
+}
+
+static const char *memfind(const char *hay, size_t n, const char *needle, size_t m)
+{
+    if (!m || m > n)
+        return NULL;
+    for (const char *p = hay; (p = memchr(p, needle[0], n - (size_t)(p - hay) - m + 1));
+         p++) {
+        if (memcmp(p, needle, m) == 0)
+            return p;
+        if ((size_t)(p - hay) + m >= n)
+            break;
+    }
+    return NULL;
+}
+
+/* The boundary of a multipart/form-data Content-Type: false when it is not one. */
+static bool multipart_boundary(struct slice ct, char *out, size_t cap, size_t *n)
+{
+    static const char mp[] = "multipart/form-data";
+    if (ct.n < sizeof(mp) - 1 || strncasecmp(ct.p, mp, sizeof(mp) - 1) != 0)
+        return false;
+    for (size_t i = sizeof(mp) - 1; i + 9 <= ct.n; i++) {
+        if (strncasecmp(ct.p + i, "boundary=", 9) != 0)
+            continue;
+        const char *b = ct.p + i + 9, *e = ct.p + ct.n;
+        if (b < e && *b == '"') {
+            b++;
+            const char *q = memchr(b, '"', (size_t)(e - b));
+            e = q ? q : e;
+        } else {
+            const char *semi = memchr(b, ';', (size_t)(e - b));
+            e = semi ? semi : e;
+            while (e > b && e[-1] == ' ')
+                e--;
+        }
+        size_t len = (size_t)(e - b);
+        if (!len || len + 4 > cap)  /* RFC 2046: 1 to 70 characters */
+            return false;
+        memcpy(out, "\r\n--", 4);
+        memcpy(out + 4, b, len);
+        *n = len + 4;
+        return true;
+    }
+    return false;
+}
+
+/* The name="..." of a part's headers (hdr, up to the blank line). */
+static bool part_name(struct slice hdr, struct slice *name)
+{
+    const char *p = hdr.p, *end = hdr.p + hdr.n;
+    while (p < end) {
+        const char *eol = memfind(p, (size_t)(end - p), "\r\n", 2);
+        const char *le = eol ? eol : end;
+        static const char cd[] = "content-disposition:";
+        if ((size_t)(le - p) > sizeof(cd) - 1 && strncasecmp(p, cd, sizeof(cd) - 1) == 0) {
+            for (const char *q = p + sizeof(cd) - 1; q + 6 <= le; q++) {
+                if (strncasecmp(q, "name=\"", 6) != 0 || (q[-1] != ' ' && q[-1] != ';'))
+                    continue;
+                const char *v = q + 6;
+                const char *ve = memchr(v, '"', (size_t)(le - v));
+                if (!ve)
+                    return false;
+                *name = (struct slice){v, (size_t)(ve - v)};
+                return true;
+            }
+        }
+        if (!eol)
+            break;
+        p = eol + 2;
+    }
+    return false;
+}
+
+/* The value of part 'name' of a multipart body ('delim' is CRLF "--" and
+ * the boundary). */
+static bool multipart_find(struct slice body, const char *delim, size_t dn, const char *name,
+                           struct slice *raw)
+{
+    /* A CRLF before the first delimiter is the body's own only when a
+     * preamble precedes it: look from a virtual CRLF at the start. */
+    const char *p = body.p, *end = body.p + body.n;
+    if (body.n >= dn - 2 && memcmp(p, delim + 2, dn - 2) == 0)
+        p += dn - 2;
+    else if ((p = memfind(body.p, body.n, delim, dn)))
+        p += dn;
+    else
+        return false;
+    size_t nlen = strlen(name);
+    for (;;) {
+        if (end - p >= 2 && p[0] == '-' && p[1] == '-')
+            return false;   /* the closing delimiter */
+        const char *eol = memfind(p, (size_t)(end - p), "\r\n", 2);
+        if (!eol)
+            return false;
+        /* the part's headers: none when the blank line follows at once */
+        const char *he = memfind(eol, (size_t)(end - eol), "\r\n\r\n", 4);
+        if (!he)
+            return false;
+        struct slice hdr = {eol + 2, he > eol ? (size_t)(he - eol - 2) : 0};
+        const char *vs = he + 4;
+        const char *ve = memfind(vs, (size_t)(end - vs), delim, dn);
+        if (!ve)
+            return false;
+        struct slice pn;
+        if (part_name(hdr, &pn) && pn.n == nlen &&
+            memcmp(pn.p, name, nlen) == 0) {
+            *raw = (struct slice){vs, (size_t)(ve - vs)};
+            return true;
+        }
+        p = ve + dn;
+    }
+}
+
+/* The value of parameter 'name' as PHP's $_REQUEST has it (the body's
+ * before the query's), decoded, in a new string (free it); NULL when the
+ * request has none or it cannot be decoded. *n is its length (it may hold
+ * a NUL). */
+static char *param(const struct request *r, const char *name, size_t *n)
+{
+    struct slice raw = {0};
+    bool found = false, decode = true;
+    if (r->body.n) {
+        struct slice ct = http_header(r, "content-type");
+        char delim[80];
+        size_t dn;
+        static const char form[] = "application/x-www-form-urlencoded";
+        if (ct.p && multipart_boundary(ct, delim, sizeof(delim), &dn)) {
+            found = multipart_find(r->body, delim, dn, name, &raw);
+            decode = false;
+        } else if (ct.p && ct.n >= sizeof(form) - 1 &&
+                   strncasecmp(ct.p, form, sizeof(form) - 1) == 0) {
+            found = form_find(r->body, name, &raw);
+        }
+    }
+    if (!found) {
+        decode = true;
+        found = form_find(r->query, name, &raw);
+    }
+    if (!found || raw.n > PARAM_MAX)
+        return NULL;
+    char *out = malloc(raw.n + 1);
+    if (!out)
+        abort();
+    long len = (long)raw.n;
+    if (decode)
+        len = pct_form_decode(raw.p, raw.n, out, raw.n);
+    else
+        memcpy(out, raw.p, raw.n);
+    if (len < 0) {
+        free(out);
+        return NULL;
+    }
+    out[len] = '\0';
+    if (n)
+        *n = (size_t)len;
+    return out;
+}
+
+/* A parameter as a C string: NULL when absent, empty, or holding a NUL. */
+static char *param_str(const struct request *r, const char *name)
+{
+    size_t n = 0;
+    char *v = param(r, name, &n);
+    if (v && (!n || strlen(v) != n)) {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}
+
+/* ---- the answer: a JSON object rendered in the asked format ---- */
+
+/* The format and callback of a request, as yourls-api.php reads them. */
+struct out {
+    char *format;               /* NULL: xml */
+    char *callback;             /* callback, or jsonp; NULL: none */
+};
+
+static void out_read(const struct request *r, struct out *o)
+{
+    o->format = param_str(r, "format");
+    size_t n = 0;
+    o->callback = param(r, "callback", &n);
+    if (!o->callback)
+        o->callback = param(r, "jsonp", &n);
+    json_t *cb = o->callback ? json_stringn(o->callback, n) : NULL;
+    if (o->callback && !cb)
+        o->callback[0] = '\0';     /* no UTF-8: no answer could carry it */
+    json_decref(cb);
+}
+
+static void out_release(struct out *o)
+{
+    free(o->format);
+    free(o->callback);
+}
+
+static void xml_escape(struct buf *b, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '&': buf_adds(b, "&amp;"); break;
+        case '<': buf_adds(b, "&lt;"); break;
+        case '>': buf_adds(b, "&gt;"); break;
+        case '"': buf_adds(b, "&quot;"); break;
+        case '\'': buf_adds(b, "&#039;"); break;
+        default:
+            if (c >= 0x20 || c == '\t' || c == '\n' || c == '\r')
+                buf_addc(b, (char)c);   /* other control characters are dropped */
+        }
+    }
+}
+
+/* One element per key, nested for objects: what YOURLS's array-to-XML gives. */
+static void xml_object(struct buf *b, json_t *o)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        char num[32];
+        const char *text = NULL;
+        if (json_is_string(v)) {
+            text = json_string_value(v);
+        } else if (json_is_integer(v)) {
+            snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+            text = num;
+        } else if (!json_is_object(v)) {
+            text = "";
+        }
+        buf_printf(b, "<%s", k);
+        if (text && !*text) {
+            buf_adds(b, "/>");
+            continue;
+        }
+        buf_addc(b, '>');
+        if (text)
+            xml_escape(b, text);
+        else
+            xml_object(b, v);
+        buf_printf(b, "</%s>", k);
+    }
+}
+
+/* yourls_validate_jsonp_callback: [A-Za-z0-9_$.]+ and no \uXXXX-like run. */
+static bool callback_ok(const char *cb)
+{
+    if (!cb || !*cb)
+        return false;
+    for (const char *p = cb; *p; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '$' || *p == '.'))
+            return false;
+        if (*p == 'u' && pct_hex_value((unsigned char)p[1]) >= 0 &&
+            pct_hex_value((unsigned char)p[2]) >= 0 && pct_hex_value((unsigned char)p[3]) >= 0 &&
+            pct_hex_value((unsigned char)p[4]) >= 0)
+            return false;
+    }
+    return true;
+}
+
+/* PHP's json_encode: slashes and non-ASCII escaped. */
+static void json_php(struct buf *b, json_t *doc)
+{
+    char *s = json_dumps(doc, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_ENSURE_ASCII |
+                                  JSON_PRESERVE_ORDER);
+    if (!s)
+        abort();
+    for (char *p = s; *p; p++) {
+        if (*p != '\\')
+            continue;
+        if (p[1] == 'u')    /* PHP writes \u00e9 */
+            for (int i = 2; i < 6 && p[i]; i++)
+                p[i] = (char)tolower((unsigned char)p[i]);
+        p++;                /* the escaped character */
+    }
+    buf_adds(b, s);
+    free(s);
+}
+
+/* yourls_api_output: writes 'doc' (stolen) in the format asked, 'simple'
+ * for the simple one, with the status of its statusCode or errorCode. */
+static int answer(struct request *r, const struct out *o, json_t *doc, const char *simple)
+{
+    const char *code = json_string_value(json_object_get(doc, "statusCode"));
+    if (!code)
+        code = json_string_value(json_object_get(doc, "errorCode"));
+    int status = code ? atoi(code) : 200;
+    if (status < 200 || status > 599)
+        status = 200;
+    if (o->callback)
+        json_object_set_new(doc, "callback", json_string(o->callback));
+    const char *fmt = o->format ? o->format : "xml";
+    struct buf b = BUF_INIT;
+    const char *type;
+    if (strcmp(fmt, "jsonp") == 0) {
+        type = "application/javascript; charset=utf-8";
+        if (!callback_ok(o->callback)) {
+            json_decref(doc);
+            doc = json_pack("{s:s,s:s}", "errorCode", "400", "error", "Invalid callback parameter");
+            status = 400;
+            json_php(&b, doc);
+        } else {
+            buf_printf(&b, "%s(", o->callback);
+            json_php(&b, doc);
+            buf_addc(&b, ')');
+        }
+    } else if (strcmp(fmt, "json") == 0) {
+        type = "application/json; charset=utf-8";
+        json_php(&b, doc);
+    } else if (strcmp(fmt, "xml") == 0) {
+        type = "application/xml; charset=utf-8";
+        buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<root>");
+        xml_object(&b, doc);
+        buf_adds(&b, "</root>\n");
+    } else {    /* simple, and any other: the bare text */
+        type = "text/plain; charset=utf-8";
+        buf_adds(&b, simple ? simple : "");
+    }
+    json_decref(doc);
+    http_body(r, status, type, b.p ? b.p : "", b.len);
+    buf_release(&b);
+    return status;
+}
+
+/* The router's refusals (yourls_dialect.error): YOURLS answers a failed
+ * login 403 with "Please log in", or "Invalid username or password" when
+ * those were sent; the rest keep their status. */
+static int yourls_error(struct request *r, int status, const char *code, const char *message)
+{
+    struct out o;
+    out_read(r, &o);
+    char st[8];
+    json_t *doc;
+    if (strcmp(code, "unauthorized") == 0 || strcmp(code, "invalid_key") == 0) {
+        size_t n;
+        char *u = param(r, "username", &n), *p = param(r, "password", &n);
+        message = u || p ? "Invalid username or password" : "Please log in";
+        free(u);
+        free(p);
+        /* yourls-api.php's auth failure always carries the callback key */
+        doc = json_pack("{s:s,s:s,s:s}", "message", message, "errorCode", "403", "callback",
+                        o.callback ? o.callback : "");
+    } else {
+        snprintf(st, sizeof(st), "%d", status);
+        doc = json_pack("{s:s,s:s}", "message", message, "errorCode", st);
+    }
+    status = answer(r, &o, doc, message);
+    out_release(&o);
+    return status;
+}
+
+/* The signature is the key; a timestamped one is a hash of it, and a
+ * username no key: neither gives a token, so both are refused. */
+static bool yourls_token(const struct request *r, char *buf, size_t cap, struct slice *token)
+{
+    size_t n = 0;
+    char *ts = param(r, "timestamp", &n);
+    bool timed = ts && n;
+    free(ts);
+    if (timed)
+        return false;
+    char *sig = param(r, "signature", &n);
+    if (!sig || !n) {
+        free(sig);
+        return false;
+    }
+    *token = (struct slice){buf, 0};
+    if (n < cap) {      /* longer: no key can match (an empty token) */
+        memcpy(buf, sig, n);
+        token->n = n;
+    }
+    free(sig);
+    return true;
+}
+
+const struct api_dialect yourls_dialect = {
+    .name = "yourls",
+    .token = yourls_token,
+    .token_in_body = true,
+    .error = yourls_error,
+};
+
+/* ---- what the actions share ---- */
+
+/* A link's short URL: its own domain's when it has one. */
+static void short_url(const struct app *app, const struct link *l, struct buf *out)
+{
+    const char *base = app->cfg.base_url;
+    const char *scheme_end = strstr(base, "://");
+    if (l->domain && scheme_end) {
+        buf_add(out, base, (size_t)(scheme_end - base) + 3);
+        buf_adds(out, l->domain);
+    } else {
+        buf_adds(out, base);
+    }
+    buf_addc(out, '/');
+    buf_adds(out, l->code);
+}
+
+/* YOURLS's "Y-m-d H:i:s" (UTC here). */
+static void ymdhis(int64_t ms, char out[20])
+{
+    char t[RFC3339_MAX];
+    rfc3339_format(ms, t);  /* 2026-01-31T12:00:00Z or with .mmm */
+    memcpy(out, t, 19);
+    out[10] = ' ';
+    out[19] = '\0';
+}
+
+/* YOURLS stores a title (the page's when none is given); shortd fetches
+ * nothing, so a link without one shows its URL, as YOURLS does when the
+ * page has none. */
+static const char *title_of(const struct link *l)
+{
+    return l->title ? l->title : l->url ? l->url : "";
+}
+
+/* yourls_trim_long_string: over 60 characters, the first 55 and "[...]". */
+static void trim_long(struct buf *b, const char *s)
+{
+    size_t chars = 0, cut = 0;
+    for (size_t i = 0; s[i]; i++) {
+        if (((unsigned char)s[i] & 0xC0) == 0x80)
+            continue;
+        if (chars == TRIM_CHARS - 5)
+            cut = i;
+        chars++;
+    }
+    if (chars <= TRIM_CHARS) {
+        buf_adds(b, s);
+        return;
+    }
+    buf_add(b, s, cut);
+    buf_adds(b, "[...]");
+}
+
+/* The link object of url-stats and stats. */
+static json_t *stats_link(const struct app *app, const struct link *l)
+{
+    struct buf su = BUF_INIT;
+    short_url(app, l, &su);
+    char when[20];
+    ymdhis(l->created_at, when);
+    json_t *o = json_pack("{s:s#,s:s,s:s,s:s,s:s,s:I}", "shorturl", su.p, su.len, "url",
+                          l->url ? l->url : "", "title", title_of(l), "timestamp", when, "ip", "",
+                          "clicks", (json_int_t)l->clicks);
+    buf_release(&su);
+    return o;
+}
+
+/* The code of a `shorturl` parameter: a code, or a short URL whose path is one. */
+static bool code_param(const char *v, char code[CODE_MAX + 1])
+{
+    const char *s = strstr(v, "://");
+    if (s) {
+        s = strchr(s + 3, '/');
+        if (!s)
+            return false;
+        v = s + 1;
+    }
+    size_t n = strlen(v);
+    if (!code_is_plausible(v, n))
+        return false;
+    memcpy(code, v, n + 1);
+    return true;
+}
+
+static int unavailable(struct request *r, const struct out *o)
+{
+    http_add_header(r, "Retry-After", "1", 1);
+    json_t *doc = json_pack("{s:s,s:s}", "message", "the store is unavailable; try again",
+                            "errorCode", "503");
+    return answer(r, o, doc, "the store is unavailable; try again");
+}
+
+/* ---- action=shorturl ---- */
+
+struct shorten_job {
+    struct api_job base;
+    struct out out;
+    struct link_input in;
+    int64_t owner, now;
+    struct link link;
+    bool reused, created;
+    int refused;                /* ERR_EXISTS (keyword), ERR_FORBIDDEN (blocked), or 0 */
+};
+
+static void shorten_release(struct api_job *j)
+{
+    struct shorten_job *s = (struct shorten_job *)j;
+    out_release(&s->out);
+    link_input_release(&s->in);
+    link_release(&s->link);
+    free(s);
+}
+
+static int shorten_run(struct wjob *wj, struct store *st)
+{
+    struct shorten_job *s = (struct shorten_job *)wj;
+    int rc = links_create(s->base.r->app->links, st, &s->in, s->owner, s->now, &s->link,
+                          &s->reused);
+    if (rc == ERR_EXISTS || rc == ERR_FORBIDDEN) {
+        s->refused = rc;
+        return ERR_OK;
+    }
+    s->created = rc == ERR_OK && !s->reused;
+    return rc;
+}
+
+static void shorten_after_commit(struct api_job *j)
+{
+    struct shorten_job *s = (struct shorten_job *)j;
+    if (s->created)
+        link_changed(j->r->app, &s->link, s->in.alias ? LINK_NEW_ALIAS : LINK_NEW, s->now);
+}
+
+/* A refused shorturl: YOURLS's failure shape. */
+static json_t *fail(const char *code, const char *message, const char *status)
+{
+    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "status", "fail", "code", code, "message", message,
+                     "errorCode", status, "statusCode", status);
+}
+
+static int shorten_respond(struct api_job *j)
+{
+    struct shorten_job *s = (struct shorten_job *)j;
+    struct request *r = j->r;
+    struct app *app = r->app;
+    if (j->job.rc != ERR_OK) {
+        http_add_header(r, "Retry-After", "1", 1);
+        return answer(r, &s->out, fail("error:db", "Error saving url to database", "503"), "");
+    }
+    if (s->refused == ERR_EXISTS) {
+        char msg[CODE_MAX + 64];
+        snprintf(msg, sizeof(msg), "Short URL %s already exists in database or is reserved",
+                 s->in.alias);
+        return answer(r, &s->out, fail("error:keyword", msg, "400"), "");
+    }
+    if (s->refused) {
+        return answer(r, &s->out, fail("error:nourl", "URL is not allowed (its host is blocked)",
+                                       "400"), "");
+    }
+    struct buf su = BUF_INIT, msg = BUF_INIT;
+    short_url(app, &s->link, &su);
+    char when[20];
+    ymdhis(s->link.created_at, when);
+    trim_long(&msg, s->in.url);
+    json_t *doc, *url;
+    if (s->reused) {
+        /* The quirk clients rely on: a URL the key has already is a failure
+         * that carries its short URL (and `simple` prints it). */
+        const char *host = strstr(su.p, "://");
+        buf_printf(&msg, " already exists in database (short URL: %s)", host ? host + 3 : su.p);
+        doc = fail("error:url", msg.p, "400");
+        url = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I}", "keyword", s->link.code, "url", s->in.url,
+                        "title", title_of(&s->link), "date", when, "ip", "", "clicks",
+                        (json_int_t)s->link.clicks);
+    } else {
+        buf_adds(&msg, " added to database");
+        doc = json_pack("{s:s,s:s,s:s,s:s,s:s}", "status", "success", "code", "", "message",
+                        msg.p, "errorCode", "", "statusCode", "200");
+        url = json_pack("{s:s,s:s,s:s,s:s,s:s}", "keyword", s->link.code, "url", s->in.url,
+                        "title", title_of(&s->link), "date", when, "ip", "");
+    }
+    json_object_set_new(doc, "url", url);
+    json_object_set_new(doc, "title", json_string(title_of(&s->link)));
+    json_object_set_new(doc, "shorturl", json_stringn(su.p, su.len));
+    int status = answer(r, &s->out, doc, su.p);
+    buf_release(&su);
+    buf_release(&msg);
+    return status;
+}
+
+/* A title longer than shortd keeps is cut at a character's start (YOURLS
+ * sanitizes titles rather than refusing them). */
+static void title_cut(char *t)
+{
+    size_t n = strlen(t);
+    if (n <= TITLE_MAX)
+        return;
+    n = TITLE_MAX;
+    while (n && ((unsigned char)t[n] & 0xC0) == 0x80)
+        n--;
+    t[n] = '\0';
+}
+
+static int action_shorturl(struct request *r, struct out *o)
+{
+    char *url = param_str(r, "url"), *keyword = param_str(r, "keyword");
+    char *title = param_str(r, "title");
+    json_t *body = json_object();
+    json_object_set_new(body, "url", json_string(url ? url : ""));  /* no UTF-8: no url */
+    if (keyword) {  /* no UTF-8: a number, which the alias rules refuse */
+        json_t *a = json_string(keyword);
+        json_object_set_new(body, "alias", a ? a : json_integer(0));
+    }
+    if (title) {
+        title_cut(title);
+        json_t *t = json_string(title);     /* NULL when it is no UTF-8 */
+        if (t)
+            json_object_set_new(body, "title", t);
+    }
+    json_object_set_new(body, "reuse", json_true());
+    free(url);
+    free(keyword);
+    free(title);
+
+    struct shorten_job *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->now = now_ms();
+    const char *field = NULL;
+    char why[256];
+    int rc = links_parse(r->app->links, body, s->now, &s->in, &field, why, sizeof(why));
+    json_t *kw = json_object_get(body, "alias");
+    json_t *doc = NULL;
+    if (rc != ERR_OK && field && strcmp(field, "alias") == 0) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "Short URL %s already exists in database or is reserved",
+                 json_is_string(kw) ? json_string_value(kw) : "");
+        doc = fail("error:keyword", msg, "400");
+    } else if (rc != ERR_OK && strstr(why, "points back at this shortener")) {
+        doc = fail("error:noloop", "URL is a short URL", "400");
+    } else if (rc != ERR_OK) {
+        doc = fail("error:nourl", "Missing or malformed URL", "400");
+    }
+    json_decref(body);
+    if (doc) {
+        link_input_release(&s->in);
+        free(s);
+        return answer(r, o, doc, "");
+    }
+    s->out = *o;        /* the job owns them now */
+    *o = (struct out){0};
+    s->owner = r->key.id;
+    s->base.job.single_write = true;
+    s->base.after_commit = shorten_after_commit;
+    s->base.respond = shorten_respond;
+    s->base.release = shorten_release;
+    return api_job_submit(r, &s->base, shorten_run);
+}
+
+/* ---- reads ---- */
+
+/* The link of the `shorturl` parameter within the key's scope: ERR_OK,
+ * ERR_NOTFOUND (no such link, another owner's, or a deleted one), or the
+ * store's error. */
+static int find_link(struct request *r, char code[CODE_MAX + 1], struct link *l)
+{
+    char *v = param_str(r, "shorturl");
+    bool ok = v && code_param(v, code);
+    free(v);
+    if (!ok)
+        return ERR_NOTFOUND;
+    int rc = owner_link_get(r->app->store, code, owner_scope(r), l);
+    if (rc == ERR_OK && (l->state == LINK_DELETED || !l->url)) {
+        link_release(l);
+        rc = ERR_NOTFOUND;
+    }
+    return rc;
+}
+
+static int action_expand(struct request *r, struct out *o)
+{
+    char code[CODE_MAX + 1] = "";
+    struct link l;
+    int rc = find_link(r, code, &l);
+    if (rc == ERR_NOTFOUND) {
+        json_t *doc = json_pack("{s:s,s:s,s:s}", "keyword", code, "message",
+                                "Error: short URL not found", "errorCode", "404");
+        return answer(r, o, doc, "not found");
+    }
+    if (rc != ERR_OK)
+        return unavailable(r, o);
+    struct buf su = BUF_INIT;
+    short_url(r->app, &l, &su);
+    json_t *doc = json_pack("{s:s,s:s#,s:s,s:s,s:s,s:s}", "keyword", l.code, "shorturl", su.p,
+                            su.len, "longurl", l.url, "title", title_of(&l), "message", "success",
+                            "statusCode", "200");
+    int status = answer(r, o, doc, l.url);
+    buf_release(&su);
+    link_release(&l);
+    return status;
+}
+
+#define NEED_FORMAT "Need either XML or JSON format for stats"
+
+static int action_url_stats(struct request *r, struct out *o)
+{
+    char code[CODE_MAX + 1] = "";
+    struct link l;
+    int rc = find_link(r, code, &l);
+    if (rc == ERR_NOTFOUND) {
+        json_t *doc = json_pack("{s:s,s:s}", "statusCode", "404", "message",
+                                "Error: short URL not found");
+        return answer(r, o, doc, NEED_FORMAT);
+    }
+    if (rc != ERR_OK)
+        return unavailable(r, o);
+    json_t *doc = json_pack("{s:s,s:s,s:o}", "statusCode", "200", "message", "success", "link",
+                            stats_link(r->app, &l));
+    link_release(&l);
+    return answer(r, o, doc, NEED_FORMAT);
+}
+
+/* The key's totals, as yourls_get_db_stats gives them. */
+static json_t *db_stats(struct request *r)
+{
+    struct totals t;
+    struct store *st = r->app->store;
+    if (st->ops->stats_totals(st, owner_scope(r), &t) != ERR_OK)
+        return NULL;
+    return json_pack("{s:I,s:I}", "total_links", (json_int_t)t.links, "total_clicks",
+                     (json_int_t)t.clicks);
+}
+
+static int action_db_stats(struct request *r, struct out *o)
+{
+    json_t *totals = db_stats(r);
+    if (!totals)
+        return unavailable(r, o);
+    json_t *doc = json_pack("{s:o,s:s,s:s}", "db-stats", totals, "statusCode", "200", "message",
+                            "success");
+    return answer(r, o, doc, NEED_FORMAT);
+}
+
+/* The links a `stats` sorts: the key's newest links that have a URL. */
+struct scan {
+    struct link *v;
+    size_t n;
+    bool any;                       /* the page had a row */
+    char last_code[CODE_MAX + 1];   /* the page's last row: the next page's cursor */
+    int64_t last_created;
+};
+
+static int scan_one(const struct link *l, void *arg)
+{
+    struct scan *s = arg;
+    s->any = true;
+    memcpy(s->last_code, l->code, sizeof(s->last_code));
+    s->last_created = l->created_at;
+    if (!l->url || s->n == STATS_SCAN_MAX)
+        return 0;
+    struct link *c = &s->v[s->n++];
+    memset(c, 0, sizeof(*c));
+    memcpy(c->code, l->code, sizeof(c->code));
+    c->url = xstrdup(l->url);
+    c->title = l->title ? xstrdup(l->title) : NULL;
+    c->domain = l->domain ? xstrdup(l->domain) : NULL;
+    c->created_at = l->created_at;
+    c->clicks = l->clicks;
+    return 0;
+}
+
+static int by_clicks_desc(const void *a, const void *b)
+{
+    const struct link *x = a, *y = b;
+    return x->clicks < y->clicks ? 1 : x->clicks > y->clicks ? -1 : 0;
+}
+
+static int by_clicks_asc(const void *a, const void *b) { return by_clicks_desc(b, a); }
+
+static bool parse_count(const char *v, long max, long *out)
+{
+    /* PHP's intval: leading digits, anything else 0 */
+    long n = 0;
+    for (const char *p = v ? v : ""; *p >= '0' && *p <= '9'; p++)
+        n = n < max ? n * 10 + (*p - '0') : max;
+    *out = n > max ? max : n;
+    return true;
+}
+
+static int action_stats(struct request *r, struct out *o)
+{
+    char *filter = param_str(r, "filter"), *lim = param_str(r, "limit");
+    char *start_s = param_str(r, "start");
+    long limit, start;
+    parse_count(lim, STATS_LIMIT_MAX, &limit);
+    parse_count(start_s, STATS_SCAN_MAX, &start);
+    free(lim);
+    free(start_s);
+    struct scan s = {0};
+    int rc = ERR_OK;
+    if (limit > 0) {
+        s.v = calloc(STATS_SCAN_MAX, sizeof(*s.v));
+        if (!s.v)
+            abort();
+        char after[CODE_MAX + 1] = "";
+        struct link_query q = {.owner = owner_scope(r), .want_live = true,
+                               .want_expired = true, .want_exhausted = true, .now = now_ms(),
+                               .limit = 1000, .after_code = after};
+        struct store *st = r->app->store;
+        for (;;) {
+            s.any = false;
+            rc = st->ops->link_list(st, &q, scan_one, &s);
+            if (rc != ERR_OK || !s.any || s.n == STATS_SCAN_MAX)
+                break;
+            memcpy(after, s.last_code, sizeof(after));
+            q.after_created = s.last_created;
+        }
+    }
+    json_t *totals = rc == ERR_OK ? db_stats(r) : NULL;
+    if (!totals) {
+        for (size_t i = 0; i < s.n; i++)
+            link_release(&s.v[i]);
+        free(s.v);
+        free(filter);
+        return unavailable(r, o);
+    }
+    const char *f = filter ? filter : "top";
+    if (s.n < 2) {
+        /* nothing to order */
+    } else if (strcmp(f, "bottom") == 0) {
+        qsort(s.v, s.n, sizeof(*s.v), by_clicks_asc);
+    } else if (strcmp(f, "last") == 0) {
+        /* the listing's order: newest first */
+    } else if (strcmp(f, "rand") == 0 || strcmp(f, "random") == 0) {
+        for (size_t i = s.n; i > 1; i--) {
+            size_t k = randombytes_uniform((uint32_t)i);
+            struct link t = s.v[i - 1];
+            s.v[i - 1] = s.v[k];
+            s.v[k] = t;
+        }
+    } else {
+        qsort(s.v, s.n, sizeof(*s.v), by_clicks_desc);
+    }
+    free(filter);
+    json_t *doc = json_object();
+    if (limit > 0 && (size_t)start < s.n) {
+        json_t *links = json_object();
+        for (size_t i = (size_t)start, k = 1; i < s.n && (long)k <= limit; i++, k++) {
+            char name[24];
+            snprintf(name, sizeof(name), "link_%zu", k);
+            json_object_set_new(links, name, stats_link(r->app, &s.v[i]));
+        }
+        json_object_set_new(doc, "links", links);
+    }
+    for (size_t i = 0; i < s.n; i++)
+        link_release(&s.v[i]);
+    free(s.v);
+    json_object_set_new(doc, "stats", totals);
+    json_object_set_new(doc, "statusCode", json_string("200"));
+    json_object_set_new(doc, "message", json_string("success"));
+    return answer(r, o, doc, NEED_FORMAT);
+}
+
+static int action_version(struct request *r, struct out *o)
+{
+    json_t *doc = json_pack("{s:s}", "version", YOURLS_VERSION);
+    char *db = param_str(r, "db");
+    if (db && strcmp(db, "1") == 0)
+        json_object_set_new(doc, "db_version", json_string(YOURLS_DB_VERSION));
+    free(db);
+    return answer(r, o, doc, YOURLS_VERSION);
+}
+
+int handle_yourls(struct request *r)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(struct request *r, struct out *o);
+    } actions[] = {
+        {"shorturl", action_shorturl}, {"expand", action_expand},
+        {"url-stats", action_url_stats}, {"stats", action_stats},
+        {"db-stats", action_db_stats}, {"version", action_version},
+    };
+    struct out o;
+    out_read(r, &o);
+    char *action = param_str(r, "action");
+    int status = 0;
+    bool known = false;
+    for (size_t i = 0; action && !known && i < sizeof(actions) / sizeof(actions[0]); i++) {
+        known = strcmp(action, actions[i].name) == 0;
+        if (known)
+            status = actions[i].fn(r, &o);
+    }
+    if (!known) {
+        static const char msg[] = "Unknown or missing \"action\" parameter";
+        status = answer(r, &o, json_pack("{s:s,s:s}", "errorCode", "400", "message", msg), msg);
+    }
+    free(action);
+    out_release(&o);
+    return status;
+}

@@ -1,0 +1,164 @@
+// yourls.test.mjs - YOURLS's API (/yourls-api.php) against the real binary:
+// the exact request ShareX sends (a multipart POST with action=shorturl,
+// format=simple, signature, url: Node's FormData through fetch), the
+// documented GET forms, and the links they make being ordinary shortd links
+// (they redirect, their clicks show in GET /api/links/CODE/stats, and
+// GET /api/links lists them). A wrong signature is rate limited as a wrong
+// Bearer key is, and bad input stores nothing.
+
+import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
+
+import { BROWSER_UA, api, createKey, it, poll, startServer, unique, visit } from './harness.mjs';
+
+const BASE = 'https://sho.example.test';
+let srv;
+let key;
+let otherKey;
+
+before(async () => {
+    srv = await startServer({ baseUrl: BASE, args: ['--rate-auth', '5/3600'] });
+    key = createKey(srv, 'yourls-user');
+    otherKey = createKey(srv, 'yourls-other');
+});
+
+after(async () => {
+    if (srv && srv.running) await srv.stop();
+});
+
+/* GET /yourls-api.php?PARAMS: {status, type, text, json}. */
+async function yget(params) {
+    const res = await fetch(`${srv.url}/yourls-api.php?${new URLSearchParams(params)}`);
+    const text = await res.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch { /* xml, text */ }
+    return { status: res.status, type: res.headers.get('content-type'), text, json };
+}
+
+/* What ShareX's YOURLS shortener sends (YourlsURLShortener.cs): a
+ * multipart/form-data POST of these fields, reading the body as the URL. */
+async function sharex(fields) {
+    const form = new FormData();
+    for (const [k, v] of Object.entries(fields)) form.append(k, v);
+    const res = await fetch(`${srv.url}/yourls-api.php`, { method: 'POST', body: form });
+    return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+}
+
+/* The checks that a link made through YOURLS is an ordinary shortd link:
+ * it redirects to 'url', its click shows in its stats, GET /api/links of its
+ * key lists it. */
+async function assertOrdinary(code, url, owner = key) {
+    const v = await visit(srv, code);
+    assert.equal(v.status, 302, v.text);
+    assert.equal(v.headers.get('location'), url);
+    const clicks = await poll(async () => {
+        const s = await api(srv, 'GET', `/api/links/${code}/stats`, { key: owner });
+        assert.equal(s.status, 200, s.text);
+        return s.json.total_clicks >= 1 ? s.json.total_clicks : 0;
+    });
+    assert.equal(clicks, 1, 'the click shows in GET /api/links/CODE/stats');
+    const list = await api(srv, 'GET', '/api/links?limit=1000', { key: owner });
+    assert.equal(list.status, 200);
+    assert.ok(list.json.some((l) => l.code === code && l.url === url), 'listed by GET /api/links');
+}
+
+it('ShareX: a multipart POST with format=simple answers the short URL in plain text, and the link is ' +
+   'an ordinary one', async () => {
+    const url = `https://example.com/sharex/${unique('p')}`;
+    const r = await sharex({ action: 'shorturl', format: 'simple', signature: key, url });
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.type, /^text\/plain/);
+    assert.match(r.text, new RegExp(`^${BASE}/[0-9A-Za-z_-]+$`));
+    const code = r.text.slice(BASE.length + 1);
+    await assertOrdinary(code, url);
+
+    // The quirk ShareX relies on: the same URL again is error:url (400), and
+    // simple still prints the existing short URL.
+    const again = await sharex({ action: 'shorturl', format: 'simple', signature: key, url });
+    assert.equal(again.status, 400);
+    assert.equal(again.text, r.text);
+    const j = await yget({ action: 'shorturl', format: 'json', signature: key, url });
+    assert.equal(j.status, 400);
+    assert.equal(j.json.status, 'fail');
+    assert.equal(j.json.code, 'error:url');
+    assert.equal(j.json.shorturl, r.text);
+    assert.match(j.json.message, /already exists in database \(short URL: sho\.example\.test\//);
+    assert.equal(j.json.url.keyword, code);
+    // Another key has no link to it: it gets a new one.
+    const other = await yget({ action: 'shorturl', format: 'simple', signature: otherKey, url });
+    assert.equal(other.status, 200);
+    assert.notEqual(other.text, r.text);
+});
+
+it('GET forms: shorturl with a keyword and a title (json), expand, url-stats, stats, db-stats, version',
+   async () => {
+    const url = `https://example.com/get/${unique('g')}?a=1&b=2`;
+    const keyword = unique('yk');
+    const r = await yget({ signature: key, action: 'shorturl', url, keyword, title: 'A title', format: 'json' });
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.type, /^application\/json/);
+    assert.equal(r.json.status, 'success');
+    assert.equal(r.json.statusCode, '200');
+    assert.equal(r.json.shorturl, `${BASE}/${keyword}`);
+    assert.equal(r.json.title, 'A title');
+    assert.deepEqual(Object.keys(r.json.url), ['keyword', 'url', 'title', 'date', 'ip']);
+    assert.equal(r.json.url.keyword, keyword);
+    assert.match(r.json.url.date, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+    assert.match(r.text, /"shorturl":"https:\\\/\\\//, 'slashes escaped as PHP does');
+    await assertOrdinary(keyword, url);
+
+    const ex = await yget({ signature: key, action: 'expand', shorturl: `${BASE}/${keyword}`, format: 'json' });
+    assert.equal(ex.status, 200);
+    assert.equal(ex.json.longurl, url);
+    assert.equal(ex.json.keyword, keyword);
+    const exs = await yget({ signature: key, action: 'expand', shorturl: keyword, format: 'simple' });
+    assert.equal(exs.text, url);
+
+    const us = await yget({ signature: key, action: 'url-stats', shorturl: keyword, format: 'json' });
+    assert.equal(us.status, 200);
+    assert.equal(us.json.link.clicks, 1);
+    assert.equal(us.json.link.url, url);
+
+    const st = await yget({ signature: key, action: 'stats', filter: 'top', limit: '5', format: 'json' });
+    assert.equal(st.status, 200);
+    assert.equal(st.json.links.link_1.shorturl, `${BASE}/${keyword}`, 'the most clicked first');
+    assert.ok(st.json.stats.total_links >= 1);
+
+    const db = await yget({ signature: key, action: 'db-stats', format: 'json' });
+    assert.equal(db.status, 200);
+    assert.ok(db.json['db-stats'].total_clicks >= 2);
+
+    const xml = await yget({ signature: key, action: 'version' });
+    assert.match(xml.type, /^application\/xml/);
+    assert.equal(xml.text, '<?xml version="1.0" encoding="UTF-8"?>\n<root><version>1.10.4</version></root>\n');
+});
+
+it('bad input gets YOURLS\'s error and stores nothing', async () => {
+    const before = (await api(srv, 'GET', '/api/links?limit=1000', { key })).json.length;
+    const nourl = await yget({ signature: key, action: 'shorturl', url: 'not a url', format: 'json' });
+    assert.equal(nourl.status, 400);
+    assert.equal(nourl.json.code, 'error:nourl');
+    const kw = await yget({ signature: key, action: 'shorturl', url: 'https://example.com/kw', keyword: 'api',
+        format: 'json' });
+    assert.equal(kw.status, 400);
+    assert.equal(kw.json.code, 'error:keyword');
+    const multi = await sharex({ action: 'shorturl', format: 'simple', signature: key, url: '' });
+    assert.equal(multi.status, 400);
+    assert.equal(multi.text, '');
+    const after_ = (await api(srv, 'GET', '/api/links?limit=1000', { key })).json.length;
+    assert.equal(after_, before);
+});
+
+it('a wrong signature is 403 "Please log in", and counts against the auth limit as a wrong Bearer key does',
+   async () => {
+    const r = await sharex({ action: 'shorturl', format: 'json', signature: 'sk_wrong', url: 'https://example.com/' });
+    assert.equal(r.status, 403);
+    assert.deepEqual(JSON.parse(r.text), { message: 'Please log in', errorCode: '403', callback: '' });
+    let last;
+    for (let i = 0; i < 6; i++) last = await yget({ action: 'version', format: 'json', signature: 'sk_wrong' });
+    assert.equal(last.status, 429);
+    assert.equal(last.json.errorCode, '429');
+    // The limit is the address's, whatever the API: a Bearer request is refused too.
+    const bearer = await api(srv, 'GET', '/api/links', { key });
+    assert.equal(bearer.status, 429);
+});

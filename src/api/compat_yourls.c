@@ -69,20 +69,6 @@ static bool form_find(struct slice s, const char *name, struct slice *raw)
     return false;
 }
 
-static const char *memfind(const char *hay, size_t n, const char *needle, size_t m)
-{
-    if (!m || m > n)
-        return NULL;
-    for (const char *p = hay; (p = memchr(p, needle[0], n - (size_t)(p - hay) - m + 1));
-         p++) {
-        if (memcmp(p, needle, m) == 0)
-            return p;
-        if ((size_t)(p - hay) + m >= n)
-            break;
-    }
-    return NULL;
-}
-
 /* The boundary of a multipart/form-data Content-Type: false when it is not one. */
 static bool multipart_boundary(struct slice ct, char *out, size_t cap, size_t *n)
 {
@@ -119,7 +105,7 @@ static bool part_name(struct slice hdr, struct slice *name)
 {
     const char *p = hdr.p, *end = hdr.p + hdr.n;
     while (p < end) {
-        const char *eol = memfind(p, (size_t)(end - p), "\r\n", 2);
+        const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
         const char *le = eol ? eol : end;
         static const char cd[] = "content-disposition:";
         if ((size_t)(le - p) > sizeof(cd) - 1 && strncasecmp(p, cd, sizeof(cd) - 1) == 0) {
@@ -146,12 +132,11 @@ static bool part_name(struct slice hdr, struct slice *name)
 static bool multipart_find(struct slice body, const char *delim, size_t dn, const char *name,
                            struct slice *raw)
 {
-    /* A CRLF before the first delimiter is the body's own only when a
-     * preamble precedes it: look from a virtual CRLF at the start. */
+    /* The first delimiter opens the body, or follows a preamble and its CRLF. */
     const char *p = body.p, *end = body.p + body.n;
     if (body.n >= dn - 2 && memcmp(p, delim + 2, dn - 2) == 0)
         p += dn - 2;
-    else if ((p = memfind(body.p, body.n, delim, dn)))
+    else if ((p = memmem(body.p, body.n, delim, dn)))
         p += dn;
     else
         return false;
@@ -159,21 +144,20 @@ static bool multipart_find(struct slice body, const char *delim, size_t dn, cons
     for (;;) {
         if (end - p >= 2 && p[0] == '-' && p[1] == '-')
             return false;   /* the closing delimiter */
-        const char *eol = memfind(p, (size_t)(end - p), "\r\n", 2);
+        const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
         if (!eol)
             return false;
         /* the part's headers: none when the blank line follows at once */
-        const char *he = memfind(eol, (size_t)(end - eol), "\r\n\r\n", 4);
+        const char *he = memmem(eol, (size_t)(end - eol), "\r\n\r\n", 4);
         if (!he)
             return false;
         struct slice hdr = {eol + 2, he > eol ? (size_t)(he - eol - 2) : 0};
         const char *vs = he + 4;
-        const char *ve = memfind(vs, (size_t)(end - vs), delim, dn);
+        const char *ve = memmem(vs, (size_t)(end - vs), delim, dn);
         if (!ve)
             return false;
         struct slice pn;
-        if (part_name(hdr, &pn) && pn.n == nlen &&
-            memcmp(pn.p, name, nlen) == 0) {
+        if (part_name(hdr, &pn) && pn.n == nlen && memcmp(pn.p, name, nlen) == 0) {
             *raw = (struct slice){vs, (size_t)(ve - vs)};
             return true;
         }

@@ -815,53 +815,74 @@ static int by_clicks_desc(const void *a, const void *b)
 
 static int by_clicks_asc(const void *a, const void *b) { return by_clicks_desc(b, a); }
 
-static bool parse_count(const char *v, long max, long *out)
+/* PHP's intval as `stats` reads limit and start: the leading digits
+ * (none: 0), at most 'max'. */
+static long count_param(const struct request *r, const char *name, long max)
 {
-    /* PHP's intval: leading digits, anything else 0 */
+    char *v = param_str(r, name);
     long n = 0;
-    for (const char *p = v ? v : ""; *p >= '0' && *p <= '9'; p++)
-        n = n < max ? n * 10 + (*p - '0') : max;
-    *out = n > max ? max : n;
-    return true;
+    for (const char *p = v ? v : ""; *p >= '0' && *p <= '9' && n < max; p++)
+        n = n * 10 + (*p - '0');
+    free(v);
+    return n > max ? max : n;
+}
+
+/* Reads the key's newest links (STATS_SCAN_MAX at most) into s, page by
+ * page: a heavy read, as a search is (router_heavy_enter). 0, or the status
+ * of the answer written into r. */
+static int scan_links(struct request *r, const struct out *o, struct scan *s)
+{
+    if (router_heavy_enter(r)) {    /* its Retry-After is written: the body is YOURLS's */
+        json_t *doc = json_pack("{s:s,s:s}", "message", "this key already runs its share of "
+                                "searches; try again", "errorCode", "429");
+        return answer(r, o, doc, "");
+    }
+    s->v = calloc(STATS_SCAN_MAX, sizeof(*s->v));
+    if (!s->v)
+        abort();
+    char after[CODE_MAX + 1] = "";
+    struct link_query q = {.owner = owner_scope(r), .want_live = true, .want_expired = true,
+                           .want_exhausted = true, .now = now_ms(), .limit = 1000,
+                           .after_code = after};
+    struct store *st = r->app->store;
+    int rc;
+    for (;;) {
+        s->any = false;
+        rc = st->ops->link_list(st, &q, scan_one, s);
+        if (rc != ERR_OK || !s->any || s->n == STATS_SCAN_MAX)
+            break;
+        memcpy(after, s->last_code, sizeof(after));
+        q.after_created = s->last_created;
+    }
+    router_heavy_leave(r->app, r->key.id);
+    return rc == ERR_OK ? 0 : unavailable(r, o);
+}
+
+static void scan_release(struct scan *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        link_release(&s->v[i]);
+    free(s->v);
 }
 
 static int action_stats(struct request *r, struct out *o)
 {
-    char *filter = param_str(r, "filter"), *lim = param_str(r, "limit");
-    char *start_s = param_str(r, "start");
-    long limit, start;
-    parse_count(lim, STATS_LIMIT_MAX, &limit);
-    parse_count(start_s, STATS_SCAN_MAX, &start);
-    free(lim);
-    free(start_s);
+    long limit = count_param(r, "limit", STATS_LIMIT_MAX);
+    long start = count_param(r, "start", STATS_SCAN_MAX);
     struct scan s = {0};
-    int rc = ERR_OK;
-    if (limit > 0) {
-        s.v = calloc(STATS_SCAN_MAX, sizeof(*s.v));
-        if (!s.v)
-            abort();
-        char after[CODE_MAX + 1] = "";
-        struct link_query q = {.owner = owner_scope(r), .want_live = true,
-                               .want_expired = true, .want_exhausted = true, .now = now_ms(),
-                               .limit = 1000, .after_code = after};
-        struct store *st = r->app->store;
-        for (;;) {
-            s.any = false;
-            rc = st->ops->link_list(st, &q, scan_one, &s);
-            if (rc != ERR_OK || !s.any || s.n == STATS_SCAN_MAX)
-                break;
-            memcpy(after, s.last_code, sizeof(after));
-            q.after_created = s.last_created;
+    if (limit > 0) {    /* YOURLS lists no link without a limit */
+        int status = scan_links(r, o, &s);
+        if (status) {
+            scan_release(&s);
+            return status;
         }
     }
-    json_t *totals = rc == ERR_OK ? db_stats(r) : NULL;
+    json_t *totals = db_stats(r);
     if (!totals) {
-        for (size_t i = 0; i < s.n; i++)
-            link_release(&s.v[i]);
-        free(s.v);
-        free(filter);
+        scan_release(&s);
         return unavailable(r, o);
     }
+    char *filter = param_str(r, "filter");
     const char *f = filter ? filter : "top";
     if (s.n < 2) {
         /* nothing to order */
@@ -890,9 +911,7 @@ static int action_stats(struct request *r, struct out *o)
         }
         json_object_set_new(doc, "links", links);
     }
-    for (size_t i = 0; i < s.n; i++)
-        link_release(&s.v[i]);
-    free(s.v);
+    scan_release(&s);
     json_object_set_new(doc, "stats", totals);
     json_object_set_new(doc, "statusCode", json_string("200"));
     json_object_set_new(doc, "message", json_string("success"));

@@ -440,16 +440,7 @@ const struct api_dialect yourls_dialect = {
 /* A link's short URL: its own domain's when it has one. */
 static void short_url(const struct app *app, const struct link *l, struct buf *out)
 {
-    const char *base = app->cfg.base_url;
-    const char *scheme_end = strstr(base, "://");
-    if (l->domain && scheme_end) {
-        buf_add(out, base, (size_t)(scheme_end - base) + 3);
-        buf_adds(out, l->domain);
-    } else {
-        buf_adds(out, base);
-    }
-    buf_addc(out, '/');
-    buf_adds(out, l->code);
+    link_short_url(out, app->cfg.base_url, l->code, l->domain);
 }
 
 /* YOURLS's "Y-m-d H:i:s" (UTC here). */

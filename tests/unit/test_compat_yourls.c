@@ -312,6 +312,24 @@ void test_compat_yourls_reads(void)
                             "</db-stats><statusCode>200</statusCode><message>success</message>"
                             "</root>\n");
     hx_resp_release(&resp);
+
+    /* a link on a custom domain has its short URL there */
+    char line[HX_AUTH_MAX];
+    snprintf(line, sizeof(line), "Authorization: Bearer %s", key);
+    const char *auth[] = {line, NULL};
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/domains", auth, "{\"host\":\"go.example.com\"}",
+                            &resp),
+                 201);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", auth,
+                            "{\"url\":\"https://example.com/d\",\"alias\":\"on-dom\","
+                            "\"domain\":\"go.example.com\"}",
+                            &resp),
+                 201);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(yget(h, key, "action=expand&format=json&shorturl=on-dom", &resp), 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "shorturl"), "http://go.example.com/on-dom");
+    hx_resp_release(&resp);
     hx_free(h);
 }
 

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 
-import { BROWSER_UA, api, createKey, it, poll, startServer, unique, visit } from './harness.mjs';
+import { api, createKey, it, poll, startServer, unique, visit } from './harness.mjs';
 
 const BASE = 'https://sho.example.test';
 let srv;

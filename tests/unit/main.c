@@ -231,6 +231,8 @@
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \
+    X(form_urlencoded)                                                                             \
+    X(form_multipart)                                                                              \
     X(compat_yourls_shorturl)                                                                      \
     X(compat_yourls_bad_input)                                                                     \
     X(compat_yourls_reads)                                                                         \

@@ -61,8 +61,8 @@ static const struct route routes[] = {
     {"DELETE", "/api/admin/blocklist/:host",     handle_blocklist_delete, ROUTE_ADMIN},
     {"GET",    "/api/openapi.json",              handle_openapi,         ROUTE_LOOP},
     /* compatible APIs: each answers in its own shape (struct api_dialect) */
-    {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE, &yourls_dialect},
-    {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE, &yourls_dialect},
+    {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
+    {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
 };
 #pragma GCC diagnostic pop
 #define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))

@@ -238,7 +238,8 @@
     X(compat_yourls_reads)                                                                         \
     X(compat_yourls_formats)                                                                       \
     X(compat_yourls_auth)                                                                          \
-    X(compat_yourls_store_fails)
+    X(compat_yourls_store_fails)                                                                   \
+    X(compat_yourls_cors)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/app.h"
+#include "base/buf.h"
 #include "harness.h"
 #include "test.h"
 
@@ -509,5 +511,36 @@ void test_compat_yourls_store_fails(void)
     CHECK(!hx_json_str(&resp, "error.code"));
     hx_resp_release(&resp);
     hx_fault_clear(h);
+    hx_free(h);
+}
+
+/* Browser extensions and web pages call it as they call /api: CORS for the
+ * origins cors-origins lists, preflight and answers alike. */
+void test_compat_yourls_cors(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    hx_app(h)->cfg.cors_origins = xstrdup("moz-extension://0b8c7a4e");
+    char key[64];
+    snprintf(key, sizeof(key), "%s", hx_key(h, false));
+    struct hx_resp resp;
+    const char *const pre[] = {"Origin: moz-extension://0b8c7a4e",
+                               "Access-Control-Request-Method: POST", NULL};
+    CHECK_EQ_INT(hx_request(h, "OPTIONS", "/yourls-api.php", pre, NULL, &resp), 204);
+    CHECK_EQ_STR(hx_header(&resp, "Access-Control-Allow-Origin"), "moz-extension://0b8c7a4e");
+    CHECK_EQ_STR(hx_header(&resp, "Access-Control-Allow-Methods"), "GET, POST");
+    hx_resp_release(&resp);
+    const char *const origin[] = {"Origin: moz-extension://0b8c7a4e", NULL};
+    char target[160];
+    snprintf(target, sizeof(target), "/yourls-api.php?action=version&format=simple&signature=%s",
+             key);
+    CHECK_EQ_INT(hx_request(h, "GET", target, origin, NULL, &resp), 200);
+    CHECK_EQ_STR(hx_header(&resp, "Access-Control-Allow-Origin"), "moz-extension://0b8c7a4e");
+    hx_resp_release(&resp);
+    /* the router's refusal too */
+    CHECK_EQ_INT(hx_request(h, "GET", "/yourls-api.php?action=version", origin, NULL, &resp), 403);
+    CHECK_EQ_STR(hx_header(&resp, "Access-Control-Allow-Origin"), "moz-extension://0b8c7a4e");
+    hx_resp_release(&resp);
     hx_free(h);
 }

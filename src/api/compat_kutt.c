@@ -1173,8 +1173,10 @@ int handle_kutt_patch(struct request *r)
     pj->now = now_ms();
     const char *field = NULL;
     char why[256];
-    if (links_parse_patch(r->app->links, body, pj->now, &pj->p, &field, why, sizeof(why)) !=
-        ERR_OK) {
+    /* (nothing to change is the job's to say, once it knows the link) */
+    if (json_object_size(body) &&
+        links_parse_patch(r->app->links, body, pj->now, &pj->p, &field, why, sizeof(why)) !=
+            ERR_OK) {
         status = refused(r, field, why);
         goto out;
     }

@@ -230,7 +230,14 @@
     X(api_ops_metrics)                                                                             \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
-    X(api_qr_errors)
+    X(api_qr_errors)                                                                               \
+    X(compat_kutt_create)                                                                          \
+    X(compat_kutt_bad_input)                                                                       \
+    X(compat_kutt_ids)                                                                             \
+    X(compat_kutt_routes)                                                                          \
+    X(compat_kutt_auth_owner)                                                                      \
+    X(compat_kutt_store_fails)                                                                     \
+    X(compat_kutt_cors)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -12,7 +12,7 @@ import { after, before } from 'node:test';
 
 import { Kutt } from 'kutt';
 
-import { api, createKey, it, poll, startServer, unique, visit } from './harness.mjs';
+import { api, createKey, it, poll, sleep, startServer, unique, visit } from './harness.mjs';
 
 const BASE = 'https://sho.example.test';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -133,6 +133,7 @@ it('links.list answers {total, limit, skip, data}, with search and paging', asyn
     const made = [];
     for (let i = 0; i < 3; i++) {
         made.push(await client().links().create({ target: `https://example.com/${tag}/${i}` }));
+        await sleep(3);     // one millisecond's links are listed in code order
     }
     const page = await client().links().list();
     assert.equal(page.limit, 10);

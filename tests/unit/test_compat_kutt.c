@@ -245,8 +245,11 @@ void test_compat_kutt_ids(void)
     CHECK_EQ_INT(kreq(h, key, "GET", "/links", NULL, &resp), 200);
     json_t *data = json_object_get(resp.json, "data");
     CHECK_EQ_INT((long long)json_array_size(data), 2);
-    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(data, 0), "id")), lid);
-    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(data, 1), "id")), id);
+    const char *first = json_string_value(json_object_get(json_array_get(data, 0), "id"));
+    const char *second = json_string_value(json_object_get(json_array_get(data, 1), "id"));
+    CHECK(first && second &&
+          ((!strcmp(first, lid) && !strcmp(second, id)) ||
+           (!strcmp(first, id) && !strcmp(second, lid))));
     hx_resp_release(&resp);
 
     /* each id finds its link (upper-case hex too) */
@@ -295,13 +298,17 @@ void test_compat_kutt_routes(void)
         snprintf(body, sizeof(body), "{\"target\":\"https://example.com/r%d\"}", i);
         CHECK_EQ_INT(kcreate(h, key, body, ids[i], codes[i]), 201);
     }
-    struct hx_resp resp;
+    /* (links of one millisecond are in code order: the page is compared
+     * with the whole list, not with the order of the creates) */
+    struct hx_resp resp, all;
+    CHECK_EQ_INT(kreq(h, key, "GET", "/links", NULL, &all), 200);
     CHECK_EQ_INT(kreq(h, key, "GET", "/links?limit=1&skip=1", NULL, &resp), 200);
     CHECK(resp.body && !strncmp(resp.body, "{\"total\":3,\"limit\":1,\"skip\":1,\"data\":[", 38));
-    CHECK_EQ_STR(json_string_value(json_object_get(
-                     json_array_get(json_object_get(resp.json, "data"), 0), "id")),
-                 ids[1]);
+    CHECK_EQ_INT((long long)json_array_size(json_object_get(resp.json, "data")), 1);
+    CHECK(json_equal(json_array_get(json_object_get(resp.json, "data"), 0),
+                     json_array_get(json_object_get(all.json, "data"), 1)));
     hx_resp_release(&resp);
+    hx_resp_release(&all);
     CHECK_EQ_INT(kreq(h, key, "GET", "/links?limit=500&skip=abc&search=r2", NULL, &resp), 200);
     CHECK_EQ_INT(hx_json_int(&resp, "limit"), 50);
     CHECK_EQ_INT(hx_json_int(&resp, "skip"), 0);

@@ -108,6 +108,21 @@ it('links.create makes an ordinary link and answers Kutt\'s link object', async 
     assert.equal(again.json.id, link.id);
 });
 
+it('ShareX: its exact request (nulls for what is unset, reuse false) answers `link`', async () => {
+    // KuttURLShortener.cs: POST HOST/api/v2/links, X-API-KEY, JSON of
+    // {target, password, customurl, reuse, domain}; it reads `link`.
+    const target = `https://example.com/sharex/${unique('k')}`;
+    const res = await fetch(`${srv.url}/api/v2/links`, {
+        method: 'POST',
+        headers: { 'X-API-KEY': key, 'Content-Type': 'application/json; charset=UTF-8' },
+        body: JSON.stringify({ target, password: null, customurl: null, reuse: false, domain: null }),
+    });
+    assert.equal(res.status, 201);
+    const body = await res.json();
+    assert.match(body.link, new RegExp(`^${BASE}/[0-9A-Za-z]{7}$`));
+    await assertOrdinary(body.link.slice(BASE.length + 1), target);
+});
+
 it('customurl, expire_in and password map onto shortd\'s alias, expiry and password', async () => {
     const alias = unique('kt').replace(/[^0-9A-Za-z_-]/g, '');
     const target = `https://example.com/kutt/${unique('x')}`;

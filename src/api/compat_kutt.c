@@ -716,15 +716,19 @@ int handle_kutt_create(struct request *r)
     int64_t ttl = 0;
     bool reuse_v = false;
     json_t *body = json_object();
-    if ((status = target_check(r, target, &url)))
+    status = target_check(r, target, &url);
+    if (status)
         goto out;
     json_object_set_new(body, "url", json_string(url));
-    if (!falsy(password) && (status = password_check(r, password)))
-        goto out;
-    if (!falsy(password))
+    if (!falsy(password)) {
+        status = password_check(r, password);
+        if (status)
+            goto out;
         json_object_set(body, "password", password);
+    }
     if (!falsy(customurl)) {
-        if ((status = address_check(r, customurl, &alias)))
+        status = address_check(r, customurl, &alias);
+        if (status)
             goto out;
         json_object_set_new(body, "alias", json_string(alias));
     }
@@ -751,7 +755,8 @@ int handle_kutt_create(struct request *r)
         free(d);
     }
     if (!falsy(expire)) {
-        if ((status = expire_check(r, expire, &ttl)))
+        status = expire_check(r, expire, &ttl);
+        if (status)
             goto out;
         json_object_set_new(body, "ttl", json_integer(ttl));
     }
@@ -1132,21 +1137,27 @@ int handle_kutt_patch(struct request *r)
     int64_t ttl;
     /* editLink's validators, in order */
     if (!falsy(target)) {
-        if ((status = target_check(r, target, &url)))
+        status = target_check(r, target, &url);
+        if (status)
             goto out;
         json_object_set_new(body, "url", json_string(url));
     }
     bool set_password = !falsy(password) && !(json_is_string(password) &&
                                                 bullets_only(json_string_value(password)));
     if (set_password) {
-        if ((status = password_check(r, password)))
+        status = password_check(r, password);
+        if (status)
             goto out;
         json_object_set(body, "password", password);
     }
-    if (!falsy(address) && (status = address_check(r, address, &alias)))
-        goto out;
+    if (!falsy(address)) {
+        status = address_check(r, address, &alias);
+        if (status)
+            goto out;
+    }
     if (!falsy(expire)) {
-        if ((status = expire_check(r, expire, &ttl)))
+        status = expire_check(r, expire, &ttl);
+        if (status)
             goto out;
         json_object_set_new(body, "ttl", json_integer(ttl));
     }
@@ -1163,7 +1174,8 @@ int handle_kutt_patch(struct request *r)
     pj = calloc(1, sizeof(*pj));
     if (!pj)
         abort();
-    if ((status = path_code(r, pj->code, EDIT_MISSING)))
+    status = path_code(r, pj->code, EDIT_MISSING);
+    if (status)
         goto out;
     if (alias && strcmp(alias, pj->code) != 0) {
         /* shortd's rule: a code never changes (it may be printed already) */

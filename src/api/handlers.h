@@ -68,4 +68,15 @@ int handle_dashboard(struct request *r);
 int handle_static(struct request *r);
 int handle_openapi(struct request *r);
 
+/* compat_kutt.c - Kutt's API v2 under /api/v2 (its key in X-API-KEY) */
+struct api_dialect;
+extern const struct api_dialect kutt_dialect;
+int handle_kutt_create(struct request *r);
+int handle_kutt_list(struct request *r);
+int handle_kutt_patch(struct request *r);
+int handle_kutt_delete(struct request *r);
+int handle_kutt_stats(struct request *r);
+int handle_kutt_user(struct request *r);
+int handle_kutt_health(struct request *r);
+
 #endif

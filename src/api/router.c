@@ -63,6 +63,16 @@ static const struct route routes[] = {
     /* compatible APIs: each answers in its own shape (struct api_dialect) */
     {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
     {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
+    /* Kutt's API v2 (compat_kutt.c); DELETE .../stats is how the npm `kutt`
+     * client asks for stats */
+    {"POST",   "/api/v2/links",                  handle_kutt_create,     ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/links",                  handle_kutt_list,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"PATCH",  "/api/v2/links/:id",              handle_kutt_patch,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/links/:id",              handle_kutt_delete,     ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/users",                  handle_kutt_user,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/health",                 handle_kutt_health,     ROUTE_LOOP | ROUTE_CORS, &kutt_dialect},
 };
 #pragma GCC diagnostic pop
 #define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))

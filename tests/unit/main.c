@@ -239,7 +239,14 @@
     X(compat_yourls_formats)                                                                       \
     X(compat_yourls_auth)                                                                          \
     X(compat_yourls_store_fails)                                                                   \
-    X(compat_yourls_cors)
+    X(compat_yourls_cors)                                                                          \
+    X(compat_kutt_create)                                                                          \
+    X(compat_kutt_bad_input)                                                                       \
+    X(compat_kutt_ids)                                                                             \
+    X(compat_kutt_routes)                                                                          \
+    X(compat_kutt_auth_owner)                                                                      \
+    X(compat_kutt_store_fails)                                                                     \
+    X(compat_kutt_cors)
 
 #define X(name) void test_##name(void);
 TESTS(X)

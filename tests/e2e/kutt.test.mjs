@@ -1,0 +1,293 @@
+// kutt.test.mjs - Kutt's API v2 (/api/v2/...) against the real binary,
+// through the real npm client `kutt` (3.0.2, pinned), used as its README
+// shows: `new Kutt().set('api', BASE + '/api/v2').set('key', KEY)`. Every
+// call it offers: links create, list, update, remove and stats (which the
+// client sends as DELETE /links/:id/stats), health check and users info.
+// The links it makes are ordinary shortd links (they redirect, their clicks
+// show in GET /api/links/CODE/stats, GET /api/links lists them); bad input
+// gets Kutt's {"error": "..."} and stores nothing.
+
+import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
+
+import { Kutt } from 'kutt';
+
+import { api, createKey, it, poll, sleep, startServer, unique, visit } from './harness.mjs';
+
+const BASE = 'https://sho.example.test';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+let srv;
+let key;
+let otherKey;
+
+before(async () => {
+    srv = await startServer({ baseUrl: BASE });
+    key = createKey(srv, 'kutt-user');
+    otherKey = createKey(srv, 'kutt-other');
+});
+
+after(async () => {
+    if (srv && srv.running) await srv.stop();
+});
+
+/* The client, as its README sets it up, pointed at shortd. */
+function client(k = key) {
+    return new Kutt().set('api', `${srv.url}/api/v2`).set('key', k);
+}
+
+/* A call the client rejects: its Error (message: Kutt's `error`; cause:
+ * {status, data}). */
+async function rejection(promise) {
+    try {
+        await promise;
+    } catch (e) {
+        return e;
+    }
+    assert.fail('the call should have been refused');
+}
+
+/* Raw Kutt requests, for what the client does not send. */
+async function kutt(method, path, { k = key, body } = {}) {
+    const headers = { 'content-type': 'application/json' };
+    if (k) headers['x-api-key'] = k;
+    const res = await fetch(`${srv.url}/api/v2${path}`, {
+        method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: res.status, text, json, headers: res.headers };
+}
+
+/* The codes of the key's links, through shortd's own API. */
+async function codes(k = key) {
+    const list = await api(srv, 'GET', '/api/links?limit=1000&state=all', { key: k });
+    assert.equal(list.status, 200, list.text);
+    return list.json.map((l) => l.code).sort();
+}
+
+/* The link is an ordinary shortd link: it redirects to 'url', its click
+ * shows in its stats, GET /api/links lists it. */
+async function assertOrdinary(code, url) {
+    const v = await visit(srv, code);
+    assert.equal(v.status, 302, v.text);
+    assert.equal(v.headers.get('location'), url);
+    const clicks = await poll(async () => {
+        const s = await api(srv, 'GET', `/api/links/${code}/stats`, { key });
+        assert.equal(s.status, 200, s.text);
+        return s.json.total_clicks >= 1 ? s.json.total_clicks : 0;
+    });
+    assert.equal(clicks, 1, 'the click shows in GET /api/links/CODE/stats');
+    const list = await api(srv, 'GET', '/api/links?limit=1000', { key });
+    assert.ok(list.json.some((l) => l.code === code && l.url === url), 'listed by GET /api/links');
+}
+
+it('links.create makes an ordinary link and answers Kutt\'s link object', async () => {
+    const target = `https://example.com/kutt/${unique('c')}`;
+    const link = await client().links().create({ target, description: 'from the kutt client' });
+    assert.match(link.id, UUID);
+    assert.match(link.address, /^[0-9A-Za-z]{7}$/);
+    assert.equal(link.link, `${BASE}/${link.address}`);
+    assert.equal(link.target, target);
+    assert.equal(link.description, 'from the kutt client');
+    assert.equal(link.visit_count, 0);
+    assert.equal(link.password, false);
+    assert.equal(link.banned, false);
+    assert.equal(link.expire_in, null);
+    assert.equal(link.domain, null);
+    assert.ok(link.created_at instanceof Date && !Number.isNaN(link.created_at.getTime()));
+    await assertOrdinary(link.address, target);
+
+    // The same link seen through shortd's API: the description is its note.
+    const own = await api(srv, 'GET', `/api/links/${link.address}`, { key });
+    assert.equal(own.json.note, 'from the kutt client');
+
+    // reuse: the key's link to the same target, answered 200 with the same id.
+    const again = await kutt('POST', '/links', { body: { target, reuse: true } });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json.id, link.id);
+});
+
+it('ShareX: its exact request (nulls for what is unset, reuse false) answers `link`', async () => {
+    // KuttURLShortener.cs: POST HOST/api/v2/links, X-API-KEY, JSON of
+    // {target, password, customurl, reuse, domain}; it reads `link`.
+    const target = `https://example.com/sharex/${unique('k')}`;
+    const res = await fetch(`${srv.url}/api/v2/links`, {
+        method: 'POST',
+        headers: { 'X-API-KEY': key, 'Content-Type': 'application/json; charset=UTF-8' },
+        body: JSON.stringify({ target, password: null, customurl: null, reuse: false, domain: null }),
+    });
+    assert.equal(res.status, 201);
+    const body = await res.json();
+    assert.match(body.link, new RegExp(`^${BASE}/[0-9A-Za-z]{7}$`));
+    await assertOrdinary(body.link.slice(BASE.length + 1), target);
+});
+
+it('customurl, expire_in and password map onto shortd\'s alias, expiry and password', async () => {
+    const alias = unique('kt').replace(/[^0-9A-Za-z_-]/g, '');
+    const target = `https://example.com/kutt/${unique('x')}`;
+    const before = Date.now();
+    const link = await client().links().create({ target, customurl: alias, expire_in: '2 hours' });
+    assert.equal(link.address, alias);
+    const exp = Date.parse(link.expire_in);
+    assert.ok(exp >= before + 2 * 3600e3 - 1000 && exp <= Date.now() + 2 * 3600e3 + 1000, link.expire_in);
+    const own = await api(srv, 'GET', `/api/links/${alias}`, { key });
+    assert.equal(Date.parse(own.json.expires_at), exp);
+    await assertOrdinary(alias, target);
+
+    const prot = await client().links().create({ target: `${target}/p`, password: 'hunter22' });
+    assert.equal(prot.password, true);
+    const gate = await visit(srv, prot.address);
+    assert.notEqual(gate.status, 302, 'a protected link asks for its password');
+    const ownP = await api(srv, 'GET', `/api/links/${prot.address}`, { key });
+    assert.equal(ownP.json.protected, true);
+});
+
+it('links.list answers {total, limit, skip, data}, with search and paging', async () => {
+    const tag = unique('lst');
+    const made = [];
+    for (let i = 0; i < 3; i++) {
+        made.push(await client().links().create({ target: `https://example.com/${tag}/${i}` }));
+        await sleep(3);     // one millisecond's links are listed in code order
+    }
+    const page = await client().links().list();
+    assert.equal(page.limit, 10);
+    assert.equal(page.skip, 0);
+    assert.ok(page.total >= 3);
+    assert.ok(page.data.length <= 10);
+    assert.equal(page.data[0].id, made[2].id, 'newest first');
+
+    const found = await kutt('GET', `/links?search=${tag}&limit=2&skip=1`);
+    assert.equal(found.status, 200, found.text);
+    assert.deepEqual(Object.keys(found.json), ['total', 'limit', 'skip', 'data']);
+    assert.equal(found.json.total, 3);
+    assert.deepEqual(found.json.data.map((l) => l.id), [made[1].id, made[0].id]);
+
+    // Another key lists none of them.
+    const theirs = await kutt('GET', `/links?search=${tag}`, { k: otherKey });
+    assert.equal(theirs.json.total, 0);
+});
+
+it('links.stats and GET /links/:id/stats answer the periods with the link', async () => {
+    const target = `https://example.com/kutt/${unique('s')}`;
+    const link = await client().links().create({ target });
+    await assertOrdinary(link.address, target);
+    const stats = await poll(async () => {
+        const s = await client().links().stats(link.id);   // the client sends DELETE .../stats
+        return s.lastDay.total >= 1 ? s : null;
+    });
+    assert.equal(stats.id, link.id);
+    assert.equal(stats.visit_count, 1);
+    assert.equal(stats.lastDay.views.length, 24);
+    assert.equal(stats.lastWeek.views.length, 7);
+    assert.equal(stats.lastMonth.views.length, 30);
+    assert.equal(stats.lastYear.views.length, 12);
+    assert.equal(stats.lastWeek.total, 1);
+    assert.equal(stats.lastYear.views[11], 1);
+    for (const k of ['browser', 'os', 'country', 'referrer']) assert.ok(Array.isArray(stats.lastDay.stats[k]));
+    const get = await kutt('GET', `/links/${link.id}/stats`);
+    assert.equal(get.status, 200, get.text);
+    assert.equal(get.json.lastMonth.total, 1);
+    // The link is still there: DELETE .../stats only reads.
+    assert.equal((await visit(srv, link.address)).status, 302);
+});
+
+it('links.update changes target and description; a code cannot be renamed', async () => {
+    const link = await client().links().create({ target: `https://example.com/kutt/${unique('u')}` });
+    const target = `https://example.com/kutt/${unique('moved')}`;
+    const updated = await client().links().update(link.id, { target, description: 'moved' });
+    assert.equal(updated.id, link.id);
+    assert.equal(updated.target, target);
+    assert.equal(updated.description, 'moved');
+    await assertOrdinary(link.address, target);
+
+    const rename = await rejection(client().links().update(link.id, { address: 'renamed-link' }));
+    assert.equal(rename.cause.status, 400);
+    assert.match(rename.message, /Custom URL cannot be changed/);
+
+    // Nothing that differs: Kutt's refusal (500, as Kutt answers it).
+    const same = await rejection(client().links().update(link.id, { target }));
+    assert.equal(same.cause.status, 500);
+    assert.equal(same.message, 'Should at least update one field.');
+});
+
+it('links.remove deletes the link (a tombstone), and then it is not found', async () => {
+    const link = await client().links().create({ target: `https://example.com/kutt/${unique('d')}` });
+    const message = await client().links().remove(link.id);
+    assert.equal(message, 'Link has been deleted successfully.');
+    const v = await visit(srv, link.address);
+    assert.notEqual(v.status, 302);
+    const own = await api(srv, 'GET', `/api/links/${link.address}`, { key });
+    assert.equal(own.json.state, 'deleted');
+    const again = await rejection(client().links().remove(link.id));
+    assert.equal(again.cause.status, 500);
+    assert.equal(again.message, 'Could not find the link.');
+    const stats = await kutt('GET', `/links/${link.id}/stats`);
+    assert.deepEqual(stats.json, { error: 'Link could not be found.' });
+});
+
+it('a long alias keeps a stable id that finds it', async () => {
+    const alias = `long-alias-${unique('z').replace(/[^0-9A-Za-z]/g, '')}-abcdefghij`.slice(0, 28);
+    assert.ok(alias.length > 20);
+    const link = await client().links().create({ target: 'https://example.com/long', customurl: alias });
+    assert.match(link.id, UUID);
+    const listed = await kutt('GET', `/links?search=${alias}`);
+    assert.equal(listed.json.data[0].id, link.id, 'the same id every time');
+    const s = await kutt('GET', `/links/${link.id}/stats`);
+    assert.equal(s.status, 200, s.text);
+    assert.equal(s.json.address, alias);
+});
+
+it('another key\'s link is "not found" on every route, and stays as it was', async () => {
+    const target = `https://example.com/kutt/${unique('o')}`;
+    const link = await client().links().create({ target });
+    const them = client(otherKey);
+    const upd = await rejection(them.links().update(link.id, { target: 'https://evil.example/' }));
+    assert.equal(upd.message, 'Link was not found.');
+    const rm = await rejection(them.links().remove(link.id));
+    assert.equal(rm.message, 'Could not find the link.');
+    const st = await rejection(them.links().stats(link.id));
+    assert.equal(st.message, 'Link could not be found.');
+    await assertOrdinary(link.address, target);
+});
+
+it('health and users info', async () => {
+    assert.equal(await client().health().check(), true);
+    const info = await client().users().info();
+    assert.equal(info.apikey, key);
+    assert.equal(info.email, 'kutt-user');
+    assert.deepEqual(info.domains, []);
+});
+
+it('bad input gets Kutt\'s error and stores nothing; a wrong key is 401', async () => {
+    const before = await codes();
+    const cases = [
+        [{}, 'Target is missing.'],
+        [{ target: 'https://example.com/x', expire_in: '2 fortnights' },
+            'Expire format is invalid. Valid examples: 1m, 8h, 42 days.'],
+        [{ target: 'https://example.com/x', expire_in: '30s' }, 'Expire time should be more than 1 minute.'],
+        [{ target: 'https://example.com/x', password: 'ab' }, 'Password length must be between 3 and 64.'],
+        [{ target: 'https://example.com/x', customurl: 'a b' }, 'Custom URL is not valid.'],
+        [{ target: 'https://example.com/x', customurl: 'abc' }, 'Custom URL must be 4 to 30 characters.'],
+        [{ target: 'https://example.com/x', customurl: 'admin' }, 'You can\'t use this custom URL.'],
+        [{ target: 'https://example.com/x', reuse: 'maybe' }, 'Reuse must be boolean.'],
+        [{ target: 'https://example.com/x', domain: 'not-mine.example' }, 'You can\'t use this domain.'],
+        [{ target: `${BASE}/abc` }, 'sho.example.test URLs are not allowed.'],
+    ];
+    for (const [body, message] of cases) {
+        const e = await rejection(client().links().create(body));
+        assert.deepEqual(e.cause.data, { error: message }, JSON.stringify(body));
+        assert.equal(e.cause.status, 400, JSON.stringify(body));
+    }
+    assert.deepEqual(await codes(), before, 'nothing stored');
+
+    const wrong = await kutt('POST', '/links', { k: 'sk_wrong', body: { target: 'https://example.com/w' } });
+    assert.equal(wrong.status, 401);
+    assert.deepEqual(wrong.json, { error: 'Unauthorized.' });
+    const none = await kutt('GET', '/links', { k: null });
+    assert.equal(none.status, 401);
+    assert.deepEqual(none.json, { error: 'Unauthorized.' });
+    const badId = await kutt('DELETE', '/links/not-an-id');
+    assert.deepEqual([badId.status, badId.json], [400, { error: 'ID is invalid.' }]);
+    assert.deepEqual(await codes(), before, 'nothing stored');
+});

@@ -5,7 +5,7 @@
  * The shapes are those of Bitly API v4.0.0 as its OpenAPI document
  * (dev.bitly.com/api-reference) describes them: the bitlink object
  * (BitlinkBody, ShortenBitlinkBody), ExpandedBitlink, Clicks and
- * ClicksSummary, User, Groups, and the Error object {message, description,
+ * ClicksSummary, ClickMetrics (countries, referrers), User, Groups, and the Error object {message, description,
  * resource, errors: [{field, message, error_code}]}. Times are written as
  * Bitly writes them, "2006-01-02T15:04:05+0000".
  *
@@ -37,6 +37,7 @@
 #include "base/err.h"
 #include "base/pct.h"
 #include "base/timeutil.h"
+#include "clicks/analytics.h"
 #include "links/links.h"
 #include "redirect/tiers.h"
 #include "base/banned.h"
@@ -701,10 +702,11 @@ static int clicks_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots
     return 0;
 }
 
-/* Reads the route's link's clicks per day as unit, units and
- * unit_reference ask: 0, or the status of the answer written. Bitly's
- * units=-1 (its SDK's default) is every day since the link was made. */
-static int clicks_read(struct request *r, struct clicks *c)
+/* Reads unit, units and unit_reference into c's range, and the route's
+ * link into 'l' (link_release it): 0, or the status of the answer written.
+ * Bitly's units=-1 (its SDK's default) is every day since the link was
+ * made. */
+static int clicks_range(struct request *r, struct clicks *c, struct link *l)
 {
     char v[PARAM_MAX];
     if (query_str(r, "unit", v) && strcmp(v, "day") != 0)
@@ -722,16 +724,26 @@ static int clicks_read(struct request *r, struct clicks *c)
     if (query_str(r, "unit_reference", v) && !parse_reference(v, &c->reference))
         return fail(r, 400, "INVALID_ARG_UNIT_REFERENCE", "unit_reference must be an ISO 8601 "
                     "time.", "unit_reference", "invalid");
-    struct link l;
-    int status = route_link(r, &l);
+    int status = route_link(r, l);
     if (status)
         return status;
     c->to = day_number(c->reference);
-    c->from = c->units > 0 ? c->to - (c->units - 1) : day_number(l.created_at);
+    c->from = c->units > 0 ? c->to - (c->units - 1) : day_number(l->created_at);
     if (c->to - c->from >= STATS_MAX_DAYS)
         c->from = c->to - (STATS_MAX_DAYS - 1);
     if (c->from > c->to)
         c->from = c->to;    /* a reference before the link was made: one empty day */
+    return 0;
+}
+
+/* The route's link's clicks per day over the range asked: 0, or the status
+ * of the answer written. */
+static int clicks_read(struct request *r, struct clicks *c)
+{
+    struct link l;
+    int status = clicks_range(r, c, &l);
+    if (status)
+        return status;
     c->per_day = calloc((size_t)(c->to - c->from + 1), sizeof(*c->per_day));
     if (!c->per_day)
         abort();
@@ -783,6 +795,74 @@ int handle_bitly_clicks_summary(struct request *r)
     json_object_set_new(o, "total_clicks", json_integer(c.total));
     return http_json(r, 200, o);
 }
+
+/* ---- GET /v4/bitlinks/{bitlink}/countries and /referrers ---- */
+
+struct facet {
+    int dim;
+    json_t *metrics;            /* [{value, clicks}] */
+};
+
+/* A referrer host is counted only when a click has one: the referrers
+ * facet takes its "direct" clicks from the referrer group of that name. */
+static int facet_row(int dim, const char *value, int64_t n, void *arg)
+{
+    struct facet *f = arg;
+    bool direct = f->dim == DIM_REFERRER && dim == DIM_REF_GROUP && strcmp(value, "direct") == 0;
+    if ((dim == f->dim || direct) && n > 0)
+        json_array_append_new(f->metrics,
+                              json_pack("{s:s,s:I}", "value", value, "clicks", (json_int_t)n));
+    return 0;
+}
+
+/* Most clicks first; a tie by value, so that the order is the same each time. */
+static int by_clicks(const void *a, const void *b)
+{
+    json_t *p = *(json_t *const *)a, *q = *(json_t *const *)b;
+    json_int_t x = json_integer_value(json_object_get(p, "clicks"));
+    json_int_t y = json_integer_value(json_object_get(q, "clicks"));
+    if (x != y)
+        return x < y ? 1 : -1;
+    return strcmp(json_string_value(json_object_get(p, "value")),
+                  json_string_value(json_object_get(q, "value")));
+}
+
+/* Bitly's ClickMetrics of one facet, from shortd's dimension 'dim', most
+ * clicks first. */
+static int facet(struct request *r, int dim, const char *name)
+{
+    struct clicks c = {0};
+    struct link l;
+    int status = clicks_range(r, &c, &l);
+    if (status)
+        return status;
+    struct facet f = {dim, json_array()};
+    struct store *st = r->app->store;
+    int rc = st->ops->stats_dims(st, l.code, c.from, c.to, facet_row, &f);
+    link_release(&l);
+    if (rc != ERR_OK) {
+        json_decref(f.metrics);
+        return unavailable(r);
+    }
+    size_t n = json_array_size(f.metrics);
+    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    if (!v)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(f.metrics, i));
+    qsort(v, n, sizeof(*v), by_clicks);
+    json_array_clear(f.metrics);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(f.metrics, v[i]);
+    free(v);
+    json_t *o = clicks_head(&c);
+    json_object_set_new(o, "facet", json_string(name));
+    json_object_set_new(o, "metrics", f.metrics);
+    return http_json(r, 200, o);
+}
+
+int handle_bitly_countries(struct request *r) { return facet(r, DIM_COUNTRY, "countries"); }
+int handle_bitly_referrers(struct request *r) { return facet(r, DIM_REFERRER, "referrers"); }
 
 /* ---- GET /v4/user and GET /v4/groups: the key as a user with one group ---- */
 

@@ -52,6 +52,8 @@ int handle_bitly_patch(struct request *r);
 int handle_bitly_expand(struct request *r);
 int handle_bitly_clicks(struct request *r);
 int handle_bitly_clicks_summary(struct request *r);
+int handle_bitly_countries(struct request *r);
+int handle_bitly_referrers(struct request *r);
 int handle_bitly_user(struct request *r);
 int handle_bitly_groups(struct request *r);
 struct api_dialect;

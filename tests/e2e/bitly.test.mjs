@@ -1,9 +1,10 @@
 // bitly.test.mjs - Bitly's API v4 (/v4/...) against the real binary, through
 // the npm `bitly` SDK (7.x, pinned in package-lock.json) used as its README
 // shows: `new BitlyClient(token)`, then shorten, getBitlink/info, expand,
-// clicks/clicksByDay/clicksByMinute, and its generic bitlyRequest for the
-// calls it has no method for (POST /v4/bitlinks, PATCH, /clicks/summary,
-// /user, /groups). The links it makes are ordinary shortd links: they
+// clicks/clicksByDay/clicksByMinute, referrers, countries, and its generic
+// bitlyRequest for the calls it has no method for (POST /v4/bitlinks,
+// PATCH, /clicks/summary, /user, /groups). The links it makes are ordinary
+// shortd links: they
 // redirect, their clicks show in GET /api/links/CODE/stats, GET /api/links
 // lists them. Errors come in Bitly's shape, and bad input stores nothing.
 //
@@ -139,7 +140,8 @@ it("another key's bitlink is Bitly's 404, for every route that names one", async
     const other = new BitlyClient(otherKey);
     for (const call of [() => other.getBitlink(b.link), () => other.expand(b.link), () => other.clicksByDay(b.link),
         () => other.bitlyRequest(`bitlinks/${b.id}`, { title: 'x' }, 'PATCH'),
-        () => other.bitlyRequest(`bitlinks/${b.id}/clicks/summary`, {}, 'GET')]) {
+        () => other.bitlyRequest(`bitlinks/${b.id}/clicks/summary`, {}, 'GET'), () => other.referrers(b.link),
+        () => other.countries(b.link)]) {
         const e = await bitlyError(call());
         assert.equal(e.message, 'NOT_FOUND');
         assert.equal(e.resource, 'bitlinks');
@@ -159,7 +161,7 @@ it('expand answers the long URL of a bitlink', async () => {
     assert.equal(missing.json.message, 'INVALID_ARG_BITLINK_ID');
 });
 
-it('clicks and clicks/summary count the redirects per day', async () => {
+it('clicks, clicks/summary, referrers and countries count the redirects', async () => {
     const url = `https://example.com/bitly/${unique('c')}`;
     const b = await bitly.shorten(url);
     const code = b.id.slice(HOST.length + 1);
@@ -187,6 +189,12 @@ it('clicks and clicks/summary count the redirects per day', async () => {
     const old = await bitly.clicks(b.id, 'day', 3, 50, '2020-01-10T00:00:00+0000');
     assert.deepEqual(old.link_clicks.map((d) => d.clicks), [0, 0, 0]);
     assert.equal(old.link_clicks[0].date, '2020-01-10T00:00:00+0000');
+    const refs = await bitly.referrers(b.link);
+    assert.equal(refs.facet, 'referrers');
+    assert.deepEqual(refs.metrics, [{ value: 'direct', clicks: 1 }]);
+    const countries = await bitly.countries(b.link);
+    assert.equal(countries.facet, 'countries');
+    assert.ok(Array.isArray(countries.metrics));
     const minute = await bitlyError(bitly.clicksByMinute(b.link));
     assert.equal(minute.message, 'INVALID_ARG_UNIT');
     assert.deepEqual(minute.errors.map((f) => f.field), ['unit']);

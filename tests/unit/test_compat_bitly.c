@@ -218,6 +218,7 @@ void test_compat_bitly_bitlinks(void)
         {"PATCH", "", "{\"title\":\"theirs\"}"},
         {"GET", "/clicks", NULL},
         {"GET", "/clicks/summary", NULL},
+        {"GET", "/referrers", NULL},
     };
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         struct hx_resp none;
@@ -294,11 +295,12 @@ void test_compat_bitly_clicks(void)
     struct hx_resp resp;
     char target[160];
     snprintf(target, sizeof(target), "/%s", f.code);
-    const char *ua[] = {BROWSER, NULL};
-    for (int i = 0; i < 2; i++) {
-        CHECK_EQ_INT(hx_request(h, "GET", target, ua, NULL, &resp), 302);
-        hx_resp_release(&resp);
-    }
+    const char *ua[] = {BROWSER, NULL}, *referred[] = {BROWSER, "Referer: https://news.example/a",
+                                                       NULL};
+    CHECK_EQ_INT(hx_request(h, "GET", target, ua, NULL, &resp), 302);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", target, referred, NULL, &resp), 302);
+    hx_resp_release(&resp);
     hx_clicks_settle(h);
     char today[32];
     time_t t = time(NULL);
@@ -332,6 +334,27 @@ void test_compat_bitly_clicks(void)
     CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200);
     CHECK(hx_json_int(&resp, "total_clicks") == 0);
     CHECK_EQ_STR(hx_json_str(&resp, "unit_reference"), "2020-01-02T00:00:00+0000");
+    hx_resp_release(&resp);
+
+    /* countries and referrers: Bitly's ClickMetrics of one facet. */
+    snprintf(target, sizeof(target), "/v4/bitlinks/sho.rt/%s/referrers", f.code);
+    CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "facet"), "referrers");
+    json_t *m = json_object_get(resp.json, "metrics");
+    CHECK(json_array_size(m) == 2);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(m, 0), "value")), "direct");
+    CHECK(json_integer_value(json_object_get(json_array_get(m, 0), "clicks")) == 1);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(m, 1), "value")),
+                 "news.example");
+    hx_resp_release(&resp);
+    snprintf(target, sizeof(target), "/v4/bitlinks/sho.rt%%2F%s/countries?units=3", f.code);
+    CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "facet"), "countries");
+    CHECK(json_is_array(json_object_get(resp.json, "metrics")));
+    hx_resp_release(&resp);
+    snprintf(target, sizeof(target), "/v4/bitlinks/sho.rt/%s/countries", f.code);
+    CHECK_EQ_INT(hx_request(h, "GET", target, f.theirs, NULL, &resp), 404);
+    bitly_error(&resp, "NOT_FOUND", "bitlinks");
     hx_resp_release(&resp);
 
     static const struct {

@@ -42,11 +42,11 @@
 #include "redirect/tiers.h"
 #include "base/banned.h"
 
-#define BITLY_DEFAULT_HOST "bit.ly"     /* the domain Bitly's SDKs send by default */
-#define BITLY_TIME_MAX 25               /* "2006-01-02T15:04:05+0000" */
-#define GUID_LEN 11                     /* "Ba1bc23dE4F" */
-#define BITLINK_MAX 512                 /* bytes of a decoded bitlink */
-#define PARAM_MAX 64                    /* bytes of a decoded query value */
+#define BITLY_DEFAULT_HOST "bit.ly" /* the domain Bitly's SDKs send by default */
+#define BITLY_TIME_MAX 25           /* "2006-01-02T15:04:05+0000" */
+#define GUID_LEN 11                 /* "Ba1bc23dE4F" */
+#define BITLINK_MAX 512             /* bytes of a decoded bitlink */
+#define PARAM_MAX 64                /* bytes of a decoded query value */
 
 /* ---- what every answer shares ---- */
 
@@ -93,8 +93,9 @@ static int fail(struct request *r, int status, const char *message, const char *
     json_t *o = json_pack("{s:s,s:s,s:s}", "message", message, "description", description,
                           "resource", resource_of(r));
     if (field)
-        json_object_set_new(o, "errors", json_pack("[{s:s,s:s,s:s}]", "field", field, "message",
-                                                   description, "error_code", error_code));
+        json_object_set_new(o, "errors",
+                            json_pack("[{s:s,s:s,s:s}]", "field", field, "message", description,
+                                      "error_code", error_code));
     return http_json(r, status, o);
 }
 
@@ -273,8 +274,8 @@ static json_t *bitlink_json(const struct app *app, const struct link *l, bool fu
     buf_printf(&group, "%s/v4/groups/%s", app->cfg.base_url, guid);
     json_t *o = json_pack("{s:s,s:s,s:s,s:[],s:s,s:b,s:o,s:[],s:{s:s}}", "created_at", created,
                           "id", id, "link", su.p, "custom_bitlinks", "long_url", l->url, "archived",
-                          0, "tags", tags ? tags : json_array(), "deeplinks", "references",
-                          "group", group.p);
+                          0, "tags", tags ? tags : json_array(), "deeplinks", "references", "group",
+                          group.p);
     if (full)
         json_object_set_new(o, "title", l->title ? json_string(l->title) : json_null());
     buf_release(&su);
@@ -311,7 +312,7 @@ static int field_refused(struct request *r, const char *field, const char *why)
     const char *code = strcmp(bfield, "title") == 0    ? "INVALID_ARG_TITLE"
                        : strcmp(bfield, "tags") == 0   ? "INVALID_ARG_TAGS"
                        : strcmp(bfield, "domain") == 0 ? "INVALID_ARG_DOMAIN"
-                                                        : "INVALID_ARG_LONG_URL";
+                                                       : "INVALID_ARG_LONG_URL";
     snprintf(msg, sizeof(msg), "%s %s", bfield, why);
     return fail(r, 400, code, msg, bfield, "invalid");
 }
@@ -323,14 +324,14 @@ struct create_job {
     struct link_input in;
     int64_t owner, now;
     struct link link;
-    bool full;                  /* POST /v4/bitlinks: the whole object */
+    bool full; /* POST /v4/bitlinks: the whole object */
     bool reused, created;
-    int refused;                /* REFUSED_*, or 0 */
+    int refused; /* REFUSED_*, or 0 */
 };
 
-#define REFUSED_BLOCKED 1       /* the destination's host is blocked */
-#define REFUSED_DOMAIN 2        /* a custom domain that is not registered */
-#define REFUSED_DOMAIN_OWNER 3  /* ... registered to another owner */
+#define REFUSED_BLOCKED 1      /* the destination's host is blocked */
+#define REFUSED_DOMAIN 2       /* a custom domain that is not registered */
+#define REFUSED_DOMAIN_OWNER 3 /* ... registered to another owner */
 
 static void create_release(struct api_job *j)
 {
@@ -353,8 +354,8 @@ static int create_run(struct wjob *wj, struct store *st)
         if (rc != ERR_OK)
             return rc;
     }
-    int rc = links_create(c->base.r->app->links, st, &c->in, c->owner, c->now, &c->link,
-                          &c->reused);
+    int rc =
+        links_create(c->base.r->app->links, st, &c->in, c->owner, c->now, &c->link, &c->reused);
     if (rc == ERR_FORBIDDEN) {
         c->refused = REFUSED_BLOCKED;
         return ERR_OK;
@@ -406,12 +407,12 @@ static int create_body(struct request *r, json_t *body, bool full, json_t **out)
     if (domain && !json_is_null(domain) && !json_is_string(domain))
         return fail(r, 400, "INVALID_ARG_DOMAIN", "domain must be a string.", "domain", "invalid");
     if (full && deeplinks_refused(body))
-        return fail(r, 400, "INVALID_ARG_DEEPLINKS", "Deep links are not supported.",
-                    "deeplinks", "invalid");
+        return fail(r, 400, "INVALID_ARG_DEEPLINKS", "Deep links are not supported.", "deeplinks",
+                    "invalid");
     json_t *o = json_pack("{s:O,s:b}", "url", url, "reuse", 1);
     if (json_is_string(domain) &&
-        !host_is_default(r->app, (struct slice){json_string_value(domain),
-                                                json_string_length(domain)}))
+        !host_is_default(r->app,
+                         (struct slice){json_string_value(domain), json_string_length(domain)}))
         json_object_set(o, "domain", domain);
     json_t *v;
     if (full && (v = json_object_get(body, "title")) && !json_is_null(v))
@@ -479,13 +480,13 @@ int handle_bitly_expand(struct request *r)
         return status;
     json_t *id = json_object_get(body, "bitlink_id");
     struct bitlink b;
-    bool ok = json_is_string(id) && bitlink_split(json_string_value(id), json_string_length(id),
-                                                   &b);
+    bool ok = json_is_string(id) &&
+              bitlink_split(json_string_value(id), json_string_length(id), &b);
     bool given = json_is_string(id) && json_string_length(id);
     json_decref(body);
     if (!given)
-        return fail(r, 400, "INVALID_ARG_BITLINK_ID", "bitlink_id must be a bitlink.",
-                    "bitlink_id", "missing");
+        return fail(r, 400, "INVALID_ARG_BITLINK_ID", "bitlink_id must be a bitlink.", "bitlink_id",
+                    "missing");
     if (!ok)
         return not_found(r);
     struct link l;
@@ -496,9 +497,8 @@ int handle_bitly_expand(struct request *r)
         return unavailable(r);
     json_t *full = bitlink_json(r->app, &l, false);
     json_t *o = json_pack("{s:O,s:O,s:O,s:O}", "created_at", json_object_get(full, "created_at"),
-                          "link", json_object_get(full, "link"), "id",
-                          json_object_get(full, "id"), "long_url",
-                          json_object_get(full, "long_url"));
+                          "link", json_object_get(full, "link"), "id", json_object_get(full, "id"),
+                          "long_url", json_object_get(full, "long_url"));
     json_decref(full);
     link_release(&l);
     return http_json(r, 200, o);
@@ -513,8 +513,10 @@ struct patch_job {
     int64_t now, scope, key_id;
     struct link link;
     bool found, changed;
-    int blocked;                /* the new long_url's host is blocked */
+    int refused; /* REFUSED_BLOCKED, REFUSED_TOO_LONG, or 0 */
 };
+
+#define REFUSED_TOO_LONG 4 /* the long_url with the link's UTM is too long */
 
 static void patch_release(struct api_job *j)
 {
@@ -545,13 +547,13 @@ static int patch_run(struct wjob *wj, struct store *st)
         const char *field = NULL;
         rc = links_check_blocked(app->links, st, pj->link.url, NULL, &field);
         if (rc == ERR_FORBIDDEN) {
-            pj->blocked = true;
+            pj->refused = REFUSED_BLOCKED;
             free(old_url);
             return ERR_OK;
         }
     }
-    if (rc == ERR_INVALID || rc == ERR_MISMATCH) {     /* the url with the link's utm */
-        pj->blocked = -1;
+    if (rc == ERR_INVALID || rc == ERR_MISMATCH) { /* the url with the link's utm */
+        pj->refused = REFUSED_TOO_LONG;
         free(old_url);
         return ERR_OK;
     }
@@ -579,12 +581,14 @@ static int patch_respond(struct api_job *j)
         return unavailable(r);
     if (!pj->found)
         return not_found(r);
-    if (pj->blocked > 0)
+    if (pj->refused == REFUSED_BLOCKED)
         return fail(r, 400, "INVALID_ARG_LONG_URL", "The long URL's host is blocked.", "long_url",
                     "invalid");
-    if (pj->blocked < 0)
-        return fail(r, 400, "INVALID_ARG_LONG_URL", "The long URL is too long with this link's "
-                    "UTM parameters.", "long_url", "invalid");
+    if (pj->refused == REFUSED_TOO_LONG)
+        return fail(r, 400, "INVALID_ARG_LONG_URL",
+                    "The long URL is too long with this link's "
+                    "UTM parameters.",
+                    "long_url", "invalid");
     return http_json(r, 200, bitlink_json(r->app, &pj->link, true));
 }
 
@@ -594,11 +598,13 @@ static int patch_body(struct request *r, json_t *body, json_t **out)
 {
     json_t *a = json_object_get(body, "archived");
     if (json_is_true(a))
-        return fail(r, 400, "INVALID_ARG_ARCHIVED", "Archiving is not supported; delete the "
-                    "link with DELETE /api/links/CODE.", "archived", "invalid");
+        return fail(r, 400, "INVALID_ARG_ARCHIVED",
+                    "Archiving is not supported; delete the "
+                    "link with DELETE /api/links/CODE.",
+                    "archived", "invalid");
     if (deeplinks_refused(body))
-        return fail(r, 400, "INVALID_ARG_DEEPLINKS", "Deep links are not supported.",
-                    "deeplinks", "invalid");
+        return fail(r, 400, "INVALID_ARG_DEEPLINKS", "Deep links are not supported.", "deeplinks",
+                    "invalid");
     json_t *o = json_object();
     json_t *v;
     if ((v = json_object_get(body, "title")))
@@ -675,7 +681,7 @@ static bool parse_reference(char *s, int64_t *ms)
             s[n - 5] = '+';
         if (n + 1 >= PARAM_MAX)
             return false;
-        memmove(s + n - 1, s + n - 2, 3);   /* "+0000" -> "+00:00" */
+        memmove(s + n - 1, s + n - 2, 3); /* "+0000" -> "+00:00" */
         s[n - 2] = ':';
         n++;
     }
@@ -683,10 +689,10 @@ static bool parse_reference(char *s, int64_t *ms)
 }
 
 struct clicks {
-    int64_t from, to;           /* days */
-    long units;                 /* as asked (-1: all) */
-    int64_t reference;          /* ms */
-    int64_t *per_day;           /* [to - from + 1] */
+    int64_t from, to;  /* days */
+    long units;        /* as asked (-1: all) */
+    int64_t reference; /* ms */
+    int64_t *per_day;  /* [to - from + 1] */
     int64_t total;
 };
 
@@ -710,8 +716,10 @@ static int clicks_range(struct request *r, struct clicks *c, struct link *l)
 {
     char v[PARAM_MAX];
     if (query_str(r, "unit", v) && strcmp(v, "day") != 0)
-        return fail(r, 400, "INVALID_ARG_UNIT", "Only unit=day is supported: clicks are kept "
-                    "per day.", "unit", "invalid");
+        return fail(r, 400, "INVALID_ARG_UNIT",
+                    "Only unit=day is supported: clicks are kept "
+                    "per day.",
+                    "unit", "invalid");
     c->units = -1;
     if (query_str(r, "units", v)) {
         char *end;
@@ -722,8 +730,10 @@ static int clicks_range(struct request *r, struct clicks *c, struct link *l)
     }
     c->reference = now_ms();
     if (query_str(r, "unit_reference", v) && !parse_reference(v, &c->reference))
-        return fail(r, 400, "INVALID_ARG_UNIT_REFERENCE", "unit_reference must be an ISO 8601 "
-                    "time.", "unit_reference", "invalid");
+        return fail(r, 400, "INVALID_ARG_UNIT_REFERENCE",
+                    "unit_reference must be an ISO 8601 "
+                    "time.",
+                    "unit_reference", "invalid");
     int status = route_link(r, l);
     if (status)
         return status;
@@ -732,7 +742,7 @@ static int clicks_range(struct request *r, struct clicks *c, struct link *l)
     if (c->to - c->from >= STATS_MAX_DAYS)
         c->from = c->to - (STATS_MAX_DAYS - 1);
     if (c->from > c->to)
-        c->from = c->to;    /* a reference before the link was made: one empty day */
+        c->from = c->to; /* a reference before the link was made: one empty day */
     return 0;
 }
 
@@ -772,7 +782,7 @@ int handle_bitly_clicks(struct request *r)
     if (status)
         return status;
     json_t *days = json_array();
-    for (int64_t d = c.to; d >= c.from; d--) {     /* newest first, as Bitly lists them */
+    for (int64_t d = c.to; d >= c.from; d--) { /* newest first, as Bitly lists them */
         char date[BITLY_TIME_MAX];
         bitly_time(d * MS_PER_DAY, date);
         json_array_append_new(days, json_pack("{s:I,s:s}", "clicks",
@@ -800,7 +810,7 @@ int handle_bitly_clicks_summary(struct request *r)
 
 struct facet {
     int dim;
-    json_t *metrics;            /* [{value, clicks}] */
+    json_t *metrics; /* [{value, clicks}] */
 };
 
 /* A referrer host is counted only when a click has one: the referrers

@@ -90,7 +90,8 @@ void test_compat_bitly_shorten(void)
 
     /* The bitlink object; the same URL again is the same bitlink, 200. */
     CHECK_EQ_INT(hx_request(h, "POST", "/v4/shorten", f.mine,
-                            "{\"long_url\":\"https://example.com/a\",\"domain\":\"bit.ly\"}", &resp),
+                            "{\"long_url\":\"https://example.com/a\",\"domain\":\"bit.ly\"}",
+                            &resp),
                  200);
     char id[96];
     snprintf(id, sizeof(id), "sho.rt/%s", f.code);
@@ -214,10 +215,8 @@ void test_compat_bitly_bitlinks(void)
     static const struct {
         const char *method, *suffix, *body;
     } routes[] = {
-        {"GET", "", NULL},
-        {"PATCH", "", "{\"title\":\"theirs\"}"},
-        {"GET", "/clicks", NULL},
-        {"GET", "/clicks/summary", NULL},
+        {"GET", "", NULL},           {"PATCH", "", "{\"title\":\"theirs\"}"},
+        {"GET", "/clicks", NULL},    {"GET", "/clicks/summary", NULL},
         {"GET", "/referrers", NULL},
     };
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -295,8 +294,8 @@ void test_compat_bitly_clicks(void)
     struct hx_resp resp;
     char target[160];
     snprintf(target, sizeof(target), "/%s", f.code);
-    const char *ua[] = {BROWSER, NULL}, *referred[] = {BROWSER, "Referer: https://news.example/a",
-                                                       NULL};
+    const char *ua[] = {BROWSER, NULL},
+               *referred[] = {BROWSER, "Referer: https://news.example/a", NULL};
     CHECK_EQ_INT(hx_request(h, "GET", target, ua, NULL, &resp), 302);
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", target, referred, NULL, &resp), 302);
@@ -306,8 +305,10 @@ void test_compat_bitly_clicks(void)
     time_t t = time(NULL);
     strftime(today, sizeof(today), "%Y-%m-%dT00:00:00+0000", gmtime(&t));
 
-    snprintf(target, sizeof(target), "/v4/bitlinks/sho.rt/%s/clicks?unit=day&units=-1&size=50"
-             "&unit_reference=", f.code);
+    snprintf(target, sizeof(target),
+             "/v4/bitlinks/sho.rt/%s/clicks?unit=day&units=-1&size=50"
+             "&unit_reference=",
+             f.code);
     CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200);
     json_t *days = json_object_get(resp.json, "link_clicks");
     CHECK(json_array_size(days) == 1);
@@ -329,7 +330,8 @@ void test_compat_bitly_clicks(void)
     CHECK(hx_json_int(&resp, "total_clicks") == 2);
     hx_resp_release(&resp);
     snprintf(target, sizeof(target),
-             "/v4/bitlinks/sho.rt%%2F%s/clicks/summary?units=2&unit_reference=2020-01-02T00:00:00%%2B0000",
+             "/v4/bitlinks/sho.rt%%2F%s/clicks/"
+             "summary?units=2&unit_reference=2020-01-02T00:00:00%%2B0000",
              f.code);
     CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200);
     CHECK(hx_json_int(&resp, "total_clicks") == 0);
@@ -344,8 +346,7 @@ void test_compat_bitly_clicks(void)
     CHECK(json_array_size(m) == 2);
     CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(m, 0), "value")), "direct");
     CHECK(json_integer_value(json_object_get(json_array_get(m, 0), "clicks")) == 1);
-    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(m, 1), "value")),
-                 "news.example");
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(m, 1), "value")), "news.example");
     hx_resp_release(&resp);
     snprintf(target, sizeof(target), "/v4/bitlinks/sho.rt%%2F%s/countries?units=3", f.code);
     CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200);
@@ -395,8 +396,8 @@ void test_compat_bitly_user_groups(void)
     CHECK_EQ_STR(hx_json_str(&resp, "default_group_guid"), guid);
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", "/v4/groups", f.theirs, NULL, &resp), 200);
-    g = json_string_value(json_object_get(json_array_get(json_object_get(resp.json, "groups"), 0),
-                                          "guid"));
+    g = json_string_value(
+        json_object_get(json_array_get(json_object_get(resp.json, "groups"), 0), "guid"));
     if (CHECK(g != NULL))
         snprintf(other, sizeof(other), "%s", g);
     CHECK(strcmp(guid, other) != 0);

@@ -203,6 +203,7 @@
     X(compat_bitly_bitlinks)                                                                       \
     X(compat_bitly_clicks)                                                                         \
     X(compat_bitly_user_groups)                                                                    \
+    X(compat_bitly_domain)                                                                         \
     X(rules_create_limit)                                                                          \
     X(rules_unavailable)                                                                           \
     X(rules_owner)                                                                                 \

@@ -422,3 +422,46 @@ void test_compat_bitly_user_groups(void)
     hx_resp_release(&resp);
     hx_free(h);
 }
+
+/* A custom domain: `domain` names it when it is the key's; the bitlink's
+ * id and link are on it, and the bitlink is found by it. */
+void test_compat_bitly_domain(void)
+{
+    struct fx f;
+    if (!fixture(&f))
+        return;
+    struct hx *h = f.h;
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/domains", f.mine, "{\"host\":\"go.example\"}", &resp),
+                 201);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "POST", "/v4/shorten", f.mine,
+                            "{\"long_url\":\"https://example.com/dom\",\"domain\":\"go.example\"}",
+                            &resp),
+                 201);
+    const char *id = hx_json_str(&resp, "id");
+    char code[HX_CODE_MAX] = "", target[160];
+    if (CHECK(id && strncmp(id, "go.example/", 11) == 0 && strlen(id + 11) < sizeof(code)))
+        snprintf(code, sizeof(code), "%s", id + 11);
+    char link[96];
+    snprintf(link, sizeof(link), "http://go.example/%s", code);
+    CHECK_EQ_STR(hx_json_str(&resp, "link"), link);
+    hx_resp_release(&resp);
+    static const char *const hosts[] = {"go.example", "sho.rt", "bit.ly"};
+    for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+        snprintf(target, sizeof(target), "/v4/bitlinks/%s%%2F%s", hosts[i], code);
+        if (!CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200))
+            test_note("GET %s", target);
+        hx_resp_release(&resp);
+    }
+    /* Another key may not shorten on it: Bitly's FORBIDDEN, nothing stored. */
+    long long before = links_of(h, f.theirs);
+    CHECK_EQ_INT(hx_request(h, "POST", "/v4/shorten", f.theirs,
+                            "{\"long_url\":\"https://example.com/dom2\",\"domain\":\"go.example\"}",
+                            &resp),
+                 403);
+    bitly_error(&resp, "FORBIDDEN", "bitlinks");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(links_of(h, f.theirs), before);
+    hx_free(h);
+}

@@ -44,6 +44,21 @@ int handle_link_top(struct request *r);
 int handle_stats(struct request *r);
 int handle_export(struct request *r);
 
+/* compat_bitly.c - Bitly's API v4 (bitly_dialect) */
+int handle_bitly_shorten(struct request *r);
+int handle_bitly_create(struct request *r);
+int handle_bitly_get(struct request *r);
+int handle_bitly_patch(struct request *r);
+int handle_bitly_expand(struct request *r);
+int handle_bitly_clicks(struct request *r);
+int handle_bitly_clicks_summary(struct request *r);
+int handle_bitly_countries(struct request *r);
+int handle_bitly_referrers(struct request *r);
+int handle_bitly_user(struct request *r);
+int handle_bitly_groups(struct request *r);
+struct api_dialect;
+extern const struct api_dialect bitly_dialect;
+
 /* api_qr.c */
 int handle_link_qr(struct request *r);
 

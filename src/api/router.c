@@ -73,6 +73,26 @@ static const struct route routes[] = {
     {"DELETE", "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
     {"GET",    "/api/v2/users",                  handle_kutt_user,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
     {"GET",    "/api/v2/health",                 handle_kutt_health,     ROUTE_LOOP | ROUTE_CORS, &kutt_dialect},
+    /* Bitly v4 (compat_bitly.c): a bitlink "host/code" is one percent-encoded
+     * segment or two; the one-segment routes come first, so that
+     * /v4/bitlinks/ENCODED/clicks is not read as host ENCODED, code "clicks". */
+    {"POST",  "/v4/shorten",                          handle_bitly_shorten,         ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
+    {"POST",  "/v4/bitlinks",                         handle_bitly_create,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
+    {"POST",  "/v4/expand",                           handle_bitly_expand,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink",                handle_bitly_get,             ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"PATCH", "/v4/bitlinks/:bitlink",                handle_bitly_patch,           ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/clicks",         handle_bitly_clicks,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/clicks/summary", handle_bitly_clicks_summary,  ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/countries",      handle_bitly_countries,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/referrers",      handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code",             handle_bitly_get,             ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"PATCH", "/v4/bitlinks/:host/:code",             handle_bitly_patch,           ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/clicks",      handle_bitly_clicks,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/clicks/summary", handle_bitly_clicks_summary, ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/countries",   handle_bitly_countries,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/referrers",   handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/user",                             handle_bitly_user,            ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/groups",                           handle_bitly_groups,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
 };
 #pragma GCC diagnostic pop
 #define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))

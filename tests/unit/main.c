@@ -199,6 +199,11 @@
     X(api_links_history)                                                                           \
     X(api_links_disable_enable)                                                                    \
     X(api_links_list_filters)                                                                      \
+    X(compat_bitly_shorten)                                                                        \
+    X(compat_bitly_bitlinks)                                                                       \
+    X(compat_bitly_clicks)                                                                         \
+    X(compat_bitly_user_groups)                                                                    \
+    X(compat_bitly_domain)                                                                         \
     X(rules_create_limit)                                                                          \
     X(rules_unavailable)                                                                           \
     X(rules_owner)                                                                                 \

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app/app.h"
 #include "base/buf.h"
@@ -228,6 +229,9 @@ void test_compat_yourls_reads(void)
                  urls[i], urls[i]);
         CHECK_EQ_INT(yget(h, key, q, &resp), 200);
         hx_resp_release(&resp);
+        /* filter=last orders by creation time: links of one millisecond
+         * would come in code order instead */
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
     }
     /* rd-two: 2 clicks, rd-one: 1, rd-three: 0 */
     const char *clicks[] = {"/rd-two", "/rd-two", "/rd-one"};

@@ -78,6 +78,19 @@ struct api_dialect;
 extern const struct api_dialect yourls_dialect;
 int handle_yourls(struct request *r);
 
+/* compat_shlink.c - Shlink's REST API v3 under /rest; its dialect is the router's */
+struct api_dialect;
+extern const struct api_dialect shlink_dialect;
+int handle_shlink_create(struct request *r);
+int handle_shlink_list(struct request *r);
+int handle_shlink_get(struct request *r);
+int handle_shlink_edit(struct request *r);
+int handle_shlink_delete(struct request *r);
+int handle_shlink_visits(struct request *r);
+int handle_shlink_visits_summary(struct request *r);
+int handle_shlink_tags(struct request *r);
+int handle_shlink_health(struct request *r);
+
 /* dashboard.c - the web dashboard, compiled in from web/ */
 int handle_dashboard(struct request *r);
 int handle_static(struct request *r);

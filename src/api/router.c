@@ -93,6 +93,17 @@ static const struct route routes[] = {
     {"GET",   "/v4/bitlinks/:host/:code/referrers",   handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
     {"GET",   "/v4/user",                             handle_bitly_user,            ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
     {"GET",   "/v4/groups",                           handle_bitly_groups,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    /* Shlink REST v3 (compat_shlink.c): answers in Shlink's shapes */
+    {"POST",   "/rest/v3/short-urls",            handle_shlink_create,   ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls",            handle_shlink_list,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls/:code",      handle_shlink_get,      ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"PATCH",  "/rest/v3/short-urls/:code",      handle_shlink_edit,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"DELETE", "/rest/v3/short-urls/:code",      handle_shlink_delete,   ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls/:code/visits", handle_shlink_visits, ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/visits",                handle_shlink_visits_summary, ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/tags",                  handle_shlink_tags,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/health",                   handle_shlink_health,   ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/health",                handle_shlink_health,   ROUTE_CORS, &shlink_dialect},
 };
 #pragma GCC diagnostic pop
 #define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))

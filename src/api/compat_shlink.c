@@ -375,7 +375,7 @@ int handle_shlink_create(struct request *r)
      * settings of a link that shortd decides itself: not carried over. */
     json_t *body = json_object();
     json_t *url = json_object_get(in, "longUrl");
-    json_object_set(body, "url", url ? url : json_string(""));
+    json_object_set_new(body, "url", url ? json_incref(url) : json_string(""));
     carry(body, "alias", in, "customSlug");
     carry(body, "title", in, "title");
     carry(body, "tags", in, "tags");

@@ -204,6 +204,11 @@
     X(compat_bitly_clicks)                                                                         \
     X(compat_bitly_user_groups)                                                                    \
     X(compat_bitly_domain)                                                                         \
+    X(compat_shlink_create)                                                                        \
+    X(compat_shlink_create_refused)                                                                \
+    X(compat_shlink_keys)                                                                          \
+    X(compat_shlink_one_link)                                                                      \
+    X(compat_shlink_list)                                                                          \
     X(rules_create_limit)                                                                          \
     X(rules_unavailable)                                                                           \
     X(rules_owner)                                                                                 \

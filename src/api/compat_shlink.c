@@ -25,6 +25,7 @@
  * clicks of each link (RECENT_KEEP): a short URL's visits are those last
  * clicks; it tracks no orphan visits, so their summary is zero. */
 #include <ctype.h>
+#include <llhttp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -116,8 +117,17 @@ static int shlink_error(struct request *r, int status, const char *code, const c
     if (strcmp(code, "invalid_key") == 0)
         return problem(r, 401, "invalid-api-key", "Invalid API key",
                        "Provided API key does not exist or is invalid.", NULL);
-    const char *title = status == 403 ? "Forbidden" : status == 429 ? "Too Many Requests"
-                                                                     : "Service Unavailable";
+    if (strcmp(code, "not_found") == 0) {  /* Mezzio's ProblemDetailsNotFoundHandler */
+        char detail[300];
+        int n = (int)(r->path.n < 200 ? r->path.n : 200);
+        snprintf(detail, sizeof(detail), "Cannot %s %.*s",
+                 llhttp_method_name((llhttp_method_t)r->method), n, r->path.p);
+        return problem(r, 404, "not-found", "Not Found", detail, NULL);
+    }
+    const char *title = status == 403   ? "Forbidden"
+                        : status == 405 ? "Method Not Allowed"
+                        : status == 429 ? "Too Many Requests"
+                                        : "Service Unavailable";
     return problem(r, status, NULL, title, message, NULL);
 }
 
@@ -133,6 +143,7 @@ const struct api_dialect shlink_dialect = {
     .name = "shlink",
     .token = shlink_token,
     .error = shlink_error,
+    .prefix = "/rest/",
 };
 
 /* ---- the ShortUrl object ---- */

@@ -592,6 +592,18 @@ int router_precheck(struct request *r)
     return 0;
 }
 
+/* The compatible API that owns 'path' (struct api_dialect's prefix), or NULL. */
+static const struct api_dialect *path_dialect(struct slice path)
+{
+    for (int i = 0; i < NROUTES; i++) {
+        const struct api_dialect *d = routes[i].dialect;
+        if (d && d->prefix && path.n >= strlen(d->prefix) &&
+            memcmp(path.p, d->prefix, strlen(d->prefix)) == 0)
+            return d;
+    }
+    return NULL;
+}
+
 int router_dispatch(struct request *r)
 {
     init_tables();
@@ -638,12 +650,20 @@ int router_dispatch(struct request *r)
     /* A browser's preflight: answered here, with no key and no store. */
     if (cors && r->method == HTTP_OPTIONS && http_header(r, "origin").p)
         return cors_preflight(r, allow);
+    const struct api_dialect *dialect = path_dialect(r->path);
     if (path_matched) {
         if (cors)
             cors_add_headers(r);
         http_add_header(r, "Allow", allow, strlen(allow));
+        if (dialect) {
+            char msg[80];
+            snprintf(msg, sizeof(msg), "use %s", allow);
+            return dialect->error(r, 405, "method_not_allowed", msg);
+        }
         return http_error(r, 405, "method_not_allowed", NULL, "use %s", allow);
     }
+    if (dialect)
+        return dialect->error(r, 404, "not_found", "no such path");
     /* A reserved word that no route serves (robots.txt, favicon.ico, admin...)
      * is no short link either: nothing is there, whatever the method. */
     if (is_single_segment(r->path) && !is_reserved((struct slice){r->path.p + 1, r->path.n - 1}))

@@ -44,8 +44,13 @@ struct api_dialect {
     /* Writes the answer for one of the router's refusals, in the API's
      * own shape, and returns its status (which may differ from 'status':
      * YOURLS answers a refused key 403). 'code' is shortd's: unauthorized
-     * (no key), invalid_key, forbidden, rate_limited, unavailable. */
+     * (no key), invalid_key, forbidden, rate_limited, unavailable; and,
+     * under 'prefix', method_not_allowed (405) and not_found (404). */
     int (*error)(struct request *r, int status, const char *code, const char *message);
+    /* NULL, or the path prefix the API owns ("/rest/"): a path under it
+     * that no route serves, or not with this method, is answered 404 or
+     * 405 through error(), not in shortd's shape. */
+    const char *prefix;
 };
 
 struct route {

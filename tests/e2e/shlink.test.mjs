@@ -210,6 +210,11 @@ it('bad input gets Shlink\'s problem+json and stores nothing', async () => {
     assert.equal(none.status, 401);
     assert.equal((await none.json()).type, `${ERR}missing-authentication`);
     assert.equal(await countLinks(), before + 1);
+
+    // A route Shlink has and shortd does not is Shlink's not-found problem.
+    const domains = await problemOf(client.listDomains());
+    assert.equal(domains.type, `${ERR}not-found`);
+    assert.equal(domains.status, 404);
 });
 
 it('a browser page of a cors-origins origin may call it (Shlink\'s web client)', async () => {

@@ -196,6 +196,15 @@ void test_compat_shlink_keys(void)
     hx_request(t.h, "GET", "/rest/v3/tags", as_bearer, NULL, &r);
     is_problem(&r, 401, "missing-authentication");
     hx_resp_release(&r);
+    /* A path or a method no route serves under /rest is Shlink's problem too. */
+    hx_request(t.h, "GET", "/rest/v3/domains", t.mine, NULL, &r);
+    is_problem(&r, 404, "not-found");
+    CHECK_EQ_STR(hx_json_str(&r, "detail"), "Cannot GET /rest/v3/domains");
+    hx_resp_release(&r);
+    CHECK_EQ_INT(hx_request(t.h, "PUT", "/rest/v3/short-urls", t.mine, NULL, &r), 405);
+    CHECK_EQ_STR(r.content_type, "application/problem+json");
+    CHECK_EQ_STR(hx_header(&r, "Allow"), "POST, GET");
+    hx_resp_release(&r);
     /* The health check needs no key. */
     CHECK_EQ_INT(hx_request(t.h, "GET", "/rest/health", NULL, NULL, &r), 200);
     CHECK_EQ_STR(r.content_type, "application/health+json");
@@ -313,7 +322,8 @@ void test_compat_shlink_list(void)
     static const char *const made[] = {
         "{\"longUrl\":\"https://example.com/1\",\"customSlug\":\"sl-c\",\"tags\":[\"red\"]}",
         "{\"longUrl\":\"https://example.com/2\",\"customSlug\":\"sl-a\",\"tags\":[\"blue\"]}",
-        "{\"longUrl\":\"https://example.com/3\",\"customSlug\":\"sl-b\",\"tags\":[\"red\",\"blue\"],"
+        "{\"longUrl\":\"https://example.com/3\",\"customSlug\":\"sl-b\","
+        "\"tags\":[\"red\",\"blue\"],"
         "\"title\":\"needle\"}",
     };
     for (size_t i = 0; i < 3; i++) {
@@ -325,7 +335,8 @@ void test_compat_shlink_list(void)
                  200);
     hx_resp_release(&r);
 
-    CHECK_EQ_INT(hx_request(t.h, "GET", "/rest/v3/short-urls?itemsPerPage=2&page=2&orderBy=shortCode-ASC",
+    CHECK_EQ_INT(hx_request(t.h, "GET",
+                            "/rest/v3/short-urls?itemsPerPage=2&page=2&orderBy=shortCode-ASC",
                             t.mine, NULL, &r),
                  200);
     json_t *data = json_object_get(json_object_get(r.json, "shortUrls"), "data");
@@ -338,7 +349,8 @@ void test_compat_shlink_list(void)
     CHECK_EQ_INT(hx_json_int(&r, "shortUrls.pagination.totalItems"), 3);
     hx_resp_release(&r);
 
-    CHECK_EQ_INT(hx_request(t.h, "GET", "/rest/v3/short-urls?tags%5B%5D=red&tags%5B%5D=blue&tagsMode=all",
+    CHECK_EQ_INT(hx_request(t.h, "GET",
+                            "/rest/v3/short-urls?tags%5B%5D=red&tags%5B%5D=blue&tagsMode=all",
                             t.mine, NULL, &r),
                  200);
     data = json_object_get(json_object_get(r.json, "shortUrls"), "data");

@@ -451,6 +451,9 @@ struct scan {
     const char *const *tags;    /* NULL-terminated tags[] filter, or NULL */
     bool all_tags;              /* tagsMode=all */
     json_t *tag_set;            /* for /tags: every tag seen (an object used as a set) */
+    int64_t since, until;       /* startDate, endDate of dateCreated (0: none) */
+    const char *domain;         /* "": any */
+    bool no_expired, no_exhausted;  /* excludePastValidUntil, excludeMaxVisitsReached */
 };
 
 /* Whether the link's tags (JSON text) pass the tags[] filter. */
@@ -480,7 +483,9 @@ static int scan_one(const struct link *l, void *arg)
     s->any = true;
     memcpy(s->last_code, l->code, sizeof(s->last_code));
     s->last_created = l->created_at;
-    if (!l->url || s->n == SCAN_MAX || !tags_match(s, l->tags))
+    if (!l->url || s->n == SCAN_MAX || !tags_match(s, l->tags) ||
+        (s->since && l->created_at < s->since) || (s->until && l->created_at > s->until) ||
+        (s->domain && !domain_matches(l, s->domain)))
         return 0;
     if (s->tag_set) {
         json_t *a = l->tags ? json_loads(l->tags, 0, NULL) : NULL;
@@ -517,8 +522,9 @@ static int scan_links(struct request *r, struct scan *s, const char *text)
             abort();
     }
     char after[CODE_MAX + 1] = "";
-    struct link_query q = {.owner = owner_scope(r), .want_live = true, .want_expired = true,
-                           .want_exhausted = true, .now = now_ms(), .limit = 1000,
+    struct link_query q = {.owner = owner_scope(r), .want_live = true,
+                           .want_expired = !s->no_expired, .want_exhausted = !s->no_exhausted,
+                           .now = now_ms(), .limit = 1000,
                            .after_code = after, .q = text && *text ? text : NULL};
     struct store *st = r->app->store;
     int rc;
@@ -681,6 +687,25 @@ static bool tag_params(const struct request *r, char store[][FILTER_MAX + 1],
     return true;
 }
 
+/* A date parameter (startDate, endDate) as ms into *out (left alone when
+ * absent): false when it is no ISO 8601 date-time. */
+static bool date_param(const struct request *r, const char *name, int64_t *out)
+{
+    struct slice v;
+    if (!http_query_param(r, name, &v) || !v.n)
+        return true;
+    char d[64];
+    long n = pct_form_decode(v.p, v.n, d, sizeof(d) - 1);
+    return n > 0 && rfc3339_parse(d, (size_t)n, out) == ERR_OK;
+}
+
+/* A true/false parameter: true only for "true". */
+static bool flag_param(const struct request *r, const char *name)
+{
+    struct slice v;
+    return http_query_param(r, name, &v) && slice_eq(v, "true");
+}
+
 int handle_shlink_list(struct request *r)
 {
     int64_t page, per_page;
@@ -708,6 +733,18 @@ int handle_shlink_list(struct request *r)
         return invalid1(r, "tags");
     }
     s.all_tags = http_query_param(r, "tagsMode", &v) && slice_eq(v, "all");
+    s.no_expired = flag_param(r, "excludePastValidUntil");
+    s.no_exhausted = flag_param(r, "excludeMaxVisitsReached");
+    char domain[FILTER_MAX + 1];
+    domain_param(r, domain);
+    s.domain = *domain ? domain : NULL;
+    const char *bad = !date_param(r, "startDate", &s.since) ? "startDate"
+                      : !date_param(r, "endDate", &s.until) ? "endDate"
+                                                             : NULL;
+    if (bad) {
+        free(tagbuf);
+        return invalid1(r, bad);
+    }
     int status = scan_links(r, &s, text);
     free(tagbuf);
     if (status) {
@@ -937,11 +974,14 @@ int handle_shlink_edit(struct request *r)
 struct visits_ctx {
     json_t *arr;
     const char *short_url, *long_url;
+    int64_t since, until;       /* startDate, endDate (0: none) */
 };
 
 static int visit_row(const struct recent_click *c, void *arg)
 {
     struct visits_ctx *x = arg;
+    if ((x->since && c->ts < x->since) || (x->until && c->ts > x->until))
+        return 0;
     json_t *loc = json_null();
     if (c->country && *c->country)
         loc = json_pack("{s:s,s:s,s:s,s:s,s:n,s:n,s:s,s:b}", "countryCode", c->country,
@@ -968,6 +1008,12 @@ int handle_shlink_visits(struct request *r)
     struct buf su = BUF_INIT;
     link_short_url(&su, r->app->cfg.base_url, l.code, l.domain);
     struct visits_ctx x = {.arr = json_array(), .short_url = su.p, .long_url = l.url};
+    if (!date_param(r, "startDate", &x.since) || !date_param(r, "endDate", &x.until)) {
+        buf_release(&su);
+        link_release(&l);
+        json_decref(x.arr);
+        return invalid1(r, x.since ? "endDate" : "startDate");
+    }
     struct store *st = r->app->store;
     int rc = st->ops->stats_recent(st, l.code, RECENT_KEEP, visit_row, &x);
     buf_release(&su);

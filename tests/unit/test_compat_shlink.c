@@ -367,6 +367,29 @@ void test_compat_shlink_list(void)
     CHECK_EQ_INT(hx_json_int(&r, "shortUrls.pagination.totalItems"), 1);
     hx_resp_release(&r);
 
+    static const struct {
+        const char *query;
+        long long total;
+    } filters[] = {
+        {"startDate=2099-01-01T00:00:00%2B00:00", 0},
+        {"endDate=2000-01-01T00:00:00Z", 0},
+        {"startDate=2000-01-01T00:00:00Z&endDate=2099-01-01T00:00:00Z", 3},
+        {"domain=DEFAULT", 3},
+        {"domain=links.example", 0},
+        {"excludeMaxVisitsReached=true&excludePastValidUntil=true", 3},
+    };
+    for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
+        char target[160];
+        snprintf(target, sizeof(target), "/rest/v3/short-urls?%s", filters[i].query);
+        CHECK_EQ_INT(hx_request(t.h, "GET", target, t.mine, NULL, &r), 200);
+        if (!CHECK_EQ_INT(hx_json_int(&r, "shortUrls.pagination.totalItems"), filters[i].total))
+            test_note("GET %s", target);
+        hx_resp_release(&r);
+    }
+    hx_request(t.h, "GET", "/rest/v3/short-urls?startDate=soon", t.mine, NULL, &r);
+    is_problem(&r, 400, "invalid-data");
+    names_only(&r, "startDate");
+    hx_resp_release(&r);
     hx_request(t.h, "GET", "/rest/v3/short-urls?orderBy=color-ASC", t.mine, NULL, &r);
     is_problem(&r, 400, "invalid-data");
     names_only(&r, "orderBy");
@@ -407,6 +430,12 @@ void test_compat_shlink_list(void)
         CHECK(json_is_false(json_object_get(v, "potentialBot")));
         CHECK_EQ_STR(json_string_value(json_object_get(v, "visitedUrl")), "http://sho.rt/sl-a");
         CHECK_EQ_STR(json_string_value(json_object_get(v, "redirectUrl")), "https://example.com/2");
+        hx_resp_release(&r);
+        CHECK_EQ_INT(hx_request(t.h, "GET",
+                                "/rest/v3/short-urls/sl-a/visits?startDate=2099-01-01T00:00:00Z",
+                                t.mine, NULL, &r),
+                     200);
+        CHECK_EQ_INT(hx_json_int(&r, "visits.pagination.totalItems"), 0);
         hx_resp_release(&r);
     }
 

@@ -575,11 +575,14 @@ static bool int_param(const struct request *r, const char *name, int64_t lo, int
     return true;
 }
 
-/* Shlink's pagination object. */
+/* Shlink's pagination object: Pagerfanta's, which counts one page when
+ * there is nothing. */
 static json_t *pagination(int64_t page, int64_t per_page, size_t in_page, size_t total)
 {
     int64_t pages = per_page > 0 ? (int64_t)((total + (size_t)per_page - 1) / (size_t)per_page)
                                  : 1;
+    if (pages < 1)
+        pages = 1;
     return json_pack("{s:I,s:I,s:I,s:I,s:I}", "currentPage", (json_int_t)page, "pagesCount",
                      (json_int_t)pages, "itemsPerPage", (json_int_t)per_page,
                      "itemsInCurrentPage", (json_int_t)in_page, "totalItems",

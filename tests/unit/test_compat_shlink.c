@@ -295,6 +295,7 @@ void test_compat_shlink_one_link(void)
                  200);
     CHECK_EQ_INT(hx_json_int(&r, "visits.pagination.totalItems"), 0);
     CHECK_EQ_INT(hx_json_int(&r, "visits.pagination.itemsPerPage"), 10);
+    CHECK_EQ_INT(hx_json_int(&r, "visits.pagination.pagesCount"), 1);
     hx_resp_release(&r);
 
     /* Delete: 204, then it is gone and its slug is never handed out again. */

@@ -8,11 +8,14 @@
  * default), json, jsonp and simple; the HTTP status is the answer's
  * statusCode or errorCode. Parameters come from the query and the body
  * (a urlencoded or multipart form), the body's first, as PHP's $_REQUEST.
- * The key is the `signature` parameter (yourls_dialect, for the router);
- * a signature with a `timestamp` is a hash of the key, which shortd cannot
- * check (it keeps only a keyed hash of each key), and `username` and
- * `password` name users shortd does not have: both are refused as YOURLS
- * refuses a failed login.
+ * The key is the `signature` parameter (yourls_dialect, for the router).
+ * As in YOURLS, `signature` may also be a key's signature token
+ * (links_yourls_token: what YOURLS derives per user), or, with `timestamp`,
+ * hash(timestamp . token) or hash(token . timestamp), `hash` naming md5
+ * (the default), sha1, sha256 or sha512: shortd keeps only a keyed hash of
+ * each key, so these are checked against the token of every valid key
+ * (yourls_prove). `username` and `password` name users shortd does not
+ * have: they are refused as YOURLS refuses a failed login.
  *
  * Links made here are ordinary links: links_parse and links_create (the
  * same rules as POST /api/links, "reuse" standing for YOURLS's unique URLs),
@@ -20,6 +23,7 @@
  * Where a rule of shortd's refuses what YOURLS would take (an alias, a code
  * once used), the client gets YOURLS's error for it (error:keyword). */
 #include <ctype.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,7 @@
 #include "base/timeutil.h"
 #include "links/links.h"
 #include "redirect/tiers.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 #define YOURLS_VERSION "1.10.4"     /* the YOURLS whose API this speaks */
@@ -247,18 +252,25 @@ static int yourls_error(struct request *r, int status, const char *code, const c
     return status;
 }
 
-/* The signature is the key; a timestamped one is a hash of it, and a
- * username no key: neither gives a token, so both are refused. */
-static bool yourls_token(const struct request *r, char *buf, size_t cap, struct slice *token)
+/* A signature the router cannot look up itself: timestamped, or of a
+ * signature token's length (a key is longer: KEY_TOKEN_LEN). */
+static bool proof_form(const struct request *r, size_t sig_len)
 {
     size_t n = 0;
     char *ts = param(r, "timestamp", &n);
-    bool timed = ts && n;
+    /* PHP's empty(): "" and "0" are no timestamp */
+    bool timed = ts && n && !(n == 1 && ts[0] == '0');
     free(ts);
-    if (timed)
-        return false;
+    return timed || sig_len == YOURLS_TOKEN_LEN;
+}
+
+/* The signature is the key; a signature token, timestamped or not, gives
+ * no token (yourls_prove checks it), nor does a username. */
+static bool yourls_token(const struct request *r, char *buf, size_t cap, struct slice *token)
+{
+    size_t n = 0;
     char *sig = param(r, "signature", &n);
-    if (!sig || !n) {
+    if (!sig || !n || proof_form(r, n)) {
         free(sig);
         return false;
     }
@@ -271,10 +283,141 @@ static bool yourls_token(const struct request *r, char *buf, size_t cap, struct 
     return true;
 }
 
+/* The digest of a timestamped signature: md5 unless `hash` names another;
+ * NULL for one not offered (of hash_algos(), those clients use). */
+static const EVP_MD *signature_digest(const struct request *r)
+{
+    static const struct {
+        const char *name;
+        const EVP_MD *(*md)(void);
+    } digests[] = {
+        {"md5", EVP_md5}, {"sha1", EVP_sha1}, {"sha256", EVP_sha256}, {"sha512", EVP_sha512},
+    };
+    size_t n = 0;
+    char *h = param(r, "hash", &n);
+    if (!h)
+        return EVP_md5();
+    const EVP_MD *md = NULL;
+    for (size_t i = 0; i < sizeof(digests) / sizeof(digests[0]); i++)
+        if (strlen(h) == n && strcmp(h, digests[i].name) == 0)
+            md = digests[i].md();
+    free(h);
+    return md;
+}
+
+/* PHP's (int) of the timestamp: its leading integer, 0 without one. */
+static long long php_int(const char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' || *s == '\f')
+        s++;
+    bool neg = *s == '-';
+    if (*s == '-' || *s == '+')
+        s++;
+    long long v = 0;
+    for (; *s >= '0' && *s <= '9' && v < 1000000000000000LL; s++)
+        v = v * 10 + (*s - '0');
+    return neg ? -v : v;
+}
+
+/* What a signature is checked against, for each valid key in turn. */
+struct proof {
+    const struct links *links;
+    const char *sig;            /* lowercase hex, as PHP's hash() writes it */
+    size_t sig_len;
+    const char *ts;             /* NULL: the plain signature token */
+    size_t ts_len;
+    const EVP_MD *md;
+    bool found;
+    struct apikey key;
+};
+
+/* hex(md(a . b)) == sig, in constant time once the lengths agree. */
+static bool digest_matches(const struct proof *p, const char *a, size_t an, const char *b,
+                           size_t bn)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int dn = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx)
+        abort();
+    bool ok = EVP_DigestInit_ex(ctx, p->md, NULL) && EVP_DigestUpdate(ctx, a, an) &&
+              EVP_DigestUpdate(ctx, b, bn) && EVP_DigestFinal_ex(ctx, d, &dn);
+    EVP_MD_CTX_free(ctx);
+    char hex[2 * EVP_MAX_MD_SIZE + 1];
+    ok = ok && p->sig_len == 2 * (size_t)dn;
+    if (ok) {
+        sodium_bin2hex(hex, sizeof(hex), d, dn);
+        ok = sodium_memcmp(hex, p->sig, p->sig_len) == 0;
+    }
+    sodium_memzero(d, sizeof(d));
+    sodium_memzero(hex, sizeof(hex));
+    return ok;
+}
+
+static int proof_check(const struct apikey *k, void *arg)
+{
+    struct proof *p = arg;
+    if (k->revoked_at)
+        return 0;
+    char tok[YOURLS_TOKEN_LEN + 1];
+    links_yourls_token(p->links, k->id, tok);
+    bool ok;
+    if (!p->ts)
+        ok = p->sig_len == YOURLS_TOKEN_LEN && sodium_memcmp(tok, p->sig, YOURLS_TOKEN_LEN) == 0;
+    else
+        ok = digest_matches(p, p->ts, p->ts_len, tok, YOURLS_TOKEN_LEN) ||
+             digest_matches(p, tok, YOURLS_TOKEN_LEN, p->ts, p->ts_len);
+    sodium_memzero(tok, sizeof(tok));
+    if (ok) {
+        p->found = true;
+        p->key = *k;
+    }
+    return ok;
+}
+
+/* yourls_dialect.prove: yourls_check_signature_timestamp and
+ * yourls_check_signature against each valid key's signature token. A
+ * timestamp further than yourls-timestamp-window from now (either way), or
+ * a `hash` not offered, is refused as a wrong signature. One listing of
+ * the keys per request: a store of thousands of keys costs a few ms. */
+static int yourls_prove(const struct request *r, struct apikey *key)
+{
+    size_t sn = 0, tn = 0;
+    char *sig = param(r, "signature", &sn);
+    if (!sig || !sn || !proof_form(r, sn)) {
+        free(sig);
+        return ERR_INVALID;
+    }
+    char *ts = param(r, "timestamp", &tn);
+    bool timed = ts && tn && !(tn == 1 && ts[0] == '0');
+    struct proof p = {.links = r->app->links, .sig = sig, .sig_len = sn,
+                      .ts = timed ? ts : NULL, .ts_len = tn};
+    int rc = ERR_NOTFOUND;
+    if (timed) {
+        long long t = strlen(ts) == tn ? php_int(ts) : 0;
+        long long now = (long long)(now_ms() / 1000);
+        long long off = now > t ? now - t : t - now;
+        p.md = signature_digest(r);
+        if (off >= r->app->cfg.yourls_timestamp_window || !p.md)
+            goto out;
+    }
+    struct store *st = r->app->store;
+    rc = st->ops->key_list(st, proof_check, &p);
+    if (rc == ERR_OK)
+        rc = p.found ? ERR_OK : ERR_NOTFOUND;
+    if (rc == ERR_OK)
+        *key = p.key;
+out:
+    free(sig);
+    free(ts);
+    return rc;
+}
+
 const struct api_dialect yourls_dialect = {
     .name = "yourls",
     .token = yourls_token,
     .token_in_body = true,
+    .prove = yourls_prove,
     .error = yourls_error,
 };
 

@@ -274,7 +274,15 @@ static int authenticate(struct request *r, bool *refused)
     char buf[KEY_TOKEN_LEN + 1];
     struct slice token;
     *refused = false;
-    if (!route_token(r, buf, sizeof(buf), &token)) {
+    int rc;
+    if (route_token(r, buf, sizeof(buf), &token)) {
+        rc = links_authenticate_cached(r->app->links, token, &r->key);
+        if (rc == ERR_AGAIN)    /* not known here yet */
+            rc = links_authenticate(r->app->links, token, &r->key);
+    } else {
+        rc = d && d->prove ? d->prove(r, &r->key) : ERR_INVALID;
+    }
+    if (rc == ERR_INVALID) {
         *refused = true;
         if (d)
             return refuse(r, 401, "unauthorized", "no API key");
@@ -282,9 +290,6 @@ static int authenticate(struct request *r, bool *refused)
         return http_error(r, 401, "unauthorized", NULL,
                           "send an API key as 'Authorization: Bearer KEY'");
     }
-    int rc = links_authenticate_cached(r->app->links, token, &r->key);
-    if (rc == ERR_AGAIN)    /* not known here yet */
-        rc = links_authenticate(r->app->links, token, &r->key);
     if (rc == ERR_NOTFOUND) {
         *refused = true;
         if (d)

@@ -41,6 +41,14 @@ struct api_dialect {
      * true with *token set, false when the request carries none. */
     bool (*token)(const struct request *r, char *buf, size_t cap, struct slice *token);
     bool token_in_body;         /* token() may read the body: checked once it is read */
+    /* NULL, or, when token() gives none, the key a request proves it holds
+     * without carrying it (YOURLS's timestamped signature, a hash of a
+     * token derived from the key): called on a store thread, it may read
+     * the store. ERR_OK with *key set; ERR_NOTFOUND for a proof that
+     * matches no valid key (refused and counted as a wrong key);
+     * ERR_INVALID when the request carries no proof either (no key); any
+     * other, the store's error (503). */
+    int (*prove)(const struct request *r, struct apikey *key);
     /* Writes the answer for one of the router's refusals, in the API's
      * own shape, and returns its status (which may differ from 'status':
      * YOURLS answers a refused key 403). 'code' is shortd's: unauthorized

@@ -6,6 +6,7 @@
 #include "app/cli.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ static int cmd_serve(struct opts *o);
 static int cmd_key_create(struct opts *o);
 static int cmd_key_list(struct opts *o);
 static int cmd_key_revoke(struct opts *o);
+static int cmd_key_yourls_token(struct opts *o);
 static int cmd_link_create(struct opts *o);
 static int cmd_link_list(struct opts *o);
 static int cmd_link_delete(struct opts *o);
@@ -87,6 +89,10 @@ static const struct command commands[] = {
      "shortd key revoke --db PATH ID\n"
      "  Revokes an API key: running servers refuse it within a few milliseconds over the\n"
      "  invalidation bus (PostgreSQL), or within 100 ms on the same SQLite file."},
+    {"key yourls-token", cmd_key_yourls_token, "", STORE_OPTS, 1,
+     "shortd key yourls-token --db PATH ID\n"
+     "  Prints the YOURLS signature token of a valid API key (its signature, or with a\n"
+     "  timestamp md5(TIMESTAMP . TOKEN)): derived from the key, it dies when it is revoked."},
     {"link create", cmd_link_create, "permanent", STORE_OPTS " url alias ttl title owner base-url",
      0,
      "shortd link create --db PATH --url URL [--alias ALIAS] [--ttl SECONDS] [--title TEXT]\n"
@@ -494,6 +500,43 @@ static int cmd_key_revoke(struct opts *o)
         return fail("cannot revoke the key: %s", err_str(rc));
     printf("revoked key %lld\n", id);
     return 0;
+}
+
+struct key_find {
+    int64_t id;
+    bool valid;
+};
+
+static int find_valid_key(const struct apikey *k, void *arg)
+{
+    struct key_find *f = arg;
+    f->valid = k->id == f->id && !k->revoked_at;
+    return f->valid;
+}
+
+static int cmd_key_yourls_token(struct opts *o)
+{
+    char *end = NULL;
+    long long id = strtoll(o->pos[0], &end, 10);
+    if (!*o->pos[0] || *end || id <= 0)
+        return fail("key id must be a positive whole number, not '%s'", o->pos[0]);
+    struct store *st;
+    struct links *l;
+    if (open_links(o, false, &st, &l))
+        return 1;
+    struct key_find f = {.id = id};
+    int rc = st->ops->key_list(st, find_valid_key, &f);
+    char token[YOURLS_TOKEN_LEN + 1];
+    if (rc == ERR_OK && f.valid) {
+        links_yourls_token(l, id, token);
+        printf("%s\n", token);
+        sodium_memzero(token, sizeof(token));
+    }
+    links_free(l);
+    st->ops->close(st);
+    if (rc != ERR_OK)
+        return fail("cannot list keys: %s", err_str(rc));
+    return f.valid ? 0 : fail("no valid key with id %lld", id);
 }
 
 struct first_admin {

@@ -61,6 +61,9 @@ static const struct setting settings[] = {
      "searches (q=) and exports one API key may run at once; beyond, 429"},
     {"search-page-rows", C_INT, F(search_page_rows), "10000", 100, 10000000,
      "links a filtered list (q= or tag=) reads for one page at most; the Link header goes on"},
+    {"yourls-timestamp-window", C_INT, F(yourls_timestamp_window), "43200", 1, 31536000,
+     "seconds a YOURLS timestamped signature's timestamp may be from now, either way "
+     "(YOURLS_NONCE_LIFE)"},
     {"takeover", C_BOOL, F(takeover), "false", 0, 1,
      "listen beside a server already on the address instead of refusing to start "
      "(a restart without downtime)"},

@@ -60,6 +60,7 @@ struct config {
     int64_t store_timeout_ms; /* what a request waits for the store at most */
     int64_t heavy_reads_per_key; /* searches and exports of one key at once */
     int64_t search_page_rows;    /* rows a q=/tag= list page reads at most */
+    int64_t yourls_timestamp_window; /* seconds a YOURLS signature's timestamp may be off */
     int64_t commit_batch;    /* most creates in one group commit */
     int64_t sweep_interval;  /* seconds between sweeps */
     int64_t sweep_grace;     /* seconds an expired link keeps its data */

@@ -41,6 +41,7 @@ struct links {
     struct scramble scramble;
     uint8_t key_secret[KEY_SECRET_BYTES];
     uint8_t variant_secret[KEY_SECRET_BYTES];   /* per-link A/B keys are derived from it */
+    uint8_t yourls_key[32];     /* from key_secret: keys' YOURLS signature tokens */
     uint64_t next, end;     /* the claimed block not yet used */
     _Atomic int64_t nblocked;   /* blocklist size; negative: count it again */
     _Atomic int64_t ndomains;   /* registered custom domains, likewise */
@@ -130,6 +131,9 @@ int links_new(struct store *st, const char *const *reserved, const char *const *
     }
     scramble_init(&l->scramble, code_key, CODE_SPACE);
     sodium_memzero(code_key, sizeof(code_key));
+    static const char label[] = "shortd yourls signature tokens";
+    crypto_generichash(l->yourls_key, sizeof(l->yourls_key), (const unsigned char *)label,
+                       sizeof(label) - 1, l->key_secret, sizeof(l->key_secret));
     l->keys = keycache_new(LINKS_KEY_CACHE_MAX, LINKS_KEY_TTL_MS);
     *out = l;
     return ERR_OK;
@@ -844,6 +848,17 @@ int links_authenticate_cached(struct links *l, struct slice token, struct apikey
 }
 
 void links_forget_keys(struct links *l) { keycache_clear(l->keys); }
+
+void links_yourls_token(const struct links *l, int64_t key_id, char out[YOURLS_TOKEN_LEN + 1])
+{
+    char msg[48];
+    int n = snprintf(msg, sizeof(msg), "yourls-signature:%lld", (long long)key_id);
+    uint8_t h[YOURLS_TOKEN_LEN / 2];
+    crypto_generichash(h, sizeof(h), (const unsigned char *)msg, (size_t)n, l->yourls_key,
+                       sizeof(l->yourls_key));
+    sodium_bin2hex(out, YOURLS_TOKEN_LEN + 1, h, sizeof(h));
+    sodium_memzero(h, sizeof(h));
+}
 
 void links_key_counts(struct links *l, uint64_t *hits, uint64_t *misses, uint64_t *entries,
                       size_t *bytes)

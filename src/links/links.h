@@ -14,6 +14,7 @@
 #include "store/store_links.h"
 
 #define KEY_TOKEN_LEN 43        /* "sk_" + 40 base62 characters */
+#define YOURLS_TOKEN_LEN 32     /* lowercase hex: a key's YOURLS signature token */
 #define LINKS_KEY_CACHE_MAX 4096  /* API keys one node holds without a store read */
 #define LINKS_KEY_TTL_MS 60000    /* ... each for at most this long */
 #define TITLE_MAX 256
@@ -149,6 +150,11 @@ int links_authenticate_cached(struct links *l, struct slice token, struct apikey
  * on the bus or through the change generation), or that may have been
  * missed. Any thread. */
 void links_forget_keys(struct links *l);
+/* The YOURLS signature token of key 'key_id' (what YOURLS calls a user's
+ * signature): derived, never stored, so it needs no migration and dies with
+ * its key. Hex of BLAKE2b keyed with a key derived from the install's key
+ * secret, over a fixed label and the id. A secret: never logged. Any thread. */
+void links_yourls_token(const struct links *l, int64_t key_id, char out[YOURLS_TOKEN_LEN + 1]);
 /* For /metrics: the key cache's hits, misses, keys held and bytes taken. */
 void links_key_counts(struct links *l, uint64_t *hits, uint64_t *misses, uint64_t *entries,
                       size_t *bytes);

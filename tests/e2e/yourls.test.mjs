@@ -3,13 +3,16 @@
 // format=simple, signature, url: Node's FormData through fetch), the
 // documented GET forms, and the links they make being ordinary shortd links
 // (they redirect, their clicks show in GET /api/links/CODE/stats, and
-// GET /api/links lists them). A wrong signature is rate limited as a wrong
+// GET /api/links lists them). The signature token `shortd key yourls-token`
+// prints works as YOURLS's docs use it, timestamped (md5(timestamp . token),
+// or another `hash`) or not. A wrong signature is rate limited as a wrong
 // Bearer key is, and bad input stores nothing.
 
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before } from 'node:test';
 
-import { api, createKey, it, poll, startServer, unique, visit } from './harness.mjs';
+import { api, cli, createKey, it, poll, startServer, unique, visit } from './harness.mjs';
 
 const BASE = 'https://sho.example.test';
 let srv;
@@ -149,13 +152,63 @@ it('bad input gets YOURLS\'s error and stores nothing', async () => {
     assert.equal(after_, before);
 });
 
+it('the signature token `shortd key yourls-token` prints signs timestamped requests as YOURLS\'s docs show; ' +
+   'a stale timestamp or a revoked key is refused', async () => {
+    const made = cli(['key', 'create', '--db', srv.db, '--name', 'yourls-signed']);
+    assert.equal(made.code, 0, made.stderr);
+    const id = /created user key (\d+) /.exec(made.stdout)[1];
+    const signedKey = made.stdout.trim().split(/\s+/).pop();
+    const t = cli(['key', 'yourls-token', '--db', srv.db, id]);
+    assert.equal(t.code, 0, t.stderr);
+    assert.match(t.stdout, /^[0-9a-f]{32}\n$/);
+    const token = t.stdout.trim();
+    assert.equal(cli(['key', 'yourls-token', '--db', srv.db, id]).stdout.trim(), token, 'derived: stable');
+
+    // $timestamp = time(); $signature = md5( $timestamp . $token );
+    const signed = (ts, hash = 'md5') => ({
+        timestamp: String(ts),
+        signature: createHash(hash).update(`${ts}${token}`).digest('hex'),
+        ...(hash === 'md5' ? {} : { hash }),
+    });
+    const now = Math.floor(Date.now() / 1000);
+    const url = `https://example.com/signed/${unique('s')}`;
+    const r = await yget({ action: 'shorturl', url, format: 'json', ...signed(now) });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.status, 'success');
+    await assertOrdinary(r.json.url.keyword, url, signedKey);
+    const other = await api(srv, 'GET', '/api/links?limit=1000', { key });
+    assert.ok(!other.json.some((l) => l.url === url), 'the link is the signing key\'s only');
+
+    for (const hash of ['sha1', 'sha512']) {
+        const db = await yget({ action: 'db-stats', format: 'json', ...signed(now, hash) });
+        assert.equal(db.status, 200, `${hash}: ${db.text}`);
+        assert.equal(db.json['db-stats'].total_links, 1, db.text);
+    }
+    const plain = await yget({ action: 'version', format: 'simple', signature: token });
+    assert.equal(plain.status, 200, plain.text);
+
+    // A timestamp older than yourls-timestamp-window (12 h): "Please log in".
+    const stale = await yget({ action: 'version', format: 'json', ...signed(now - 43200 - 60) });
+    assert.equal(stale.status, 403);
+    assert.equal(stale.json.message, 'Please log in');
+
+    // Revoked: the CLI prints no token, and the signature is refused.
+    assert.equal(cli(['key', 'revoke', '--db', srv.db, id]).code, 0);
+    const gone = cli(['key', 'yourls-token', '--db', srv.db, id]);
+    assert.equal(gone.code, 2, 'as key revoke of an unknown id');
+    assert.equal(gone.stdout, '');
+    assert.match(gone.stderr, /no valid key with id/);
+    const revoked = await yget({ action: 'version', format: 'json', ...signed(now) });
+    assert.equal(revoked.status, 403);
+});
+
 it('a wrong signature is 403 "Please log in", and counts against the auth limit as a wrong Bearer key does',
    async () => {
     const r = await sharex({ action: 'shorturl', format: 'json', signature: 'sk_wrong', url: 'https://example.com/' });
     assert.equal(r.status, 403);
     assert.deepEqual(JSON.parse(r.text), { message: 'Please log in', errorCode: '403', callback: '' });
-    let last;
-    for (let i = 0; i < 6; i++) last = await yget({ action: 'version', format: 'json', signature: 'sk_wrong' });
+    let last;   // 5 a run: 2 refused before, 1 just now
+    for (let i = 0; i < 3; i++) last = await yget({ action: 'version', format: 'json', signature: 'sk_wrong' });
     assert.equal(last.status, 429);
     assert.equal(last.json.errorCode, '429');
     // The limit is the address's, whatever the API: a Bearer request is refused too.

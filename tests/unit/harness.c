@@ -64,7 +64,9 @@
     X(stats_top,                                                                                   \
       (struct store * st, int64_t owner, int64_t day, int limit, top_cb cb, void *arg),            \
       (st, owner, day, limit, cb, arg))                                                            \
-    X(key_by_hash, (struct store * st, const uint8_t hash[32], struct apikey *out), (st, hash, out))
+    X(key_by_hash, (struct store * st, const uint8_t hash[32], struct apikey *out),                \
+      (st, hash, out))                                                                             \
+    X(key_list, (struct store * st, key_cb cb, void *arg), (st, cb, arg))
 
 enum {
 #define X(op, params, args) FOP_##op,

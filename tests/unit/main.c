@@ -248,6 +248,7 @@
     X(compat_yourls_reads)                                                                         \
     X(compat_yourls_formats)                                                                       \
     X(compat_yourls_auth)                                                                          \
+    X(compat_yourls_signature_token)                                                               \
     X(compat_yourls_store_fails)                                                                   \
     X(compat_yourls_cors)                                                                          \
     X(compat_kutt_create)                                                                          \

@@ -1,6 +1,7 @@
 /* test_compat_yourls.c - YOURLS's API (compat_yourls.c) in-process
  * (harness.h): each action, each format, each way YOURLS authenticates
- * (and the ones shortd refuses), the router's refusals in YOURLS's shape
+ * (the key, its signature token plain or timestamped, and the ones shortd
+ * refuses), the router's refusals in YOURLS's shape
  * (a wrong signature is rate limited like a wrong Bearer key), bad input
  * answered with YOURLS's error and storing nothing, and a failing store. */
 #include <stdio.h>
@@ -8,8 +9,15 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/evp.h>
+
 #include "app/app.h"
+#include "app/config.h"
 #include "base/buf.h"
+#include "base/err.h"
+#include "base/timeutil.h"
+#include "links/links.h"
+#include "store/store.h"
 #include "harness.h"
 #include "test.h"
 
@@ -426,9 +434,9 @@ void test_compat_yourls_auth(void)
                  403);
     CHECK_EQ_STR(hx_json_str(&resp, "message"), "Invalid username or password");
     hx_resp_release(&resp);
-    /* a timestamped signature is a hash of the key, which shortd cannot
-     * check (it keeps a keyed hash of each key only): refused, an expired
-     * timestamp, a bad hash and even the key itself as the signature alike */
+    /* a timestamped signature is a hash of a key's signature token
+     * (test_compat_yourls_signature_token): an expired timestamp, a hash
+     * not offered, and the key itself in place of a hash are refused */
     char q[256];
     const char *timed[] = {"timestamp=1&hash=md5&signature=0123456789abcdef0123456789abcdef",
                            "timestamp=4102444800&hash=nosuch&signature=00",
@@ -473,6 +481,162 @@ void test_compat_yourls_auth(void)
     hx_free(h);
 }
 
+/* A signature as YOURLS's docs have a client make it: hex of
+ * md(first . second), `hash` named unless it is NULL (md5 then). */
+static void signed_query(char *q, size_t cap, const char *action, const char *hash,
+                         long long ts, const char *tok, bool token_first)
+{
+    char t[32];
+    snprintf(t, sizeof(t), "%lld", ts);
+    const EVP_MD *md = EVP_get_digestbyname(hash ? hash : "md5");
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, md, NULL);
+    EVP_DigestUpdate(ctx, token_first ? tok : t, strlen(token_first ? tok : t));
+    EVP_DigestUpdate(ctx, token_first ? t : tok, strlen(token_first ? t : tok));
+    EVP_DigestFinal_ex(ctx, d, &n);
+    EVP_MD_CTX_free(ctx);
+    char hex[2 * EVP_MAX_MD_SIZE + 1];
+    for (unsigned int i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    snprintf(q, cap, "%s&format=json&timestamp=%s&signature=%s%s%s", action, t, hex,
+             hash ? "&hash=" : "", hash ? hash : "");
+}
+
+/* The id of the key whose token is 'token'. */
+static int64_t key_id(struct hx *h, const char *token)
+{
+    struct apikey k = {0};
+    struct slice s = {token, strlen(token)};
+    CHECK_EQ_INT(links_authenticate(hx_app(h)->links, s, &k), ERR_OK);
+    return k.id;
+}
+
+/* Status of GET /yourls-api.php?QUERY, and "Please log in" when refused. */
+static int yq(struct hx *h, const char *query)
+{
+    struct hx_resp resp;
+    int status = yget(h, NULL, query, &resp);
+    if (status == 403)  /* json, or simple's bare text */
+        CHECK_EQ_STR(resp.json ? hx_json_str(&resp, "message") : resp.body, "Please log in");
+    hx_resp_release(&resp);
+    return status;
+}
+
+void test_compat_yourls_signature_token(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    struct app *app = hx_app(h);
+    char key[64], other[64];
+    snprintf(key, sizeof(key), "%s", hx_key(h, false));
+    snprintf(other, sizeof(other), "%s", hx_key(h, false));
+    char tok[YOURLS_TOKEN_LEN + 1], tok2[YOURLS_TOKEN_LEN + 1];
+    links_yourls_token(app->links, key_id(h, key), tok);
+    links_yourls_token(app->links, key_id(h, other), tok2);
+    CHECK_EQ_INT((long long)strspn(tok, "0123456789abcdef"), YOURLS_TOKEN_LEN);
+    CHECK(strcmp(tok, tok2) != 0);
+    char again[YOURLS_TOKEN_LEN + 1];
+    links_yourls_token(app->links, key_id(h, key), again);
+    CHECK_EQ_STR(again, tok);   /* derived: the same every time */
+
+    long long now = now_ms() / 1000;
+    char q[512];
+    /* md5 (the default, named or not), sha1, sha256, sha512; either order */
+    const char *hashes[] = {NULL, "md5", "sha1", "sha256", "sha512"};
+    for (size_t i = 0; i < sizeof(hashes) / sizeof(hashes[0]); i++) {
+        signed_query(q, sizeof(q), "action=db-stats", hashes[i], now, tok, false);
+        CHECK_EQ_INT(yq(h, q), 200);
+        signed_query(q, sizeof(q), "action=db-stats", hashes[i], now, tok, true);
+        CHECK_EQ_INT(yq(h, q), 200);
+    }
+    /* the plain token, as YOURLS's plain signature */
+    snprintf(q, sizeof(q), "action=version&format=simple&signature=%s", tok);
+    CHECK_EQ_INT(yq(h, q), 200);
+    /* it authenticates as its key: the link is that key's, not the other's */
+    signed_query(q, sizeof(q), "action=shorturl&url=https%3A%2F%2Fexample.com%2Fsigned", NULL,
+                 now, tok, false);
+    struct hx_resp resp;
+    CHECK_EQ_INT(yget(h, NULL, q, &resp), 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "status"), "success");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(count_links(h, key), 1);
+    CHECK_EQ_INT(count_links(h, other), 0);
+
+    /* inside the window either way: taken; at its edge or beyond: refused */
+    signed_query(q, sizeof(q), "action=db-stats", "sha1", now - 43000, tok, false);
+    CHECK_EQ_INT(yq(h, q), 200);
+    signed_query(q, sizeof(q), "action=db-stats", "sha1", now + 43000, tok, false);
+    CHECK_EQ_INT(yq(h, q), 200);
+    int refusals = 0;
+    signed_query(q, sizeof(q), "action=db-stats", NULL, now - 43200 - 5, tok, false);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+    signed_query(q, sizeof(q), "action=db-stats", "sha512", now + 43200 + 60, tok, false);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+    /* a hash that does not match its `hash`, or one not offered */
+    signed_query(q, sizeof(q), "action=db-stats", "md5", now, tok, false);
+    char *h5 = strstr(q, "&hash=md5");
+    memcpy(h5, "&hash=sha1", 11);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+    signed_query(q, sizeof(q), "action=db-stats", "md5", now, tok, false);
+    h5 = strstr(q, "&hash=md5");
+    memcpy(h5, "&hash=crc32", 12);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+    /* a token no key has: a wrong signature */
+    char fake[YOURLS_TOKEN_LEN + 1];
+    memcpy(fake, tok, sizeof(fake));
+    fake[0] = fake[0] == '0' ? '1' : '0';
+    signed_query(q, sizeof(q), "action=db-stats", NULL, now, fake, false);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+    snprintf(q, sizeof(q), "action=version&format=simple&signature=%s", fake);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+
+    /* yourls-timestamp-window narrows it */
+    app->cfg.yourls_timestamp_window = 60;
+    signed_query(q, sizeof(q), "action=db-stats", NULL, now - 30, tok, false);
+    CHECK_EQ_INT(yq(h, q), 200);
+    signed_query(q, sizeof(q), "action=db-stats", NULL, now - 100, tok, false);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+    app->cfg.yourls_timestamp_window = 43200;
+
+    /* a revoked key's token, plain or timestamped, is refused at once */
+    signed_query(q, sizeof(q), "action=db-stats", NULL, now, tok2, false);
+    CHECK_EQ_INT(yq(h, q), 200);
+    struct store *st = app->store;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_revoke(st, key_id(h, other), now_ms()), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    links_forget_keys(app->links);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+    snprintf(q, sizeof(q), "action=version&format=simple&signature=%s", tok2);
+    CHECK_EQ_INT(yq(h, q), 403);
+    refusals++;
+    CHECK_EQ_INT(count_links(h, key), 1);
+
+    /* each wrong signature counted against the auth limit (20 a minute) */
+    CHECK_EQ_INT(refusals, 9);
+    int status = 0, tries = 0;
+    signed_query(q, sizeof(q), "action=db-stats", NULL, now, fake, false);
+    while (status != 429 && tries < 20) {
+        status = yget(h, NULL, q, &resp);
+        hx_resp_release(&resp);
+        tries++;
+    }
+    CHECK_EQ_INT(status, 429);
+    CHECK_EQ_INT(tries, 20 - refusals + 1);
+    hx_free(h);
+}
+
 void test_compat_yourls_store_fails(void)
 {
     struct hx *h = hx_new();
@@ -513,6 +677,14 @@ void test_compat_yourls_store_fails(void)
     CHECK_EQ_INT(yget(h, other, "action=version&format=json", &resp), 503);
     CHECK_EQ_STR(hx_json_str(&resp, "errorCode"), "503");
     CHECK(!hx_json_str(&resp, "error.code"));
+    hx_resp_release(&resp);
+    hx_fault_clear(h);
+    /* a signature token is checked against the key list: 503 while it fails */
+    hx_fault(h, "key_list", 0);
+    CHECK_EQ_INT(yget(h, "0123456789abcdef0123456789abcdef", "action=version&format=json", &resp),
+                 503);
+    CHECK_EQ_STR(hx_json_str(&resp, "errorCode"), "503");
+    CHECK_EQ_STR(hx_header(&resp, "Retry-After"), "1");
     hx_resp_release(&resp);
     hx_fault_clear(h);
     hx_free(h);

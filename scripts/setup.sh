@@ -10,6 +10,7 @@ pkgs=(
     libmaxminddb-dev libmaxmind-db-writer-perl libpcre2-dev
     postgresql libpq-dev redis-server libhiredis-dev
     libqrencode-dev libpng-dev
+    libssl-dev      # libcrypto: the MD5 and SHA-1 of YOURLS's timestamped signatures
     sqlite3 curl nodejs
     chromium zbar-tools
     # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes

@@ -204,6 +204,7 @@
     X(compat_bitly_clicks)                                                                         \
     X(compat_bitly_user_groups)                                                                    \
     X(compat_bitly_domain)                                                                         \
+    X(compat_bitly_unserved)                                                                       \
     X(compat_shlink_create)                                                                        \
     X(compat_shlink_create_refused)                                                                \
     X(compat_shlink_keys)                                                                          \

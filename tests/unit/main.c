@@ -257,7 +257,8 @@
     X(compat_kutt_routes)                                                                          \
     X(compat_kutt_auth_owner)                                                                      \
     X(compat_kutt_store_fails)                                                                     \
-    X(compat_kutt_cors)
+    X(compat_kutt_cors)                                                                            \
+    X(compat_kutt_unserved)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -85,6 +85,24 @@ static const char *resource_of(const struct request *r)
     return "bitlinks";
 }
 
+/* The resource of a path no route serves (or not with this method): its
+ * segment after /v4/ ("organizations" for /v4/organizations/...), as Bitly
+ * names it; /v4/shorten and /v4/expand are its "bitlinks". */
+static json_t *path_resource(const struct request *r)
+{
+    struct slice p = r->path;
+    size_t skip = strlen("/v4/");
+    if (p.n <= skip)
+        return json_string("");
+    const char *s = p.p + skip;
+    const char *slash = memchr(s, '/', p.n - skip);
+    size_t n = slash ? (size_t)(slash - s) : p.n - skip;
+    if ((n == 7 && !memcmp(s, "shorten", 7)) || (n == 6 && !memcmp(s, "expand", 6)))
+        return json_string("bitlinks");
+    json_t *name = json_stringn(s, n);
+    return name ? name : json_string("");   /* not UTF-8 */
+}
+
 /* Bitly's error object: 'message' its code (NOT_FOUND, INVALID_ARG_...),
  * 'field' (or NULL) the one field error it lists. */
 static int fail(struct request *r, int status, const char *message, const char *description,
@@ -112,9 +130,21 @@ static int unavailable(struct request *r)
 }
 
 /* The router's refusals (bitly_dialect.error): Bitly answers a missing or
- * wrong token 403 FORBIDDEN. */
+ * wrong token 403 FORBIDDEN; a path under /v4/ that no route serves 404
+ * NOT_FOUND, one served with other methods 405 METHOD_NOT_ALLOWED (the
+ * router has set its Allow header), both naming the path's resource. */
 static int bitly_error(struct request *r, int status, const char *code, const char *message)
 {
+    bool unserved = strcmp(code, "not_found") == 0;
+    if (unserved || strcmp(code, "method_not_allowed") == 0) {
+        const char *description = unserved
+            ? "The requested resource was not found."
+            : "The requested method is not allowed for this resource.";
+        return http_json(r, unserved ? 404 : 405,
+                         json_pack("{s:s,s:s,s:o}", "message",
+                                   unserved ? "NOT_FOUND" : "METHOD_NOT_ALLOWED",
+                                   "description", description, "resource", path_resource(r)));
+    }
     if (strcmp(code, "rate_limited") == 0)
         return fail(r, 429, "RATE_LIMIT_EXCEEDED", message, NULL, NULL);
     if (strcmp(code, "unavailable") == 0)
@@ -152,6 +182,7 @@ const struct api_dialect bitly_dialect = {
     .token = bitly_token,
     .token_in_body = false,
     .error = bitly_error,
+    .prefix = "/v4/",
 };
 
 /* ---- bitlinks and hosts ---- */

@@ -25,6 +25,7 @@
  * shortd's rules refuse what Kutt would take (an alias's length, a code's
  * rename), the client gets Kutt's error shape for it. */
 #include <ctype.h>
+#include <llhttp.h>
 #include <math.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -55,6 +56,7 @@
 #define PACK_HASHED 31              /* the length field of an id that holds a hash */
 #define MS_MINUTE 60000.0
 #define MS_MAX (100.0 * 365 * 86400 * 1000)     /* shortd's longest ttl */
+#define PATH_SHOWN 128              /* bytes of a path an error repeats */
 
 /* ---- answers ---- */
 
@@ -65,9 +67,23 @@ static int kerr(struct request *r, int status, const char *message)
 }
 
 /* The router's refusals: Kutt answers a missing or wrong key "Unauthorized."
- * (its API key strategy passes, and the JWT one refuses). */
+ * (its API key strategy passes, and the JWT one refuses). A path under
+ * /api/v2/ that no route serves, or not with this method, is 404 either
+ * way: Kutt's Express app has no 405; what its routers lack falls through
+ * to Express's 404 "Cannot PUT /path" (a GET to its HTML "not found" page).
+ * shortd answers Express's words in Kutt's JSON error shape, so that API
+ * clients read them as any other Kutt error (the router has set Allow for
+ * a path served with other methods). */
 static int kutt_error(struct request *r, int status, const char *code, const char *message)
 {
+    if (!strcmp(code, "not_found") || !strcmp(code, "method_not_allowed")) {
+        char text[32 + PATH_SHOWN];
+        int len = (int)(r->path.n < PATH_SHOWN ? r->path.n : PATH_SHOWN);
+        snprintf(text, sizeof(text), "Cannot %s %.*s",
+                 llhttp_method_name((llhttp_method_t)r->method), len, r->path.p);
+        json_t *o = json_pack("{s:s}", "error", text);
+        return http_json(r, 404, o ? o : json_pack("{s:s}", "error", "Not found."));
+    }
     if (!strcmp(code, "unauthorized") || !strcmp(code, "invalid_key"))
         message = "Unauthorized.";
     return kerr(r, status, message);
@@ -88,6 +104,7 @@ const struct api_dialect kutt_dialect = {
     .name = "kutt",
     .token = kutt_token,
     .error = kutt_error,
+    .prefix = "/api/v2/",
 };
 
 static int unavailable(struct request *r)

@@ -6,7 +6,8 @@
 // PATCH, /clicks/summary, /user, /groups). The links it makes are ordinary
 // shortd links: they
 // redirect, their clicks show in GET /api/links/CODE/stats, GET /api/links
-// lists them. Errors come in Bitly's shape, and bad input stores nothing.
+// lists them. Errors come in Bitly's shape (also for paths and methods under
+// /v4/ that no route serves), and bad input stores nothing.
 //
 // Pointing the SDK at shortd: its `apiUrl` option only names the host of an
 // https:// URL (a port cannot be given: Node's url.format brackets
@@ -255,6 +256,22 @@ it('user and groups: one group per key, its guid stable, taken as group_guid', a
     const e = await bitlyError(bitly.bitlyRequest('shorten', { long_url: `${url}/x`, group_guid: otherGroups.groups[0].guid }));
     assert.equal(e.message, 'FORBIDDEN');
     assert.ok(!(await listed(key)).some((l) => l.url === `${url}/x`), 'nothing stored');
+});
+
+it("paths and methods /v4 does not serve get Bitly's NOT_FOUND and METHOD_NOT_ALLOWED", async () => {
+    const { groups } = await bitly.bitlyRequest('groups', {}, 'GET');
+    let e = await bitlyError(bitly.bitlyRequest(`groups/${groups[0].guid}/bitlinks`, {}, 'GET'));
+    assert.deepEqual([e.message, e.resource], ['NOT_FOUND', 'groups']);
+    e = await bitlyError(bitly.bitlyRequest('organizations', {}, 'GET'));
+    assert.deepEqual([e.message, e.resource], ['NOT_FOUND', 'organizations']);
+    const b = await bitly.shorten(`https://example.com/bitly/${unique('m')}`);
+    e = await bitlyError(bitly.bitlyRequest(`bitlinks/${b.id}`, { title: 'x' }, 'POST'));
+    assert.deepEqual([e.message, e.resource], ['METHOD_NOT_ALLOWED', 'bitlinks']);
+    const raw = await api(srv, 'DELETE', `/v4/bitlinks/${b.id}`, { key });
+    assert.equal(raw.status, 405);
+    assert.equal(raw.headers.get('allow'), 'GET, PATCH');
+    assert.equal(raw.json.message, 'METHOD_NOT_ALLOWED');
+    assert.equal((await bitly.info(b.link)).id, b.id, 'the bitlink is unchanged');
 });
 
 it("bad input gets Bitly's error and stores nothing; a wrong or missing token is FORBIDDEN", async () => {

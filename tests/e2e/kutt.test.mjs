@@ -5,7 +5,8 @@
 // client sends as DELETE /links/:id/stats), health check and users info.
 // The links it makes are ordinary shortd links (they redirect, their clicks
 // show in GET /api/links/CODE/stats, GET /api/links lists them); bad input
-// gets Kutt's {"error": "..."} and stores nothing.
+// gets Kutt's {"error": "..."} and stores nothing, as do paths and methods
+// under /api/v2/ that no route serves (404; shortd's own /api keeps its own).
 
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
@@ -257,6 +258,19 @@ it('health and users info', async () => {
     assert.equal(info.apikey, key);
     assert.equal(info.email, 'kutt-user');
     assert.deepEqual(info.domains, []);
+});
+
+it('paths and methods /api/v2 does not serve get Kutt\'s 404; shortd\'s /api keeps its own', async () => {
+    const before = await codes();
+    const domains = await kutt('POST', '/domains', { body: { address: 'links.example.org' } });
+    assert.deepEqual([domains.status, domains.json], [404, { error: 'Cannot POST /api/v2/domains' }]);
+    const put = await kutt('PUT', '/links', { body: { target: 'https://example.com/put' } });
+    assert.deepEqual([put.status, put.json], [404, { error: 'Cannot PUT /api/v2/links' }]);
+    assert.equal(put.headers.get('allow'), 'POST, GET');
+    assert.deepEqual(await codes(), before, 'nothing stored');
+    const own = await api(srv, 'GET', '/api/v2x/links', { key });
+    assert.equal(own.status, 404);
+    assert.equal(own.json.error.code, 'not_found');
 });
 
 it('bad input gets Kutt\'s error and stores nothing; a wrong key is 401', async () => {

@@ -204,6 +204,7 @@
     X(compat_bitly_clicks)                                                                         \
     X(compat_bitly_user_groups)                                                                    \
     X(compat_bitly_domain)                                                                         \
+    X(compat_bitly_unserved)                                                                       \
     X(compat_shlink_create)                                                                        \
     X(compat_shlink_create_refused)                                                                \
     X(compat_shlink_keys)                                                                          \
@@ -257,7 +258,8 @@
     X(compat_kutt_routes)                                                                          \
     X(compat_kutt_auth_owner)                                                                      \
     X(compat_kutt_store_fails)                                                                     \
-    X(compat_kutt_cors)
+    X(compat_kutt_cors)                                                                            \
+    X(compat_kutt_unserved)
 
 #define X(name) void test_##name(void);
 TESTS(X)

@@ -2,7 +2,8 @@
  * (harness.h): each route's answer, its errors in Bitly's shape
  * ({message, description, resource, errors}), a wrong or missing token
  * (403 FORBIDDEN), another owner's bitlink (404 NOT_FOUND, as a code
- * nobody has), bad input storing nothing, and the store failing (503). */
+ * nobody has), bad input storing nothing, the store failing (503), and
+ * the paths under /v4/ no route serves (404 NOT_FOUND, 405). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,4 +465,42 @@ void test_compat_bitly_domain(void)
     hx_resp_release(&resp);
     CHECK_EQ_INT(links_of(h, f.theirs), before);
     hx_free(h);
+}
+
+/* A path under /v4/ that no route serves is Bitly's 404 NOT_FOUND, one
+ * served with other methods its 405 METHOD_NOT_ALLOWED (with Allow), both
+ * naming the path's resource; shortd's own paths keep shortd's answers. */
+void test_compat_bitly_unserved(void)
+{
+    struct fx f;
+    if (!fixture(&f))
+        return;
+    struct hx_resp resp;
+    char path[256];
+    snprintf(path, sizeof(path), "/v4/groups/Ba1bc23dE4F/bitlinks");
+    CHECK_EQ_INT(hx_request(f.h, "GET", path, f.mine, NULL, &resp), 404);
+    bitly_error(&resp, "NOT_FOUND", "groups");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(f.h, "GET", "/v4/organizations", f.mine, NULL, &resp), 404);
+    bitly_error(&resp, "NOT_FOUND", "organizations");
+    hx_resp_release(&resp);
+    snprintf(path, sizeof(path), "/v4/bitlinks/sho.rt/%s", f.code);
+    CHECK_EQ_INT(hx_request(f.h, "DELETE", path, f.mine, NULL, &resp), 405);
+    bitly_error(&resp, "METHOD_NOT_ALLOWED", "bitlinks");
+    CHECK_EQ_STR(hx_header(&resp, "Allow"), "GET, PATCH");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(f.h, "GET", "/v4/shorten", f.mine, NULL, &resp), 405);
+    bitly_error(&resp, "METHOD_NOT_ALLOWED", "bitlinks");
+    CHECK_EQ_STR(hx_header(&resp, "Allow"), "POST");
+    hx_resp_release(&resp);
+    /* The link is still there, and shortd's own paths answer as before. */
+    CHECK_EQ_INT(hx_request(f.h, "GET", path, f.mine, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(f.h, "GET", "/v4", f.mine, NULL, &resp), 404);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "not_found");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(f.h, "PUT", "/api/links", f.mine, NULL, &resp), 405);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "method_not_allowed");
+    hx_resp_release(&resp);
+    hx_free(f.h);
 }

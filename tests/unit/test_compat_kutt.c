@@ -2,7 +2,8 @@
  * each route's answer in Kutt's shape, its errors as {"error": "..."} with
  * Kutt's status, the ids (stable, turned back into codes, long aliases
  * too), a missing or wrong key, another owner's link, bad input storing
- * nothing, a failing store, and CORS. */
+ * nothing, a failing store, CORS, and the paths under /api/v2/ no route serves
+ * (Kutt's 404) beside shortd's own under /api. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -521,6 +522,49 @@ void test_compat_kutt_cors(void)
     const char *const anon[] = {"Origin: chrome-extension://kuttext", NULL};
     CHECK_EQ_INT(hx_request(h, "GET", "/api/v2/links", anon, NULL, &resp), 401);
     CHECK_EQ_STR(hx_header(&resp, "Access-Control-Allow-Origin"), "chrome-extension://kuttext");
+    hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* A path under /api/v2/ that no route serves, or not with this method, is
+ * Kutt's 404 {"error": "Cannot METHOD PATH"} (Kutt's Express app has no
+ * 405); shortd's own paths under /api, and those only beginning like
+ * /api/v2, keep shortd's answers. */
+void test_compat_kutt_unserved(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char key[64];
+    snprintf(key, sizeof(key), "%s", hx_key(h, false));
+    struct hx_resp resp;
+    CHECK_EQ_INT(kreq(h, key, "GET", "/domains", NULL, &resp), 404);
+    CHECK(kutt_error_is(&resp, "Cannot GET /api/v2/domains"));
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(kreq(h, NULL, "POST", "/links/abc/protected", "{}", &resp), 404);
+    CHECK(kutt_error_is(&resp, "Cannot POST /api/v2/links/abc/protected"));
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(kreq(h, key, "PUT", "/links", "{}", &resp), 404);
+    CHECK(kutt_error_is(&resp, "Cannot PUT /api/v2/links"));
+    CHECK_EQ_STR(hx_header(&resp, "Allow"), "POST, GET");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(kreq(h, key, "POST", "/health", NULL, &resp), 404);
+    CHECK(kutt_error_is(&resp, "Cannot POST /api/v2/health"));
+    hx_resp_release(&resp);
+    /* shortd's own: /api/v2 itself, /api/v2x/..., and a wrong method on /api/links. */
+    char line[HX_AUTH_MAX];
+    snprintf(line, sizeof(line), "Authorization: Bearer %s", key);
+    const char *headers[] = {line, NULL};
+    const char *const own[] = {"/api/v2", "/api/v2x/links", "/api/nothing"};
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+        CHECK_EQ_INT(hx_request(h, "GET", own[i], headers, NULL, &resp), 404);
+        CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "not_found");
+        hx_resp_release(&resp);
+    }
+    CHECK_EQ_INT(hx_request(h, "PUT", "/api/links", headers, NULL, &resp), 405);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "method_not_allowed");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/links", headers, NULL, &resp), 200);
     hx_resp_release(&resp);
     hx_free(h);
 }

@@ -23,8 +23,8 @@ static void check(int cond)
 
 static bool is_alias_char(unsigned char c)
 {
-    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           c == '_' || c == '-';
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+           c == '-';
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

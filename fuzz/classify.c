@@ -78,10 +78,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    /* clang-format off */
     static const char *const browsers[] = {
         "Chrome",   "Firefox",   "Safari",  "Edge",   "Opera", "Samsung Internet",
         "Internet Explorer",     "Instagram", "Facebook", "LinkedIn", "TikTok",
         "Snapchat", "Pinterest", "Twitter", "WeChat", "Line",  "Other", NULL};
+    /* clang-format on */
     static const char *const oses[] = {"Windows", "macOS",    "iOS",   "iPadOS", "Android",
                                        "Linux",   "ChromeOS", "Other", NULL};
     const char *p = (const char *)data;
@@ -130,7 +132,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_text(out, DIM_MAX);
 
     size_t q = n_rest / 4;
-    (void)classify_is_prefetch(rest, q, rest + q, q, rest + 2 * q, q, rest + 3 * q,
-                               n_rest - 3 * q);
+    (void)classify_is_prefetch(rest, q, rest + q, q, rest + 2 * q, q, rest + 3 * q, n_rest - 3 * q);
     return 0;
 }

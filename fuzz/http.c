@@ -28,7 +28,7 @@
 #include "app/serve.h"
 #include "base/banned.h"
 
-#define READ_WAIT_MS 10000      /* header, body and send timeouts are 1 s */
+#define READ_WAIT_MS 10000 /* header, body and send timeouts are 1 s */
 
 static struct sockaddr_in addr;
 
@@ -98,7 +98,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (pthread_create(&t, NULL, serve_thread, &cfg) != 0)
         abort();
     pthread_detach(t);
-    for (int i = 0; i < 3000; i++) {    /* up to 30 s for the first start */
+    for (int i = 0; i < 3000; i++) { /* up to 30 s for the first start */
         int c = connect_server();
         if (c >= 0) {
             close(c);
@@ -119,12 +119,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size--;
     int fd = connect_server();
     if (fd < 0)
-        abort();    /* the server is gone */
+        abort(); /* the server is gone */
     for (size_t off = 0; off < size;) {
         size_t n = size - off < piece ? size - off : piece;
         ssize_t w = send(fd, data + off, n, MSG_NOSIGNAL);
         if (w <= 0)
-            break;  /* the server answered and closed: the rest is moot */
+            break; /* the server answered and closed: the rest is moot */
         off += (size_t)w;
     }
     shutdown(fd, SHUT_WR);

@@ -74,10 +74,7 @@ static void cleanup(void)
     classify_free(cls);
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
+static int by_name(const void *a, const void *b) { return strcmp(a, b); }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

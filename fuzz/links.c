@@ -71,10 +71,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void check_text(const char *s, size_t max)
-{
-    check(!s || strlen(s) <= max);
-}
+static void check_text(const char *s, size_t max) { check(!s || strlen(s) <= max); }
 
 static void check_url(const char *url, const char *host)
 {
@@ -155,7 +152,8 @@ static void bulk(json_t *body)
         return;
     }
     size_t i;
-    json_array_foreach(links, i, v) {
+    json_array_foreach(links, i, v)
+    {
         struct link_input in;
         json_t *error;
         int status = link_bulk_item(lk, v, now, &in, &error);
@@ -181,15 +179,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     switch (data[0] % 3) {
-    case 0:
-        create(body);
-        break;
-    case 1:
-        patch(body);
-        break;
-    default:
-        bulk(body);
-        break;
+    case 0: create(body); break;
+    case 1: patch(body); break;
+    default: bulk(body); break;
     }
     json_decref(body);
     return 0;

@@ -69,10 +69,7 @@ static int block_run(struct wjob *wj, struct store *st)
 
 /* This node counts the blocklist again at once, the others when the bus
  * tells them. */
-static void block_after_commit(struct api_job *j)
-{
-    blocklist_changed(j->r->app);
-}
+static void block_after_commit(struct api_job *j) { blocklist_changed(j->r->app); }
 
 static int submit(struct request *r, const char *host, size_t n, bool add)
 {

@@ -73,10 +73,10 @@ static int domain_run(struct wjob *wj, struct store *st)
         return api_job_error(j, 409, "domain_taken", "host",
                              "this domain is registered to another owner");
     if (rc == ERR_OK) {
-        j->status = 200;    /* already the caller's: nothing to do */
+        j->status = 200; /* already the caller's: nothing to do */
     } else if (rc == ERR_NOTFOUND) {
         rc = st->ops->domain_add(st, d->host, d->owner, d->now);
-        if (rc == ERR_EXISTS)   /* another node's owner came first */
+        if (rc == ERR_EXISTS) /* another node's owner came first */
             return api_job_error(j, 409, "domain_taken", "host",
                                  "this domain is registered to another owner");
         if (rc != ERR_OK)
@@ -91,10 +91,7 @@ static int domain_run(struct wjob *wj, struct store *st)
 
 /* Links may not point at a registered domain (it is shortd): every node
  * counts them again, this one at once, the others when the bus tells them. */
-static void domain_after_commit(struct api_job *j)
-{
-    blocklist_changed(j->r->app);
-}
+static void domain_after_commit(struct api_job *j) { blocklist_changed(j->r->app); }
 
 static int submit(struct request *r, const char *host, size_t n, bool add)
 {

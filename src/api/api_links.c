@@ -27,8 +27,8 @@
 #define LIST_DEFAULT 50
 #define LIST_MAX 1000
 #define IDEM_KEY_MAX 255
-#define FILTER_MAX 128          /* bytes of a tag or q filter */
-#define BULK_MAX 1000           /* links in one POST /api/links/bulk */
+#define FILTER_MAX 128 /* bytes of a tag or q filter */
+#define BULK_MAX 1000  /* links in one POST /api/links/bulk */
 
 /* The link object of the API. */
 json_t *link_json(const struct app *app, const struct link *l, int64_t now)
@@ -61,9 +61,10 @@ json_t *link_json(const struct app *app, const struct link *l, int64_t now)
     json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
     json_object_set_new(o, "protected", json_boolean(l->password != NULL));
     json_object_set_new(o, "max_clicks", l->max_clicks ? json_integer(l->max_clicks) : json_null());
-    json_object_set_new(o, "clicks_left", l->max_clicks ? json_integer(l->max_clicks > l->used ?
-                                                                       l->max_clicks - l->used : 0)
-                                                        : json_null());
+    json_object_set_new(o, "clicks_left",
+                        l->max_clicks
+                            ? json_integer(l->max_clicks > l->used ? l->max_clicks - l->used : 0)
+                            : json_null());
     json_t *variants = l->variants ? json_loads(l->variants, 0, NULL) : NULL;
     json_object_set_new(o, "variants", variants ? variants : json_null());
     json_t *utm = l->utm ? json_loads(l->utm, 0, NULL) : NULL;
@@ -77,11 +78,11 @@ json_t *link_json(const struct app *app, const struct link *l, int64_t now)
 
 struct hash_wait {
     struct task task;
-    char *pw;                   /* a copy until it is handed to the pool, then wiped */
+    char *pw; /* a copy until it is handed to the pool, then wiped */
     size_t n;
     struct request *r;
     struct api_job *job;
-    char **slot;                /* where the hash goes in the job */
+    char **slot; /* where the hash goes in the job */
     int (*run)(struct wjob *, struct store *);
 };
 
@@ -134,7 +135,7 @@ static int submit_hashed(struct request *r, struct api_job *job, char **slot,
         abort();
     memcpy(w->pw, json_string_value(pw), w->n);
     w->task.fn = hash_start;
-    worker_post(request_worker(r), &w->task);   /* a handler runs on a store thread */
+    worker_post(request_worker(r), &w->task); /* a handler runs on a store thread */
     return HTTP_ASYNC;
 }
 
@@ -142,9 +143,9 @@ static int submit_hashed(struct request *r, struct api_job *job, char **slot,
 
 /* An Idempotency-Key as a create (single or bulk) carries it. */
 struct idem {
-    char *key;                  /* NULL when none */
-    uint8_t fingerprint[32];    /* of path and body */
-    int64_t since;              /* records older than this are forgotten */
+    char *key;               /* NULL when none */
+    uint8_t fingerprint[32]; /* of path and body */
+    int64_t since;           /* records older than this are forgotten */
 };
 
 /* Inside the job's transaction, before anything is written: ERR_OK when the
@@ -168,7 +169,7 @@ static int idem_start(struct api_job *j, struct store *st, int64_t owner, const 
             rc = ERR_NOTFOUND;
     }
     if (rc == ERR_OK && rec.status == 0) {
-        free(rec.body);     /* claimed, never answered (cannot outlive its transaction) */
+        free(rec.body); /* claimed, never answered (cannot outlive its transaction) */
         rc = ERR_NOTFOUND;
     }
     if (rc != ERR_OK)
@@ -232,15 +233,15 @@ struct refusal {
  * creates. ERR_OK with 'out' the link (*reused: the caller's existing one),
  * ERR_OK with 'no' filled when the rules refuse it (nothing written), or a
  * storage error that fails the whole job. */
-static int create_one(struct app *app, struct store *st, const struct link_input *in,
-                      int64_t owner, int64_t now, struct link *out, bool *reused,
-                      struct refusal *no)
+static int create_one(struct app *app, struct store *st, const struct link_input *in, int64_t owner,
+                      int64_t now, struct link *out, bool *reused, struct refusal *no)
 {
     memset(no, 0, sizeof(*no));
     int rc = links_create(app->links, st, in, owner, now, out, reused);
     if (rc == ERR_EXISTS)
-        *no = (struct refusal){409, "alias_taken", "alias", "this alias is taken (or was used "
-                                                            "before)"};
+        *no = (struct refusal){409, "alias_taken", "alias",
+                               "this alias is taken (or was used "
+                               "before)"};
     else if (rc == ERR_FORBIDDEN)
         *no = (struct refusal){400, "invalid_field", "url", "destination host is blocked"};
     else
@@ -313,7 +314,7 @@ static int create_run(struct wjob *wj, struct store *st)
     } else {
         c->created = !reused;
         j->status = reused ? 200 : 201;
-        if (c->idem.key)    /* the answer is remembered with the key */
+        if (c->idem.key) /* the answer is remembered with the key */
             j->answer = link_json(app, &c->link, c->now);
     }
     return c->idem.key ? idem_finish(j, st, c->owner, &c->idem, c->now) : ERR_OK;
@@ -367,9 +368,9 @@ int handle_link_create(struct request *r)
 
 struct bulk_item {
     struct link_input in;
-    int status;                 /* 0 until decided */
-    json_t *error;              /* {"code", "message", "field"} when refused */
-    struct link link;           /* 200/201 */
+    int status;       /* 0 until decided */
+    json_t *error;    /* {"code", "message", "field"} when refused */
+    struct link link; /* 200/201 */
 };
 
 struct bulk_job {
@@ -425,7 +426,7 @@ static int bulk_run(struct wjob *wj, struct store *st)
     for (size_t i = 0; i < b->n; i++) {
         struct bulk_item *it = &b->items[i];
         if (it->status)
-            continue;   /* refused by the parse */
+            continue; /* refused by the parse */
         int rc = st->ops->savepoint(st);
         if (rc != ERR_OK)
             return rc;
@@ -471,7 +472,8 @@ int link_bulk_body(json_t *body, json_t **links, const char **field, char *why, 
     const char *key;
     json_t *v;
     *links = NULL;
-    json_object_foreach(body, key, v) {
+    json_object_foreach(body, key, v)
+    {
         if (strcmp(key, "links") != 0) {
             *field = key;
             snprintf(why, whylen, "%s unknown field", key);
@@ -533,7 +535,8 @@ int handle_link_bulk(struct request *r)
     if (!b->items)
         abort();
     size_t i;
-    json_array_foreach(links, i, v) {
+    json_array_foreach(links, i, v)
+    {
         struct bulk_item *it = &b->items[i];
         it->status = link_bulk_item(app->links, v, b->now, &it->in, &it->error);
     }
@@ -564,7 +567,7 @@ static int list_cb(const struct link *l, void *arg)
 {
     struct list_ctx *x = arg;
     if (x->seen++ == x->want)
-        return 1;   /* one more than a page: there is a next page */
+        return 1; /* one more than a page: there is a next page */
     json_array_append_new(x->arr, link_json(x->app, l, x->now));
     x->last_created = l->created_at;
     snprintf(x->last_code, sizeof(x->last_code), "%s", l->code);
@@ -656,8 +659,9 @@ int handle_link_list(struct request *r)
     struct slice v;
     int64_t limit = LIST_DEFAULT;
     if (http_query_param(r, "limit", &v) && !parse_int(v, 1, LIST_MAX, &limit))
-        return http_error(r, 400, "invalid_field", "limit", "limit must be a whole number from 1 "
-                                                            "to 1000");
+        return http_error(r, 400, "invalid_field", "limit",
+                          "limit must be a whole number from 1 "
+                          "to 1000");
     struct slice state = SLICE_LIT("active,expired,exhausted");
     if (http_query_param(r, "state", &v)) {
         state = v;
@@ -731,8 +735,7 @@ int handle_link_list(struct request *r)
                    state.p);
         add_filter(&link, "tag", tag);
         add_filter(&link, "q", text);
-        buf_printf(&link, "&cursor=%lld.%s>; rel=\"next\"", (long long)x.last_created,
-                   x.last_code);
+        buf_printf(&link, "&cursor=%lld.%s>; rel=\"next\"", (long long)x.last_created, x.last_code);
         http_add_header(r, "Link", link.p, link.len);
         buf_release(&link);
     }
@@ -761,7 +764,7 @@ struct state_job {
     char code[CODE_MAX + 1];
     int state;
     int64_t now;
-    int64_t owner;          /* owner_scope() */
+    int64_t owner; /* owner_scope() */
     struct link link;
     bool changed;
 };
@@ -835,18 +838,15 @@ int handle_link_enable(struct request *r) { return change_state(r, LINK_ACTIVE);
 
 /* ---- edit: PATCH /api/links/CODE, and its history ---- */
 
-static struct links *app_links(const struct api_job *j)
-{
-    return j->r->app->links;
-}
+static struct links *app_links(const struct api_job *j) { return j->r->app->links; }
 
 struct patch_job {
     struct api_job base;
     char code[CODE_MAX + 1];
     struct link_patch p;
     int64_t now;
-    int64_t owner;          /* owner_scope() */
-    int64_t key_id;         /* who changes it, for the history */
+    int64_t owner;  /* owner_scope() */
+    int64_t key_id; /* who changes it, for the history */
     struct link link;
     bool changed;
 };
@@ -893,7 +893,8 @@ static int patch_run(struct wjob *wj, struct store *st)
     const char *field = NULL;
     if (rc == ERR_OK && (pj->p.fields & (PATCH_URL | PATCH_VARIANTS))) {
         rc = links_check_blocked(app_links(j), st, (pj->p.fields & PATCH_URL) ? pj->link.url : NULL,
-                                 (pj->p.fields & PATCH_VARIANTS) ? pj->link.variants : NULL, &field);
+                                 (pj->p.fields & PATCH_VARIANTS) ? pj->link.variants : NULL,
+                                 &field);
         if (rc == ERR_FORBIDDEN) {
             free(old_url);
             return api_job_error(j, 400, "invalid_field", field, "destination host is blocked");
@@ -958,8 +959,8 @@ static int history_row(const struct link_change *c, void *arg)
     char at[RFC3339_MAX];
     rfc3339_format(c->changed_at, at);
     json_array_append_new(arg, json_pack("{s:I,s:s?,s:s?,s:s,s:I}", "seq", (json_int_t)c->seq,
-                                         "old_url", c->old_url, "new_url", c->new_url,
-                                         "changed_at", at, "by_key", (json_int_t)c->by_key));
+                                         "old_url", c->old_url, "new_url", c->new_url, "changed_at",
+                                         at, "by_key", (json_int_t)c->by_key));
     return 0;
 }
 

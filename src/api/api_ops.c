@@ -95,17 +95,18 @@ int handle_metrics(struct request *r)
     uint64_t khits = 0, kmisses = 0, kentries = 0;
     size_t kbytes = 0;
     links_key_counts(app->links, &khits, &kmisses, &kentries, &kbytes);
-    buf_printf(b, "\n# HELP shortd_key_cache_hits_total API keys found in this node's key cache.\n"
-                  "# TYPE shortd_key_cache_hits_total counter\nshortd_key_cache_hits_total %llu\n"
-                  "# HELP shortd_key_cache_misses_total API keys looked for there and not found.\n"
-                  "# TYPE shortd_key_cache_misses_total counter\n"
-                  "shortd_key_cache_misses_total %llu\n"
-                  "# HELP shortd_key_cache_entries API keys held in this node's key cache.\n"
-                  "# TYPE shortd_key_cache_entries gauge\nshortd_key_cache_entries %llu\n"
-                  "# HELP shortd_key_cache_bytes Bytes the key cache's table takes, full or not.\n"
-                  "# TYPE shortd_key_cache_bytes gauge\nshortd_key_cache_bytes %zu",
-               (unsigned long long)khits, (unsigned long long)kmisses,
-               (unsigned long long)kentries, kbytes);
+    buf_printf(b,
+               "\n# HELP shortd_key_cache_hits_total API keys found in this node's key cache.\n"
+               "# TYPE shortd_key_cache_hits_total counter\nshortd_key_cache_hits_total %llu\n"
+               "# HELP shortd_key_cache_misses_total API keys looked for there and not found.\n"
+               "# TYPE shortd_key_cache_misses_total counter\n"
+               "shortd_key_cache_misses_total %llu\n"
+               "# HELP shortd_key_cache_entries API keys held in this node's key cache.\n"
+               "# TYPE shortd_key_cache_entries gauge\nshortd_key_cache_entries %llu\n"
+               "# HELP shortd_key_cache_bytes Bytes the key cache's table takes, full or not.\n"
+               "# TYPE shortd_key_cache_bytes gauge\nshortd_key_cache_bytes %zu",
+               (unsigned long long)khits, (unsigned long long)kmisses, (unsigned long long)kentries,
+               kbytes);
     int64_t links = atomic_load(&app->links_counted);
     if (links >= 0) {
         buf_adds(b, "\n# HELP shortd_links Links in the store, tombstones included "
@@ -130,63 +131,66 @@ int handle_metrics(struct request *r)
     clicks_backlog(app->clicks, &bl);
     uint64_t ua_misses, ua_hurried;
     classify_counts(app->classify, &ua_misses, &ua_hurried);
-    buf_printf(b, "# HELP shortd_clicks_unfolded Clicks journaled but not yet classified and "
-                  "counted.\n"
-                  "# TYPE shortd_clicks_unfolded gauge\nshortd_clicks_unfolded %llu\n"
-                  "# HELP shortd_clicks_unfolded_max The most clicks there have been to fold "
-                  "at once since the start.\n"
-                  "# TYPE shortd_clicks_unfolded_max gauge\nshortd_clicks_unfolded_max %llu\n"
-                  "# HELP shortd_clicks_backpressure_total Pauses of an event loop because the "
-                  "clicks to fold were past their bound.\n"
-                  "# TYPE shortd_clicks_backpressure_total counter\n"
-                  "shortd_clicks_backpressure_total %llu\n"
-                  "# HELP shortd_classify_misses_total User agents classified afresh, not found "
-                  "in the cache.\n"
-                  "# TYPE shortd_classify_misses_total counter\n"
-                  "shortd_classify_misses_total %llu\n"
-                  "# HELP shortd_classify_hurried_total Clicks of people whose browser, OS and "
-                  "device were left unknown because the fold was behind.\n"
-                  "# TYPE shortd_classify_hurried_total counter\n"
-                  "shortd_classify_hurried_total %llu\n",
+    buf_printf(b,
+               "# HELP shortd_clicks_unfolded Clicks journaled but not yet classified and "
+               "counted.\n"
+               "# TYPE shortd_clicks_unfolded gauge\nshortd_clicks_unfolded %llu\n"
+               "# HELP shortd_clicks_unfolded_max The most clicks there have been to fold "
+               "at once since the start.\n"
+               "# TYPE shortd_clicks_unfolded_max gauge\nshortd_clicks_unfolded_max %llu\n"
+               "# HELP shortd_clicks_backpressure_total Pauses of an event loop because the "
+               "clicks to fold were past their bound.\n"
+               "# TYPE shortd_clicks_backpressure_total counter\n"
+               "shortd_clicks_backpressure_total %llu\n"
+               "# HELP shortd_classify_misses_total User agents classified afresh, not found "
+               "in the cache.\n"
+               "# TYPE shortd_classify_misses_total counter\n"
+               "shortd_classify_misses_total %llu\n"
+               "# HELP shortd_classify_hurried_total Clicks of people whose browser, OS and "
+               "device were left unknown because the fold was behind.\n"
+               "# TYPE shortd_classify_hurried_total counter\n"
+               "shortd_classify_hurried_total %llu\n",
                (unsigned long long)bl.unfolded, (unsigned long long)bl.unfolded_max,
                (unsigned long long)bl.pauses, (unsigned long long)ua_misses,
                (unsigned long long)ua_hurried);
     struct journal_health jh;
     clicks_health(app->clicks, &jh);
-    buf_printf(b, "# HELP shortd_journal_up Whether the click journal writes (0: its last sync "
-                  "failed; clicks then go to the store every sync interval).\n"
-                  "# TYPE shortd_journal_up gauge\nshortd_journal_up %d\n"
-                  "# HELP shortd_journal_sync_failures_total Failed syncs of the click journal.\n"
-                  "# TYPE shortd_journal_sync_failures_total counter\n"
-                  "shortd_journal_sync_failures_total %llu\n"
-                  "# HELP shortd_journal_recoveries_total Times the click journal came back.\n"
-                  "# TYPE shortd_journal_recoveries_total counter\n"
-                  "shortd_journal_recoveries_total %llu\n"
-                  "# HELP shortd_journal_unsynced_bytes Journal records waiting in memory.\n"
-                  "# TYPE shortd_journal_unsynced_bytes gauge\n"
-                  "shortd_journal_unsynced_bytes %llu\n",
-               jh.down ? 0 : 1, (unsigned long long)jh.failures,
-               (unsigned long long)jh.recoveries, (unsigned long long)jh.unsynced_bytes);
+    buf_printf(b,
+               "# HELP shortd_journal_up Whether the click journal writes (0: its last sync "
+               "failed; clicks then go to the store every sync interval).\n"
+               "# TYPE shortd_journal_up gauge\nshortd_journal_up %d\n"
+               "# HELP shortd_journal_sync_failures_total Failed syncs of the click journal.\n"
+               "# TYPE shortd_journal_sync_failures_total counter\n"
+               "shortd_journal_sync_failures_total %llu\n"
+               "# HELP shortd_journal_recoveries_total Times the click journal came back.\n"
+               "# TYPE shortd_journal_recoveries_total counter\n"
+               "shortd_journal_recoveries_total %llu\n"
+               "# HELP shortd_journal_unsynced_bytes Journal records waiting in memory.\n"
+               "# TYPE shortd_journal_unsynced_bytes gauge\n"
+               "shortd_journal_unsynced_bytes %llu\n",
+               jh.down ? 0 : 1, (unsigned long long)jh.failures, (unsigned long long)jh.recoveries,
+               (unsigned long long)jh.unsynced_bytes);
     if (app->storeq) {
         struct storeq_counts sq;
         storeq_counts(app->storeq, &sq);
-        buf_printf(b, "# HELP shortd_store_queue_depth Requests waiting for a store thread.\n"
-                      "# TYPE shortd_store_queue_depth gauge\nshortd_store_queue_depth %lld\n"
-                      "# HELP shortd_store_jobs_total Store reads and API calls handed to the "
-                      "store threads.\n"
-                      "# TYPE shortd_store_jobs_total counter\nshortd_store_jobs_total %lld\n"
-                      "# HELP shortd_store_rejected_total Requests answered 503 at once: the "
-                      "store threads' queue was full.\n"
-                      "# TYPE shortd_store_rejected_total counter\n"
-                      "shortd_store_rejected_total %lld\n"
-                      "# HELP shortd_store_timeouts_total Requests that waited store-timeout-ms "
-                      "for the store.\n"
-                      "# TYPE shortd_store_timeouts_total counter\n"
-                      "shortd_store_timeouts_total %lld\n"
-                      "# HELP shortd_heavy_reads_refused_total Searches and exports refused "
-                      "(429): their key ran heavy-reads-per-key already.\n"
-                      "# TYPE shortd_heavy_reads_refused_total counter\n"
-                      "shortd_heavy_reads_refused_total %lld\n",
+        buf_printf(b,
+                   "# HELP shortd_store_queue_depth Requests waiting for a store thread.\n"
+                   "# TYPE shortd_store_queue_depth gauge\nshortd_store_queue_depth %lld\n"
+                   "# HELP shortd_store_jobs_total Store reads and API calls handed to the "
+                   "store threads.\n"
+                   "# TYPE shortd_store_jobs_total counter\nshortd_store_jobs_total %lld\n"
+                   "# HELP shortd_store_rejected_total Requests answered 503 at once: the "
+                   "store threads' queue was full.\n"
+                   "# TYPE shortd_store_rejected_total counter\n"
+                   "shortd_store_rejected_total %lld\n"
+                   "# HELP shortd_store_timeouts_total Requests that waited store-timeout-ms "
+                   "for the store.\n"
+                   "# TYPE shortd_store_timeouts_total counter\n"
+                   "shortd_store_timeouts_total %lld\n"
+                   "# HELP shortd_heavy_reads_refused_total Searches and exports refused "
+                   "(429): their key ran heavy-reads-per-key already.\n"
+                   "# TYPE shortd_heavy_reads_refused_total counter\n"
+                   "shortd_heavy_reads_refused_total %lld\n",
                    (long long)sq.queued, (long long)sq.jobs, (long long)sq.rejected,
                    (long long)sq.timeouts, (long long)sq.heavy_refused);
     }
@@ -194,29 +198,31 @@ int handle_metrics(struct request *r)
         uint64_t rh = 0, rm = 0, re = 0;
         bool down = false;
         rcache_counts(app->rcache, &rh, &rm, &re, &down);
-        buf_printf(b, "# HELP shortd_redis_up Whether the shared cache answers (0 while skipped).\n"
-                      "# TYPE shortd_redis_up gauge\nshortd_redis_up %d\n"
-                      "# HELP shortd_redis_hits_total Redirect misses answered by Redis.\n"
-                      "# TYPE shortd_redis_hits_total counter\nshortd_redis_hits_total %llu\n"
-                      "# HELP shortd_redis_misses_total Lookups Redis did not have.\n"
-                      "# TYPE shortd_redis_misses_total counter\nshortd_redis_misses_total %llu\n"
-                      "# HELP shortd_redis_errors_total Failed or timed-out Redis calls.\n"
-                      "# TYPE shortd_redis_errors_total counter\nshortd_redis_errors_total %llu\n",
+        buf_printf(b,
+                   "# HELP shortd_redis_up Whether the shared cache answers (0 while skipped).\n"
+                   "# TYPE shortd_redis_up gauge\nshortd_redis_up %d\n"
+                   "# HELP shortd_redis_hits_total Redirect misses answered by Redis.\n"
+                   "# TYPE shortd_redis_hits_total counter\nshortd_redis_hits_total %llu\n"
+                   "# HELP shortd_redis_misses_total Lookups Redis did not have.\n"
+                   "# TYPE shortd_redis_misses_total counter\nshortd_redis_misses_total %llu\n"
+                   "# HELP shortd_redis_errors_total Failed or timed-out Redis calls.\n"
+                   "# TYPE shortd_redis_errors_total counter\nshortd_redis_errors_total %llu\n",
                    down ? 0 : 1, (unsigned long long)rh, (unsigned long long)rm,
                    (unsigned long long)re);
     }
     if (app->bus) {
         uint64_t bp = 0, br = 0, be = 0;
         bus_counts(app->bus, &bp, &br, &be);
-        buf_printf(b, "# HELP shortd_invalidations_sent_total Codes announced to other nodes.\n"
-                      "# TYPE shortd_invalidations_sent_total counter\n"
-                      "shortd_invalidations_sent_total %llu\n"
-                      "# HELP shortd_invalidations_received_total Codes other nodes announced.\n"
-                      "# TYPE shortd_invalidations_received_total counter\n"
-                      "shortd_invalidations_received_total %llu\n"
-                      "# HELP shortd_invalidation_errors_total Failed sends, receives, connects.\n"
-                      "# TYPE shortd_invalidation_errors_total counter\n"
-                      "shortd_invalidation_errors_total %llu\n",
+        buf_printf(b,
+                   "# HELP shortd_invalidations_sent_total Codes announced to other nodes.\n"
+                   "# TYPE shortd_invalidations_sent_total counter\n"
+                   "shortd_invalidations_sent_total %llu\n"
+                   "# HELP shortd_invalidations_received_total Codes other nodes announced.\n"
+                   "# TYPE shortd_invalidations_received_total counter\n"
+                   "shortd_invalidations_received_total %llu\n"
+                   "# HELP shortd_invalidation_errors_total Failed sends, receives, connects.\n"
+                   "# TYPE shortd_invalidation_errors_total counter\n"
+                   "shortd_invalidation_errors_total %llu\n",
                    (unsigned long long)bp, (unsigned long long)br, (unsigned long long)be);
     }
     r->content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -22,9 +22,9 @@
 #include "store/store_links.h"
 #include "base/banned.h"
 
-#define QR_MARGIN 4         /* quiet zone, in modules (ISO/IEC 18004) */
+#define QR_MARGIN 4 /* quiet zone, in modules (ISO/IEC 18004) */
 #define QR_SCALE_DEFAULT 8
-#define QR_SCALE_MAX 40     /* version 40 at 40: 7,400 pixels a side */
+#define QR_SCALE_MAX 40 /* version 40 at 40: 7,400 pixels a side */
 
 static bool dark(const QRcode *qr, int x, int y)
 {
@@ -62,10 +62,7 @@ static void png_out(png_structp png, png_bytep data, size_t n)
     buf_add(png_get_io_ptr(png), data, n);
 }
 
-static void png_noflush(png_structp png)
-{
-    (void)png;
-}
+static void png_noflush(png_structp png) { (void)png; }
 
 static void png_fail(png_structp png, png_const_charp msg)
 {
@@ -117,7 +114,7 @@ static int qr_png(const QRcode *qr, int scale, struct buf *out)
         free(row);
         return log_fail(ERR_NOMEM, "cannot start a QR code PNG");
     }
-    if (setjmp(png_jmpbuf(png))) {      /* png_fail() has logged */
+    if (setjmp(png_jmpbuf(png))) { /* png_fail() has logged */
         png_destroy_write_struct(&png, &info);
         free(row);
         return ERR_NOMEM;
@@ -193,7 +190,7 @@ int handle_link_qr(struct request *r)
     buf_release(&disp);
     http_add_header(r, "Cache-Control", "private, no-cache", 17);
     http_add_header(r, "X-Content-Type-Options", "nosniff", 7);
-    if (!png)   /* opened on its own, the SVG is a document: it may run nothing */
+    if (!png) /* opened on its own, the SVG is a document: it may run nothing */
         http_add_header(r, "Content-Security-Policy", "default-src 'none'", 18);
     r->content_type = png ? "image/png" : "image/svg+xml";
     return 200;

@@ -16,7 +16,7 @@ static void finish_on_loop(struct task *t)
     if (j->respond) {
         status = j->respond(j);
     } else if (j->job.rc != ERR_OK) {
-        status = http_unavailable(r, NULL);     /* whatever run() said did not happen */
+        status = http_unavailable(r, NULL); /* whatever run() said did not happen */
     } else {
         if (j->replayed)
             http_add_header(r, "Idempotent-Replayed", "true", 4);
@@ -62,7 +62,7 @@ int api_job_error(struct api_job *j, int status, const char *code, const char *f
     j->status = status;
     if (j->answer)
         json_decref(j->answer);
-    j->answer = json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", message,
-                          "field", field);
+    j->answer =
+        json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", message, "field", field);
     return ERR_OK;
 }

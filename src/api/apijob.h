@@ -23,9 +23,9 @@ struct api_job {
     struct request *r;
     struct worker *w;
     int status;
-    json_t *answer;                 /* sent as the body (owned) ... */
-    char *raw;                      /* ... or this JSON text (owned), if set */
-    bool replayed;                  /* an idempotent replay */
+    json_t *answer; /* sent as the body (owned) ... */
+    char *raw;      /* ... or this JSON text (owned), if set */
+    bool replayed;  /* an idempotent replay */
     void (*after_commit)(struct api_job *j);
     /* Optional: builds 'answer' on the loop thread when run() left it empty,
      * so the writer thread does only what must be serialised. */
@@ -34,7 +34,7 @@ struct api_job {
      * API's shape or format (a compatible API's), and returns its status;
      * it runs whether the job failed or not (job.rc tells). */
     int (*respond)(struct api_job *j);
-    void (*release)(struct api_job *j);     /* frees what embeds the job */
+    void (*release)(struct api_job *j); /* frees what embeds the job */
 };
 
 /* 'j' must be zeroed apart from what the caller set; returns HTTP_ASYNC. */

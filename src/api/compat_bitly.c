@@ -100,7 +100,7 @@ static json_t *path_resource(const struct request *r)
     if ((n == 7 && !memcmp(s, "shorten", 7)) || (n == 6 && !memcmp(s, "expand", 6)))
         return json_string("bitlinks");
     json_t *name = json_stringn(s, n);
-    return name ? name : json_string("");   /* not UTF-8 */
+    return name ? name : json_string(""); /* not UTF-8 */
 }
 
 /* Bitly's error object: 'message' its code (NOT_FOUND, INVALID_ARG_...),
@@ -138,12 +138,12 @@ static int bitly_error(struct request *r, int status, const char *code, const ch
     bool unserved = strcmp(code, "not_found") == 0;
     if (unserved || strcmp(code, "method_not_allowed") == 0) {
         const char *description = unserved
-            ? "The requested resource was not found."
-            : "The requested method is not allowed for this resource.";
+                                      ? "The requested resource was not found."
+                                      : "The requested method is not allowed for this resource.";
         return http_json(r, unserved ? 404 : 405,
                          json_pack("{s:s,s:s,s:o}", "message",
-                                   unserved ? "NOT_FOUND" : "METHOD_NOT_ALLOWED",
-                                   "description", description, "resource", path_resource(r)));
+                                   unserved ? "NOT_FOUND" : "METHOD_NOT_ALLOWED", "description",
+                                   description, "resource", path_resource(r)));
     }
     if (strcmp(code, "rate_limited") == 0)
         return fail(r, 429, "RATE_LIMIT_EXCEEDED", message, NULL, NULL);

@@ -46,17 +46,17 @@
 #include "redirect/tiers.h"
 #include "base/banned.h"
 
-#define KUTT_VERSION "3.2.3"        /* the Kutt whose API this speaks */
-#define LIST_DEFAULT 10             /* helpers.parseQuery's */
+#define KUTT_VERSION "3.2.3" /* the Kutt whose API this speaks */
+#define LIST_DEFAULT 10      /* helpers.parseQuery's */
 #define LIST_MAX 50
-#define LIST_SCAN_MAX 10000         /* links one list counts (its `total` stops there) */
-#define TEXT_MAX 2040               /* characters of a target or a description */
-#define ID_LEN 36                   /* a UUID's text */
-#define PACK_MAX 20                 /* the longest code an id holds itself */
-#define PACK_HASHED 31              /* the length field of an id that holds a hash */
+#define LIST_SCAN_MAX 10000 /* links one list counts (its `total` stops there) */
+#define TEXT_MAX 2040       /* characters of a target or a description */
+#define ID_LEN 36           /* a UUID's text */
+#define PACK_MAX 20         /* the longest code an id holds itself */
+#define PACK_HASHED 31      /* the length field of an id that holds a hash */
 #define MS_MINUTE 60000.0
-#define MS_MAX (100.0 * 365 * 86400 * 1000)     /* shortd's longest ttl */
-#define PATH_SHOWN 128              /* bytes of a path an error repeats */
+#define MS_MAX (100.0 * 365 * 86400 * 1000) /* shortd's longest ttl */
+#define PATH_SHOWN 128                      /* bytes of a path an error repeats */
 
 /* ---- answers ---- */
 
@@ -124,8 +124,7 @@ static void default_host(const struct app *app, char *out, size_t cap)
 
 /* ---- ids ---- */
 
-static const char code_chars[] =
-    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+static const char code_chars[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
 
 static void id_key(const struct app *app, uint8_t key[32])
 {
@@ -163,13 +162,13 @@ static void permute(const uint8_t key[32], uint8_t b[16], bool inverse)
     uint8_t *l = b, *r = b + 8, f[8], t[8];
     for (int k = 0; k < ROUNDS; k++) {
         int round = inverse ? ROUNDS - 1 - k : k;
-        if (!inverse) {             /* (L, R) -> (R, L ^ F(R)) */
+        if (!inverse) { /* (L, R) -> (R, L ^ F(R)) */
             round_fn(key, round, r, f);
             for (int i = 0; i < 8; i++)
                 t[i] = l[i] ^ f[i];
             memcpy(l, r, 8);
             memcpy(r, t, 8);
-        } else {                    /* (L, R) -> (R ^ F(L), L) */
+        } else { /* (L, R) -> (R ^ F(L), L) */
             round_fn(key, round, l, f);
             for (int i = 0; i < 8; i++)
                 t[i] = r[i] ^ f[i];
@@ -262,7 +261,7 @@ static enum id_kind id_parse(const struct app *app, struct slice s, char code[CO
     code[n] = '\0';
     while (pos < 128)
         if (get_bits(b, &pos, 1))
-            return ID_NONE;     /* not an id of ours */
+            return ID_NONE; /* not an id of ours */
     return code_is_plausible(code, n) ? ID_CODE : ID_NONE;
 }
 
@@ -307,9 +306,14 @@ static int id_code(struct request *r, char code[CODE_MAX + 1])
     id_key(r->app, s->key);
     memcpy(s->want, block, 16);
     char after[CODE_MAX + 1] = "";
-    struct link_query q = {.owner = owner_scope(r), .states = 1u << LINK_DISABLED,
-                           .want_live = true, .want_expired = true, .want_exhausted = true,
-                           .now = now_ms(), .limit = 1000, .after_code = after};
+    struct link_query q = {.owner = owner_scope(r),
+                           .states = 1u << LINK_DISABLED,
+                           .want_live = true,
+                           .want_expired = true,
+                           .want_exhausted = true,
+                           .now = now_ms(),
+                           .limit = 1000,
+                           .after_code = after};
     struct store *st = r->app->store;
     int rc;
     for (;;) {
@@ -349,8 +353,8 @@ static json_t *kutt_link(const struct app *app, const struct link *l)
     json_object_set_new(o, "address", json_string(l->code));
     json_object_set_new(o, "banned", json_boolean(l->state == LINK_DISABLED));
     json_object_set_new(o, "created_at", time_json(l->created_at));
-    json_object_set_new(o, "updated_at", time_json(l->changed_at > l->created_at ? l->changed_at
-                                                                                 : l->created_at));
+    json_object_set_new(o, "updated_at",
+                        time_json(l->changed_at > l->created_at ? l->changed_at : l->created_at));
     json_object_set_new(o, "password", json_boolean(l->password != NULL));
     json_object_set_new(o, "description", l->note ? json_string(l->note) : json_null());
     json_object_set_new(o, "expire_in", l->expires_at ? time_json(l->expires_at) : json_null());
@@ -409,16 +413,36 @@ static bool ms_parse(const char *s, double *ms)
         const char *name;
         double ms;
     } units[] = {
-        {"years", 31557600000.0}, {"year", 31557600000.0}, {"yrs", 31557600000.0},
-        {"yr", 31557600000.0},    {"y", 31557600000.0},    {"weeks", 604800000.0},
-        {"week", 604800000.0},    {"w", 604800000.0},      {"days", 86400000.0},
-        {"day", 86400000.0},      {"d", 86400000.0},       {"hours", 3600000.0},
-        {"hour", 3600000.0},      {"hrs", 3600000.0},      {"hr", 3600000.0},
-        {"h", 3600000.0},         {"minutes", 60000.0},    {"minute", 60000.0},
-        {"mins", 60000.0},        {"min", 60000.0},        {"m", 60000.0},
-        {"seconds", 1000.0},      {"second", 1000.0},      {"secs", 1000.0},
-        {"sec", 1000.0},          {"s", 1000.0},           {"milliseconds", 1.0},
-        {"millisecond", 1.0},     {"msecs", 1.0},          {"msec", 1.0},
+        {"years", 31557600000.0},
+        {"year", 31557600000.0},
+        {"yrs", 31557600000.0},
+        {"yr", 31557600000.0},
+        {"y", 31557600000.0},
+        {"weeks", 604800000.0},
+        {"week", 604800000.0},
+        {"w", 604800000.0},
+        {"days", 86400000.0},
+        {"day", 86400000.0},
+        {"d", 86400000.0},
+        {"hours", 3600000.0},
+        {"hour", 3600000.0},
+        {"hrs", 3600000.0},
+        {"hr", 3600000.0},
+        {"h", 3600000.0},
+        {"minutes", 60000.0},
+        {"minute", 60000.0},
+        {"mins", 60000.0},
+        {"min", 60000.0},
+        {"m", 60000.0},
+        {"seconds", 1000.0},
+        {"second", 1000.0},
+        {"secs", 1000.0},
+        {"sec", 1000.0},
+        {"s", 1000.0},
+        {"milliseconds", 1.0},
+        {"millisecond", 1.0},
+        {"msecs", 1.0},
+        {"msec", 1.0},
         {"ms", 1.0},
     };
     if (strlen(s) > 100)
@@ -433,7 +457,7 @@ static bool ms_parse(const char *s, double *ms)
     if (*p == '.') {
         p++;
         if (!isdigit((unsigned char)*p))
-            return false;   /* the number ends with a digit */
+            return false; /* the number ends with a digit */
         while (isdigit((unsigned char)*p))
             p++;
     }
@@ -467,11 +491,11 @@ static int expire_check(struct request *r, const json_t *v, int64_t *ttl)
     double ms = 0;
     bool ok = ms_parse(t, &ms);
     free(t);
-    if (!ok || ms == 0)     /* ms() of "0" is 0: Kutt's check finds it false */
+    if (!ok || ms == 0) /* ms() of "0" is 0: Kutt's check finds it false */
         return kerr(r, 400, "Expire format is invalid. Valid examples: 1m, 8h, 42 days.");
     if (ms < MS_MINUTE)
         return kerr(r, 400, "Expire time should be more than 1 minute.");
-    if (ms > MS_MAX)        /* shortd's rule: at most 100 years */
+    if (ms > MS_MAX) /* shortd's rule: at most 100 years */
         return kerr(r, 400, "Expire time should be at most 100 years.");
     *ttl = (int64_t)ceil(ms / 1000.0);
     return 0;
@@ -510,8 +534,7 @@ static int target_check(struct request *r, const json_t *v, char **url)
 /* A password, as the validator takes it (3 to 64 characters). */
 static int password_check(struct request *r, const json_t *v)
 {
-    if (!json_is_string(v) || chars(json_string_value(v)) < 3 ||
-        chars(json_string_value(v)) > 64)
+    if (!json_is_string(v) || chars(json_string_value(v)) < 3 || chars(json_string_value(v)) > 64)
         return kerr(r, 400, "Password length must be between 3 and 64.");
     return 0;
 }
@@ -656,8 +679,8 @@ struct create_job {
     int64_t owner, now;
     struct link link;
     bool reused, created;
-    const char *error;          /* a refusal's message (static) ... */
-    int error_status;           /* ... and status */
+    const char *error; /* a refusal's message (static) ... */
+    int error_status;  /* ... and status */
 };
 
 static void create_release(struct api_job *j)
@@ -786,7 +809,7 @@ int handle_kutt_create(struct request *r)
         for (char *p = d; *p; p++)
             *p = (char)tolower((unsigned char)*p);
         default_host(r->app, host, sizeof(host));
-        if (strcmp(d, host) != 0)   /* Kutt's default domain is no custom one */
+        if (strcmp(d, host) != 0) /* Kutt's default domain is no custom one */
             json_object_set_new(body, "domain", json_string(d));
         free(d);
     }
@@ -808,8 +831,8 @@ int handle_kutt_create(struct request *r)
     c->base.after_commit = create_after_commit;
     c->base.respond = create_respond;
     c->base.release = create_release;
-    status = submit_hashed(r, json_object_get(body, "password"), &c->base, &c->in.password,
-                           create_run);
+    status =
+        submit_hashed(r, json_object_get(body, "password"), &c->base, &c->in.password, create_run);
 out:
     json_decref(body);
     free(url);
@@ -827,7 +850,7 @@ static int64_t js_int(const struct request *r, const char *name, int64_t fallbac
     if (!http_query_param(r, name, &v))
         return fallback;
     size_t i = 0;
-    while (i < v.n && (v.p[i] == ' ' || v.p[i] == '+'))     /* '+' is a blank, encoded */
+    while (i < v.n && (v.p[i] == ' ' || v.p[i] == '+')) /* '+' is a blank, encoded */
         i++;
     bool neg = i < v.n && v.p[i] == '-';
     if (neg || (i < v.n && v.p[i] == '+'))
@@ -909,13 +932,18 @@ int handle_kutt_list(struct request *r)
      * key lists its own whatever it says. */
     struct slice all;
     bool every = r->key.admin && http_query_param(r, "all", &all) && slice_eq(all, "true");
-    if (router_heavy_enter(r)) {    /* its Retry-After is written: the body is Kutt's */
+    if (router_heavy_enter(r)) { /* its Retry-After is written: the body is Kutt's */
         return kerr(r, 429, "This key already runs its share of searches; try again.");
     }
     char after[CODE_MAX + 1] = "";
-    struct link_query q = {.owner = every ? OWNER_ANY : r->key.id, .states = 1u << LINK_DISABLED,
-                           .want_live = true, .want_expired = true, .want_exhausted = true,
-                           .now = now_ms(), .limit = 1000, .after_code = after,
+    struct link_query q = {.owner = every ? OWNER_ANY : r->key.id,
+                           .states = 1u << LINK_DISABLED,
+                           .want_live = true,
+                           .want_expired = true,
+                           .want_exhausted = true,
+                           .now = now_ms(),
+                           .limit = 1000,
+                           .after_code = after,
                            .q = *search ? search : NULL};
     struct list_ctx x = {.app = r->app, .data = json_array(), .skip = skip, .limit = limit};
     struct store *st = r->app->store;
@@ -933,9 +961,9 @@ int handle_kutt_list(struct request *r)
         json_decref(x.data);
         return unavailable(r);
     }
-    return http_json(r, 200, json_pack("{s:I,s:I,s:I,s:o}", "total", (json_int_t)x.seen, "limit",
-                                       (json_int_t)limit, "skip", (json_int_t)skip, "data",
-                                       x.data));
+    return http_json(r, 200,
+                     json_pack("{s:I,s:I,s:I,s:o}", "total", (json_int_t)x.seen, "limit",
+                               (json_int_t)limit, "skip", (json_int_t)skip, "data", x.data));
 }
 
 /* ---- one link: its id in the path ---- */
@@ -1006,8 +1034,8 @@ static int delete_respond(struct api_job *j)
         return unavailable(j->r);
     if (!d->found)
         return kerr(j->r, 500, DELETE_MISSING);
-    return http_json(j->r, 200, json_pack("{s:s}", "message",
-                                          "Link has been deleted successfully."));
+    return http_json(j->r, 200,
+                     json_pack("{s:s}", "message", "Link has been deleted successfully."));
 }
 
 int handle_kutt_delete(struct request *r)
@@ -1036,7 +1064,7 @@ struct patch_job {
     struct api_job base;
     char code[CODE_MAX + 1];
     struct link_patch p;
-    bool drop_password;         /* a falsy password: remove the link's */
+    bool drop_password; /* a falsy password: remove the link's */
     int64_t now, owner, key_id;
     struct link link;
     const char *error;
@@ -1082,7 +1110,7 @@ static int patch_run(struct wjob *wj, struct store *st)
         llabs(p->expires_at - l->expires_at) < 60000)
         p->fields &= ~PATCH_EXPIRES;
     if (pj->drop_password && l->password)
-        p->fields |= PATCH_PASSWORD;    /* p->password is NULL: removed */
+        p->fields |= PATCH_PASSWORD; /* p->password is NULL: removed */
     if (!p->fields)
         return patch_refuse(pj, 500, "Should at least update one field.");
     if ((p->fields & PATCH_PASSWORD) && p->password && l->permanent)
@@ -1159,8 +1187,8 @@ int handle_kutt_patch(struct request *r)
             goto out;
         json_object_set_new(body, "url", json_string(url));
     }
-    bool set_password = !falsy(password) && !(json_is_string(password) &&
-                                                bullets_only(json_string_value(password)));
+    bool set_password = !falsy(password) &&
+                        !(json_is_string(password) && bullets_only(json_string_value(password)));
     if (set_password) {
         status = password_check(r, password);
         if (status)
@@ -1203,9 +1231,8 @@ int handle_kutt_patch(struct request *r)
     const char *field = NULL;
     char why[256];
     /* (nothing to change is the job's to say, once it knows the link) */
-    if (json_object_size(body) &&
-        links_parse_patch(r->app->links, body, pj->now, &pj->p, &field, why, sizeof(why)) !=
-            ERR_OK) {
+    if (json_object_size(body) && links_parse_patch(r->app->links, body, pj->now, &pj->p, &field,
+                                                    why, sizeof(why)) != ERR_OK) {
         status = refused(r, field, why);
         goto out;
     }
@@ -1215,8 +1242,8 @@ int handle_kutt_patch(struct request *r)
     pj->base.after_commit = patch_after_commit;
     pj->base.respond = patch_respond;
     pj->base.release = patch_release;
-    status = submit_hashed(r, set_password ? password : NULL, &pj->base, &pj->p.password,
-                           patch_run);
+    status =
+        submit_hashed(r, set_password ? password : NULL, &pj->base, &pj->p.password, patch_run);
     pj = NULL;
 out:
     if (pj) {
@@ -1238,7 +1265,7 @@ struct period {
     int nviews;
     int64_t *views;
     int64_t total;
-    json_t *dims[4];            /* name -> count */
+    json_t *dims[4]; /* name -> count */
 };
 
 static const int period_dims[4] = {DIM_BROWSER, DIM_OS, DIM_COUNTRY, DIM_REFERRER};
@@ -1285,9 +1312,7 @@ static json_t *dim_array(json_t *counts)
         abort();
     const char *k;
     json_t *c;
-    json_object_foreach(counts, k, c) {
-        v[i++] = json_pack("{s:s,s:O}", "name", k, "value", c);
-    }
+    json_object_foreach(counts, k, c) { v[i++] = json_pack("{s:s,s:O}", "name", k, "value", c); }
     qsort(v, n, sizeof(*v), cmp_value_desc);
     json_t *a = json_array();
     for (i = 0; i < n; i++)
@@ -1367,7 +1392,7 @@ int handle_kutt_stats(struct request *r)
     json_t *o = NULL;
     if (rc == ERR_OK) {
         o = json_object();
-        static const int order[4] = {3, 0, 2, 1};     /* Kutt's: year, day, month, week */
+        static const int order[4] = {3, 0, 2, 1}; /* Kutt's: year, day, month, week */
         for (int k = 0; k < 4; k++) {
             struct period *p = &ps[order[k]];
             json_t *stats = json_object(), *views = json_array();
@@ -1375,8 +1400,9 @@ int handle_kutt_stats(struct request *r)
                 json_object_set_new(stats, period_dim_names[i], dim_array(p->dims[i]));
             for (int i = 0; i < p->nviews; i++)
                 json_array_append_new(views, json_integer(p->views[i]));
-            json_object_set_new(o, p->name, json_pack("{s:o,s:o,s:I}", "stats", stats, "views",
-                                                       views, "total", (json_int_t)p->total));
+            json_object_set_new(o, p->name,
+                                json_pack("{s:o,s:o,s:I}", "stats", stats, "views", views, "total",
+                                          (json_int_t)p->total));
         }
         json_object_set_new(o, "updatedAt", time_json(now_ms()));
         json_t *link = kutt_link(r->app, &l);
@@ -1417,10 +1443,10 @@ static int domain_one(const char *host, int64_t owner, int64_t created_at, void 
         *o++ = hex[h[i] & 15];
     }
     *o = '\0';
-    json_array_append_new(x->arr, json_pack("{s:s,s:s,s:b,s:o,s:s,s:o}", "id", id, "address",
-                                            host, "banned", 0, "created_at",
-                                            time_json(created_at), "homepage", x->home,
-                                            "updated_at", time_json(created_at)));
+    json_array_append_new(x->arr,
+                          json_pack("{s:s,s:s,s:b,s:o,s:s,s:o}", "id", id, "address", host,
+                                    "banned", 0, "created_at", time_json(created_at), "homepage",
+                                    x->home, "updated_at", time_json(created_at)));
     return 0;
 }
 
@@ -1437,8 +1463,9 @@ int handle_kutt_user(struct request *r)
         return unavailable(r);
     }
     struct slice key = http_header(r, "x-api-key");
-    return http_json(r, 200, json_pack("{s:s#,s:s,s:o}", "apikey", key.p, key.n, "email",
-                                       r->key.name, "domains", x.arr));
+    return http_json(r, 200,
+                     json_pack("{s:s#,s:s,s:o}", "apikey", key.p, key.n, "email", r->key.name,
+                               "domains", x.arr));
 }
 
 int handle_kutt_health(struct request *r)

@@ -43,12 +43,12 @@
 #include "redirect/tiers.h"
 #include "base/banned.h"
 
-#define SHLINK_VERSION "5.1.0"      /* the Shlink whose API this speaks */
+#define SHLINK_VERSION "5.1.0" /* the Shlink whose API this speaks */
 #define ERROR_BASE "https://shlink.io/api/error/"
-#define PER_PAGE_DEFAULT 10         /* ShortUrlsParams::DEFAULT_ITEMS_PER_PAGE */
-#define SCAN_MAX 10000              /* links a list or the tags read (the key's newest) */
-#define FILTER_MAX 128              /* bytes of a searchTerm or a tag filter */
-#define TAG_FILTERS 20              /* tags[] values a list takes */
+#define PER_PAGE_DEFAULT 10 /* ShortUrlsParams::DEFAULT_ITEMS_PER_PAGE */
+#define SCAN_MAX 10000      /* links a list or the tags read (the key's newest) */
+#define FILTER_MAX 128      /* bytes of a searchTerm or a tag filter */
+#define TAG_FILTERS 20      /* tags[] values a list takes */
 
 /* ---- answers ---- */
 
@@ -117,7 +117,7 @@ static int shlink_error(struct request *r, int status, const char *code, const c
     if (strcmp(code, "invalid_key") == 0)
         return problem(r, 401, "invalid-api-key", "Invalid API key",
                        "Provided API key does not exist or is invalid.", NULL);
-    if (strcmp(code, "not_found") == 0) {  /* Mezzio's ProblemDetailsNotFoundHandler */
+    if (strcmp(code, "not_found") == 0) { /* Mezzio's ProblemDetailsNotFoundHandler */
         char detail[300];
         int n = (int)(r->path.n < 200 ? r->path.n : 200);
         snprintf(detail, sizeof(detail), "Cannot %s %.*s",
@@ -178,8 +178,9 @@ static json_t *short_url_json(const struct app *app, const struct link *l)
                                   (json_int_t)l->bot_clicks));
     json_object_set_new(o, "tags", tags ? tags : json_array());
     json_t *max = l->max_clicks ? json_integer(l->max_clicks) : json_null();
-    json_object_set_new(o, "meta", json_pack("{s:n,s:o,s:o}", "validSince", "validUntil",
-                                             atom(l->expires_at), "maxVisits", max));
+    json_object_set_new(o, "meta",
+                        json_pack("{s:n,s:o,s:o}", "validSince", "validUntil", atom(l->expires_at),
+                                  "maxVisits", max));
     json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
     json_object_set_new(o, "title", l->title ? json_string(l->title) : json_null());
     json_object_set_new(o, "crawlable", json_false());
@@ -222,7 +223,7 @@ static bool valid_since_ok(json_t *v, int64_t now)
 static const char *shlink_field(const char *field)
 {
     static const char *const map[][2] = {
-        {"url", "longUrl"},         {"alias", "customSlug"}, {"expires_at", "validUntil"},
+        {"url", "longUrl"},          {"alias", "customSlug"},   {"expires_at", "validUntil"},
         {"max_clicks", "maxVisits"}, {"reuse", "findIfExists"},
     };
     for (size_t i = 0; field && i < sizeof(map) / sizeof(map[0]); i++)
@@ -306,7 +307,7 @@ struct create_job {
     int64_t owner, now;
     struct link link;
     bool created;
-    int refused;            /* ERR_EXISTS (slug), ERR_FORBIDDEN (url), ERR_NOTFOUND (domain) */
+    int refused; /* ERR_EXISTS (slug), ERR_FORBIDDEN (url), ERR_NOTFOUND (domain) */
 };
 
 static void create_release(struct api_job *j)
@@ -324,7 +325,7 @@ static int create_run(struct wjob *wj, struct store *st)
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc == ERR_OK && owner != c->owner)
-            rc = ERR_NOTFOUND;      /* another owner's domain is none of this key's */
+            rc = ERR_NOTFOUND; /* another owner's domain is none of this key's */
         if (rc == ERR_NOTFOUND) {
             c->refused = ERR_NOTFOUND;
             return ERR_OK;
@@ -381,7 +382,7 @@ int handle_shlink_create(struct request *r)
         return invalid1(r, "validSince");
     json_t *prefix = json_object_get(in, "pathPrefix");
     if (prefix && !json_is_null(prefix) && !(json_is_string(prefix) && !json_string_length(prefix)))
-        return invalid1(r, "pathPrefix");  /* shortd's codes have no prefixes */
+        return invalid1(r, "pathPrefix"); /* shortd's codes have no prefixes */
     /* crawlable, forwardQuery, shortCodeLength, validateUrl... are Shlink's
      * settings of a link that shortd decides itself: not carried over. */
     json_t *body = json_object();
@@ -396,7 +397,7 @@ int handle_shlink_create(struct request *r)
     carry(body, "domain", in, "domain");
     json_t *slug = json_object_get(body, "alias");
     if (json_is_string(slug) && !json_string_length(slug))
-        json_object_del(body, "alias");     /* Shlink takes "" as none */
+        json_object_del(body, "alias"); /* Shlink takes "" as none */
 
     struct create_job *c = calloc(1, sizeof(*c));
     if (!c)
@@ -448,12 +449,12 @@ struct scan {
     bool any;
     char last_code[CODE_MAX + 1];
     int64_t last_created;
-    const char *const *tags;    /* NULL-terminated tags[] filter, or NULL */
-    bool all_tags;              /* tagsMode=all */
-    json_t *tag_set;            /* for /tags: every tag seen (an object used as a set) */
-    int64_t since, until;       /* startDate, endDate of dateCreated (0: none) */
-    const char *domain;         /* "": any */
-    bool no_expired, no_exhausted;  /* excludePastValidUntil, excludeMaxVisitsReached */
+    const char *const *tags;       /* NULL-terminated tags[] filter, or NULL */
+    bool all_tags;                 /* tagsMode=all */
+    json_t *tag_set;               /* for /tags: every tag seen (an object used as a set) */
+    int64_t since, until;          /* startDate, endDate of dateCreated (0: none) */
+    const char *domain;            /* "": any */
+    bool no_expired, no_exhausted; /* excludePastValidUntil, excludeMaxVisitsReached */
 };
 
 /* Whether the link's tags (JSON text) pass the tags[] filter. */
@@ -466,7 +467,8 @@ static bool tags_match(const struct scan *s, const char *tags)
     for (; s->tags[want]; want++) {
         size_t i;
         json_t *t;
-        json_array_foreach(a, i, t) {
+        json_array_foreach(a, i, t)
+        {
             if (strcmp(json_string_value(t), s->tags[want]) == 0) {
                 hits++;
                 break;
@@ -491,8 +493,7 @@ static int scan_one(const struct link *l, void *arg)
         json_t *a = l->tags ? json_loads(l->tags, 0, NULL) : NULL;
         size_t i;
         json_t *t;
-        json_array_foreach(a, i, t)
-            json_object_set(s->tag_set, json_string_value(t), json_true());
+        json_array_foreach(a, i, t) json_object_set(s->tag_set, json_string_value(t), json_true());
         json_decref(a);
         s->n++;
         return 0;
@@ -513,7 +514,7 @@ static int scan_one(const struct link *l, void *arg)
  * written into r. */
 static int scan_links(struct request *r, struct scan *s, const char *text)
 {
-    if (router_heavy_enter(r))  /* its Retry-After is written: the body is Shlink's */
+    if (router_heavy_enter(r)) /* its Retry-After is written: the body is Shlink's */
         return problem(r, 429, NULL, "Too Many Requests",
                        "this key already runs its share of searches; try again", NULL);
     if (!s->tag_set) {
@@ -522,10 +523,14 @@ static int scan_links(struct request *r, struct scan *s, const char *text)
             abort();
     }
     char after[CODE_MAX + 1] = "";
-    struct link_query q = {.owner = owner_scope(r), .want_live = true,
-                           .want_expired = !s->no_expired, .want_exhausted = !s->no_exhausted,
-                           .now = now_ms(), .limit = 1000,
-                           .after_code = after, .q = text && *text ? text : NULL};
+    struct link_query q = {.owner = owner_scope(r),
+                           .want_live = true,
+                           .want_expired = !s->no_expired,
+                           .want_exhausted = !s->no_exhausted,
+                           .now = now_ms(),
+                           .limit = 1000,
+                           .after_code = after,
+                           .q = text && *text ? text : NULL};
     struct store *st = r->app->store;
     int rc;
     for (;;) {
@@ -579,14 +584,12 @@ static bool int_param(const struct request *r, const char *name, int64_t lo, int
  * there is nothing. */
 static json_t *pagination(int64_t page, int64_t per_page, size_t in_page, size_t total)
 {
-    int64_t pages = per_page > 0 ? (int64_t)((total + (size_t)per_page - 1) / (size_t)per_page)
-                                 : 1;
+    int64_t pages = per_page > 0 ? (int64_t)((total + (size_t)per_page - 1) / (size_t)per_page) : 1;
     if (pages < 1)
         pages = 1;
     return json_pack("{s:I,s:I,s:I,s:I,s:I}", "currentPage", (json_int_t)page, "pagesCount",
-                     (json_int_t)pages, "itemsPerPage", (json_int_t)per_page,
-                     "itemsInCurrentPage", (json_int_t)in_page, "totalItems",
-                     (json_int_t)total);
+                     (json_int_t)pages, "itemsPerPage", (json_int_t)per_page, "itemsInCurrentPage",
+                     (json_int_t)in_page, "totalItems", (json_int_t)total);
 }
 
 /* The page and itemsPerPage parameters (-1: every item on one page):
@@ -618,10 +621,7 @@ enum order { BY_DATE, BY_CODE, BY_URL, BY_TITLE, BY_VISITS, BY_NONBOT };
 static _Thread_local enum order order_field;
 static _Thread_local int order_dir;
 
-static int cmp_str(const char *a, const char *b)
-{
-    return strcmp(a ? a : "", b ? b : "");
-}
+static int cmp_str(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
 
 static int by_order(const void *pa, const void *pb)
 {
@@ -640,7 +640,10 @@ static int by_order(const void *pa, const void *pb)
 
 static bool parse_order(struct slice v, enum order *field, int *dir)
 {
-    static const struct { const char *name; enum order f; } fields[] = {
+    static const struct {
+        const char *name;
+        enum order f;
+    } fields[] = {
         {"dateCreated", BY_DATE}, {"shortCode", BY_CODE}, {"longUrl", BY_URL},
         {"title", BY_TITLE},      {"visits", BY_VISITS},  {"nonBotVisits", BY_NONBOT},
     };
@@ -715,7 +718,7 @@ int handle_shlink_list(struct request *r)
     if (!page_params(r, &page, &per_page))
         return invalid1(r, "itemsPerPage");
     enum order field = BY_DATE;
-    int dir = -1;                       /* shortd's order: newest first */
+    int dir = -1; /* shortd's order: newest first */
     struct slice v;
     if (http_query_param(r, "orderBy", &v) && v.n && !parse_order(v, &field, &dir))
         return invalid1(r, "orderBy");
@@ -726,7 +729,7 @@ int handle_shlink_list(struct request *r)
             return invalid1(r, "searchTerm");
         text[dn] = '\0';
     }
-    char (*tagbuf)[FILTER_MAX + 1] = calloc(TAG_FILTERS, FILTER_MAX + 1);
+    char(*tagbuf)[FILTER_MAX + 1] = calloc(TAG_FILTERS, FILTER_MAX + 1);
     if (!tagbuf)
         abort();
     const char *tags[TAG_FILTERS + 1];
@@ -743,7 +746,7 @@ int handle_shlink_list(struct request *r)
     s.domain = *domain ? domain : NULL;
     const char *bad = !date_param(r, "startDate", &s.since) ? "startDate"
                       : !date_param(r, "endDate", &s.until) ? "endDate"
-                                                             : NULL;
+                                                            : NULL;
     if (bad) {
         free(tagbuf);
         return invalid1(r, bad);
@@ -786,7 +789,7 @@ int handle_shlink_tags(struct request *r)
 {
     int64_t page, per_page;
     page = 1;
-    per_page = -1;      /* the tags come on one page unless asked otherwise */
+    per_page = -1; /* the tags come on one page unless asked otherwise */
     if (!int_param(r, "page", 1, 1000000, &page) ||
         !int_param(r, "itemsPerPage", -1, SCAN_MAX, &per_page) || !per_page)
         return invalid1(r, "itemsPerPage");
@@ -802,8 +805,7 @@ int handle_shlink_tags(struct request *r)
         abort();
     const char *name;
     json_t *val;
-    json_object_foreach(s.tag_set, name, val)
-        names[k++] = name;
+    json_object_foreach(s.tag_set, name, val) names[k++] = name;
     qsort(names, n, sizeof(*names), by_name);
     size_t from, to;
     page_bounds(n, page, per_page, &from, &to);
@@ -811,9 +813,9 @@ int handle_shlink_tags(struct request *r)
     for (size_t i = from; i < to; i++)
         json_array_append_new(data, json_string(names[i]));
     free(names);
-    json_t *doc = json_pack("{s:{s:o,s:o}}", "tags", "data", data, "pagination",
-                            pagination(page, per_page < 0 ? (int64_t)n : per_page,
-                                       json_array_size(data), n));
+    json_t *doc =
+        json_pack("{s:{s:o,s:o}}", "tags", "data", data, "pagination",
+                  pagination(page, per_page < 0 ? (int64_t)n : per_page, json_array_size(data), n));
     scan_release(&s);
     return http_json(r, 200, doc);
 }
@@ -824,7 +826,7 @@ struct edit_job {
     struct api_job base;
     char code[CODE_MAX + 1];
     char domain[FILTER_MAX + 1];
-    bool remove;                /* DELETE */
+    bool remove; /* DELETE */
     struct link_patch p;
     int64_t now, owner, key_id;
     struct link link;
@@ -862,7 +864,7 @@ static int edit_run(struct wjob *wj, struct store *st)
         return rc;
     }
     if (!e->p.fields)
-        return ERR_OK;      /* nothing shortd keeps was changed */
+        return ERR_OK; /* nothing shortd keeps was changed */
     char *old_url = xstrdup(e->link.url);
     bool url_changed = false;
     rc = links_apply_patch(&e->link, &e->p, e->now, &url_changed);
@@ -872,7 +874,7 @@ static int edit_run(struct wjob *wj, struct store *st)
     }
     if (rc == ERR_INVALID || rc == ERR_MISMATCH || rc == ERR_FORBIDDEN) {
         free(old_url);
-        e->base.status = 400;   /* the destination cannot be taken */
+        e->base.status = 400; /* the destination cannot be taken */
         return ERR_OK;
     }
     if (rc == ERR_OK)
@@ -950,7 +952,7 @@ int handle_shlink_edit(struct request *r)
     if (!valid_since_ok(json_object_get(in, "validSince"), e->now))
         bad = "validSince";
     else if (max && !json_is_null(max))
-        bad = "maxVisits";      /* shortd sets a click limit when a link is made, only */
+        bad = "maxVisits"; /* shortd sets a click limit when a link is made, only */
     json_t *body = json_object();
     carry(body, "url", in, "longUrl");
     carry(body, "title", in, "title");
@@ -977,7 +979,7 @@ int handle_shlink_edit(struct request *r)
 struct visits_ctx {
     json_t *arr;
     const char *short_url, *long_url;
-    int64_t since, until;       /* startDate, endDate (0: none) */
+    int64_t since, until; /* startDate, endDate (0: none) */
 };
 
 static int visit_row(const struct recent_click *c, void *arg)
@@ -1031,9 +1033,9 @@ int handle_shlink_visits(struct request *r)
     for (size_t i = from; i < to; i++)
         json_array_append(data, json_array_get(x.arr, i));
     json_decref(x.arr);
-    json_t *doc = json_pack("{s:{s:o,s:o}}", "visits", "data", data, "pagination",
-                            pagination(page, per_page < 0 ? (int64_t)n : per_page,
-                                       json_array_size(data), n));
+    json_t *doc =
+        json_pack("{s:{s:o,s:o}}", "visits", "data", data, "pagination",
+                  pagination(page, per_page < 0 ? (int64_t)n : per_page, json_array_size(data), n));
     return http_json(r, 200, doc);
 }
 
@@ -1045,8 +1047,8 @@ int handle_shlink_visits_summary(struct request *r)
         return unavailable(r);
     json_t *doc = json_pack("{s:{s:{s:I,s:I,s:I},s:{s:i,s:i,s:i}}}", "visits", "nonOrphanVisits",
                             "total", (json_int_t)(t.clicks + t.bot_clicks), "nonBots",
-                            (json_int_t)t.clicks, "bots", (json_int_t)t.bot_clicks,
-                            "orphanVisits", "total", 0, "nonBots", 0, "bots", 0);
+                            (json_int_t)t.clicks, "bots", (json_int_t)t.bot_clicks, "orphanVisits",
+                            "total", 0, "nonBots", 0, "bots", 0);
     return http_json(r, 200, doc);
 }
 

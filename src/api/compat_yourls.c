@@ -42,12 +42,12 @@
 #include "store/store.h"
 #include "base/banned.h"
 
-#define YOURLS_VERSION "1.10.4"     /* the YOURLS whose API this speaks */
+#define YOURLS_VERSION "1.10.4" /* the YOURLS whose API this speaks */
 #define YOURLS_DB_VERSION "507"
-#define PARAM_MAX (64 * 1024)       /* bytes of one decoded parameter */
-#define STATS_LIMIT_MAX 1000        /* links one `stats` answer lists */
-#define STATS_SCAN_MAX 10000        /* links a `stats` sorts (its key's newest) */
-#define TRIM_CHARS 60               /* yourls_trim_long_string's length */
+#define PARAM_MAX (64 * 1024) /* bytes of one decoded parameter */
+#define STATS_LIMIT_MAX 1000  /* links one `stats` answer lists */
+#define STATS_SCAN_MAX 10000  /* links a `stats` sorts (its key's newest) */
+#define TRIM_CHARS 60         /* yourls_trim_long_string's length */
 
 /* ---- parameters ---- */
 
@@ -74,8 +74,8 @@ static char *param_str(const struct request *r, const char *name)
 
 /* The format and callback of a request, as yourls-api.php reads them. */
 struct out {
-    char *format;               /* NULL: xml */
-    char *callback;             /* callback, or jsonp; NULL: none */
+    char *format;   /* NULL: xml */
+    char *callback; /* callback, or jsonp; NULL: none */
 };
 
 static void out_read(const struct request *r, struct out *o)
@@ -87,7 +87,7 @@ static void out_read(const struct request *r, struct out *o)
         o->callback = param(r, "jsonp", &n);
     json_t *cb = o->callback ? json_stringn(o->callback, n) : NULL;
     if (o->callback && !cb)
-        o->callback[0] = '\0';     /* no UTF-8: no answer could carry it */
+        o->callback[0] = '\0'; /* no UTF-8: no answer could carry it */
     json_decref(cb);
 }
 
@@ -109,7 +109,7 @@ static void xml_escape(struct buf *b, const char *s)
         case '\'': buf_adds(b, "&#039;"); break;
         default:
             if (c >= 0x20 || c == '\t' || c == '\n' || c == '\r')
-                buf_addc(b, (char)c);   /* other control characters are dropped */
+                buf_addc(b, (char)c); /* other control characters are dropped */
         }
     }
 }
@@ -119,7 +119,8 @@ static void xml_object(struct buf *b, json_t *o)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(o, k, v) {
+    json_object_foreach(o, k, v)
+    {
         char num[32];
         const char *text = NULL;
         if (json_is_string(v)) {
@@ -164,17 +165,17 @@ static bool callback_ok(const char *cb)
 /* PHP's json_encode: slashes and non-ASCII escaped. */
 static void json_php(struct buf *b, json_t *doc)
 {
-    char *s = json_dumps(doc, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_ENSURE_ASCII |
-                                  JSON_PRESERVE_ORDER);
+    char *s =
+        json_dumps(doc, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER);
     if (!s)
         abort();
     for (char *p = s; *p; p++) {
         if (*p != '\\')
             continue;
-        if (p[1] == 'u')    /* PHP writes \u00e9 */
+        if (p[1] == 'u') /* PHP writes \u00e9 */
             for (int i = 2; i < 6 && p[i]; i++)
                 p[i] = (char)tolower((unsigned char)p[i]);
-        p++;                /* the escaped character */
+        p++; /* the escaped character */
     }
     buf_adds(b, s);
     free(s);
@@ -215,7 +216,7 @@ static int answer(struct request *r, const struct out *o, json_t *doc, const cha
         buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<root>");
         xml_object(&b, doc);
         buf_adds(&b, "</root>\n");
-    } else {    /* simple, and any other: the bare text */
+    } else { /* simple, and any other: the bare text */
         type = "text/plain; charset=utf-8";
         buf_adds(&b, simple ? simple : "");
     }
@@ -275,7 +276,7 @@ static bool yourls_token(const struct request *r, char *buf, size_t cap, struct 
         return false;
     }
     *token = (struct slice){buf, 0};
-    if (n < cap) {      /* longer: no key can match (an empty token) */
+    if (n < cap) { /* longer: no key can match (an empty token) */
         memcpy(buf, sig, n);
         token->n = n;
     }
@@ -291,7 +292,10 @@ static const EVP_MD *signature_digest(const struct request *r)
         const char *name;
         const EVP_MD *(*md)(void);
     } digests[] = {
-        {"md5", EVP_md5}, {"sha1", EVP_sha1}, {"sha256", EVP_sha256}, {"sha512", EVP_sha512},
+        {"md5", EVP_md5},
+        {"sha1", EVP_sha1},
+        {"sha256", EVP_sha256},
+        {"sha512", EVP_sha512},
     };
     size_t n = 0;
     char *h = param(r, "hash", &n);
@@ -322,9 +326,9 @@ static long long php_int(const char *s)
 /* What a signature is checked against, for each valid key in turn. */
 struct proof {
     const struct links *links;
-    const char *sig;            /* lowercase hex, as PHP's hash() writes it */
+    const char *sig; /* lowercase hex, as PHP's hash() writes it */
     size_t sig_len;
-    const char *ts;             /* NULL: the plain signature token */
+    const char *ts; /* NULL: the plain signature token */
     size_t ts_len;
     const EVP_MD *md;
     bool found;
@@ -390,8 +394,11 @@ static int yourls_prove(const struct request *r, struct apikey *key)
     }
     char *ts = param(r, "timestamp", &tn);
     bool timed = ts && tn && !(tn == 1 && ts[0] == '0');
-    struct proof p = {.links = r->app->links, .sig = sig, .sig_len = sn,
-                      .ts = timed ? ts : NULL, .ts_len = tn};
+    struct proof p = {.links = r->app->links,
+                      .sig = sig,
+                      .sig_len = sn,
+                      .ts = timed ? ts : NULL,
+                      .ts_len = tn};
     int rc = ERR_NOTFOUND;
     if (timed) {
         long long t = strlen(ts) == tn ? php_int(ts) : 0;
@@ -433,7 +440,7 @@ static void short_url(const struct app *app, const struct link *l, struct buf *o
 static void ymdhis(int64_t ms, char out[20])
 {
     char t[RFC3339_MAX];
-    rfc3339_format(ms, t);  /* 2026-01-31T12:00:00Z or with .mmm */
+    rfc3339_format(ms, t); /* 2026-01-31T12:00:00Z or with .mmm */
     memcpy(out, t, 19);
     out[10] = ' ';
     out[19] = '\0';
@@ -514,7 +521,7 @@ struct shorten_job {
     int64_t owner, now;
     struct link link;
     bool reused, created;
-    int refused;                /* ERR_EXISTS (keyword), ERR_FORBIDDEN (blocked), or 0 */
+    int refused; /* ERR_EXISTS (keyword), ERR_FORBIDDEN (blocked), or 0 */
 };
 
 static void shorten_release(struct api_job *j)
@@ -529,8 +536,8 @@ static void shorten_release(struct api_job *j)
 static int shorten_run(struct wjob *wj, struct store *st)
 {
     struct shorten_job *s = (struct shorten_job *)wj;
-    int rc = links_create(s->base.r->app->links, st, &s->in, s->owner, s->now, &s->link,
-                          &s->reused);
+    int rc =
+        links_create(s->base.r->app->links, st, &s->in, s->owner, s->now, &s->link, &s->reused);
     if (rc == ERR_EXISTS || rc == ERR_FORBIDDEN) {
         s->refused = rc;
         return ERR_OK;
@@ -569,8 +576,8 @@ static int shorten_respond(struct api_job *j)
         return answer(r, &s->out, fail("error:keyword", msg, "400"), "");
     }
     if (s->refused) {
-        return answer(r, &s->out, fail("error:nourl", "URL is not allowed (its host is blocked)",
-                                       "400"), "");
+        return answer(r, &s->out,
+                      fail("error:nourl", "URL is not allowed (its host is blocked)", "400"), "");
     }
     struct buf su = BUF_INIT, msg = BUF_INIT;
     short_url(app, &s->link, &su);
@@ -589,10 +596,10 @@ static int shorten_respond(struct api_job *j)
                         (json_int_t)s->link.clicks);
     } else {
         buf_adds(&msg, " added to database");
-        doc = json_pack("{s:s,s:s,s:s,s:s,s:s}", "status", "success", "code", "", "message",
-                        msg.p, "errorCode", "", "statusCode", "200");
-        url = json_pack("{s:s,s:s,s:s,s:s,s:s}", "keyword", s->link.code, "url", s->in.url,
-                        "title", title_of(&s->link), "date", when, "ip", "");
+        doc = json_pack("{s:s,s:s,s:s,s:s,s:s}", "status", "success", "code", "", "message", msg.p,
+                        "errorCode", "", "statusCode", "200");
+        url = json_pack("{s:s,s:s,s:s,s:s,s:s}", "keyword", s->link.code, "url", s->in.url, "title",
+                        title_of(&s->link), "date", when, "ip", "");
     }
     json_object_set_new(doc, "url", url);
     json_object_set_new(doc, "title", json_string(title_of(&s->link)));
@@ -621,14 +628,14 @@ static int action_shorturl(struct request *r, struct out *o)
     char *url = param_str(r, "url"), *keyword = param_str(r, "keyword");
     char *title = param_str(r, "title");
     json_t *body = json_object();
-    json_object_set_new(body, "url", json_string(url ? url : ""));  /* no UTF-8: no url */
-    if (keyword) {  /* no UTF-8: a number, which the alias rules refuse */
+    json_object_set_new(body, "url", json_string(url ? url : "")); /* no UTF-8: no url */
+    if (keyword) { /* no UTF-8: a number, which the alias rules refuse */
         json_t *a = json_string(keyword);
         json_object_set_new(body, "alias", a ? a : json_integer(0));
     }
     if (title) {
         title_cut(title);
-        json_t *t = json_string(title);     /* NULL when it is no UTF-8 */
+        json_t *t = json_string(title); /* NULL when it is no UTF-8 */
         if (t)
             json_object_set_new(body, "title", t);
     }
@@ -662,7 +669,7 @@ static int action_shorturl(struct request *r, struct out *o)
         free(s);
         return answer(r, o, doc, "");
     }
-    s->out = *o;        /* the job owns them now */
+    s->out = *o; /* the job owns them now */
     *o = (struct out){0};
     s->owner = r->key.id;
     s->base.job.single_write = true;
@@ -723,8 +730,8 @@ static int action_url_stats(struct request *r, struct out *o)
     struct link l;
     int rc = find_link(r, code, &l);
     if (rc == ERR_NOTFOUND) {
-        json_t *doc = json_pack("{s:s,s:s}", "statusCode", "404", "message",
-                                "Error: short URL not found");
+        json_t *doc =
+            json_pack("{s:s,s:s}", "statusCode", "404", "message", "Error: short URL not found");
         return answer(r, o, doc, NEED_FORMAT);
     }
     if (rc != ERR_OK)
@@ -751,8 +758,8 @@ static int action_db_stats(struct request *r, struct out *o)
     json_t *totals = db_stats(r);
     if (!totals)
         return unavailable(r, o);
-    json_t *doc = json_pack("{s:o,s:s,s:s}", "db-stats", totals, "statusCode", "200", "message",
-                            "success");
+    json_t *doc =
+        json_pack("{s:o,s:s,s:s}", "db-stats", totals, "statusCode", "200", "message", "success");
     return answer(r, o, doc, NEED_FORMAT);
 }
 
@@ -760,8 +767,8 @@ static int action_db_stats(struct request *r, struct out *o)
 struct scan {
     struct link *v;
     size_t n;
-    bool any;                       /* the page had a row */
-    char last_code[CODE_MAX + 1];   /* the page's last row: the next page's cursor */
+    bool any;                     /* the page had a row */
+    char last_code[CODE_MAX + 1]; /* the page's last row: the next page's cursor */
     int64_t last_created;
 };
 
@@ -809,17 +816,23 @@ static long count_param(const struct request *r, const char *name, long max)
  * of the answer written into r. */
 static int scan_links(struct request *r, const struct out *o, struct scan *s)
 {
-    if (router_heavy_enter(r)) {    /* its Retry-After is written: the body is YOURLS's */
-        json_t *doc = json_pack("{s:s,s:s}", "message", "this key already runs its share of "
-                                "searches; try again", "errorCode", "429");
+    if (router_heavy_enter(r)) { /* its Retry-After is written: the body is YOURLS's */
+        json_t *doc = json_pack("{s:s,s:s}", "message",
+                                "this key already runs its share of "
+                                "searches; try again",
+                                "errorCode", "429");
         return answer(r, o, doc, "");
     }
     s->v = calloc(STATS_SCAN_MAX, sizeof(*s->v));
     if (!s->v)
         abort();
     char after[CODE_MAX + 1] = "";
-    struct link_query q = {.owner = owner_scope(r), .want_live = true, .want_expired = true,
-                           .want_exhausted = true, .now = now_ms(), .limit = 1000,
+    struct link_query q = {.owner = owner_scope(r),
+                           .want_live = true,
+                           .want_expired = true,
+                           .want_exhausted = true,
+                           .now = now_ms(),
+                           .limit = 1000,
                            .after_code = after};
     struct store *st = r->app->store;
     int rc;
@@ -847,7 +860,7 @@ static int action_stats(struct request *r, struct out *o)
     long limit = count_param(r, "limit", STATS_LIMIT_MAX);
     long start = count_param(r, "start", STATS_SCAN_MAX);
     struct scan s = {0};
-    if (limit > 0) {    /* YOURLS lists no link without a limit */
+    if (limit > 0) { /* YOURLS lists no link without a limit */
         int status = scan_links(r, o, &s);
         if (status) {
             scan_release(&s);
@@ -911,9 +924,9 @@ int handle_yourls(struct request *r)
         const char *name;
         int (*fn)(struct request *r, struct out *o);
     } actions[] = {
-        {"shorturl", action_shorturl}, {"expand", action_expand},
+        {"shorturl", action_shorturl},   {"expand", action_expand},
         {"url-stats", action_url_stats}, {"stats", action_stats},
-        {"db-stats", action_db_stats}, {"version", action_version},
+        {"db-stats", action_db_stats},   {"version", action_version},
     };
     struct out o;
     out_read(r, &o);

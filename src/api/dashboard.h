@@ -10,11 +10,11 @@
 #include "base/buf.h"
 
 struct web_asset {
-    const char *name;   /* after /static/, e.g. "app.js" */
-    const char *type;   /* Content-Type */
-    const char *etag;   /* strong ETag, quotes included */
+    const char *name; /* after /static/, e.g. "app.js" */
+    const char *type; /* Content-Type */
+    const char *etag; /* strong ETag, quotes included */
     size_t len;
-    const char *data;   /* 'len' bytes */
+    const char *data; /* 'len' bytes */
 };
 
 /* The file called 'name', or NULL when there is none. */

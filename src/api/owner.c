@@ -7,10 +7,7 @@
 #include "base/err.h"
 #include "base/banned.h"
 
-int64_t owner_scope(const struct request *r)
-{
-    return r->key.admin ? OWNER_ANY : r->key.id;
-}
+int64_t owner_scope(const struct request *r) { return r->key.admin ? OWNER_ANY : r->key.id; }
 
 int owner_not_found(struct request *r)
 {

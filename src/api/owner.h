@@ -14,7 +14,7 @@
 #include "links/codes.h"
 #include "store/store_links.h"
 
-#define OWNER_ANY (-1)      /* an admin key's scope: every owner */
+#define OWNER_ANY (-1) /* an admin key's scope: every owner */
 
 /* The scope of the request's key: its own id, or OWNER_ANY for an admin
  * key. The owner a link list, the top links and the export take too. */

@@ -25,8 +25,8 @@ static json_t *day_obj(int64_t day, int64_t clicks, int64_t uniques, int64_t bot
 {
     char d[11];
     day_format(day, d);
-    return json_pack("{s:s,s:I,s:I,s:I}", "day", d, "clicks", (json_int_t)clicks,
-                     "unique_visitors", (json_int_t)uniques, "bot_clicks", (json_int_t)bots);
+    return json_pack("{s:s,s:I,s:I,s:I}", "day", d, "clicks", (json_int_t)clicks, "unique_visitors",
+                     (json_int_t)uniques, "bot_clicks", (json_int_t)bots);
 }
 
 /* Rows come in day order; the days without clicks between them are zeros. */
@@ -55,8 +55,8 @@ static int recent_row(const struct recent_click *c, void *arg)
     char ts[RFC3339_MAX];
     rfc3339_format(c->ts, ts);
     json_array_append_new(arg, json_pack("{s:s,s:s,s:s,s:s,s:s}", "time", ts, "referrer",
-                                         c->referrer, "country", c->country, "device",
-                                         c->device, "browser", c->browser));
+                                         c->referrer, "country", c->country, "device", c->device,
+                                         "browser", c->browser));
     return 0;
 }
 
@@ -65,7 +65,9 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
     json_t *o = json_object();
     struct days_ctx x = {.days = json_array(), .next = from};
     /* Keys in reading order: jansson keeps insertion order. */
-    const char *head[] = {"code", "from", "to", "clicks", "bot_clicks", "unique_visitors",
+    const char *head[] = {"code",         "from",
+                          "to",           "clicks",
+                          "bot_clicks",   "unique_visitors",
                           "total_clicks", "total_bot_clicks"};
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
         json_object_set_new(o, head[i], json_null());
@@ -104,7 +106,8 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
 
 /* ---- export ---- */
 
-struct export {
+struct export
+{
     struct store *st;
     struct link_query q;
     char after_code[CODE_MAX + 1];
@@ -135,10 +138,7 @@ struct export *export_new(struct store *st, int64_t owner, enum export_format f,
     return x;
 }
 
-void export_free(struct export *x)
-{
-    free(x);
-}
+void export_free(struct export *x) { free(x); }
 
 /* RFC 4180: quoted when it holds a comma, quote or line break. */
 static void csv_field(struct buf *out, const char *s)
@@ -177,9 +177,8 @@ static void csv_row(struct link_ctx *c, const char *day, int64_t clicks, int64_t
     link_short_url(c->out, c->x->base_url, l->code, l->domain);
     buf_addc(c->out, ',');
     csv_field(c->out, l->url);
-    buf_printf(c->out, ",%s,%s,%s,%lld,%lld,%lld\r\n", created,
-               link_state_name(l, c->x->now), day, (long long)clicks, (long long)uniques,
-               (long long)bots);
+    buf_printf(c->out, ",%s,%s,%s,%lld,%lld,%lld\r\n", created, link_state_name(l, c->x->now), day,
+               (long long)clicks, (long long)uniques, (long long)bots);
 }
 
 static int export_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
@@ -190,10 +189,10 @@ static int export_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots
     if (c->x->format == EXPORT_CSV)
         csv_row(c, d, clicks, uniques, bots);
     else
-        json_array_append_new(c->days, json_pack("{s:s,s:I,s:I,s:I}", "day", d, "clicks",
-                                                 (json_int_t)clicks, "unique_visitors",
-                                                 (json_int_t)uniques, "bot_clicks",
-                                                 (json_int_t)bots));
+        json_array_append_new(c->days,
+                              json_pack("{s:s,s:I,s:I,s:I}", "day", d, "clicks", (json_int_t)clicks,
+                                        "unique_visitors", (json_int_t)uniques, "bot_clicks",
+                                        (json_int_t)bots));
     c->rows++;
     return 0;
 }

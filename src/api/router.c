@@ -29,6 +29,8 @@
 #include "base/banned.h"
 
 /* Only a compatible API's routes name a dialect: the rest leave it NULL. */
+/* The table is aligned by hand, a column a field: clang-format leaves it. */
+/* clang-format off */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct route routes[] = {
@@ -106,14 +108,16 @@ static const struct route routes[] = {
     {"GET",    "/rest/v3/health",                handle_shlink_health,   ROUTE_CORS, &shlink_dialect},
 };
 #pragma GCC diagnostic pop
+/* clang-format on */
 #define NROUTES ((int)(sizeof(routes) / sizeof(routes[0])))
 
 /* Words no alias may take beyond the table's own first segments: paths that
  * browsers, crawlers and later features ask for. */
-static const char *const extra_reserved[] = {
-    "admin", "static", "assets", "api", "favicon.ico", "robots.txt", "login", "logout",
-    "signin", "signup", "settings", "docs", "health", "status", "www", "qr", "stats",
-    "well-known", ".well-known", NULL};
+static const char *const extra_reserved[] = {"admin",       "static",     "assets",      "api",
+                                             "favicon.ico", "robots.txt", "login",       "logout",
+                                             "signin",      "signup",     "settings",    "docs",
+                                             "health",      "status",     "www",         "qr",
+                                             "stats",       "well-known", ".well-known", NULL};
 
 static const char *reserved[NROUTES + sizeof(extra_reserved) / sizeof(extra_reserved[0])];
 static char reserved_store[NROUTES][32];
@@ -277,7 +281,7 @@ static int authenticate(struct request *r, bool *refused)
     int rc;
     if (route_token(r, buf, sizeof(buf), &token)) {
         rc = links_authenticate_cached(r->app->links, token, &r->key);
-        if (rc == ERR_AGAIN)    /* not known here yet */
+        if (rc == ERR_AGAIN) /* not known here yet */
             rc = links_authenticate(r->app->links, token, &r->key);
     } else {
         rc = d && d->prove ? d->prove(r, &r->key) : ERR_INVALID;
@@ -335,7 +339,7 @@ static int authenticate_limited(struct request *r)
     if (!refused)
         return status;
     if (!ratelimit_take(rl, RL_AUTH, key, kn, now, &info)) {
-        buf_truncate(&r->resp_headers, before);   /* the refusal's WWW-Authenticate */
+        buf_truncate(&r->resp_headers, before); /* the refusal's WWW-Authenticate */
         return rate_refuse(r, &info);
     }
     ratelimit_headers(r, &info);
@@ -444,16 +448,16 @@ struct route_job {
     struct storeq_wait wait;
     struct task task;
     struct storeq *q;
-    struct request *r;      /* not to be touched once the handler said HTTP_ASYNC */
+    struct request *r; /* not to be touched once the handler said HTTP_ASYNC */
     struct worker *w;
     int (*fn)(struct request *r);
     int status;
-    int kind;               /* OFF_* */
+    int kind; /* OFF_* */
 };
 
-#define OFF_API 0           /* a route's answer */
-#define OFF_GATE 1          /* the password gate's: in plain text */
-#define OFF_PRECHECK 2      /* router_precheck's: ends with http_precheck_resume */
+#define OFF_API 0      /* a route's answer */
+#define OFF_GATE 1     /* the password gate's: in plain text */
+#define OFF_PRECHECK 2 /* router_precheck's: ends with http_precheck_resume */
 
 /* The gate's answer is a browser's, in plain text; any other, the API's
  * (in the route's own shape). */
@@ -484,7 +488,7 @@ static void route_done(struct task *t)
 static void route_job_run(struct storeq_job *sj, bool cancelled)
 {
     struct route_job *j = (struct route_job *)sj;
-    if (cancelled) {        /* answered already, by route_timeout */
+    if (cancelled) { /* answered already, by route_timeout */
         free(j);
         return;
     }
@@ -514,7 +518,7 @@ static int offload(struct request *r, int (*fn)(struct request *r), int kind)
 {
     struct storeq *q = r->app->storeq;
     if (!q)
-        return fn(r);   /* for OFF_PRECHECK too: 0 or the refusal */
+        return fn(r); /* for OFF_PRECHECK too: 0 or the refusal */
     struct route_job *j = calloc(1, sizeof(*j));
     if (!j)
         abort();
@@ -579,7 +583,7 @@ int router_precheck(struct request *r)
     init_tables();
     r->authed = false;
     if (is_single_segment(r->path))
-        return 0;   /* a short code: no key (the password gate reads its body) */
+        return 0; /* a short code: no key (the password gate reads its body) */
     const char *method = llhttp_method_name((llhttp_method_t)r->method);
     for (int i = 0; i < NROUTES; i++) {
         const struct route *rt = &routes[i];
@@ -588,7 +592,7 @@ int router_precheck(struct request *r)
         if (!(rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)))
             return 0;
         if (rt->dialect && rt->dialect->token_in_body)
-            return 0;   /* its key may be in the body: checked once that is read */
+            return 0; /* its key may be in the body: checked once that is read */
         r->route = rt;
         r->route_id = i + 2;
         int status = precheck_here(r);

@@ -22,12 +22,13 @@
 
 #include "http/http.h"
 
-#define ROUTE_AUTH   (1u << 0)  /* needs a valid API key */
-#define ROUTE_ADMIN  (1u << 1)  /* admin key only (implies ROUTE_AUTH) */
-#define ROUTE_JSON   (1u << 2)  /* body must be a JSON object; parsed into r->json */
-#define ROUTE_LOOP   (1u << 3)  /* needs no store: answered on the event loop */
-#define ROUTE_CREATE (1u << 4)  /* creates links: the `create` rate limits count it, not `read` */
-#define ROUTE_CORS   (1u << 5)  /* other sites' pages may call it (cors-origins, cors.h); every
+#define ROUTE_AUTH (1u << 0)   /* needs a valid API key */
+#define ROUTE_ADMIN (1u << 1)  /* admin key only (implies ROUTE_AUTH) */
+#define ROUTE_JSON (1u << 2)   /* body must be a JSON object; parsed into r->json */
+#define ROUTE_LOOP (1u << 3)   /* needs no store: answered on the event loop */
+#define ROUTE_CREATE (1u << 4) /* creates links: the `create` rate limits count it, not `read` */
+#define ROUTE_CORS                                                                                 \
+    (1u << 5) /* other sites' pages may call it (cors-origins, cors.h); every
                                  * route under /api/ is, flagged or not */
 
 /* A compatible API's ways (YOURLS's, Kutt's...): where a request carries
@@ -40,7 +41,7 @@ struct api_dialect {
     /* The key's token, decoded into 'buf' (cap bytes) when it must be:
      * true with *token set, false when the request carries none. */
     bool (*token)(const struct request *r, char *buf, size_t cap, struct slice *token);
-    bool token_in_body;         /* token() may read the body: checked once it is read */
+    bool token_in_body; /* token() may read the body: checked once it is read */
     /* NULL, or, when token() gives none, the key a request proves it holds
      * without carrying it (YOURLS's timestamped signature, a hash of a
      * token derived from the key): called on a store thread, it may read
@@ -63,10 +64,10 @@ struct api_dialect {
 
 struct route {
     const char *method;
-    const char *pattern;        /* "/api/links/:code": ':' segments are parameters */
+    const char *pattern; /* "/api/links/:code": ':' segments are parameters */
     int (*handler)(struct request *r);
     unsigned flags;
-    const struct api_dialect *dialect;  /* NULL: shortd's own API */
+    const struct api_dialect *dialect; /* NULL: shortd's own API */
 };
 
 /* Routes a complete request: a route, or the redirect at the root path.

@@ -36,12 +36,12 @@ struct app {
     struct clicks *clicks;     /* the click pipeline: journal, aggregation */
     struct classify *classify; /* user agents, referrers: off the hot path */
     struct aggregate *aggregate;
-    struct geo *geo;           /* NULL unless geoip-db is set */
-    struct rcache *rcache;     /* the shared Redis cache, NULL unless --cache */
-    struct bus *bus;           /* invalidations between nodes, NULL on one node */
+    struct geo *geo;               /* NULL unless geoip-db is set */
+    struct rcache *rcache;         /* the shared Redis cache, NULL unless --cache */
+    struct bus *bus;               /* invalidations between nodes, NULL on one node */
     struct clientaddr *clientaddr; /* trusted proxies: who the client is */
     struct ratelimit *ratelimit;   /* request limits per client and key */
-    struct hostlist *hosts;    /* default short hosts; NULL: every host is one */
+    struct hostlist *hosts;        /* default short hosts; NULL: every host is one */
     struct metrics *metrics;
     struct server *server;
     atomic_bool stopping;

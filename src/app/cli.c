@@ -38,18 +38,18 @@
 /* Parsed options of one command: --name VALUE, --name=VALUE, --flag. */
 struct opts {
     const char *name[MAX_OPTS];
-    const char *value[MAX_OPTS];    /* NULL for a flag */
+    const char *value[MAX_OPTS]; /* NULL for a flag */
     int n;
-    const char *pos[MAX_OPTS];      /* positional arguments */
+    const char *pos[MAX_OPTS]; /* positional arguments */
     int npos;
 };
 
 struct command {
-    const char *name;       /* "key create" */
+    const char *name; /* "key create" */
     int (*fn)(struct opts *o);
-    const char *flags;      /* options taking no value, space separated */
-    const char *options;    /* options taking a value */
-    int npos;               /* positional arguments wanted */
+    const char *flags;   /* options taking no value, space separated */
+    const char *options; /* options taking a value */
+    int npos;            /* positional arguments wanted */
     const char *usage;
 };
 
@@ -139,7 +139,8 @@ static const struct command commands[] = {
 static void usage_all(FILE *f)
 {
     fputs("shortd - a URL shortener with honest click analytics\n\n"
-          "usage: shortd COMMAND [OPTIONS]\n\nCommands:\n", f);
+          "usage: shortd COMMAND [OPTIONS]\n\nCommands:\n",
+          f);
     for (int i = 0; i < NCOMMANDS; i++) {
         const char *u = commands[i].usage;
         fprintf(f, "  %.*s\n", (int)strcspn(u, "\n"), u);
@@ -283,13 +284,12 @@ int cli_main(int argc, char **argv)
                 if (!group && help)
                     fprintf(f, "usage:\n");
                 else if (!group && argc > 2)
-                    fprintf(f, "shortd: unknown command '%s %s'; '%s' takes:\n", argv[1],
-                            argv[2], argv[1]);
+                    fprintf(f, "shortd: unknown command '%s %s'; '%s' takes:\n", argv[1], argv[2],
+                            argv[1]);
                 else if (!group)
                     fprintf(f, "shortd: '%s' needs a subcommand:\n", argv[1]);
                 group = true;
-                fprintf(f, "  %.*s\n", (int)strcspn(commands[i].usage, "\n"),
-                        commands[i].usage);
+                fprintf(f, "  %.*s\n", (int)strcspn(commands[i].usage, "\n"), commands[i].usage);
             }
         }
         if (group)
@@ -382,7 +382,8 @@ static int open_store(const struct opts *o, bool create, struct store **st)
     const char *path;
     if (!create && sqlite_missing(url, &path)) {
         fail("no database at '%s' (is --db right? 'shortd serve' or 'shortd migrate' "
-             "creates one)", path);
+             "creates one)",
+             path);
         return 1;
     }
     if (store_open(url, st) != ERR_OK) {
@@ -668,8 +669,12 @@ static int cmd_link_list(struct opts *o)
     if (open_store(o, false, &st))
         return 1;
     int64_t now = now_ms();
-    struct link_query q = {.owner = -1, .want_live = true, .want_expired = true,
-                           .want_exhausted = true, .now = now, .limit = (int)limit};
+    struct link_query q = {.owner = -1,
+                           .want_live = true,
+                           .want_expired = true,
+                           .want_exhausted = true,
+                           .now = now,
+                           .limit = (int)limit};
     if (opt(o, "all"))
         q.states = (1u << LINK_DELETED) | (1u << LINK_DISABLED);
     printf("%-12s %-9s %8s  %-24s %s\n", "CODE", "STATE", "CLICKS", "CREATED", "URL");
@@ -701,8 +706,10 @@ static int cmd_link_delete(struct opts *o)
         struct app tiers = {0};
         if (rcache_new(cache, 1000, &tiers.rcache) != ERR_OK ||
             link_changed(&tiers, &l, LINK_EDITED, now_ms()) != ERR_OK)
-            fprintf(stderr, "shortd: warning: could not update the shared cache; it keeps the "
-                            "old state of '%s' for up to 24 h\n", code);
+            fprintf(stderr,
+                    "shortd: warning: could not update the shared cache; it keeps the "
+                    "old state of '%s' for up to 24 h\n",
+                    code);
         rcache_free(tiers.rcache);
         link_release(&l);
     }
@@ -828,10 +835,7 @@ static int prune_run(struct wjob *j, struct store *st)
     return st->ops->prune_days(st, p->before, 5000, &p->pruned);
 }
 
-static void prune_done(struct wjob *j)
-{
-    (void)j;
-}
+static void prune_done(struct wjob *j) { (void)j; }
 
 static int cmd_prune(struct opts *o)
 {
@@ -902,7 +906,7 @@ static int cmd_migrate(struct opts *o)
 /* ---- migrate-store ---- */
 
 struct copy_progress {
-    int64_t shown;      /* rows of the current table last reported */
+    int64_t shown; /* rows of the current table last reported */
 };
 
 static void copy_progress(const char *table, int64_t rows, bool done, void *arg)
@@ -952,7 +956,8 @@ static int cmd_migrate_store(struct opts *o)
     if (store_open(to, &dst) != ERR_OK) {
         src->ops->close(src);
         fail("cannot open the target store '%s' (the log above says why): a new PostgreSQL "
-             "database must be prepared first with shortd migrate --store URL", to_shown);
+             "database must be prepared first with shortd migrate --store URL",
+             to_shown);
         return 1;
     }
     fprintf(stderr, "migrate-store: copying '%s' into '%s'\n", from_shown, to_shown);
@@ -968,7 +973,8 @@ static int cmd_migrate_store(struct opts *o)
     }
     if (rc != ERR_OK) {
         fail("the copy stopped: %s (the log above says where); what was written stays, and "
-             "running the same command again carries on", err_str(rc));
+             "running the same command again carries on",
+             err_str(rc));
         return 1;
     }
     printf("%-22s %12s %12s %s\n", "TABLE", "SOURCE", "TARGET", "WRITTEN");

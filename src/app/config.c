@@ -20,7 +20,7 @@ struct setting {
     const char *name;
     enum ctype type;
     size_t off;
-    const char *def;      /* NULL: unset */
+    const char *def; /* NULL: unset */
     int64_t min, max;
     const char *help;
 };
@@ -32,7 +32,8 @@ static const struct setting settings[] = {
     {"listen", C_STR, F(listen), "127.0.0.1:8080", 0, 0, "address and port to serve on"},
     {"db", C_STR, F(db), "data/shortd.db", 0, 0, "SQLite database file"},
     {"store", C_STR, F(store), NULL, 0, 0, "store URL (sqlite:PATH); overrides db"},
-    {"base-url", C_STR, F(base_url), NULL, 0, 0, "start of every short URL (default http://LISTEN)"},
+    {"base-url", C_STR, F(base_url), NULL, 0, 0,
+     "start of every short URL (default http://LISTEN)"},
     {"hosts", C_STR, F(hosts), NULL, 0, 0,
      "default short hosts, comma-separated; when set, any other host (apart from a link's own "
      "domain) answers 404 (default: every host)"},
@@ -41,7 +42,8 @@ static const struct setting settings[] = {
     {"config", C_STR, F(config), NULL, 0, 0, "a file of key = value lines"},
     {"cache", C_STR, F(cache), NULL, 0, 0,
      "redis://HOST:PORT of a shared cache in front of a postgres:// store"},
-    {"node-id", C_STR, F(node_id), NULL, 0, 0, "this node's name in logs and metrics (default: host name)"},
+    {"node-id", C_STR, F(node_id), NULL, 0, 0,
+     "this node's name in logs and metrics (default: host name)"},
     {"cache-timeout-ms", C_INT, F(cache_timeout_ms), "50", 1, 10000,
      "milliseconds any call to the shared cache may take before it is skipped"},
     {"journal", C_STR, F(journal), NULL, 0, 0,
@@ -104,10 +106,8 @@ static const struct setting settings[] = {
      "time slice the event loops ask the kernel for, in microseconds; 0: the kernel's"},
     {"retention-days", C_INT, F(retention_days), "400", 1, 36500,
      "days per-day analytics are kept (all-time totals are kept for ever)"},
-    {"ua-cache", C_INT, F(ua_cache), "10000", 16, 10000000,
-     "classified user agents remembered"},
-    {"commit-batch", C_INT, F(commit_batch), "2000", 1, 100000,
-     "most writes in one group commit"},
+    {"ua-cache", C_INT, F(ua_cache), "10000", 16, 10000000, "classified user agents remembered"},
+    {"commit-batch", C_INT, F(commit_batch), "2000", 1, 100000, "most writes in one group commit"},
     {"sweep-interval", C_INT, F(sweep_interval), "60", 1, 86400,
      "seconds between sweeps of expired data"},
     {"sweep-grace", C_INT, F(sweep_grace), "604800", 0, 315360000,
@@ -143,10 +143,7 @@ static const struct setting *find(const char *name)
     return NULL;
 }
 
-bool config_is_setting(const char *name)
-{
-    return find(name) != NULL;
-}
+bool config_is_setting(const char *name) { return find(name) != NULL; }
 
 /* "LIMIT/SECONDS" (1..10^9 per 1..86400 s), or "0"/"off" for no limit. */
 static int set_rate(struct config_rate *r, const char *name, const char *value, char *err,
@@ -169,7 +166,8 @@ static int set_rate(struct config_rate *r, const char *name, const char *value, 
     if (!ok) {
         snprintf(err, errlen,
                  "'%s' must be LIMIT/SECONDS (e.g. 20/60: 1 to 1000000000 requests per 1 to "
-                 "86400 seconds) or off, not '%s'", name, value);
+                 "86400 seconds) or off, not '%s'",
+                 name, value);
         return ERR_INVALID;
     }
     r->limit = limit;

@@ -11,61 +11,61 @@
 
 /* A rate limit setting: "LIMIT/SECONDS" (requests per window), "0" or "off". */
 struct config_rate {
-    int64_t limit;           /* 0: off */
-    int64_t window;          /* seconds */
+    int64_t limit;  /* 0: off */
+    int64_t window; /* seconds */
 };
 
 struct config {
-    char *listen;            /* ADDR:PORT */
-    char *db;                /* SQLite file */
-    char *store;             /* store URL; overrides db when set */
-    char *base_url;          /* short URLs start with this; default http://LISTEN */
-    char *home;              /* where GET / redirects */
-    char *hosts;             /* default short hosts, comma-separated; NULL: any host */
+    char *listen;   /* ADDR:PORT */
+    char *db;       /* SQLite file */
+    char *store;    /* store URL; overrides db when set */
+    char *base_url; /* short URLs start with this; default http://LISTEN */
+    char *home;     /* where GET / redirects */
+    char *hosts;    /* default short hosts, comma-separated; NULL: any host */
     char *log_level;
-    char *config;            /* the config file that was read, if any */
-    char *journal;           /* click journal directory; default DB.clicks */
-    char *country_header;    /* CDN header with the client's country */
-    char *geoip_db;          /* MaxMind country database, optional */
-    char *cache;             /* redis:// URL of the shared cache, optional */
-    char *node_id;           /* this node's name in logs and metrics */
-    char *trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
-    char *cors_origins;      /* origins whose pages may call the API (cors.h); NULL: none */
-    int64_t threads;         /* event-loop threads; 0 = one per core */
-    int64_t takeover;        /* bool: share a busy listen address (SO_REUSEPORT) */
+    char *config;          /* the config file that was read, if any */
+    char *journal;         /* click journal directory; default DB.clicks */
+    char *country_header;  /* CDN header with the client's country */
+    char *geoip_db;        /* MaxMind country database, optional */
+    char *cache;           /* redis:// URL of the shared cache, optional */
+    char *node_id;         /* this node's name in logs and metrics */
+    char *trusted_proxies; /* CIDRs whose X-Forwarded-For is believed */
+    char *cors_origins;    /* origins whose pages may call the API (cors.h); NULL: none */
+    int64_t threads;       /* event-loop threads; 0 = one per core */
+    int64_t takeover;      /* bool: share a busy listen address (SO_REUSEPORT) */
     int64_t max_connections;
-    int64_t max_connections_per_addr;   /* trusted proxies exempt */
+    int64_t max_connections_per_addr; /* trusted proxies exempt */
     int64_t max_header_bytes;
     int64_t max_target_bytes;
     int64_t max_body_bytes;
-    int64_t header_timeout;  /* seconds */
+    int64_t header_timeout; /* seconds */
     int64_t body_timeout;
     int64_t idle_timeout;
-    int64_t send_timeout;    /* seconds a write may make no progress */
-    int64_t cache_size;      /* links kept in the redirect cache */
-    int64_t miss_ttl;        /* milliseconds an unknown code is remembered as unknown */
-    int64_t pass_query;      /* bool: append the request's query to the destination */
+    int64_t send_timeout; /* seconds a write may make no progress */
+    int64_t cache_size;   /* links kept in the redirect cache */
+    int64_t miss_ttl;     /* milliseconds an unknown code is remembered as unknown */
+    int64_t pass_query;   /* bool: append the request's query to the destination */
     int64_t permanent_max_age;
-    int64_t idempotency_ttl; /* seconds */
-    int64_t click_flush_ms;  /* counters to the store */
-    int64_t journal_sync_ms; /* clicks to the journal (the crash-loss window) */
-    int64_t background_nice; /* of the fold and writer threads (coop.h) */
-    int64_t background_idle; /* bool: ... and SCHED_IDLE for them */
-    int64_t loop_slice_us;   /* of the event loops (coop.h) */
-    int64_t retention_days;  /* per-day analytics rows kept */
-    int64_t ua_cache;        /* classified user agents remembered */
-    int64_t cache_timeout_ms; /* bound on every call to the shared cache */
-    int64_t store_threads;    /* threads that serve requests needing the store */
-    int64_t store_queue;      /* requests waiting for them at most */
-    int64_t store_timeout_ms; /* what a request waits for the store at most */
-    int64_t heavy_reads_per_key; /* searches and exports of one key at once */
-    int64_t search_page_rows;    /* rows a q=/tag= list page reads at most */
+    int64_t idempotency_ttl;         /* seconds */
+    int64_t click_flush_ms;          /* counters to the store */
+    int64_t journal_sync_ms;         /* clicks to the journal (the crash-loss window) */
+    int64_t background_nice;         /* of the fold and writer threads (coop.h) */
+    int64_t background_idle;         /* bool: ... and SCHED_IDLE for them */
+    int64_t loop_slice_us;           /* of the event loops (coop.h) */
+    int64_t retention_days;          /* per-day analytics rows kept */
+    int64_t ua_cache;                /* classified user agents remembered */
+    int64_t cache_timeout_ms;        /* bound on every call to the shared cache */
+    int64_t store_threads;           /* threads that serve requests needing the store */
+    int64_t store_queue;             /* requests waiting for them at most */
+    int64_t store_timeout_ms;        /* what a request waits for the store at most */
+    int64_t heavy_reads_per_key;     /* searches and exports of one key at once */
+    int64_t search_page_rows;        /* rows a q=/tag= list page reads at most */
     int64_t yourls_timestamp_window; /* seconds a YOURLS signature's timestamp may be off */
-    int64_t commit_batch;    /* most creates in one group commit */
-    int64_t sweep_interval;  /* seconds between sweeps */
-    int64_t sweep_grace;     /* seconds an expired link keeps its data */
+    int64_t commit_batch;            /* most creates in one group commit */
+    int64_t sweep_interval;          /* seconds between sweeps */
+    int64_t sweep_grace;             /* seconds an expired link keeps its data */
     int64_t sweep_batch;
-    struct config_rate rate_create_addr, rate_create_key;   /* ratelimit.h's classes */
+    struct config_rate rate_create_addr, rate_create_key; /* ratelimit.h's classes */
     struct config_rate rate_read_addr, rate_read_key;
     struct config_rate rate_auth, rate_password, rate_password_client;
 };

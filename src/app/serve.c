@@ -104,11 +104,11 @@ static void sweep(struct app *app, int64_t now)
  * the wall one, until the wall clock comes back within the bound (a step
  * back, or a restart); deleting later is always safe, deleting early is not. */
 #define CLOCK_STEP_MAX_MS 60000
-#define STOREQ_NICE 5      /* of the store threads people wait on, below the event loops */
+#define STOREQ_NICE 5 /* of the store threads people wait on, below the event loops */
 
 struct sweep_clock {
-    int64_t wall;       /* the last sweep's now (at first: the start's) */
-    int64_t mono;       /* mono_ms() then */
+    int64_t wall; /* the last sweep's now (at first: the start's) */
+    int64_t mono; /* mono_ms() then */
 };
 
 static int64_t sweep_now(struct app *app, struct sweep_clock *c)
@@ -120,11 +120,15 @@ static int64_t sweep_now(struct app *app, struct sweep_clock *c)
     int64_t behind = wall - now, was = atomic_load(&app->sweep_behind_ms);
     if (behind > was + CLOCK_STEP_MAX_MS) {
         atomic_fetch_add(&app->clock_steps, 1);
-        log_at(LOG_WARN, "the wall clock stepped %lld s ahead of the monotonic clock; the "
-               "sweeper keeps to the monotonic one", (long long)((behind - was) / 1000));
+        log_at(LOG_WARN,
+               "the wall clock stepped %lld s ahead of the monotonic clock; the "
+               "sweeper keeps to the monotonic one",
+               (long long)((behind - was) / 1000));
     } else if (behind == 0 && was > 0) {
-        log_at(LOG_INFO, "the wall clock is back within %d s of the sweeper's; it follows it "
-               "again", CLOCK_STEP_MAX_MS / 1000);
+        log_at(LOG_INFO,
+               "the wall clock is back within %d s of the sweeper's; it follows it "
+               "again",
+               CLOCK_STEP_MAX_MS / 1000);
     }
     atomic_store(&app->sweep_behind_ms, behind);
     c->wall = now;
@@ -144,7 +148,7 @@ static int64_t generation(struct store *st)
     if (rc == ERR_OK && v.len == sizeof(g))
         memcpy(&g, v.p, sizeof(g));
     else if (rc != ERR_NOTFOUND)
-        g = -1;     /* unknown: the store did not answer */
+        g = -1; /* unknown: the store did not answer */
     buf_release(&v);
     return g;
 }
@@ -154,7 +158,7 @@ static int64_t generation(struct store *st)
 struct invalidation {
     struct task task;
     struct app *app;
-    size_t n;                       /* 0: drop everything */
+    size_t n; /* 0: drop everything */
     char code[CODE_MAX + 1];
 };
 
@@ -172,7 +176,7 @@ static void on_invalidate(const char *code, size_t n, void *arg)
 {
     struct app *app = arg;
     if (atomic_load(&app->stopping))
-        return;     /* the loops may be gone: nothing is posted to them */
+        return; /* the loops may be gone: nothing is posted to them */
     if (code && bus_is_blocklist(code, n)) {
         links_blocklist_changed(app->links);
         return;
@@ -181,7 +185,7 @@ static void on_invalidate(const char *code, size_t n, void *arg)
         links_forget_keys(app->links);
         return;
     }
-    if (!code) {                                /* a change may have been missed too */
+    if (!code) { /* a change may have been missed too */
         links_blocklist_changed(app->links);
         links_forget_keys(app->links);
     }
@@ -236,8 +240,10 @@ static void first_admin_key(struct app *app)
     /* Not through a symlink; an older file (of a store since removed) is replaced. */
     int fd = open(path.p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 || fchmod(fd, 0600) != 0) {
-        log_at(LOG_ERROR, "cannot write the first admin key to '%s': %s; no key was made "
-               "(make one with shortd key create --admin)", path.p, strerror(errno));
+        log_at(LOG_ERROR,
+               "cannot write the first admin key to '%s': %s; no key was made "
+               "(make one with shortd key create --admin)",
+               path.p, strerror(errno));
         goto out;
     }
     if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK) {
@@ -249,12 +255,15 @@ static void first_admin_key(struct app *app)
     bool written = write(fd, token, len + 1) == (ssize_t)(len + 1) && fsync(fd) == 0;
     sodium_memzero(token, sizeof(token));
     if (written)
-        log_at(LOG_INFO, "first start; admin key written to '%s' (shown once: read it, keep "
-               "it elsewhere, delete the file)", path.p);
+        log_at(LOG_INFO,
+               "first start; admin key written to '%s' (shown once: read it, keep "
+               "it elsewhere, delete the file)",
+               path.p);
     else
-        log_at(LOG_ERROR, "cannot write the first admin key to '%s': %s; revoke key %lld "
-               "and make one with shortd key create --admin", path.p, strerror(errno),
-               (long long)id);
+        log_at(LOG_ERROR,
+               "cannot write the first admin key to '%s': %s; revoke key %lld "
+               "and make one with shortd key create --admin",
+               path.p, strerror(errno), (long long)id);
 out:
     if (fd >= 0)
         close(fd);
@@ -293,7 +302,7 @@ int serve_run(struct config *cfg)
     memset(&app, 0, sizeof(app));
     atomic_store(&app.links_counted, -1);
     app.cfg = *cfg;
-    memset(cfg, 0, sizeof(*cfg));   /* app owns the strings now */
+    memset(cfg, 0, sizeof(*cfg)); /* app owns the strings now */
     int rc = ERR_IO;
 
     if (!app.cfg.base_url) {
@@ -376,8 +385,8 @@ int serve_run(struct config *cfg)
                    (int)app.cfg.background_nice, &app.storeq) != ERR_OK)
         goto out;
     const char *store_url = app.cfg.store ? app.cfg.store : app.cfg.db;
-    if (app.cfg.cache && rcache_new(app.cfg.cache, (int)app.cfg.cache_timeout_ms, &app.rcache) !=
-                             ERR_OK)
+    if (app.cfg.cache &&
+        rcache_new(app.cfg.cache, (int)app.cfg.cache_timeout_ms, &app.rcache) != ERR_OK)
         goto out;
     char why[200];
     if (clientaddr_new(app.cfg.trusted_proxies, &app.clientaddr, why, sizeof(why)) != ERR_OK) {
@@ -390,8 +399,8 @@ int serve_run(struct config *cfg)
     struct config_rate limits[RL_NCLASSES];
     ratelimit_limits(&app.cfg, limits);
     /* Limits are shared through Redis between nodes on PostgreSQL. */
-    app.ratelimit = ratelimit_new(limits, rl_secret,
-                                  store_is_shared(store_url) ? app.rcache : NULL);
+    app.ratelimit =
+        ratelimit_new(limits, rl_secret, store_is_shared(store_url) ? app.rcache : NULL);
     sodium_memzero(rl_secret, sizeof(rl_secret));
     if (app.cfg.cache || store_is_shared(store_url)) {
         if (bus_new(app.cfg.cache, store_is_shared(store_url) ? store_url : NULL,
@@ -425,7 +434,7 @@ int serve_run(struct config *cfg)
     int64_t gen = generation(app.store);
     /* Due times on the monotonic clock: a wall clock step moves none of them. */
     int64_t next_sweep = 0, next_count = mono_ms() + LINKS_COUNT_MS;
-    struct sweep_clock sclock = {now_ms(), mono_ms()};    /* the first sweep is bounded too */
+    struct sweep_clock sclock = {now_ms(), mono_ms()}; /* the first sweep is bounded too */
     count_links(&app);
     struct timespec tick = {0, GENERATION_CHECK_MS * 1000000L};
     int64_t next_second = 0;
@@ -462,19 +471,19 @@ int serve_run(struct config *cfg)
     rc = ERR_OK;
 
 out:
-    atomic_store(&app.stopping, true);  /* invalidations are dropped from now on */
+    atomic_store(&app.stopping, true); /* invalidations are dropped from now on */
     if (app.server) {
         server_stop_accepting(app.server);
-        storeq_drain(app.storeq);       /* every read answered; later ones get 503 */
+        storeq_drain(app.storeq); /* every read answered; later ones get 503 */
         if (app.writer)
-            writer_drain(app.writer);   /* every acknowledged write, answered */
+            writer_drain(app.writer); /* every acknowledged write, answered */
         server_stop(app.server);
-        server_join(app.server);        /* each worker hands over its clicks */
+        server_join(app.server); /* each worker hands over its clicks */
     }
-    bus_free(app.bus);                  /* after the loops: /metrics reads its counts */
+    bus_free(app.bus); /* after the loops: /metrics reads its counts */
     app.bus = NULL;
     storeq_free(app.storeq);
-    clicks_stop(app.clicks);            /* journaled, folded and stored */
+    clicks_stop(app.clicks); /* journaled, folded and stored */
     if (app.writer) {
         writer_drain(app.writer);
         writer_free(app.writer);
@@ -492,7 +501,7 @@ out:
     geo_close(app.geo);
     hostlist_free(app.hosts);
     cache_free(app.cache);
-    if (app.cache)                      /* registered right after it was made */
+    if (app.cache) /* registered right after it was made */
         cache_thread_unregister();
     metrics_free(app.metrics);
     links_free(app.links);

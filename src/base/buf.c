@@ -65,10 +65,7 @@ void buf_add(struct buf *b, const void *p, size_t n)
     b->p[b->len] = '\0';
 }
 
-void buf_adds(struct buf *b, const char *s)
-{
-    buf_add(b, s, strlen(s));
-}
+void buf_adds(struct buf *b, const char *s) { buf_add(b, s, strlen(s)); }
 
 void buf_addc(struct buf *b, char c)
 {
@@ -118,10 +115,7 @@ void buf_printf(struct buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-const char *buf_cstr(const struct buf *b)
-{
-    return b->p ? b->p : "";
-}
+const char *buf_cstr(const struct buf *b) { return b->p ? b->p : ""; }
 
 char *buf_detach(struct buf *b, size_t *len)
 {
@@ -157,7 +151,4 @@ char *slice_dup(struct slice s)
     return p;
 }
 
-char *xstrdup(const char *s)
-{
-    return slice_dup((struct slice){s, strlen(s)});
-}
+char *xstrdup(const char *s) { return slice_dup((struct slice){s, strlen(s)}); }

@@ -20,12 +20,15 @@ struct slice {
     size_t n;
 };
 
-#define BUF_INIT {NULL, 0, 0}
+#define BUF_INIT                                                                                   \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 #define SLICE_LIT(s) ((struct slice){(s), sizeof(s) - 1})
 
 void buf_init(struct buf *b);
-void buf_release(struct buf *b);        /* frees; the buf is empty and reusable */
-void buf_reset(struct buf *b);          /* len = 0, keeps the memory */
+void buf_release(struct buf *b);              /* frees; the buf is empty and reusable */
+void buf_reset(struct buf *b);                /* len = 0, keeps the memory */
 void buf_truncate(struct buf *b, size_t len); /* drops what is past 'len', if anything */
 void buf_reserve(struct buf *b, size_t extra);
 
@@ -44,9 +47,9 @@ const char *buf_cstr(const struct buf *b); /* "" for an empty buf */
 char *buf_detach(struct buf *b, size_t *len);
 
 /* Slices */
-int slice_eq(struct slice s, const char *lit);      /* exact */
-int slice_ieq(struct slice s, const char *lit);     /* ASCII case-insensitive */
-char *slice_dup(struct slice s);                    /* malloc'd, NUL-terminated */
-char *xstrdup(const char *s);                       /* strdup that aborts on failure */
+int slice_eq(struct slice s, const char *lit);  /* exact */
+int slice_ieq(struct slice s, const char *lit); /* ASCII case-insensitive */
+char *slice_dup(struct slice s);                /* malloc'd, NUL-terminated */
+char *xstrdup(const char *s);                   /* strdup that aborts on failure */
 
 #endif

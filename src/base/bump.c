@@ -27,16 +27,16 @@
 
 struct chunk {
     struct chunk *next;
-    size_t size;                    /* of the mapping, this header included */
+    size_t size; /* of the mapping, this header included */
 };
 
 struct bump {
-    struct chunk *used;             /* newest first; allocations come from the first */
-    struct chunk *spare;            /* CHUNK-sized, kept for reuse */
-    size_t nused, nspare;           /* CHUNK-sized ones */
-    size_t keep;                    /* spare ones kept at the last clear */
+    struct chunk *used;   /* newest first; allocations come from the first */
+    struct chunk *spare;  /* CHUNK-sized, kept for reuse */
+    size_t nused, nspare; /* CHUNK-sized ones */
+    size_t keep;          /* spare ones kept at the last clear */
     size_t mapped;
-    char *at, *end;                 /* free room in used's first chunk */
+    char *at, *end; /* free room in used's first chunk */
 };
 
 #define HEAD ((sizeof(struct chunk) + ALIGN - 1) & ~(size_t)(ALIGN - 1))
@@ -60,7 +60,7 @@ static struct chunk *chunk_map(struct bump *b, size_t size)
 static void chunk_unmap(struct bump *b, struct chunk *c)
 {
     b->mapped -= c->size;
-    UNPOISON(c, c->size);   /* the range may be mapped again by anyone */
+    UNPOISON(c, c->size); /* the range may be mapped again by anyone */
     munmap(c, c->size);
 }
 
@@ -161,7 +161,4 @@ void bump_clear(struct bump *b)
     b->at = b->end = NULL;
 }
 
-size_t bump_mapped(const struct bump *b)
-{
-    return b->mapped;
-}
+size_t bump_mapped(const struct bump *b) { return b->mapped; }

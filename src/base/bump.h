@@ -22,7 +22,7 @@
 struct bump;
 
 struct bump *bump_new(void);
-void bump_free(struct bump *b);                 /* NULL is fine */
+void bump_free(struct bump *b); /* NULL is fine */
 
 /* 'n' bytes, 16-byte aligned, not zeroed; valid until the next clear. */
 void *bump_alloc(struct bump *b, size_t n);

@@ -17,10 +17,10 @@
 
 #include "base/banned.h"
 
-static bool idle_policy;               /* coop_set_idle() */
-static _Thread_local bool joined;      /* coop_thread() */
-static _Thread_local bool niced;       /* ... with a lower priority */
-static _Thread_local int64_t since;     /* ns, CLOCK_MONOTONIC */
+static bool idle_policy;            /* coop_set_idle() */
+static _Thread_local bool joined;   /* coop_thread() */
+static _Thread_local bool niced;    /* ... with a lower priority */
+static _Thread_local int64_t since; /* ns, CLOCK_MONOTONIC */
 static _Thread_local unsigned long yields;
 
 static int64_t mono_ns(void)
@@ -70,7 +70,9 @@ void coop_loop_slice(int us)
     int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
     if (nice == -1 && errno)
         nice = 0;
-    struct sched_attr_v1 a = {.size = sizeof(a), .policy = (uint32_t)policy, .nice = nice,
+    struct sched_attr_v1 a = {.size = sizeof(a),
+                              .policy = (uint32_t)policy,
+                              .nice = nice,
                               .runtime = (uint64_t)us * 1000};
     if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
         log_at(LOG_WARN, "cannot set an event loop's time slice: %s", strerror(errno));
@@ -108,7 +110,7 @@ struct start {
 
 static void *start_main(void *arg)
 {
-    struct start *s = arg;      /* the starter's, until ready is posted */
+    struct start *s = arg; /* the starter's, until ready is posted */
     pthread_setname_np(pthread_self(), s->role.name);
     if (s->role.nice >= 0)
         coop_thread(s->role.nice);
@@ -133,12 +135,6 @@ int coop_start(pthread_t *thread, struct coop_role role, void *(*fn)(void *), vo
     return rc;
 }
 
-bool coop_background(void)
-{
-    return joined;
-}
+bool coop_background(void) { return joined; }
 
-unsigned long coop_yields(void)
-{
-    return yields;
-}
+unsigned long coop_yields(void) { return yields; }

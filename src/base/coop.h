@@ -66,9 +66,9 @@ void coop_point(void);
 void coop_rest(void);
 /* What a thread started by coop_start() is. */
 struct coop_role {
-    const char *name;   /* as ps and /proc show it: 15 bytes at most */
-    int nice;           /* >= 0: a background thread, coop_thread(nice); < 0: not */
-    int slice_us;       /* > 0: an event loop, coop_loop_slice(slice_us) */
+    const char *name; /* as ps and /proc show it: 15 bytes at most */
+    int nice;         /* >= 0: a background thread, coop_thread(nice); < 0: not */
+    int slice_us;     /* > 0: an event loop, coop_loop_slice(slice_us) */
 };
 /* Starts fn(arg) on a new thread that first takes 'role', and returns once
  * it has: from then on, whoever looks at the process's threads (ps, top,

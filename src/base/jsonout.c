@@ -10,12 +10,12 @@
 /* What a byte of a string becomes: 0 as itself, 'u' as \u00XX, else \ and
  * that letter. jansson's strings are valid UTF-8, so bytes past 0x7f pass. */
 static const char escape[256] = {
-    ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r',
-    [0x00] = 'u', [0x01] = 'u', [0x02] = 'u', [0x03] = 'u', [0x04] = 'u', [0x05] = 'u',
-    [0x06] = 'u', [0x07] = 'u', [0x0b] = 'u', [0x0e] = 'u', [0x0f] = 'u', [0x10] = 'u',
-    [0x11] = 'u', [0x12] = 'u', [0x13] = 'u', [0x14] = 'u', [0x15] = 'u', [0x16] = 'u',
-    [0x17] = 'u', [0x18] = 'u', [0x19] = 'u', [0x1a] = 'u', [0x1b] = 'u', [0x1c] = 'u',
-    [0x1d] = 'u', [0x1e] = 'u', [0x1f] = 'u', ['"'] = '"', ['\\'] = '\\',
+    ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f',  ['\r'] = 'r', [0x00] = 'u',
+    [0x01] = 'u', [0x02] = 'u', [0x03] = 'u', [0x04] = 'u',  [0x05] = 'u', [0x06] = 'u',
+    [0x07] = 'u', [0x0b] = 'u', [0x0e] = 'u', [0x0f] = 'u',  [0x10] = 'u', [0x11] = 'u',
+    [0x12] = 'u', [0x13] = 'u', [0x14] = 'u', [0x15] = 'u',  [0x16] = 'u', [0x17] = 'u',
+    [0x18] = 'u', [0x19] = 'u', [0x1a] = 'u', [0x1b] = 'u',  [0x1c] = 'u', [0x1d] = 'u',
+    [0x1e] = 'u', [0x1f] = 'u', ['"'] = '"',  ['\\'] = '\\',
 };
 
 static void string_out(struct buf *b, const char *s, size_t n)
@@ -55,7 +55,8 @@ void jsonout(struct buf *b, const json_t *v)
         size_t key_len;
         json_t *item;
         char sep = '{';
-        json_object_keylen_foreach((json_t *)v, key, key_len, item) {
+        json_object_keylen_foreach((json_t *)v, key, key_len, item)
+        {
             buf_addc(b, sep);
             sep = ',';
             string_out(b, key, key_len);
@@ -77,12 +78,8 @@ void jsonout(struct buf *b, const json_t *v)
         buf_addc(b, ']');
         break;
     }
-    case JSON_STRING:
-        string_out(b, json_string_value(v), json_string_length(v));
-        break;
-    case JSON_INTEGER:
-        buf_add_i64(b, json_integer_value(v));
-        break;
+    case JSON_STRING: string_out(b, json_string_value(v), json_string_length(v)); break;
+    case JSON_INTEGER: buf_add_i64(b, json_integer_value(v)); break;
     case JSON_REAL: {
         /* Rare (rates in reports); jansson's own text keeps its precision rules. */
         char *s = json_dumps(v, JSON_ENCODE_ANY);
@@ -90,14 +87,8 @@ void jsonout(struct buf *b, const json_t *v)
         free(s);
         break;
     }
-    case JSON_TRUE:
-        buf_add(b, "true", 4);
-        break;
-    case JSON_FALSE:
-        buf_add(b, "false", 5);
-        break;
-    case JSON_NULL:
-        buf_add(b, "null", 4);
-        break;
+    case JSON_TRUE: buf_add(b, "true", 4); break;
+    case JSON_FALSE: buf_add(b, "false", 5); break;
+    case JSON_NULL: buf_add(b, "null", 4); break;
     }
 }

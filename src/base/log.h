@@ -9,10 +9,10 @@ enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR, LOG_OFF };
 extern enum log_level log_level;
 
 /* Checks the level before evaluating the arguments. */
-#define log_at(lvl, ...)                    \
-    do {                                    \
-        if ((lvl) >= log_level)             \
-            log_write((lvl), __VA_ARGS__);  \
+#define log_at(lvl, ...)                                                                           \
+    do {                                                                                           \
+        if ((lvl) >= log_level)                                                                    \
+            log_write((lvl), __VA_ARGS__);                                                         \
     } while (0)
 
 void log_write(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -34,15 +34,9 @@ static int64_t clock_ms(clockid_t id)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int64_t now_ms(void)
-{
-    return clock_ms(CLOCK_REALTIME);
-}
+int64_t now_ms(void) { return clock_ms(CLOCK_REALTIME); }
 
-int64_t mono_ms(void)
-{
-    return clock_ms(CLOCK_MONOTONIC);
-}
+int64_t mono_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
 /* Calendar arithmetic */
 
@@ -53,10 +47,7 @@ static int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-static bool is_leap(int64_t y)
-{
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
+static bool is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 static unsigned days_in_month(int64_t y, unsigned m)
 {
@@ -114,10 +105,7 @@ void rfc3339_format(int64_t ms, char out[RFC3339_MAX])
         snprintf(out + len, (size_t)(RFC3339_MAX - len), "Z");
 }
 
-int64_t day_number(int64_t ms)
-{
-    return floor_div(ms, MS_PER_DAY);
-}
+int64_t day_number(int64_t ms) { return floor_div(ms, MS_PER_DAY); }
 
 /* Days outside years 0..9999 do not fit the 10 characters; they are clamped
  * to the first or last day of that range. */

@@ -9,8 +9,8 @@
 #define MS_PER_DAY 86400000LL
 #define RFC3339_MAX 32
 
-int64_t now_ms(void);                        /* CLOCK_REALTIME */
-int64_t mono_ms(void);                       /* CLOCK_MONOTONIC */
+int64_t now_ms(void);  /* CLOCK_REALTIME */
+int64_t mono_ms(void); /* CLOCK_MONOTONIC */
 
 /* "2026-11-30T09:00:00Z", with ".123" before the Z when ms % 1000 != 0. */
 void rfc3339_format(int64_t ms, char out[RFC3339_MAX]);
@@ -22,6 +22,6 @@ int rfc3339_parse(const char *s, size_t n, int64_t *ms);
 /* Days since 1970-01-01 (UTC) and its "YYYY-MM-DD" text. */
 int64_t day_number(int64_t ms);
 void day_format(int64_t day, char out[11]);
-int day_parse(const char *s, size_t n, int64_t *day);   /* "YYYY-MM-DD" */
+int day_parse(const char *s, size_t n, int64_t *day); /* "YYYY-MM-DD" */
 
 #endif

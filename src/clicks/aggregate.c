@@ -43,19 +43,26 @@
 #include "base/banned.h"
 
 const char *const dim_names[DIM__COUNT] = {
-    [DIM_REFERRER] = "referrers",       [DIM_REF_GROUP] = "ref_groups",
-    [DIM_COUNTRY] = "countries",        [DIM_BROWSER] = "browsers",
-    [DIM_OS] = "os",                    [DIM_DEVICE] = "devices",
-    [DIM_LANGUAGE] = "languages",       [DIM_UTM_SOURCE] = "utm_source",
-    [DIM_UTM_MEDIUM] = "utm_medium",    [DIM_UTM_CAMPAIGN] = "utm_campaign",
-    [DIM_BOT_KIND] = "bot_kinds",       [DIM_HOUR] = "hours",
-    [DIM_DOWHOUR] = "dowhour",         [DIM_VARIANT] = "variants",
+    [DIM_REFERRER] = "referrers",
+    [DIM_REF_GROUP] = "ref_groups",
+    [DIM_COUNTRY] = "countries",
+    [DIM_BROWSER] = "browsers",
+    [DIM_OS] = "os",
+    [DIM_DEVICE] = "devices",
+    [DIM_LANGUAGE] = "languages",
+    [DIM_UTM_SOURCE] = "utm_source",
+    [DIM_UTM_MEDIUM] = "utm_medium",
+    [DIM_UTM_CAMPAIGN] = "utm_campaign",
+    [DIM_BOT_KIND] = "bot_kinds",
+    [DIM_HOUR] = "hours",
+    [DIM_DOWHOUR] = "dowhour",
+    [DIM_VARIANT] = "variants",
     [DIM_BOT_AGENT] = "bot_agents",
 };
 
 #define RETRY_PAUSE_US 200000
-#define AGG_CHUNK 4000      /* link days per transaction */
-#define AGG_STEP 64         /* ... stored between looks at writer_waiting */
+#define AGG_CHUNK 4000 /* link days per transaction */
+#define AGG_STEP 64    /* ... stored between looks at writer_waiting */
 
 struct lday {
     int64_t day;
@@ -70,29 +77,29 @@ struct lday {
  * day not there yet; bench/HISTORY.md, "Up to commit 69fe67d"). */
 struct slot {
     uint64_t hash;
-    struct lday *c;         /* NULL: free */
+    struct lday *c; /* NULL: free */
 };
 
 struct table {
     struct slot *slots;
-    size_t nslots, count;   /* count <= nslots / 2 */
+    size_t nslots, count; /* count <= nslots / 2 */
     uint64_t events;
-    struct bump *mem;       /* the link days and their rows' arrays */
+    struct bump *mem; /* the link days and their rows' arrays */
 };
 
 struct agg_job;
 
 struct aggregate {
-    char ckpt_key[64];      /* meta key of this journal's checkpoint */
-    char partial_key[72];   /* ... and of a job stopped between chunks */
+    char ckpt_key[64];    /* meta key of this journal's checkpoint */
+    char partial_key[72]; /* ... and of a job stopped between chunks */
     size_t chunk;
     struct classify *cl;
-    bool hurry;             /* aggregate_set_hurry */
+    bool hurry; /* aggregate_set_hurry */
     const char *const *self_hosts;
     struct table t;
     struct bump *spare_mem; /* a stored table's, cleared, for the next one */
     pthread_mutex_t spent_mu;
-    struct agg_job *spent;  /* stored jobs, for the folding thread to free */
+    struct agg_job *spent; /* stored jobs, for the folding thread to free */
 };
 
 /* ---- the table of link days ---- */
@@ -164,7 +171,7 @@ static void table_grow(struct table *t)
 static struct lday *lday_get(struct table *t, const char *code, size_t n, int64_t day)
 {
     uint64_t h = fnv(fnv(14695981039346656037ULL, code, n), &day, sizeof(day));
-    h ^= h >> 33;       /* FNV's low bits, which pick the slot, mix poorly */
+    h ^= h >> 33; /* FNV's low bits, which pick the slot, mix poorly */
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
     size_t k = h & (t->nslots - 1);
@@ -256,7 +263,7 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     classify_utm(e->query.p, e->query.n, src, med, camp);
     int64_t secs = e->ts / 1000;
     int hour = (int)((secs % 86400 + 86400) % 86400 / 3600);
-    int dow = (int)((day % 7 + 7 + 3) % 7) + 1;     /* 1970-01-01 was a Thursday (4) */
+    int dow = (int)((day % 7 + 7 + 3) % 7) + 1; /* 1970-01-01 was a Thursday (4) */
     char hh[3] = {(char)('0' + hour / 10), (char)('0' + hour % 10), '\0'};
     char dh[5] = {(char)('0' + dow), '-', hh[0], hh[1], '\0'};
 
@@ -295,11 +302,11 @@ struct agg_job {
     const char *ckpt_key;
     const char *partial_key;
     struct table t;
-    struct day_delta *deltas;   /* the table's link days in (code, day) order */
-    size_t next;                /* deltas[0 .. next) are stored */
-    size_t upto;                /* ... and [next .. upto) by the chunk running */
+    struct day_delta *deltas; /* the table's link days in (code, day) order */
+    size_t next;              /* deltas[0 .. next) are stored */
+    size_t upto;              /* ... and [next .. upto) by the chunk running */
     size_t chunk;
-    bool resume;                /* replayed after a crash: skip what is stored */
+    bool resume; /* replayed after a crash: skip what is stored */
     uint64_t pos;
     struct writer *writer;
     int failures;
@@ -430,7 +437,7 @@ static int resume_at(struct store *st, const struct agg_job *a, size_t *at)
         memcpy(code, v.p + 16, v.len - 16);
         code[v.len - 16] = '\0';
         struct day_delta last = {code, (int64_t)get_u64(v.p + 8), NULL};
-        size_t lo = 0, hi = a->t.count;     /* first delta after 'last' */
+        size_t lo = 0, hi = a->t.count; /* first delta after 'last' */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
             if (cmp_delta(&a->deltas[mid], &last) <= 0)
@@ -495,7 +502,7 @@ static void agg_done(struct wjob *j)
     a->resume = false;
     a->next = a->upto;
     if (a->next < a->t.count) {
-        writer_submit(a->writer, j);   /* behind whatever came meanwhile */
+        writer_submit(a->writer, j); /* behind whatever came meanwhile */
         return;
     }
     /* Freed by the thread that folded it (release_spent), which reuses its
@@ -531,8 +538,7 @@ static void release_spent(struct aggregate *a)
 
 static void aggregate_submit_job(struct aggregate *a, struct writer *w, uint64_t journal_pos,
                                  bool resume,
-                                 void (*done)(uint64_t pos, uint64_t events, void *arg),
-                                 void *arg)
+                                 void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg)
 {
     release_spent(a);
     struct agg_job *j = calloc(1, sizeof(*j));
@@ -586,8 +592,7 @@ void aggregate_set_chunk(struct aggregate *a, size_t link_days)
     a->chunk = link_days ? link_days : AGG_CHUNK;
 }
 
-int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos,
-                         uint64_t *partial)
+int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos, uint64_t *partial)
 {
     struct buf v = BUF_INIT;
     *pos = *partial = 0;

@@ -28,7 +28,7 @@ void aggregate_add(struct aggregate *a, const struct click_event *e);
  * (classify_ua_hurried): for when the fold is far behind. Off at first. */
 void aggregate_set_hurry(struct aggregate *a, bool on);
 bool aggregate_empty(const struct aggregate *a);
-uint64_t aggregate_events(const struct aggregate *a);   /* events folded since the last take */
+uint64_t aggregate_events(const struct aggregate *a); /* events folded since the last take */
 
 /* Moves everything folded so far into a job for writer 'w' that stores it
  * and sets the checkpoint to 'journal_pos', and submits it. The job stores
@@ -57,7 +57,6 @@ void aggregate_set_chunk(struct aggregate *a, size_t link_days);
  * job was stopped between two chunks, the journal position it ends at
  * ('partial', else 0): the clicks from 'pos' to 'partial' are stored in
  * part, and go to aggregate_resume() before any later ones are folded. */
-int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos,
-                         uint64_t *partial);
+int aggregate_checkpoint(struct aggregate *a, struct store *st, uint64_t *pos, uint64_t *partial);
 
 #endif

@@ -46,18 +46,12 @@
 const char *device_name(enum device d)
 {
     switch (d) {
-    case DEV_DESKTOP:
-        return "desktop";
-    case DEV_MOBILE:
-        return "mobile";
-    case DEV_TABLET:
-        return "tablet";
-    case DEV_BOT:
-        return "bot";
-    case DEV_UNKNOWN:
-        return "unknown";
-    case DEV_OTHER:
-        break;
+    case DEV_DESKTOP: return "desktop";
+    case DEV_MOBILE: return "mobile";
+    case DEV_TABLET: return "tablet";
+    case DEV_BOT: return "bot";
+    case DEV_UNKNOWN: return "unknown";
+    case DEV_OTHER: break;
     }
     return "other";
 }
@@ -65,26 +59,16 @@ const char *device_name(enum device d)
 const char *bot_kind_name(enum bot_kind k)
 {
     switch (k) {
-    case BOT_NONE:
-        return NULL;
-    case BOT_CRAWLER:
-        return "crawler";
-    case BOT_AI_CRAWLER:
-        return "ai_crawler";
-    case BOT_HTTP_LIBRARY:
-        return "http_library";
-    case BOT_PREVIEWER:
-        return "previewer";
-    case BOT_MAIL_SCANNER:
-        return "mail_scanner";
-    case BOT_HEADLESS:
-        return "headless";
-    case BOT_MONITOR:
-        return "monitor";
-    case BOT_EMPTY_UA:
-        return "empty_ua";
-    case BOT_OTHER:
-        break;
+    case BOT_NONE: return NULL;
+    case BOT_CRAWLER: return "crawler";
+    case BOT_AI_CRAWLER: return "ai_crawler";
+    case BOT_HTTP_LIBRARY: return "http_library";
+    case BOT_PREVIEWER: return "previewer";
+    case BOT_MAIL_SCANNER: return "mail_scanner";
+    case BOT_HEADLESS: return "headless";
+    case BOT_MONITOR: return "monitor";
+    case BOT_EMPTY_UA: return "empty_ua";
+    case BOT_OTHER: break;
     }
     return "other";
 }
@@ -92,18 +76,12 @@ const char *bot_kind_name(enum bot_kind k)
 const char *ref_group_name(enum ref_group g)
 {
     switch (g) {
-    case REF_DIRECT:
-        return "direct";
-    case REF_INTERNAL:
-        return "internal";
-    case REF_SEARCH:
-        return "search";
-    case REF_SOCIAL:
-        return "social";
-    case REF_EMAIL:
-        return "email";
-    case REF_REFERRAL:
-        break;
+    case REF_DIRECT: return "direct";
+    case REF_INTERNAL: return "internal";
+    case REF_SEARCH: return "search";
+    case REF_SOCIAL: return "social";
+    case REF_EMAIL: return "email";
+    case REF_REFERRAL: break;
     }
     return "referral";
 }
@@ -115,20 +93,11 @@ static unsigned char lower(unsigned char c)
     return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
 }
 
-static bool is_ows(unsigned char c)
-{
-    return c == ' ' || c == '\t';
-}
+static bool is_ows(unsigned char c) { return c == ' ' || c == '\t'; }
 
-static bool is_alpha(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+static bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-static bool is_digit(unsigned char c)
-{
-    return c >= '0' && c <= '9';
-}
+static bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
 /* Case-sensitive: user agent tokens are written one way by their browsers.
  * As memmem, but memmem sets up tables first, which for a user agent's few
@@ -181,11 +150,11 @@ static bool starts_with(const char *s, size_t n, const char *prefix)
 struct u8clamp {
     char *out;
     size_t len;
-    bool full;              /* nothing more may be written */
-    unsigned char seq[4];   /* the sequence being read */
+    bool full;            /* nothing more may be written */
+    unsigned char seq[4]; /* the sequence being read */
     unsigned nseq;
-    unsigned need;          /* continuation bytes still expected */
-    unsigned char lo, hi;   /* range of the next continuation byte */
+    unsigned need;        /* continuation bytes still expected */
+    unsigned char lo, hi; /* range of the next continuation byte */
 };
 
 static void u8_init(struct u8clamp *u, char *out)
@@ -660,8 +629,9 @@ static const char *os_of(const char *ua, size_t n)
 }
 
 static const char *const tv_tokens[] = {
-    "SMART-TV", "SmartTV", "Smart TV", "SmartHub", "Web0S", "HbbTV", "CrKey", "BRAVIA",
-    "PlayStation", "Xbox", "Nintendo", "Roku", "AppleTV", "Apple TV", "GoogleTV", "Android TV",
+    "SMART-TV", "SmartTV",  "Smart TV",    "SmartHub",   "Web0S",    "HbbTV",
+    "CrKey",    "BRAVIA",   "PlayStation", "Xbox",       "Nintendo", "Roku",
+    "AppleTV",  "Apple TV", "GoogleTV",    "Android TV",
 };
 
 static enum device device_of(const char *ua, size_t n)
@@ -955,22 +925,22 @@ struct ua_slot {
 };
 
 struct classify {
-    pcre2_code *isbot;                 /* isbot's list as one regex */
+    pcre2_code *isbot; /* isbot's list as one regex */
     pcre2_match_data *md;
     pcre2_match_context *mctx;
-    struct scanner sc;                 /* the fast path (below) */
-    pcre2_code *anchored;              /* isbot's patterns that start with '^' */
-    pcre2_code *loose;                 /* ... those with no literal; NULL: none */
-    pcre2_code *each[ISBOT_COUNT];     /* ... those with one, each alone; else NULL */
+    struct scanner sc;             /* the fast path (below) */
+    pcre2_code *anchored;          /* isbot's patterns that start with '^' */
+    pcre2_code *loose;             /* ... those with no literal; NULL: none */
+    pcre2_code *each[ISBOT_COUNT]; /* ... those with one, each alone; else NULL */
     char literal[ISBOT_COUNT][LITERAL_MAX + 1];
-    size_t literals;                   /* how many patterns have one */
-    bool reference;                    /* the fast path is off (classify_set_reference) */
-    _Atomic uint64_t misses;           /* classify_counts; written by the one thread */
+    size_t literals;         /* how many patterns have one */
+    bool reference;          /* the fast path is off (classify_set_reference) */
+    _Atomic uint64_t misses; /* classify_counts; written by the one thread */
     _Atomic uint64_t hurried;
-    struct ua_slot *slots;             /* open addressing, linear probing */
-    size_t nslots;                     /* a power of two, at least twice max_entries */
+    struct ua_slot *slots; /* open addressing, linear probing */
+    size_t nslots;         /* a power of two, at least twice max_entries */
     size_t used;
-    size_t max_entries;                /* 0: no cache */
+    size_t max_entries; /* 0: no cache */
     unsigned char key[crypto_shorthash_KEYBYTES];
 };
 
@@ -1021,8 +991,8 @@ static pcre2_code *compile_isbot(const struct buf *pat)
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(errcode, msg, sizeof(msg));
-        log_fail(ERR_INVALID, "cannot compile the isbot %s patterns: %s at '%.40s'",
-                 ISBOT_VERSION, (const char *)msg, buf_cstr(pat) + erroff);
+        log_fail(ERR_INVALID, "cannot compile the isbot %s patterns: %s at '%.40s'", ISBOT_VERSION,
+                 (const char *)msg, buf_cstr(pat) + erroff);
         return NULL;
     }
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* without JIT it is slower, not wrong */
@@ -1204,8 +1174,7 @@ static void mask_in_apps(const char *ua, char *low, size_t n)
 {
     for (size_t i = 0; i < ARRAY_LEN(in_apps); i++) {
         size_t m = strlen(in_apps[i].token);
-        for (const char *p = ua; (p = memmem(p, n - (size_t)(p - ua), in_apps[i].token, m));
-             p += m)
+        for (const char *p = ua; (p = memmem(p, n - (size_t)(p - ua), in_apps[i].token, m)); p += m)
             memset(low + (p - ua), ' ', m);
     }
 }
@@ -1350,15 +1319,9 @@ void classify_counts(const struct classify *c, uint64_t *misses, uint64_t *hurri
     *hurried = atomic_load_explicit(&c->hurried, memory_order_relaxed);
 }
 
-void classify_set_reference(struct classify *c, bool on)
-{
-    c->reference = on;
-}
+void classify_set_reference(struct classify *c, bool on) { c->reference = on; }
 
-size_t classify_literals(const struct classify *c)
-{
-    return c->literals;
-}
+size_t classify_literals(const struct classify *c) { return c->literals; }
 
 const char *classify_agent_name(size_t i)
 {
@@ -1378,8 +1341,8 @@ const char *classify_agent_name(size_t i)
 bool classify_is_prefetch(const char *sec_purpose, size_t n1, const char *purpose, size_t n2,
                           const char *x_purpose, size_t n3, const char *x_moz, size_t n4)
 {
-    if (sec_purpose && (has_nocase(sec_purpose, n1, "prefetch") ||
-                        has_nocase(sec_purpose, n1, "prerender")))
+    if (sec_purpose &&
+        (has_nocase(sec_purpose, n1, "prefetch") || has_nocase(sec_purpose, n1, "prerender")))
         return true;
     if (purpose && has_nocase(purpose, n2, "prefetch"))
         return true;
@@ -1557,8 +1520,8 @@ static bool ends_with_label(const char *h, size_t n, const char *dom)
 /* The tail after "brand.": "com", "de", "co.uk", "com.br" - not "evil.com". */
 static bool is_public_suffix_like(const char *t, size_t n)
 {
-    static const char *const second_levels[] = {"co", "com", "org", "net", "ac", "gov",
-                                                 "edu", "ne", "or", "go", "gob"};
+    static const char *const second_levels[] = {"co",  "com", "org", "net", "ac", "gov",
+                                                "edu", "ne",  "or",  "go",  "gob"};
     const char *dot = memchr(t, '.', n);
     if (!dot)
         return n >= 2;
@@ -1598,14 +1561,10 @@ static bool label_matches(const char *h, size_t n, const char *label)
 static bool host_rule_matches(const struct host_rule *r, const char *h, size_t n)
 {
     switch (r->how) {
-    case HM_DOMAIN:
-        return ends_with_label(h, n, r->s);
-    case HM_BRAND:
-        return brand_matches(h, n, r->s);
-    case HM_PREFIX:
-        return starts_with(h, n, r->s) && n > strlen(r->s);
-    case HM_LABEL:
-        return label_matches(h, n, r->s);
+    case HM_DOMAIN: return ends_with_label(h, n, r->s);
+    case HM_BRAND: return brand_matches(h, n, r->s);
+    case HM_PREFIX: return starts_with(h, n, r->s) && n > strlen(r->s);
+    case HM_LABEL: return label_matches(h, n, r->s);
     }
     return false;
 }
@@ -1647,13 +1606,12 @@ static bool is_host_char(unsigned char c)
 
 /* Parses 'scheme://[userinfo@]host[:port]...' into a lowercase host and
  * whether the scheme is android-app. False when it is not that shape. */
-static bool parse_referrer(const char *r, size_t n, char h[HOST_MAX + 1], size_t *hn,
-                           bool *android)
+static bool parse_referrer(const char *r, size_t n, char h[HOST_MAX + 1], size_t *hn, bool *android)
 {
     size_t i = 0;
-    while (i < n && (is_alpha((unsigned char)r[i]) || (i > 0 && (is_digit((unsigned char)r[i]) ||
-                                                                  r[i] == '+' || r[i] == '-' ||
-                                                                  r[i] == '.'))))
+    while (i < n && (is_alpha((unsigned char)r[i]) ||
+                     (i > 0 && (is_digit((unsigned char)r[i]) || r[i] == '+' || r[i] == '-' ||
+                                r[i] == '.'))))
         i++;
     if (i == 0 || n - i < 3 || memcmp(r + i, "://", 3) != 0)
         return false;

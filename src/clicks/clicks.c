@@ -48,15 +48,15 @@
 #include "store/writer.h"
 #include "base/banned.h"
 
-#define LOCAL_CAP (64u << 20)           /* a worker's unsent events, at most */
+#define LOCAL_CAP (64u << 20) /* a worker's unsent events, at most */
 #define SEGMENT_MAX (64u << 20)
-#define FOLD_BACKLOG_MAX (128u << 20)   /* journaled clicks the fold thread has yet to fold */
+#define FOLD_BACKLOG_MAX (128u << 20)     /* journaled clicks the fold thread has yet to fold */
 #define FOLD_HURRY (FOLD_BACKLOG_MAX / 4) /* ... past which it classifies in a hurry */
 #define BACKPRESSURE_NS 5000000L
 
 struct local {
-    struct buf buf;                     /* [u16 length][event]... */
-    size_t events;                      /* ... how many */
+    struct buf buf; /* [u16 length][event]... */
+    size_t events;  /* ... how many */
     _Atomic uint64_t recorded;
     _Atomic uint64_t dropped;
     char pad[64];
@@ -65,12 +65,12 @@ struct local {
 struct batch {
     struct buf data;
     size_t events;
-    uint64_t end_pos;                   /* journal position after its last event */
+    uint64_t end_pos; /* journal position after its last event */
     struct batch *next;
 };
 
 struct salt_slot {
-    _Atomic int64_t day;                /* -1: empty */
+    _Atomic int64_t day; /* -1: empty */
     uint8_t key[crypto_shorthash_KEYBYTES];
 };
 
@@ -94,21 +94,21 @@ struct clicks {
     pthread_t fold_thread;
     pthread_mutex_t fold_mu;
     pthread_cond_t fold_cv;
-    struct batch *fold, *fold_tail;     /* journaled, not yet folded */
-    _Atomic size_t fold_bytes;          /* ... their size */
-    _Atomic uint64_t fold_events;       /* ... how many */
-    _Atomic uint64_t fold_events_max;   /* the most there have been (journal thread) */
-    _Atomic uint64_t pauses;            /* backpressure: event loops paused */
-    bool fold_stop;                     /* nothing more will be journaled */
+    struct batch *fold, *fold_tail;   /* journaled, not yet folded */
+    _Atomic size_t fold_bytes;        /* ... their size */
+    _Atomic uint64_t fold_events;     /* ... how many */
+    _Atomic uint64_t fold_events_max; /* the most there have been (journal thread) */
+    _Atomic uint64_t pauses;          /* backpressure: event loops paused */
+    bool fold_stop;                   /* nothing more will be journaled */
 
-    _Atomic bool inflight;              /* a store job is running */
+    _Atomic bool inflight; /* a store job is running */
     _Atomic uint64_t committed_pos;
-    _Atomic uint64_t committed;         /* events in the store */
+    _Atomic uint64_t committed; /* events in the store */
     uint64_t released;
 
-    _Atomic bool journal_down;          /* store every sync_ms rather than flush_ms */
+    _Atomic bool journal_down; /* store every sync_ms rather than flush_ms */
     pthread_mutex_t health_mu;
-    struct journal_health health;       /* the journal's, as of its last sync */
+    struct journal_health health; /* the journal's, as of its last sync */
 
     struct salt_slot salt[2];
 };
@@ -336,7 +336,7 @@ static void *journal_main(void *arg)
             journal_batch(c, x);
         /* A journal that is down tries again every pass, clicks or not. */
         if (b || atomic_load(&c->journal_down)) {
-            journal_sync(c->journal, &synced);  /* a failure is logged, and shows in health */
+            journal_sync(c->journal, &synced); /* a failure is logged, and shows in health */
             note_health(c);
         }
         pthread_mutex_lock(&c->fold_mu);
@@ -369,7 +369,7 @@ static void *journal_main(void *arg)
             next_rotate = mono_ms() + c->flush_ms;
         }
         if (done > c->released || rotated) {
-            journal_skip_to(c->journal, done);  /* stored while the journal was down */
+            journal_skip_to(c->journal, done); /* stored while the journal was down */
             journal_release(c->journal, done);
             c->released = done;
             note_health(c);
@@ -438,11 +438,11 @@ static void *fold_main(void *arg)
 
 /* ---- start, replay, stop ---- */
 
-#define REPLAY_STOP (-1)    /* not an ERR_* */
+#define REPLAY_STOP (-1) /* not an ERR_* */
 
 struct replay {
     struct aggregate *agg;
-    uint64_t upto;          /* the last record ends here */
+    uint64_t upto; /* the last record ends here */
     uint64_t events;
 };
 
@@ -549,8 +549,10 @@ static int journal_id(const char *dir, bool has_records, char id[ID_HEX + 1], bo
         sodium_bin2hex(id, ID_HEX + 1, raw, sizeof(raw));
         *lost = has_records;
         if (!has_records && (exists[0] || exists[1]))
-            log_at(LOG_WARN, "journal id files '%s' and '%s' are missing or damaged; the journal "
-                             "holds no clicks, so it starts afresh as '%s'", path[0], path[1], id);
+            log_at(LOG_WARN,
+                   "journal id files '%s' and '%s' are missing or damaged; the journal "
+                   "holds no clicks, so it starts afresh as '%s'",
+                   path[0], path[1], id);
     }
     int rc = ERR_OK;
     for (int i = 0; i < 2 && rc == ERR_OK; i++) {
@@ -561,7 +563,7 @@ static int journal_id(const char *dir, bool has_records, char id[ID_HEX + 1], bo
                    exists[i] ? (ok[i] ? "different" : "damaged") : "missing", path[use]);
         rc = id_write(path[i], id);
         if (use >= 0)
-            rc = ERR_OK;    /* the id is known: a copy not restored only warns */
+            rc = ERR_OK; /* the id is known: a copy not restored only warns */
     }
     return rc;
 }
@@ -589,7 +591,7 @@ static int replay(struct clicks *c, uint64_t from, uint64_t upto, bool resume, u
         aggregate_resume(c->agg, c->writer, upto, NULL, NULL);
     else
         aggregate_submit(c->agg, c->writer, upto, NULL, NULL);
-    writer_drain(c->writer);    /* nothing else is writing yet */
+    writer_drain(c->writer); /* nothing else is writing yet */
     return ERR_OK;
 }
 
@@ -718,7 +720,7 @@ uint64_t clicks_visitor(const struct clicks *c, int64_t day, const void *addr, s
         memcpy(msg + an, ua, un);
     uint64_t h = 0;
     crypto_shorthash((unsigned char *)&h, msg, an + un, s->key);
-    return h ? h : 1;   /* 0 means "no visitor" */
+    return h ? h : 1; /* 0 means "no visitor" */
 }
 
 struct salt_job {

@@ -24,8 +24,7 @@ struct writer;
 
 #define SALT_BYTES 16
 
-struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *agg,
-                          int nworkers);
+struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *agg, int nworkers);
 /* Opens (locks) the journal, replays what the store has not counted yet and
  * starts the journal thread and the fold thread, the latter 'nice' lower in
  * priority (coop.h). Counters go to the store every 'flush_ms', and every

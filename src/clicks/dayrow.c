@@ -72,7 +72,7 @@ void dayrow_release(struct dayrow *r)
 
 /* ---- folding ---- */
 
-#define INDEX_FROM 32    /* tallies searched linearly up to this many */
+#define INDEX_FROM 32 /* tallies searched linearly up to this many */
 
 static uint64_t tally_hash(int dim, const char *v, size_t len)
 {
@@ -203,7 +203,7 @@ static const struct recent_rec *recent_at(const struct dayrow *r, int i)
 static void hll_add(uint8_t *regs, uint64_t h)
 {
     uint32_t idx = (uint32_t)(h >> (64 - HLL_P));
-    uint64_t rest = h << HLL_P | (1ULL << (HLL_P - 1));    /* a sentinel bounds the rank */
+    uint64_t rest = h << HLL_P | (1ULL << (HLL_P - 1)); /* a sentinel bounds the rank */
     uint8_t rank = (uint8_t)(__builtin_clzll(rest) + 1);
     if (regs[idx] < rank)
         regs[idx] = rank;
@@ -483,7 +483,7 @@ static struct reader reader_of(const void *p, size_t n, char tag)
     if (!p || !n)
         rd.p = rd.end;
     else if (n == 1 || *rd.p++ != (unsigned char)tag)
-        rd.bad = true;      /* the encoder never writes a tag alone */
+        rd.bad = true; /* the encoder never writes a tag alone */
     return rd;
 }
 
@@ -497,7 +497,7 @@ static int load_dims(struct dayrow *r, const struct day_blobs *b)
         const char *v = hdr ? get_bytes(&rd, (unsigned char)hdr[1]) : NULL;
         uint64_t n = get_varint(&rd);
         if (n > INT64_MAX)
-            rd.bad = true;  /* no count the encoder writes */
+            rd.bad = true; /* no count the encoder writes */
         if (!rd.bad && (unsigned char)hdr[0] < DIM__COUNT)
             dayrow_tally(r, (unsigned char)hdr[0], v, (unsigned char)hdr[1], (int64_t)n);
     }
@@ -577,8 +577,8 @@ int dayrow_add_blobs(struct dayrow *r, const struct day_blobs *b)
  * in time order, as add_recent() keeps them. ERR_NOTFOUND when the stored
  * row holds more clicks than that (another version's): the caller then
  * takes the long way. */
-static int merge_recent(const struct day_blobs *old, const struct dayrow *delta,
-                        struct buf *recent, struct day_blobs *out)
+static int merge_recent(const struct day_blobs *old, const struct dayrow *delta, struct buf *recent,
+                        struct day_blobs *out)
 {
     struct rview v[2 * RECENT_KEEP];
     int n = 0;
@@ -630,12 +630,12 @@ int dayrow_merge(const struct day_blobs *old, const struct dayrow *delta, struct
         rc = load_visitors(&r, old);
     if (rc == ERR_OK) {
         add_counts(&r, delta);
-        dayrow_encode(&r, dims, visitors, recent, out);     /* all but the newest clicks */
+        dayrow_encode(&r, dims, visitors, recent, out); /* all but the newest clicks */
         rc = merge_recent(old, delta, recent, out);
     }
     if (rc == ERR_NOTFOUND) {
         /* More stored clicks than this version keeps: unpack them all. */
-        dayrow_release(&r);     /* and empty again */
+        dayrow_release(&r); /* and empty again */
         rc = dayrow_load(&r, old);
         if (rc == ERR_OK) {
             dayrow_add(&r, delta);

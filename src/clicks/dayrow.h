@@ -30,38 +30,38 @@
 #include "clicks/classify.h"
 
 #define VISITORS_EXACT 128
-#define TALLY_VALUES_MAX 1000   /* distinct values per dimension and day, then "(other)" */
+#define TALLY_VALUES_MAX 1000 /* distinct values per dimension and day, then "(other)" */
 #define HLL_P 10
 #define HLL_M (1u << HLL_P)
 
 struct tally {
-    uint32_t off;       /* value: 'len' bytes at arena + off */
+    uint32_t off; /* value: 'len' bytes at arena + off */
     uint8_t len;
-    uint8_t dim;        /* enum dim */
+    uint8_t dim; /* enum dim */
     int64_t n;
 };
 
 struct recent_rec {
     int64_t ts;
-    char text[4][DIM_MAX + 1];  /* referrer, country, device, browser */
+    char text[4][DIM_MAX + 1]; /* referrer, country, device, browser */
 };
 
 struct dayrow {
-    int64_t clicks, bots;           /* human and bot clicks */
-    int64_t uniques_base;           /* uniques of a stored row whose visitors were pruned */
+    int64_t clicks, bots; /* human and bot clicks */
+    int64_t uniques_base; /* uniques of a stored row whose visitors were pruned */
     struct tally *tallies;
     size_t ntallies, cap;
-    char *arena;                    /* tally values, NUL-terminated */
+    char *arena; /* tally values, NUL-terminated */
     size_t used, room;
-    uint32_t *index;                /* open addressing over tallies (i + 1), once many */
+    uint32_t *index; /* open addressing over tallies (i + 1), once many */
     size_t nindex;
-    uint16_t values[DIM__COUNT];    /* distinct values per dimension */
-    struct recent_rec *recent;      /* the newest human clicks: in arrival order */
-    int rnext, rcount, rcap;        /* until RECENT_KEEP, then a ring from rnext */
-    uint64_t *vis;                  /* sorted hashes while exact ... */
+    uint16_t values[DIM__COUNT]; /* distinct values per dimension */
+    struct recent_rec *recent;   /* the newest human clicks: in arrival order */
+    int rnext, rcount, rcap;     /* until RECENT_KEEP, then a ring from rnext */
+    uint64_t *vis;               /* sorted hashes while exact ... */
     size_t nvis, viscap;
-    uint8_t *hll;                   /* ... the sketch once not (HLL_M registers) */
-    struct bump *mem;               /* where the arrays come from; NULL: malloc */
+    uint8_t *hll;     /* ... the sketch once not (HLL_M registers) */
+    struct bump *mem; /* where the arrays come from; NULL: malloc */
 };
 
 void dayrow_init(struct dayrow *r);

@@ -78,9 +78,8 @@ int event_decode(const void *rec, size_t n, struct click_event *e)
     e->country[1] = (char)p[19];
     e->country[2] = '\0';
     p += 20;
-    if (get_str(&p, end, &e->code) || get_str(&p, end, &e->ua) ||
-        get_str(&p, end, &e->referer) || get_str(&p, end, &e->lang) ||
-        get_str(&p, end, &e->query))
+    if (get_str(&p, end, &e->code) || get_str(&p, end, &e->ua) || get_str(&p, end, &e->referer) ||
+        get_str(&p, end, &e->lang) || get_str(&p, end, &e->query))
         return ERR_INVALID;
     return p == end ? ERR_OK : ERR_INVALID;
 }

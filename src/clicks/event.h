@@ -13,7 +13,7 @@
 
 #include "base/buf.h"
 
-#define EVENT_PREFETCH (1u << 0)    /* Sec-Purpose/Purpose/X-Purpose/X-Moz said so */
+#define EVENT_PREFETCH (1u << 0) /* Sec-Purpose/Purpose/X-Purpose/X-Moz said so */
 /* A link with A/B variants: the chosen variant's index + 1 in bits 1-4 of
  * flags (0: the link has none). Journaled as part of flags, as it is. */
 #define EVENT_VARIANT_SHIFT 1
@@ -22,19 +22,19 @@
 #define EVENT_UA_MAX 512
 #define EVENT_REFERER_MAX 512
 #define EVENT_LANG_MAX 64
-#define EVENT_QUERY_MAX 1536         /* three utm_* values of 128 bytes, %-encoded */
-#define EVENT_MAX 2700              /* an encoded event is at most this long */
+#define EVENT_QUERY_MAX 1536 /* three utm_* values of 128 bytes, %-encoded */
+#define EVENT_MAX 2700       /* an encoded event is at most this long */
 
 struct click_event {
-    int64_t ts;             /* ms since the epoch, UTC: the one clock read of the click */
-    uint64_t visitor;       /* keyed hash of (address, user agent) under the day's salt */
+    int64_t ts;       /* ms since the epoch, UTC: the one clock read of the click */
+    uint64_t visitor; /* keyed hash of (address, user agent) under the day's salt */
     uint8_t flags;
-    char country[3];        /* ISO 3166 alpha-2 or "" */
+    char country[3]; /* ISO 3166 alpha-2 or "" */
     struct slice code;
     struct slice ua;
     struct slice referer;
-    struct slice lang;      /* Accept-Language */
-    struct slice query;     /* the utm_* parameters of the request's query */
+    struct slice lang;  /* Accept-Language */
+    struct slice query; /* the utm_* parameters of the request's query */
 };
 
 /* Appends the record to 'out'; returns its length. */

@@ -31,10 +31,7 @@ static bool is_ascii_letter(unsigned char c)
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
 }
 
-static char ascii_upper(char c)
-{
-    return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c;
-}
+static char ascii_upper(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c; }
 
 /* cc = p[0..n) upper-cased when it is two ASCII letters other than the "XX"
  * placeholder for unknown; "" otherwise. */

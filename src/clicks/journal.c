@@ -118,10 +118,7 @@ static bool seg_parse(const char *name, uint64_t *start)
     return true;
 }
 
-static uint64_t last_start(const struct journal *j)
-{
-    return j->segs[j->nsegs - 1];
-}
+static uint64_t last_start(const struct journal *j) { return j->segs[j->nsegs - 1]; }
 
 static void seg_push(struct journal *j, uint64_t start)
 {
@@ -246,10 +243,10 @@ static int new_segment(struct journal *j, uint64_t start)
     if (fd < 0)
         return write_fail(j, strerror(errno), "cannot create journal segment '%s/%s'", j->dir,
                           name);
-    int rc = again ? (fdatasync(fd) == 0 ? ERR_OK
-                                        : write_fail(j, strerror(errno),
-                                                     "cannot sync journal segment '%s/%s'", j->dir,
-                                                     name))
+    int rc = again ? (fdatasync(fd) == 0
+                          ? ERR_OK
+                          : write_fail(j, strerror(errno), "cannot sync journal segment '%s/%s'",
+                                       j->dir, name))
                    : sync_dir(j);
     if (rc != ERR_OK) {
         close(fd);
@@ -563,8 +560,8 @@ static int probe(struct journal *j)
     if (ftruncate(j->fd, (off_t)off) != 0) {
         j->reseg = true;
         if (rc == ERR_OK)
-            rc = write_fail(j, strerror(errno), "cannot truncate journal segment '%s/%s'",
-                            j->dir, name);
+            rc = write_fail(j, strerror(errno), "cannot truncate journal segment '%s/%s'", j->dir,
+                            name);
     }
     return rc;
 }
@@ -649,10 +646,10 @@ int journal_release(struct journal *j, uint64_t upto)
 int journal_rotate(struct journal *j)
 {
     if (j->reseg || j->synced == last_start(j))
-        return ERR_OK;  /* the next sync starts one anyway, or there is nothing to leave */
+        return ERR_OK; /* the next sync starts one anyway, or there is nothing to leave */
     int rc = new_segment(j, j->synced);
     if (rc != ERR_OK)
-        j->reseg = true;    /* tried again by the next sync */
+        j->reseg = true; /* tried again by the next sync */
     return attempted(j, rc);
 }
 

@@ -63,12 +63,12 @@ int journal_sync(struct journal *j, uint64_t *synced);
 
 /* Whether the journal writes, for /readyz and /metrics. */
 struct journal_health {
-    bool down;              /* the last sync failed: records wait in memory */
-    int64_t down_since_ms;  /* wall clock of the first failed sync of this run */
-    uint64_t failures;      /* failed syncs since open */
-    uint64_t recoveries;    /* times it came back up */
+    bool down;               /* the last sync failed: records wait in memory */
+    int64_t down_since_ms;   /* wall clock of the first failed sync of this run */
+    uint64_t failures;       /* failed syncs since open */
+    uint64_t recoveries;     /* times it came back up */
     uint64_t unsynced_bytes; /* buffered, not on disk */
-    char error[128];        /* the system's reason for the last failure (the log names the file) */
+    char error[128];         /* the system's reason for the last failure (the log names the file) */
 };
 void journal_health(const struct journal *j, struct journal_health *out);
 

@@ -85,7 +85,7 @@ bool clientaddr_parse(const char *s, size_t n, struct client_ip *out)
     }
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
         n--;
-    if (n && s[0] == '[') {    /* [v6] or [v6]:port */
+    if (n && s[0] == '[') { /* [v6] or [v6]:port */
         const char *close = memchr(s, ']', n);
         if (!close)
             return false;
@@ -95,7 +95,7 @@ bool clientaddr_parse(const char *s, size_t n, struct client_ip *out)
         return parse_plain(s + 1, (size_t)(close - s - 1), out) && out->family == AF_INET6;
     }
     const char *colon = memchr(s, ':', n);
-    if (colon && !memchr(colon + 1, ':', n - (size_t)(colon + 1 - s))) {   /* v4:port */
+    if (colon && !memchr(colon + 1, ':', n - (size_t)(colon + 1 - s))) { /* v4:port */
         if (!all_digits(colon + 1, n - (size_t)(colon + 1 - s)))
             return false;
         return parse_plain(s, (size_t)(colon - s), out) && out->family == AF_INET;
@@ -178,7 +178,7 @@ static bool parse_cidr(const char *s, size_t n, struct cidr *out)
     out->family = ip.family;
     out->bits = bits;
     memset(out->bytes, 0, sizeof(out->bytes));
-    for (unsigned i = 0; i < bits; i++)      /* keeps the prefix only */
+    for (unsigned i = 0; i < bits; i++) /* keeps the prefix only */
         if (ip.bytes[i / 8] & (0x80u >> (i % 8)))
             out->bytes[i / 8] |= (uint8_t)(0x80u >> (i % 8));
     return true;
@@ -191,7 +191,7 @@ int clientaddr_new(const char *cidrs, struct clientaddr **out, char *err, size_t
     struct clientaddr *ca = calloc(1, sizeof(*ca) + max * sizeof(ca->nets[0]));
     if (!ca)
         abort();
-    const char *p = cidrs, *end = cidrs ? cidrs + len : NULL;   /* NULL + 0 is UB */
+    const char *p = cidrs, *end = cidrs ? cidrs + len : NULL; /* NULL + 0 is UB */
     while (p && p < end) {
         size_t skip = strspn(p, ", \t");
         p += skip;
@@ -211,10 +211,7 @@ int clientaddr_new(const char *cidrs, struct clientaddr **out, char *err, size_t
     return ERR_OK;
 }
 
-void clientaddr_free(struct clientaddr *ca)
-{
-    free(ca);
-}
+void clientaddr_free(struct clientaddr *ca) { free(ca); }
 
 static bool in_cidr(const struct cidr *c, const struct client_ip *ip)
 {
@@ -256,7 +253,7 @@ void clientaddr_resolve(const struct clientaddr *ca, const struct sockaddr *peer
                 comma--;
             struct client_ip hop;
             if (!clientaddr_parse(comma, (size_t)(end - comma), &hop))
-                return;             /* the last good hop stands */
+                return; /* the last good hop stands */
             *out = hop;
             if (!clientaddr_trusted(ca, &hop))
                 return;
@@ -278,7 +275,7 @@ void clientaddr_of(const struct request *r, struct client_ip *out)
         if (!slice_ieq(r->headers[i].name, "x-forwarded-for"))
             continue;
         if (n == (int)(sizeof(xff) / sizeof(xff[0]))) {
-            memmove(xff, xff + 1, sizeof(xff) - sizeof(xff[0]));     /* keep the rightmost */
+            memmove(xff, xff + 1, sizeof(xff) - sizeof(xff[0])); /* keep the rightmost */
             n--;
         }
         xff[n++] = r->headers[i].value;

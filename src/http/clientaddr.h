@@ -24,14 +24,14 @@
 
 #include "base/buf.h"
 
-#define CLIENTADDR_TEXT_MAX 46     /* INET6_ADDRSTRLEN */
+#define CLIENTADDR_TEXT_MAX 46 /* INET6_ADDRSTRLEN */
 
-struct clientaddr;                 /* the trusted proxies, immutable once made */
+struct clientaddr; /* the trusted proxies, immutable once made */
 struct request;
 
 struct client_ip {
-    int family;                    /* AF_INET or AF_INET6; 0: unknown */
-    uint8_t bytes[16];             /* 4 or 16 used */
+    int family;        /* AF_INET or AF_INET6; 0: unknown */
+    uint8_t bytes[16]; /* 4 or 16 used */
     size_t n;
 };
 
@@ -41,7 +41,7 @@ struct client_ip {
  * bare address is a single host; NULL or "" trusts nothing) into a new *out.
  * ERR_INVALID with the offending entry named in 'err'. */
 int clientaddr_new(const char *cidrs, struct clientaddr **out, char *err, size_t errlen);
-void clientaddr_free(struct clientaddr *ca);    /* NULL is fine */
+void clientaddr_free(struct clientaddr *ca); /* NULL is fine */
 
 /* Resolving (any thread, no allocation, pure) */
 

@@ -54,8 +54,8 @@ static bool is_origin(struct slice s)
     size_t i = 0;
     if (!s.n || !isalpha((unsigned char)s.p[0]))
         return false;
-    while (i < s.n && (isalnum((unsigned char)s.p[i]) || s.p[i] == '+' || s.p[i] == '-' ||
-                       s.p[i] == '.'))
+    while (i < s.n &&
+           (isalnum((unsigned char)s.p[i]) || s.p[i] == '+' || s.p[i] == '-' || s.p[i] == '.'))
         i++;
     if (s.n - i < 4 || memcmp(s.p + i, "://", 3) != 0)
         return false;
@@ -111,8 +111,7 @@ void cors_add_headers(struct request *r)
         return;
     http_add_header(r, "Access-Control-Allow-Origin", origin.p, origin.n);
     http_add_header(r, "Vary", "Origin", 6);
-    http_add_header(r, "Access-Control-Expose-Headers", expose_headers,
-                    sizeof(expose_headers) - 1);
+    http_add_header(r, "Access-Control-Expose-Headers", expose_headers, sizeof(expose_headers) - 1);
 }
 
 int cors_preflight(struct request *r, const char *methods)

@@ -16,7 +16,7 @@
 static bool form_find(struct slice s, const char *name, struct slice *raw)
 {
     if (!s.n)
-        return false;   /* (an empty query may have no pointer) */
+        return false; /* (an empty query may have no pointer) */
     size_t nlen = strlen(name);
     const char *p = s.p, *end = s.p + s.n;
     while (p < end) {
@@ -58,7 +58,7 @@ static bool multipart_boundary(struct slice ct, char *out, size_t cap, size_t *n
                 e--;
         }
         size_t len = (size_t)(e - b);
-        if (!len || len + 4 > cap)  /* RFC 2046: 1 to 70 characters */
+        if (!len || len + 4 > cap) /* RFC 2046: 1 to 70 characters */
             return false;
         memcpy(out, "\r\n--", 4);
         memcpy(out + 4, b, len);
@@ -111,7 +111,7 @@ static bool multipart_find(struct slice body, const char *delim, size_t dn, cons
     size_t nlen = strlen(name);
     for (;;) {
         if (end - p >= 2 && p[0] == '-' && p[1] == '-')
-            return false;   /* the closing delimiter */
+            return false; /* the closing delimiter */
         const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
         if (!eol)
             return false;
@@ -133,8 +133,8 @@ static bool multipart_find(struct slice body, const char *delim, size_t dn, cons
     }
 }
 
-char *form_value(struct slice content_type, struct slice body, struct slice query,
-                 const char *name, size_t max, size_t *n)
+char *form_value(struct slice content_type, struct slice body, struct slice query, const char *name,
+                 size_t max, size_t *n)
 {
     struct slice raw = {0};
     bool found = false, decode = true;

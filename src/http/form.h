@@ -16,8 +16,8 @@
  * a urlencoded form; a multipart part as it is), in a new NUL-terminated
  * string (free it) of *n bytes, which may hold a NUL. NULL when neither
  * has it, when it cannot be decoded, or when it is over 'max' bytes. */
-char *form_value(struct slice content_type, struct slice body, struct slice query,
-                 const char *name, size_t max, size_t *n);
+char *form_value(struct slice content_type, struct slice body, struct slice query, const char *name,
+                 size_t max, size_t *n);
 
 /* form_value of the request's Content-Type, body and query. */
 char *form_param(const struct request *r, const char *name, size_t max, size_t *n);

@@ -47,8 +47,7 @@ void http_add_header(struct request *r, const char *name, const char *value, siz
     buf_add(&r->resp_headers, "\r\n", 2);
 }
 
-int http_body(struct request *r, int status, const char *content_type, const char *body,
-              size_t n)
+int http_body(struct request *r, int status, const char *content_type, const char *body, size_t n)
 {
     r->content_type = content_type;
     buf_reset(&r->resp_body);
@@ -65,17 +64,17 @@ int http_json(struct request *r, int status, json_t *doc)
     return status;
 }
 
-int http_error(struct request *r, int status, const char *code, const char *field,
-               const char *fmt, ...)
+int http_error(struct request *r, int status, const char *code, const char *field, const char *fmt,
+               ...)
 {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    json_t *doc = json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", msg,
-                            "field", field);
-    if (!doc)   /* the message was not valid UTF-8: say less */
+    json_t *doc =
+        json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", msg, "field", field);
+    if (!doc) /* the message was not valid UTF-8: say less */
         doc = json_pack("{s:{s:s,s:s,s:n}}", "error", "code", code, "message", "invalid input",
                         "field");
     return http_json(r, status, doc);

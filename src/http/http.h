@@ -19,10 +19,10 @@
 #include "store/store_keys.h"
 
 #define HTTP_ASYNC 0
-#define HTTP_ASYNC_DONE (-1)   /* internal: the answer was already written */
-#define HTTP_LATER (-2)        /* from http_later */
-#define HTTP_STREAM (-3)       /* internal: http_stream off the loop, begun by http_resume */
-#define HTTP_WAIT (-4)         /* from a precheck: it ends with http_precheck_resume */
+#define HTTP_ASYNC_DONE (-1) /* internal: the answer was already written */
+#define HTTP_LATER (-2)      /* from http_later */
+#define HTTP_STREAM (-3)     /* internal: http_stream off the loop, begun by http_resume */
+#define HTTP_WAIT (-4)       /* from a precheck: it ends with http_precheck_resume */
 #define HTTP_MAX_HEADERS 100
 #define HTTP_MAX_PARAMS 2
 
@@ -37,38 +37,38 @@ struct header {
 
 struct request {
     /* From the wire */
-    int method;                 /* llhttp's HTTP_GET, HTTP_POST... */
-    struct slice target;        /* raw request target */
-    struct slice path;          /* target before '?' */
-    struct slice query;         /* after '?' (without it); empty when none */
+    int method;          /* llhttp's HTTP_GET, HTTP_POST... */
+    struct slice target; /* raw request target */
+    struct slice path;   /* target before '?' */
+    struct slice query;  /* after '?' (without it); empty when none */
     struct slice host;
     struct header headers[HTTP_MAX_HEADERS];
     int nheaders;
     struct slice body;
-    const struct sockaddr_storage *peer;    /* never logged, never stored */
-    uint64_t start_ns;          /* uv_hrtime() when the request was complete */
+    const struct sockaddr_storage *peer; /* never logged, never stored */
+    uint64_t start_ns;                   /* uv_hrtime() when the request was complete */
 
     /* From the router */
-    const struct route *route;  /* NULL for the redirect and server errors */
-    int route_id;               /* metrics label index */
+    const struct route *route; /* NULL for the redirect and server errors */
+    int route_id;              /* metrics label index */
     struct slice params[HTTP_MAX_PARAMS];
-    struct apikey key;          /* valid when ROUTE_AUTH */
-    bool authed;                /* key checked at headers-complete (router_precheck) */
-    json_t *json;               /* parsed body when ROUTE_JSON; freed after the answer */
+    struct apikey key; /* valid when ROUTE_AUTH */
+    bool authed;       /* key checked at headers-complete (router_precheck) */
+    json_t *json;      /* parsed body when ROUTE_JSON; freed after the answer */
 
     /* The answer */
     int status;
-    const char *content_type;   /* static string, NULL for no body type */
-    struct buf resp_headers;    /* extra "Name: value\r\n" lines */
+    const char *content_type; /* static string, NULL for no body type */
+    struct buf resp_headers;  /* extra "Name: value\r\n" lines */
     struct buf resp_body;
 
     /* The short code a redirect or a gate's POST serves, kept across
      * http_later's steps and the hop to a store thread */
     struct slice code;
-    uint64_t code_hash;         /* cache_hash of it (redirect only) */
+    uint64_t code_hash; /* cache_hash of it (redirect only) */
 
     struct app *app;
-    struct conn *conn;          /* the server's, opaque */
+    struct conn *conn; /* the server's, opaque */
 };
 
 /* Reading the request */
@@ -78,12 +78,11 @@ bool http_query_param(const struct request *r, const char *name, struct slice *v
 
 /* Writing the answer; each returns 'status' so a handler can `return http_...`. */
 void http_add_header(struct request *r, const char *name, const char *value, size_t n);
-int http_body(struct request *r, int status, const char *content_type, const char *body,
-              size_t n);
-int http_json(struct request *r, int status, json_t *doc);           /* steals 'doc' */
+int http_body(struct request *r, int status, const char *content_type, const char *body, size_t n);
+int http_json(struct request *r, int status, json_t *doc); /* steals 'doc' */
 /* {"error": {"code": CODE, "message": MESSAGE, "field": FIELD|null}} */
-int http_error(struct request *r, int status, const char *code, const char *field,
-               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int http_error(struct request *r, int status, const char *code, const char *field, const char *fmt,
+               ...) __attribute__((format(printf, 5, 6)));
 
 /* The one answer of a store (or a thread pool) that cannot serve now, for
  * every route: 503 with Retry-After: 1, {"error": {"code": "unavailable",
@@ -122,7 +121,7 @@ struct http_stream {
     int (*next)(struct request *r, struct buf *out, void *state);
     void (*done)(void *state);
     void *state;
-    bool offload;       /* next() reads the store: it runs on a store thread (storeq.h) */
+    bool offload; /* next() reads the store: it runs on a store thread (storeq.h) */
 };
 int http_stream(struct request *r, int status, const char *content_type,
                 const struct http_stream *s);

@@ -25,11 +25,11 @@ static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
 
 struct metrics_local {
     _Atomic uint64_t requests[MAX_ROUTES][NSTATUS];
-    _Atomic uint64_t buckets[NBUCKET + 1];      /* last: +Inf */
+    _Atomic uint64_t buckets[NBUCKET + 1]; /* last: +Inf */
     _Atomic uint64_t sum_ns;
     _Atomic uint64_t rejected;
     _Atomic uint64_t rejected_addr;
-    _Atomic uint64_t out_queued;                /* a gauge */
+    _Atomic uint64_t out_queued; /* a gauge */
 };
 
 struct metrics {

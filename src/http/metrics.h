@@ -22,7 +22,7 @@ struct metrics_local *metrics_local(struct metrics *m, int i);
 /* Owner thread only */
 void metrics_observe(struct metrics_local *l, int route, int status, uint64_t ns);
 void metrics_rejected(struct metrics_local *l);
-void metrics_rejected_addr(struct metrics_local *l);    /* over the per-address cap */
+void metrics_rejected_addr(struct metrics_local *l); /* over the per-address cap */
 /* Answer bytes this worker's connections hold unsent (set by its tick). */
 void metrics_output_queued(struct metrics_local *l, uint64_t bytes);
 

@@ -57,10 +57,10 @@ static const char SCRIPT[] =
     "return {0, prev, cur}\n";
 
 struct slot {
-    uint8_t key[HASH_BYTES];    /* keyed hash of class and key material */
-    int64_t window;             /* index of the current fixed window; 0: free */
-    int64_t blocked_until;      /* ms: Redis refused until then; 0: no */
-    uint32_t prev, cur;         /* admitted in the previous and current window */
+    uint8_t key[HASH_BYTES]; /* keyed hash of class and key material */
+    int64_t window;          /* index of the current fixed window; 0: free */
+    int64_t blocked_until;   /* ms: Redis refused until then; 0: no */
+    uint32_t prev, cur;      /* admitted in the previous and current window */
     uint8_t cls;
 };
 
@@ -72,16 +72,13 @@ struct shard {
 struct ratelimit {
     struct config_rate limits[RL_NCLASSES];
     uint8_t secret[RL_SECRET_BYTES];
-    struct rcache *shared;      /* NULL: this node only */
-    struct shard *shards;       /* NSHARDS */
+    struct rcache *shared; /* NULL: this node only */
+    struct shard *shards;  /* NSHARDS */
 };
 
 /* ---- the window arithmetic ---- */
 
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-    return a <= 0 ? 0 : (a + b - 1) / b;
-}
+static int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
 
 bool ratelimit_decide(int64_t limit, int64_t window_ms, int64_t prev, int64_t cur,
                       int64_t elapsed_ms, struct rl_info *info)
@@ -190,7 +187,7 @@ static struct slot *claim(const struct ratelimit *rl, struct shard *sh, uint32_t
     for (int i = 0; i < PROBE; i++) {
         struct slot *t = &sh->slots[(start + (uint32_t)i) % SHARD_SLOTS];
         int64_t w = window_ms_of(rl, t->cls);
-        int64_t ends = (t->window + 2) * (w ? w : 1000);     /* when both windows are over */
+        int64_t ends = (t->window + 2) * (w ? w : 1000); /* when both windows are over */
         if (!t->window && !t->blocked_until) {
             victim = t;
             break;
@@ -265,8 +262,8 @@ static int shared_take(struct ratelimit *rl, enum rl_class c, const uint8_t h[HA
         rep->element[0]->type == REDIS_REPLY_INTEGER &&
         rep->element[1]->type == REDIS_REPLY_INTEGER &&
         rep->element[2]->type == REDIS_REPLY_INTEGER) {
-        ratelimit_decide(rl->limits[c].limit, W, rep->element[1]->integer,
-                         rep->element[2]->integer, e, info);
+        ratelimit_decide(rl->limits[c].limit, W, rep->element[1]->integer, rep->element[2]->integer,
+                         e, info);
         *ok = rep->element[0]->integer == 1;
         if (*ok)
             info->retry_after = 0;
@@ -287,10 +284,7 @@ bool ratelimit_enabled(const struct ratelimit *rl, enum rl_class c)
     return rl && c < RL_NCLASSES && rl->limits[c].limit > 0;
 }
 
-static void unlimited(struct rl_info *info)
-{
-    memset(info, 0, sizeof(*info));
-}
+static void unlimited(struct rl_info *info) { memset(info, 0, sizeof(*info)); }
 
 bool ratelimit_take(struct ratelimit *rl, enum rl_class c, const void *key, size_t n,
                     int64_t now_ms, struct rl_info *info)
@@ -330,7 +324,7 @@ bool ratelimit_peek(struct ratelimit *rl, enum rl_class c, const void *key, size
     pthread_mutex_unlock(&sh->mu);
     roll(&copy, w);
     bool ok = ratelimit_decide(rl->limits[c].limit, W, copy.prev, copy.cur, now_ms % W, info);
-    if (ok) {   /* a peek counts nothing: say what is left before this request */
+    if (ok) { /* a peek counts nothing: say what is left before this request */
         info->remaining = info->remaining + 1 > info->limit ? info->limit : info->remaining + 1;
     }
     if (ok && copy.blocked_until > now_ms) {
@@ -386,7 +380,7 @@ int ratelimit_secret(struct store *st, uint8_t out[RL_SECRET_BYTES])
     if (rc == ERR_NOTFOUND) {
         uint8_t fresh[RL_SECRET_BYTES];
         randombytes_buf(fresh, sizeof(fresh));
-        rc = st->ops->meta_add(st, name, fresh, sizeof(fresh));    /* one node wins */
+        rc = st->ops->meta_add(st, name, fresh, sizeof(fresh)); /* one node wins */
         sodium_memzero(fresh, sizeof(fresh));
         if (rc == ERR_OK || rc == ERR_EXISTS)
             rc = st->ops->meta_get(st, name, &v);
@@ -451,7 +445,7 @@ int ratelimit_refuse(struct request *r, const struct rl_info *info)
     int64_t after = info->retry_after > 0 ? info->retry_after : 1;
     buf_printf(&r->resp_headers, "Retry-After: %" PRId64 "\r\n", after);
     return http_error(r, 429, "rate_limited", NULL,
-                      "too many requests: at most %" PRId64 " per %" PRId64
-                      " s; retry in %" PRId64 " s",
+                      "too many requests: at most %" PRId64 " per %" PRId64 " s; retry in %" PRId64
+                      " s",
                       info->limit, info->window, after);
 }

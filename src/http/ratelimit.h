@@ -51,23 +51,23 @@ struct client_ip;
 
 /* What is limited, and by what key. */
 enum rl_class {
-    RL_CREATE_ADDR,       /* POST /api/links and /api/links/bulk, per client address */
-    RL_CREATE_KEY,        /* the same, per API key */
-    RL_READ_ADDR,         /* every other authenticated API request, per address */
-    RL_READ_KEY,          /* the same, per API key */
-    RL_AUTH,              /* API requests without a valid key (401s), per address */
-    RL_PASSWORD,          /* password attempts per client address and link */
-    RL_PASSWORD_CLIENT,   /* password attempts per client address over all links */
+    RL_CREATE_ADDR,     /* POST /api/links and /api/links/bulk, per client address */
+    RL_CREATE_KEY,      /* the same, per API key */
+    RL_READ_ADDR,       /* every other authenticated API request, per address */
+    RL_READ_KEY,        /* the same, per API key */
+    RL_AUTH,            /* API requests without a valid key (401s), per address */
+    RL_PASSWORD,        /* password attempts per client address and link */
+    RL_PASSWORD_CLIENT, /* password attempts per client address over all links */
     RL_NCLASSES
 };
 
 /* The state of one limit after a take, for the RateLimit-* headers. */
 struct rl_info {
-    int64_t limit;        /* 0: the class is off (no headers) */
-    int64_t window;       /* seconds */
-    int64_t remaining;    /* requests left now */
-    int64_t reset;        /* seconds until the current window ends */
-    int64_t retry_after;  /* seconds until one more is admitted; 0 when admitted */
+    int64_t limit;       /* 0: the class is off (no headers) */
+    int64_t window;      /* seconds */
+    int64_t remaining;   /* requests left now */
+    int64_t reset;       /* seconds until the current window ends */
+    int64_t retry_after; /* seconds until one more is admitted; 0 when admitted */
 };
 
 /* Lifecycle */
@@ -77,7 +77,7 @@ struct rl_info {
  * limiter. Never fails. */
 struct ratelimit *ratelimit_new(const struct config_rate limits[RL_NCLASSES],
                                 const uint8_t secret[RL_SECRET_BYTES], struct rcache *shared);
-void ratelimit_free(struct ratelimit *rl);      /* NULL is fine */
+void ratelimit_free(struct ratelimit *rl); /* NULL is fine */
 /* The limits of a config, by class. */
 void ratelimit_limits(const struct config *cfg, struct config_rate out[RL_NCLASSES]);
 /* Reads the per-install secret from meta, or creates it (one wins among

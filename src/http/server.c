@@ -59,15 +59,15 @@
 #define TICK_MS 250
 #define LINGER_MS 2000
 #define READ_BUF 65536
-#define OUT_HIGH_WATER (1u << 20)   /* stop reading while this much is unsent */
-#define LATER_MAX 128               /* requests answered together (http_later) */
+#define OUT_HIGH_WATER (1u << 20) /* stop reading while this much is unsent */
+#define LATER_MAX 128             /* requests answered together (http_later) */
 
 enum conn_state {
-    C_IDLE,     /* between requests: idle timeout */
-    C_HEADERS,  /* request begun: header timeout */
-    C_BODY,     /* headers done: body timeout */
-    C_BUSY,     /* a handler is working on it */
-    C_LINGER,   /* answer sent, write side shut, draining until EOF */
+    C_IDLE,    /* between requests: idle timeout */
+    C_HEADERS, /* request begun: header timeout */
+    C_BODY,    /* headers done: body timeout */
+    C_BUSY,    /* a handler is working on it */
+    C_LINGER,  /* answer sent, write side shut, draining until EOF */
 };
 
 struct hdr_off {
@@ -78,46 +78,46 @@ struct conn {
     uv_tcp_t tcp;
     llhttp_t parser;
     struct worker *w;
-    struct conn *prev, *next;       /* the worker's list */
+    struct conn *prev, *next; /* the worker's list */
     enum conn_state state;
-    uint64_t deadline;              /* uv_now() ms */
-    uint64_t wdeadline;             /* the write in flight must finish by then */
-    struct buf hdr;                 /* target, header names and values */
+    uint64_t deadline;  /* uv_now() ms */
+    uint64_t wdeadline; /* the write in flight must finish by then */
+    struct buf hdr;     /* target, header names and values */
     uint32_t url_len;
     struct hdr_off hoff[HTTP_MAX_HEADERS];
     int nh;
     bool in_field, in_value;
-    bool trailers;                  /* headers complete: fields now are trailers */
-    uint32_t trailer_bytes;         /* trailer fields seen, counted, never kept */
-    int host_count, host_idx;       /* Host headers, the last one's index */
-    int auth_count;                 /* Authorization headers */
-    int te_count, te_idx;           /* Transfer-Encoding headers, the last one's index */
-    uint32_t field_len;             /* of the field name being read */
-    bool value_tab;                 /* the value being read follows a tab */
-    bool te_tab;                    /* ... and it is Transfer-Encoding's */
-    uint64_t chunk_left;            /* bytes of the chunk being read */
-    int crlf_need;                  /* bytes of the CRLF after chunk data still unseen */
-    const char *chunk_end;          /* end of the read being parsed */
-    char prev_tail[2];              /* last two bytes of the previous read */
-    const char *chunk;              /* the read being parsed */
-    int err_status;                 /* set by a callback that failed the request */
+    bool trailers;            /* headers complete: fields now are trailers */
+    uint32_t trailer_bytes;   /* trailer fields seen, counted, never kept */
+    int host_count, host_idx; /* Host headers, the last one's index */
+    int auth_count;           /* Authorization headers */
+    int te_count, te_idx;     /* Transfer-Encoding headers, the last one's index */
+    uint32_t field_len;       /* of the field name being read */
+    bool value_tab;           /* the value being read follows a tab */
+    bool te_tab;              /* ... and it is Transfer-Encoding's */
+    uint64_t chunk_left;      /* bytes of the chunk being read */
+    int crlf_need;            /* bytes of the CRLF after chunk data still unseen */
+    const char *chunk_end;    /* end of the read being parsed */
+    char prev_tail[2];        /* last two bytes of the previous read */
+    const char *chunk;        /* the read being parsed */
+    int err_status;           /* set by a callback that failed the request */
     const char *err_message;
     struct buf body;
-    struct buf out;                 /* answers not yet handed to a write */
-    struct buf wbuf;                /* answers being written */
-    struct buf pending;             /* unparsed input while paused */
+    struct buf out;     /* answers not yet handed to a write */
+    struct buf wbuf;    /* answers being written */
+    struct buf pending; /* unparsed input while paused */
     bool writing, paused, closing, close_after, reading, shut, streaming;
-    bool later;                     /* paused for http_later: still reading */
-    bool pumping;                   /* a stream's next piece is made on a store thread */
-    int stream_status;              /* a stream begun off the loop (HTTP_STREAM) */
-    bool blocked;                   /* paused: OUT_HIGH_WATER of answers unsent */
-    struct http_stream stream;      /* while streaming */
+    bool later;                /* paused for http_later: still reading */
+    bool pumping;              /* a stream's next piece is made on a store thread */
+    int stream_status;         /* a stream begun off the loop (HTTP_STREAM) */
+    bool blocked;              /* paused: OUT_HIGH_WATER of answers unsent */
+    struct http_stream stream; /* while streaming */
     uv_write_t wr;
     uv_shutdown_t sd;
     struct request req;
-    struct sockaddr_storage peer;   /* read once at accept; never logged */
-    uint8_t addr_key[16];           /* its per-address count's key... */
-    bool addr_counted;              /* ... when counted */
+    struct sockaddr_storage peer; /* read once at accept; never logged */
+    uint8_t addr_key[16];         /* its per-address count's key... */
+    bool addr_counted;            /* ... when counted */
 };
 
 struct worker {
@@ -128,23 +128,23 @@ struct worker {
     uv_loop_t loop;
     uv_tcp_t listener;
     uv_async_t wake;
-    uv_timer_t tick;                /* timeouts and the Date header */
-    uv_timer_t handoff;             /* clicks to the journal */
-    uv_check_t check;               /* after each poll: the requests of http_later */
+    uv_timer_t tick;    /* timeouts and the Date header */
+    uv_timer_t handoff; /* clicks to the journal */
+    uv_check_t check;   /* after each poll: the requests of http_later */
     struct request *later[LATER_MAX];
     http_later_fn later_fn[LATER_MAX];
     int nlater;
-    pthread_mutex_t mu;             /* guards tasks */
+    pthread_mutex_t mu; /* guards tasks */
     struct task *tasks, *tasks_tail;
-    atomic_int cmd;                 /* 1: stop accepting, 2: stop */
+    atomic_int cmd; /* 1: stop accepting, 2: stop */
     bool listening;
     struct conn *conns;
-    char date[64];                  /* "Date: ...\r\n" */
+    char date[64]; /* "Date: ...\r\n" */
     size_t date_len;
     struct metrics_local *m;
-    bool inproc_done;               /* server_inproc_run: the answer came */
+    bool inproc_done; /* server_inproc_run: the answer came */
     int inproc_status;
-    struct http_stream inproc_stream;   /* begun on a store thread (HTTP_STREAM) */
+    struct http_stream inproc_stream; /* begun on a store thread (HTTP_STREAM) */
     int inproc_stream_status;
     char rbuf[READ_BUF];
 };
@@ -156,7 +156,7 @@ struct worker {
  * cannot choose where its addresses land. Taken once per accept and close. */
 struct addr_slot {
     uint8_t key[16];
-    uint32_t n;                     /* 0: free */
+    uint32_t n; /* 0: free */
 };
 
 struct addr_table {
@@ -177,7 +177,7 @@ struct server {
 };
 
 static _Thread_local struct worker *current_worker;
-static struct worker *inproc_worker;    /* server_inproc_new's, for every thread */
+static struct worker *inproc_worker; /* server_inproc_new's, for every thread */
 
 static void conn_close(struct conn *c);
 static void read_start(struct conn *c);
@@ -338,7 +338,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
 static int on_header_field_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
-    if (!c->in_field || !c->field_len)  /* a line that starts with the colon */
+    if (!c->in_field || !c->field_len) /* a line that starts with the colon */
         return fail_cb(c, 400, "empty header field name");
     c->in_field = false;
     if (c->trailers)
@@ -400,7 +400,7 @@ static int on_headers_complete(llhttp_t *p)
 {
     struct conn *c = conn_of(p);
     const struct config *cfg = &c->w->srv->app->cfg;
-    if (p->http_major != 1)     /* llhttp parses "HTTP/2.0"; nginx answers 505 */
+    if (p->http_major != 1) /* llhttp parses "HTTP/2.0"; nginx answers 505 */
         return p->http_major > 1 ? fail_cb(c, 505, "only HTTP/1.0 and HTTP/1.1 are served")
                                  : fail_cb(c, 400, "unsupported HTTP version");
     if (c->host_count > 1)
@@ -452,7 +452,7 @@ static int on_headers_complete(llhttp_t *p)
             return HPE_PAUSED;
         }
         if (status)
-            return fail_cb(c, status, NULL);   /* NULL: the answer is in c->req */
+            return fail_cb(c, status, NULL); /* NULL: the answer is in c->req */
     }
     const char *why = headers_accepted(c);
     return why ? fail_cb(c, 417, why) : 0;
@@ -661,9 +661,9 @@ static int on_message_complete(llhttp_t *p)
     if (status != HTTP_ASYNC_DONE)
         finish_answer(c, status);
     if (c->close_after)
-        return HPE_PAUSED;  /* parse nothing after a closing answer */
+        return HPE_PAUSED; /* parse nothing after a closing answer */
     if (out_block(c))
-        return HPE_PAUSED;  /* the rest waits in 'pending' */
+        return HPE_PAUSED; /* the rest waits in 'pending' */
     return 0;
 }
 
@@ -792,7 +792,7 @@ static void conn_close(struct conn *c)
         return;
     c->closing = true;
     if (c->pumping)
-        return;     /* ended when the piece comes back (pump_done) */
+        return; /* ended when the piece comes back (pump_done) */
     if (c->streaming) {
         /* Ended here, or by on_write once the write in flight is cancelled. */
         if (!c->writing)
@@ -802,7 +802,7 @@ static void conn_close(struct conn *c)
         return;
     }
     if (c->state == C_BUSY)
-        return;     /* the handler's http_resume closes it */
+        return; /* the handler's http_resume closes it */
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -855,7 +855,7 @@ static void on_write(uv_write_t *wr, int status)
     c->writing = false;
     buf_reset(&c->wbuf);
     if (status < 0)
-        conn_close(c);      /* a peer gone: a stream ends here */
+        conn_close(c); /* a peer gone: a stream ends here */
     if (c->closing) {
         if (c->streaming)
             stream_end(c, false);
@@ -863,7 +863,7 @@ static void on_write(uv_write_t *wr, int status)
     }
     if (c->blocked && !out_full(c)) {
         c->blocked = false;
-        continue_after(c);  /* parses what waited; flushes what it answers */
+        continue_after(c); /* parses what waited; flushes what it answers */
         return;
     }
     if (c->out.len) {
@@ -935,15 +935,15 @@ static void error_body(struct buf *b, int status, const char *message)
     buf_reset(b);
     buf_adds(b, "{\"error\":{\"code\":\"");
     buf_adds(b, status == 413   ? "too_large"
-                 : status == 408 ? "timeout"
-                 : status == 503 ? "unavailable"
-                 : status == 414 ? "target_too_long"
-                 : status == 431 ? "headers_too_large"
-                 : status == 501 ? "not_implemented"
-                 : status == 505 ? "version_not_supported"
-                                 : "bad_request");
+                : status == 408 ? "timeout"
+                : status == 503 ? "unavailable"
+                : status == 414 ? "target_too_long"
+                : status == 431 ? "headers_too_large"
+                : status == 501 ? "not_implemented"
+                : status == 505 ? "version_not_supported"
+                                : "bad_request");
     buf_adds(b, "\",\"message\":\"");
-    buf_adds(b, message);  /* a fixed string of this file, nothing to escape */
+    buf_adds(b, message); /* a fixed string of this file, nothing to escape */
     buf_adds(b, "\",\"field\":null}}");
 }
 
@@ -1012,11 +1012,11 @@ static void conn_feed(struct conn *c, const char *data, size_t n)
             buf_add(&c->pending, data + used, n - used);
         }
         if (c->paused && !c->later)
-            read_stop(c);   /* what comes meanwhile waits in the socket */
+            read_stop(c); /* what comes meanwhile waits in the socket */
     } else if (e != HPE_OK) {
         int status = c->err_status ? c->err_status : 400;
         if (c->err_status && !c->err_message) {
-            conn_refuse(c, status);     /* the precheck's answer */
+            conn_refuse(c, status); /* the precheck's answer */
             return;
         }
         const char *msg = c->err_status ? c->err_message : llhttp_get_error_reason(&c->parser);
@@ -1045,7 +1045,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     if (c->paused || c->close_after) {
         buf_add(&c->pending, b->base, (size_t)nread);
         if (c->pending.len >= READ_BUF)
-            read_stop(c);   /* more waits in the socket */
+            read_stop(c); /* more waits in the socket */
         return;
     }
     conn_feed(c, b->base, (size_t)nread);
@@ -1056,7 +1056,7 @@ static void continue_after(struct conn *c)
 {
     c->paused = false;
     if (c->closing) {
-        if (!uv_is_closing((uv_handle_t *)&c->tcp))    /* not by a shutdown meanwhile */
+        if (!uv_is_closing((uv_handle_t *)&c->tcp)) /* not by a shutdown meanwhile */
             uv_close((uv_handle_t *)&c->tcp, on_closed);
         return;
     }
@@ -1084,7 +1084,7 @@ static void continue_after(struct conn *c)
 void http_resume(struct request *r, int status)
 {
     struct conn *c = r->conn;
-    if (!c) {   /* an in-process request (server_inproc_run): nothing to send */
+    if (!c) { /* an in-process request (server_inproc_run): nothing to send */
         struct worker *w = current_worker;
         if (status == HTTP_STREAM)
             status = inproc_stream(r, w->inproc_stream_status, &w->inproc_stream);
@@ -1106,7 +1106,7 @@ void http_precheck_resume(struct request *r, int status)
 {
     struct conn *c = r->conn;
     if (c->closing) {
-        continue_after(c);      /* closes it */
+        continue_after(c); /* closes it */
         return;
     }
     const char *why = status ? NULL : headers_accepted(c);
@@ -1118,7 +1118,7 @@ void http_precheck_resume(struct request *r, int status)
         conn_refuse(c, status);
         return;
     }
-    continue_after(c);          /* the body, read and parsed */
+    continue_after(c); /* the body, read and parsed */
 }
 
 /* Every caller runs in the poll phase (a read's parse, or http_resume from a
@@ -1154,7 +1154,7 @@ static void on_check(uv_check_t *h)
             int status = fns[i](batch[i], 1);
             c->later = false;
             if (status == HTTP_ASYNC) {
-                read_stop(c);       /* as for any handler that waits */
+                read_stop(c); /* as for any handler that waits */
                 continue;
             }
             if (status != HTTP_ASYNC_DONE)
@@ -1225,7 +1225,7 @@ static void stream_pump(struct conn *c)
         if (!storeq_submit(c->w->srv->app->storeq, &p->job)) {
             c->pumping = false;
             free(p);
-            stream_end(c, false);   /* the client sees a truncated body */
+            stream_end(c, false); /* the client sees a truncated body */
         }
         return;
     }
@@ -1253,7 +1253,7 @@ static void stream_piece(struct conn *c, struct buf piece, int more)
     }
     conn_flush(c);
     if (!c->writing)
-        stream_pump(c);     /* nothing to wait for (empty piece) */
+        stream_pump(c); /* nothing to wait for (empty piece) */
 }
 
 int http_stream(struct request *r, int status, const char *content_type,
@@ -1558,10 +1558,7 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss)
     return ERR_OK;
 }
 
-struct uv_loop_s *worker_loop(struct worker *w)
-{
-    return &w->loop;
-}
+struct uv_loop_s *worker_loop(struct worker *w) { return &w->loop; }
 
 static int open_listener(struct sockaddr_storage *ss, int *fd_out)
 {
@@ -1671,9 +1668,9 @@ static int check_free(const struct config *cfg, struct sockaddr_storage *ss)
         return ERR_OK;
     int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return ERR_OK;      /* open_listener will say why */
+        return ERR_OK; /* open_listener will say why */
     int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));   /* TIME_WAIT is no holder */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* TIME_WAIT is no holder */
     socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                               : sizeof(struct sockaddr_in);
     int rc = bind(fd, (struct sockaddr *)ss, len);
@@ -1685,7 +1682,8 @@ static int check_free(const struct config *cfg, struct sockaddr_storage *ss)
     unsigned long inode = listener_inode(port);
     if (inode)
         socket_holder(inode, who, sizeof(who));
-    return log_fail(ERR_IO, "cannot listen on '%s': the address is in use by %s; stop it first, "
+    return log_fail(ERR_IO,
+                    "cannot listen on '%s': the address is in use by %s; stop it first, "
                     "or start with --takeover to serve beside it (a restart without downtime)",
                     cfg->listen, who[0] ? who : "another process (/proc does not say which)");
 }
@@ -1828,7 +1826,7 @@ void server_free(struct server *s)
         return;
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
-        run_tasks(w);       /* posted to a worker that never ran: still owned here */
+        run_tasks(w); /* posted to a worker that never ran: still owned here */
         uv_walk(&w->loop, close_handle, w);
         uv_run(&w->loop, UV_RUN_DEFAULT);
         uv_loop_close(&w->loop);

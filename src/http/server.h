@@ -36,11 +36,11 @@ int server_new(struct app *app, const struct server_dispatch *d, struct server *
 /* The same checks of the listen address, binding nothing: for a start that
  * must refuse a busy address before it opens (or makes) its store. */
 int server_check_listen(const struct config *cfg);
-void server_free(struct server *s);               /* after server_join */
+void server_free(struct server *s); /* after server_join */
 
-int server_start(struct server *s);               /* starts the threads */
-void server_stop_accepting(struct server *s);     /* closes the listeners */
-void server_stop(struct server *s);               /* closes every connection, ends the loops */
+int server_start(struct server *s);           /* starts the threads */
+void server_stop_accepting(struct server *s); /* closes the listeners */
+void server_stop(struct server *s);           /* closes every connection, ends the loops */
 void server_join(struct server *s);
 
 int server_nworkers(const struct server *s);

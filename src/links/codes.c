@@ -40,10 +40,7 @@ static int base62_digit(unsigned char c)
     return -1;
 }
 
-static bool is_code_char(unsigned char c)
-{
-    return base62_digit(c) >= 0 || c == '_' || c == '-';
-}
+static bool is_code_char(unsigned char c) { return base62_digit(c) >= 0 || c == '_' || c == '-'; }
 
 /* base62 */
 

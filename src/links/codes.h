@@ -7,11 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CODE_LEN 7                      /* generated codes are always 7 chars */
-#define CODE_SPACE 3521614606208ULL     /* 62^7 */
+#define CODE_LEN 7                  /* generated codes are always 7 chars */
+#define CODE_SPACE 3521614606208ULL /* 62^7 */
 #define ALIAS_MIN 4
 #define ALIAS_MAX 30
-#define CODE_MAX ALIAS_MAX              /* the longest code any link can have */
+#define CODE_MAX ALIAS_MAX /* the longest code any link can have */
 #define SCRAMBLE_KEY_BYTES 16
 
 /* base62 over "0-9A-Za-z". 'v' must be < CODE_SPACE; out is not NUL-terminated. */
@@ -24,20 +24,20 @@ int base62_decode(const char *s, size_t n, uint64_t *out);
  * and outputs does not reveal the order without the key. */
 struct scramble {
     uint8_t key[SCRAMBLE_KEY_BYTES];
-    uint64_t domain;        /* values are in [0, domain) */
-    unsigned half_bits;     /* each Feistel half; 2*half_bits >= log2(domain) */
+    uint64_t domain;    /* values are in [0, domain) */
+    unsigned half_bits; /* each Feistel half; 2*half_bits >= log2(domain) */
 };
 
 void scramble_init(struct scramble *s, const uint8_t key[SCRAMBLE_KEY_BYTES], uint64_t domain);
-uint64_t scramble_fwd(const struct scramble *s, uint64_t x);  /* x < domain */
-uint64_t scramble_inv(const struct scramble *s, uint64_t y);  /* y < domain */
+uint64_t scramble_fwd(const struct scramble *s, uint64_t x); /* x < domain */
+uint64_t scramble_inv(const struct scramble *s, uint64_t y); /* y < domain */
 
 /* The 7-char code for counter value 'n' (n < CODE_SPACE). */
 void code_from_counter(const struct scramble *s, uint64_t n, char out[CODE_LEN]);
 
 /* Shapes */
-bool code_is_generated_shape(const char *s, size_t n);  /* exactly 7 base62 chars */
-bool code_is_plausible(const char *s, size_t n);        /* 1..CODE_MAX of [0-9A-Za-z_-] */
+bool code_is_generated_shape(const char *s, size_t n); /* exactly 7 base62 chars */
+bool code_is_plausible(const char *s, size_t n);       /* 1..CODE_MAX of [0-9A-Za-z_-] */
 
 /* Alias rules: ALIAS_MIN..ALIAS_MAX of [0-9A-Za-z_-]; not a reserved word
  * (case-insensitive; 'reserved' is a NULL-terminated list, e.g. the route

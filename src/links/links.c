@@ -40,13 +40,13 @@ struct links {
     const char *const *self_hosts;
     struct scramble scramble;
     uint8_t key_secret[KEY_SECRET_BYTES];
-    uint8_t variant_secret[KEY_SECRET_BYTES];   /* per-link A/B keys are derived from it */
-    uint8_t yourls_key[32];     /* from key_secret: keys' YOURLS signature tokens */
-    uint64_t next, end;     /* the claimed block not yet used */
-    _Atomic int64_t nblocked;   /* blocklist size; negative: count it again */
-    _Atomic int64_t ndomains;   /* registered custom domains, likewise */
-    _Atomic int64_t nchanges;   /* changes heard: each gives both a new negative stamp */
-    struct keycache *keys;      /* API keys known valid, by token hash */
+    uint8_t variant_secret[KEY_SECRET_BYTES]; /* per-link A/B keys are derived from it */
+    uint8_t yourls_key[32];                   /* from key_secret: keys' YOURLS signature tokens */
+    uint64_t next, end;                       /* the claimed block not yet used */
+    _Atomic int64_t nblocked;                 /* blocklist size; negative: count it again */
+    _Atomic int64_t ndomains;                 /* registered custom domains, likewise */
+    _Atomic int64_t nchanges; /* changes heard: each gives both a new negative stamp */
+    struct keycache *keys;    /* API keys known valid, by token hash */
 };
 
 void link_input_release(struct link_input *in)
@@ -118,7 +118,7 @@ int links_new(struct store *st, const char *const *reserved, const char *const *
     l->st = st;
     l->reserved = reserved;
     l->self_hosts = self_hosts;
-    links_blocklist_changed(l);     /* not counted yet */
+    links_blocklist_changed(l); /* not counted yet */
     uint8_t code_key[SCRAMBLE_KEY_BYTES];
     int rc = load_secret(st, "code_key", code_key, sizeof(code_key));
     if (rc == ERR_OK)
@@ -157,12 +157,13 @@ static int bad(const char **field, const char *name, char *why, size_t whylen, c
     return ERR_INVALID;
 }
 
-static const char *const known_fields[] = {
-    "url",  "alias",     "ttl",    "expires_at", "title",    "note", "tags", "permanent",
-    "reuse", "domain",   "max_clicks", "password", "variants", "utm", NULL};
+static const char *const known_fields[] = {"url",      "alias",  "ttl",        "expires_at",
+                                           "title",    "note",   "tags",       "permanent",
+                                           "reuse",    "domain", "max_clicks", "password",
+                                           "variants", "utm",    NULL};
 
-static const char *const patch_fields[] = {"url",      "title",    "note", "tags", "expires_at",
-                                           "ttl",      "password", "variants", "utm", NULL};
+static const char *const patch_fields[] = {"url", "title",    "note",     "tags", "expires_at",
+                                           "ttl", "password", "variants", "utm",  NULL};
 
 int links_domain_check(const char *host, size_t n, const char **why)
 {
@@ -258,7 +259,8 @@ static int parse_tags(json_t *body, char **out, const char **field, char *why, s
         return bad(field, "tags", why, whylen, "must have at most 20 tags");
     size_t i;
     json_t *t;
-    json_array_foreach(v, i, t) {
+    json_array_foreach(v, i, t)
+    {
         if (!json_is_string(t))
             return bad(field, "tags", why, whylen, "must be an array of strings");
         size_t n = json_string_length(t);
@@ -310,8 +312,9 @@ static int parse_controls(struct links *l, json_t *body, char **utm, char **vari
     if (v && !json_is_null(v)) {
         struct utm u;
         if (utm_from_json(v, &u, field) != ERR_OK) {
-            snprintf(why, whylen, "must be an object of source, medium, campaign, term, content: "
-                                  "strings of 1 to 128 bytes");
+            snprintf(why, whylen,
+                     "must be an object of source, medium, campaign, term, content: "
+                     "strings of 1 to 128 bytes");
             return ERR_INVALID;
         }
         json_t *o = utm_to_json(&u);
@@ -410,7 +413,8 @@ int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *i
     *field = NULL;
     const char *key;
     json_t *v;
-    json_object_foreach(body, key, v) {
+    json_object_foreach(body, key, v)
+    {
         if (!known(known_fields, key)) {
             *field = key;
             snprintf(why, whylen, "unknown field");
@@ -442,8 +446,7 @@ int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *i
     if (dom && !json_is_null(dom)) {
         if (!json_is_string(dom))
             return bad(field, "domain", why, whylen, "must be a string");
-        if (links_domain_check(json_string_value(dom), json_string_length(dom), &reason) !=
-            ERR_OK)
+        if (links_domain_check(json_string_value(dom), json_string_length(dom), &reason) != ERR_OK)
             return bad(field, "domain", why, whylen, reason);
         in->domain = xstrdup(json_string_value(dom));
     }
@@ -474,8 +477,9 @@ int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *i
         rc = bad(field, in->variants ? "variants" : "password", why, whylen,
                  "cannot be used with permanent (a cached 301 would skip it)");
     if (rc == ERR_OK && in->utm && in->variants)
-        rc = bad(field, "utm", why, whylen,
-                 "cannot be combined with variants (put the utm_* parameters in each variant's url)");
+        rc = bad(
+            field, "utm", why, whylen,
+            "cannot be combined with variants (put the utm_* parameters in each variant's url)");
     if (rc == ERR_OK && links_dest(in->url, in->utm, &in->dest) != ERR_OK)
         rc = bad(field, "utm", why, whylen, "would make the destination longer than 8 KiB");
     return rc;
@@ -488,11 +492,13 @@ int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_pa
     *field = NULL;
     const char *key;
     json_t *v;
-    json_object_foreach(body, key, v) {
+    json_object_foreach(body, key, v)
+    {
         if (!known(patch_fields, key)) {
             *field = key;
-            snprintf(why, whylen, "unknown field (a PATCH may change url, title, note, tags, "
-                                  "expires_at/ttl, password, variants, utm)");
+            snprintf(why, whylen,
+                     "unknown field (a PATCH may change url, title, note, tags, "
+                     "expires_at/ttl, password, variants, utm)");
             return ERR_INVALID;
         }
     }
@@ -532,8 +538,7 @@ static void replace(char **slot, const char *v)
     *slot = v ? xstrdup(v) : NULL;
 }
 
-int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now,
-                      bool *url_changed)
+int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now, bool *url_changed)
 {
     *url_changed = (p->fields & PATCH_URL) && (!lk->url || strcmp(lk->url, p->url) != 0);
     if (p->fields & PATCH_URL)
@@ -584,10 +589,7 @@ static int next_code(struct links *l, struct store *st, char out[CODE_MAX + 1])
     return ERR_OK;
 }
 
-void links_forget_block(struct links *l)
-{
-    l->next = l->end = 0;
-}
+void links_forget_block(struct links *l) { l->next = l->end = 0; }
 
 void links_blocklist_changed(struct links *l)
 {
@@ -738,7 +740,7 @@ int links_create(struct links *l, struct store *st, const struct link_input *in,
         if (!in->alias && (rc = next_code(l, st, out->code)) != ERR_OK)
             break;
         rc = st->ops->link_insert(st, out);
-    } while (rc == ERR_EXISTS && !in->alias);   /* a generated code taken: the next */
+    } while (rc == ERR_EXISTS && !in->alias); /* a generated code taken: the next */
     if (rc != ERR_OK)
         link_release(out);
     return rc;
@@ -754,10 +756,8 @@ bool link_is_live(const struct link *l, int64_t now)
 const char *link_state_name(const struct link *l, int64_t now)
 {
     switch (l->state) {
-    case LINK_DELETED:
-        return "deleted";
-    case LINK_DISABLED:
-        return "disabled";
+    case LINK_DELETED: return "deleted";
+    case LINK_DISABLED: return "disabled";
     default:
         if (l->expires_at && l->expires_at <= now)
             return "expired";

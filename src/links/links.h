@@ -13,10 +13,10 @@
 #include "store/store_keys.h"
 #include "store/store_links.h"
 
-#define KEY_TOKEN_LEN 43        /* "sk_" + 40 base62 characters */
-#define YOURLS_TOKEN_LEN 32     /* lowercase hex: a key's YOURLS signature token */
-#define LINKS_KEY_CACHE_MAX 4096  /* API keys one node holds without a store read */
-#define LINKS_KEY_TTL_MS 60000    /* ... each for at most this long */
+#define KEY_TOKEN_LEN 43         /* "sk_" + 40 base62 characters */
+#define YOURLS_TOKEN_LEN 32      /* lowercase hex: a key's YOURLS signature token */
+#define LINKS_KEY_CACHE_MAX 4096 /* API keys one node holds without a store read */
+#define LINKS_KEY_TTL_MS 60000   /* ... each for at most this long */
 #define TITLE_MAX 256
 #define NOTE_MAX 4096
 #define TAGS_MAX 20
@@ -26,41 +26,41 @@ struct links;
 
 /* What a caller asks for; built by links_parse from JSON (API) or flags (CLI). */
 struct link_input {
-    char *url;              /* as checked and normalised */
-    char *host;             /* its host, lowercase */
-    char *alias;            /* NULL: generate a code */
+    char *url;   /* as checked and normalised */
+    char *host;  /* its host, lowercase */
+    char *alias; /* NULL: generate a code */
     char *title, *note;
-    char *tags;             /* JSON array text or NULL */
-    int64_t expires_at;     /* 0: never */
+    char *tags;         /* JSON array text or NULL */
+    int64_t expires_at; /* 0: never */
     bool permanent;
     bool reuse;
-    char *domain;           /* custom short host (lowercase), NULL: none */
-    int64_t max_clicks;     /* 0: no limit */
-    char *password;         /* Argon2id string, set by the caller after hashing */
-    char *variants;         /* JSON text, NULL: none */
-    char *utm;              /* JSON text, NULL: none */
-    char *dest;             /* url with utm merged, NULL when no utm */
+    char *domain;       /* custom short host (lowercase), NULL: none */
+    int64_t max_clicks; /* 0: no limit */
+    char *password;     /* Argon2id string, set by the caller after hashing */
+    char *variants;     /* JSON text, NULL: none */
+    char *utm;          /* JSON text, NULL: none */
+    char *dest;         /* url with utm merged, NULL when no utm */
 };
 
 void link_input_release(struct link_input *in);
 
 /* What a PATCH changes: the fields given (PATCH_* bits) and their new values
  * (NULL or 0 for a field that is removed). */
-#define PATCH_URL      (1u << 0)
-#define PATCH_TITLE    (1u << 1)
-#define PATCH_NOTE     (1u << 2)
-#define PATCH_TAGS     (1u << 3)
-#define PATCH_EXPIRES  (1u << 4)
+#define PATCH_URL (1u << 0)
+#define PATCH_TITLE (1u << 1)
+#define PATCH_NOTE (1u << 2)
+#define PATCH_TAGS (1u << 3)
+#define PATCH_EXPIRES (1u << 4)
 #define PATCH_PASSWORD (1u << 5)
 #define PATCH_VARIANTS (1u << 6)
-#define PATCH_UTM      (1u << 7)
+#define PATCH_UTM (1u << 7)
 
 struct link_patch {
     unsigned fields;
     char *url, *host;
     char *title, *note, *tags;
     int64_t expires_at;
-    char *password;         /* Argon2id string, set by the caller after hashing */
+    char *password; /* Argon2id string, set by the caller after hashing */
     char *variants, *utm;
 };
 
@@ -101,8 +101,7 @@ int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_pa
  * recomputes its dest. *url_changed tells whether the destination moved.
  * ERR_INVALID: the dest would be too long; ERR_MISMATCH: utm and variants
  * would both be set. */
-int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now,
-                      bool *url_changed);
+int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now, bool *url_changed);
 
 /* Inside a write transaction (writer thread or CLI). On ERR_OK 'out' is the
  * new link, or with in->reuse the caller's existing live link to the same URL

@@ -100,11 +100,11 @@ bool pwhash_needs_rehash(const char *stored)
 
 struct pw_work {
     uv_work_t req;
-    char *pw;                   /* the copy, wiped before it is freed */
+    char *pw; /* the copy, wiped before it is freed */
     size_t n;
-    char hash[PWHASH_MAX];      /* make: the result; check: the stored hash */
-    int rc;                     /* make */
-    bool ok;                    /* check */
+    char hash[PWHASH_MAX]; /* make: the result; check: the stored hash */
+    int rc;                /* make */
+    bool ok;               /* check */
     void (*made)(int rc, const char *hash, void *arg);
     void (*checked)(bool ok, void *arg);
     void *arg;

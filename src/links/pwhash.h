@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <uv.h>
 
-#define PWHASH_MAX 128          /* stored string incl. NUL, >= crypto_pwhash_STRBYTES */
-#define PWHASH_PW_MAX 128       /* longest password, in bytes */
+#define PWHASH_MAX 128    /* stored string incl. NUL, >= crypto_pwhash_STRBYTES */
+#define PWHASH_PW_MAX 128 /* longest password, in bytes */
 
 /* The cost of one hash, OWASP's Argon2id setting: t = 2 passes over
  * m = 19 MiB, one lane (libsodium's only). */

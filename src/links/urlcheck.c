@@ -32,15 +32,9 @@
 
 static const char hex_upper[] = "0123456789ABCDEF";
 
-static bool is_digit(unsigned char c)
-{
-    return c >= '0' && c <= '9';
-}
+static bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
-static bool is_alpha(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
-}
+static bool is_alpha(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 
 static unsigned char ascii_lower(unsigned char c)
 {
@@ -157,11 +151,11 @@ static bool ipv4_parse(const char *h, size_t n, unsigned char out[4])
                 return false;
         }
         if (i == start && base == 10)
-            return false;   /* an empty part */
+            return false; /* an empty part */
         part[parts++] = v;
         if (i == n)
             break;
-        i++;    /* the dot */
+        i++; /* the dot */
         if (i == n)
             return false;
     }
@@ -252,7 +246,7 @@ bool host_matches(const char *host, const char *rule)
     if (rn == 0 || hn < rn)
         return false;
     if (host_is_ip(host))
-        return strcmp(host, rule) == 0;     /* "0.1" is no parent of "10.0.0.1" */
+        return strcmp(host, rule) == 0; /* "0.1" is no parent of "10.0.0.1" */
     const char *tail = host + hn - rn;
     for (size_t i = 0; i < rn; i++) {
         if (ascii_lower((unsigned char)tail[i]) != ascii_lower((unsigned char)rule[i]))
@@ -392,8 +386,8 @@ static const char *authority_check(const char *a, size_t n, struct buf *out, siz
 
 bool host_is_loopback(const char *host)
 {
-    return host_matches(host, "localhost") || !strncmp(host, "127.", 4) ||
-           !strcmp(host, "::1") || !strcmp(host, "0.0.0.0") || !strcmp(host, "::");
+    return host_matches(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "::1") ||
+           !strcmp(host, "0.0.0.0") || !strcmp(host, "::");
 }
 
 /* shortd's own names with their subdomains (www. and the like), its own

@@ -10,8 +10,9 @@
 #define URL_MAX 8192
 
 struct urlcheck_opts {
-    const char *const *self_hosts;  /* NULL-terminated hosts that are shortd itself */
-    const char *const *blocked;     /* NULL-terminated lowercase blocked hosts (and their subdomains), or NULL */
+    const char *const *self_hosts; /* NULL-terminated hosts that are shortd itself */
+    const char *const
+        *blocked; /* NULL-terminated lowercase blocked hosts (and their subdomains), or NULL */
 };
 
 /* Validates 'url' as a destination: http or https, a host, at most URL_MAX

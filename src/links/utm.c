@@ -21,25 +21,19 @@
 #define NFIELDS 5
 
 static const char *const names[NFIELDS] = {"source", "medium", "campaign", "term", "content"};
-static const char *const fields[NFIELDS] = {"utm.source", "utm.medium", "utm.campaign",
-                                            "utm.term", "utm.content"};
-static const char *const params[NFIELDS] = {"utm_source", "utm_medium", "utm_campaign",
-                                            "utm_term", "utm_content"};
+static const char *const fields[NFIELDS] = {"utm.source", "utm.medium", "utm.campaign", "utm.term",
+                                            "utm.content"};
+static const char *const params[NFIELDS] = {"utm_source", "utm_medium", "utm_campaign", "utm_term",
+                                            "utm_content"};
 
 /* Where each member of 'names' lives in the struct. */
 static const size_t offsets[NFIELDS] = {offsetof(struct utm, source), offsetof(struct utm, medium),
                                         offsetof(struct utm, campaign), offsetof(struct utm, term),
                                         offsetof(struct utm, content)};
 
-static char *member(struct utm *u, int i)
-{
-    return (char *)u + offsets[i];
-}
+static char *member(struct utm *u, int i) { return (char *)u + offsets[i]; }
 
-static const char *cmember(const struct utm *u, int i)
-{
-    return (const char *)u + offsets[i];
-}
+static const char *cmember(const struct utm *u, int i) { return (const char *)u + offsets[i]; }
 
 int utm_from_json(const json_t *o, struct utm *out, const char **field)
 {
@@ -50,12 +44,13 @@ int utm_from_json(const json_t *o, struct utm *out, const char **field)
     const char *key;
     json_t *v;
     int present = 0;
-    json_object_foreach((json_t *)o, key, v) {
+    json_object_foreach((json_t *)o, key, v)
+    {
         int i = 0;
         while (i < NFIELDS && strcmp(key, names[i]) != 0)
             i++;
         if (i == NFIELDS) {
-            *field = "utm";         /* an unknown member: the object is wrong */
+            *field = "utm"; /* an unknown member: the object is wrong */
             return ERR_INVALID;
         }
         *field = fields[i];
@@ -116,9 +111,9 @@ int utm_merge(const char *url, const struct utm *u, struct buf *out)
     const char *end = hash ? hash : url + len; /* end of the part before the fragment */
     const char *q = memchr(url, '?', (size_t)(end - url));
     buf_add(out, url, (size_t)((q ? q : end) - url));
-    bool first = true;      /* no parameter written yet: the next one opens with '?' */
+    bool first = true; /* no parameter written yet: the next one opens with '?' */
     bool done[NFIELDS] = {false};
-    if (utm_empty(u)) {     /* nothing to set: the URL as it is */
+    if (utm_empty(u)) { /* nothing to set: the URL as it is */
         buf_add(out, q ? q : end, (size_t)(end - (q ? q : end)));
         first = false;
     } else if (q) {

@@ -57,16 +57,19 @@ int variants_parse(const json_t *arr, const struct urlcheck_opts *uo, struct var
     struct buf norm = BUF_INIT, host = BUF_INIT;
     size_t i;
     json_t *item;
-    json_array_foreach((json_t *)arr, i, item) {
+    json_array_foreach((json_t *)arr, i, item)
+    {
         if (!json_is_object(item))
-            return fail(out, err, errn, "variants[%zu] must be an object {\"url\", \"weight\"}",
-                        i);
+            return fail(out, err, errn, "variants[%zu] must be an object {\"url\", \"weight\"}", i);
         const char *key;
         json_t *m;
-        json_object_foreach(item, key, m) {
+        json_object_foreach(item, key, m)
+        {
             if (strcmp(key, "url") != 0 && strcmp(key, "weight") != 0)
-                return fail(out, err, errn, "variants[%zu] has an unknown field (only url and "
-                                            "weight)", i);
+                return fail(out, err, errn,
+                            "variants[%zu] has an unknown field (only url and "
+                            "weight)",
+                            i);
         }
         json_t *url = json_object_get(item, "url");
         if (!url || json_is_null(url))
@@ -74,8 +77,7 @@ int variants_parse(const json_t *arr, const struct urlcheck_opts *uo, struct var
         if (!json_is_string(url))
             return fail(out, err, errn, "variants[%zu].url must be a string", i);
         const char *why = NULL;
-        int rc = urlcheck(json_string_value(url), json_string_length(url), uo, &norm, &host,
-                          &why);
+        int rc = urlcheck(json_string_value(url), json_string_length(url), uo, &norm, &host, &why);
         if (rc != ERR_OK) {
             buf_release(&norm);
             buf_release(&host);
@@ -110,7 +112,8 @@ int variants_from_text(const char *json_text, struct variants *out)
         goto out;
     size_t i;
     json_t *item;
-    json_array_foreach(a, i, item) {
+    json_array_foreach(a, i, item)
+    {
         json_t *url = json_object_get(item, "url");
         struct variant *v = &out->v[out->n];
         if (!json_is_string(url) || !json_string_length(url) || !read_weight(item, &v->weight))
@@ -159,5 +162,5 @@ int variants_pick(const struct variants *v, const uint8_t key[32], const void *a
             return i;
         r -= v->v[i].weight;
     }
-    return v->n - 1;    /* not reached: r < total */
+    return v->n - 1; /* not reached: r < total */
 }

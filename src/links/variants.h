@@ -14,9 +14,9 @@
 #define VARIANT_WEIGHT_MAX 1000
 
 struct variant {
-    char *url;          /* owned; as urlcheck stores it */
-    unsigned weight;    /* 1..VARIANT_WEIGHT_MAX */
-    char *host;         /* owned; the url's host (lowercase) from variants_parse, for the
+    char *url;       /* owned; as urlcheck stores it */
+    unsigned weight; /* 1..VARIANT_WEIGHT_MAX */
+    char *host;      /* owned; the url's host (lowercase) from variants_parse, for the
                          * blocklist; NULL after variants_from_text */
 };
 
@@ -42,7 +42,7 @@ json_t *variants_to_json(const struct variants *v);
  * the URLs; ERR_INVALID if it is not that shape. Caller releases. */
 int variants_from_text(const char *json_text, struct variants *out);
 
-void variants_release(struct variants *v);  /* frees the URLs; n = 0 */
+void variants_release(struct variants *v); /* frees the URLs; n = 0 */
 
 /* The index of the visitor's variant, in proportion to the weights and the
  * same for every request of that visitor: BLAKE2b (crypto_generichash)

@@ -71,18 +71,18 @@ static char rcu_order;
 #define GRACE_PERIOD_ENDS() ((void)0)
 #endif
 
-#define F_STATE 0x03        /* enum link_state */
+#define F_STATE 0x03 /* enum link_state */
 #define F_PERMANENT 0x04
 #define F_MISS 0x08
-#define F_EXPIRES 0x10      /* data starts with an 8-byte expiry time */
-#define F_DOMAIN 0x20       /* after the URL: a length byte and the custom domain */
-#define F_CONTROLLED 0x40   /* password, variants or max_clicks (link_controlled) */
+#define F_EXPIRES 0x10    /* data starts with an 8-byte expiry time */
+#define F_DOMAIN 0x20     /* after the URL: a length byte and the custom domain */
+#define F_CONTROLLED 0x40 /* password, variants or max_clicks (link_controlled) */
 
 struct entry {
-    uint16_t url_len;       /* URL_MAX is 8192 */
+    uint16_t url_len; /* URL_MAX is 8192 */
     uint8_t code_len;
     uint8_t flags;
-    char data[];            /* [expiry (ms, 8 bytes) if F_EXPIRES], code, url,
+    char data[]; /* [expiry (ms, 8 bytes) if F_EXPIRES], code, url,
                                [domain length (1 byte), domain if F_DOMAIN]; no terminators */
 };
 
@@ -112,11 +112,11 @@ static void *zalloc(size_t bytes, size_t align)
  * spends 8-24 bytes on each. */
 struct slab {
     pthread_mutex_t mu;
-    char *block;                    /* the block being carved */
+    char *block; /* the block being carved */
     size_t used;
-    char **blocks;                  /* every block, for cache_free */
+    char **blocks; /* every block, for cache_free */
     size_t nblocks, cap_blocks;
-    void *free_list[SLAB_CLASSES];  /* freed entries, by size class */
+    void *free_list[SLAB_CLASSES]; /* freed entries, by size class */
 };
 
 /* A slot: 0 empty, TOMB a removed entry's, else the entry's address (below
@@ -124,13 +124,13 @@ struct slab {
 #define TOMB 1u
 #define ADDR_MASK ((UINT64_C(1) << 48) - 1)
 #define MIN_SLOTS 1024
-#define GROW_HERE (1u << 18)        /* tables this small grow in the writer */
-#define COPY_CHUNK 4096             /* slots cache_reclaim copies per hold of the lock */
+#define GROW_HERE (1u << 18) /* tables this small grow in the writer */
+#define COPY_CHUNK 4096      /* slots cache_reclaim copies per hold of the lock */
 
 struct table {
-    size_t mask;                    /* slots - 1; slots a power of two */
-    size_t used;                    /* entries and tombstones, under the writer lock */
-    _Alignas(64) _Atomic uint64_t slot[];   /* eight to a cache line */
+    size_t mask;                          /* slots - 1; slots a power of two */
+    size_t used;                          /* entries and tombstones, under the writer lock */
+    _Alignas(64) _Atomic uint64_t slot[]; /* eight to a cache line */
 };
 
 /* A remembered miss, as cache_fill_miss made it: all live for one miss_ttl,
@@ -142,25 +142,25 @@ struct missq {
     char code[CODE_MAX];
 };
 
-#define MISS_SWEEP 64               /* expired misses cache_fill_miss takes out at most */
+#define MISS_SWEEP 64 /* expired misses cache_fill_miss takes out at most */
 
 struct cache {
     struct slab slab;
     struct table *_Atomic table;
-    struct table *next;             /* while cache_reclaim copies the table: its copy */
-    pthread_mutex_t mu;             /* writers: the tables and the counts */
+    struct table *next; /* while cache_reclaim copies the table: its copy */
+    pthread_mutex_t mu; /* writers: the tables and the counts */
     uint8_t key[crypto_shorthash_KEYBYTES];
     size_t max_entries;
     int64_t miss_ttl;
     atomic_size_t count;
-    atomic_size_t misses;           /* remembered misses among count */
-    atomic_size_t bytes;            /* the entries in the table, as carved */
-    struct missq *mq;               /* remembered misses, oldest first: a ring, under mu */
+    atomic_size_t misses; /* remembered misses among count */
+    atomic_size_t bytes;  /* the entries in the table, as carved */
+    struct missq *mq;     /* remembered misses, oldest first: a ring, under mu */
     size_t mq_head, mq_len, mq_cap;
     pthread_mutex_t retire_mu;
-    struct entry **retired;         /* out of the table, waiting for a grace period */
+    struct entry **retired; /* out of the table, waiting for a grace period */
     size_t nretired, cap_retired;
-    struct table **old_tables;      /* replaced tables, waiting likewise */
+    struct table **old_tables; /* replaced tables, waiting likewise */
     size_t nold, cap_old;
 };
 
@@ -189,7 +189,10 @@ uint64_t cache_hash(const struct cache *c, const char *code, size_t n)
 }
 
 static uint64_t tag_of(uint64_t hash) { return hash & ~ADDR_MASK; }
-static struct entry *entry_at(uint64_t slot) { return (struct entry *)(uintptr_t)(slot & ADDR_MASK); }
+static struct entry *entry_at(uint64_t slot)
+{
+    return (struct entry *)(uintptr_t)(slot & ADDR_MASK);
+}
 static bool holds(uint64_t slot) { return slot > TOMB; }
 
 static const char *entry_code(const struct entry *e)
@@ -218,16 +221,10 @@ static bool entry_is(const struct entry *e, const char *code, size_t n)
     return e->code_len == n && memcmp(entry_code(e), code, n) == 0;
 }
 
-static size_t slab_class(size_t size)
-{
-    return (size + SLAB_GRAIN - 1) / SLAB_GRAIN;
-}
+static size_t slab_class(size_t size) { return (size + SLAB_GRAIN - 1) / SLAB_GRAIN; }
 
 /* What an entry takes of its slab block. */
-static size_t entry_bytes(const struct entry *e)
-{
-    return slab_class(entry_size(e)) * SLAB_GRAIN;
-}
+static size_t entry_bytes(const struct entry *e) { return slab_class(entry_size(e)) * SLAB_GRAIN; }
 
 static void *slab_alloc(struct slab *s, size_t size)
 {
@@ -320,7 +317,8 @@ static struct table *table_of(const struct cache *c)
 static const struct entry *find(const struct table *t, uint64_t hash, const char *code, size_t n)
 {
     uint64_t tag = tag_of(hash);
-    for (size_t i = hash & t->mask, probes = 0; probes <= t->mask; i = (i + 1) & t->mask, probes++) {
+    for (size_t i = hash & t->mask, probes = 0; probes <= t->mask;
+         i = (i + 1) & t->mask, probes++) {
         uint64_t s = atomic_load_explicit(&t->slot[i], memory_order_acquire);
         if (!s)
             return NULL;
@@ -353,8 +351,8 @@ void cache_prefetch(const struct cache *c, uint64_t hash, int step)
     }
 }
 
-bool cache_get_hashed(struct cache *c, const char *code, size_t n, uint64_t hash,
-                      int64_t now_ms, struct cache_view *out)
+bool cache_get_hashed(struct cache *c, const char *code, size_t n, uint64_t hash, int64_t now_ms,
+                      struct cache_view *out)
 {
     const struct entry *e = find(table_of(c), hash, code, n);
     int64_t expires = e ? entry_expires(e) : 0;
@@ -382,8 +380,7 @@ bool cache_get_hashed(struct cache *c, const char *code, size_t n, uint64_t hash
     return true;
 }
 
-bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
-               struct cache_view *out)
+bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms, struct cache_view *out)
 {
     return cache_get_hashed(c, code, n, cache_hash(c, code, n), now_ms, out);
 }
@@ -415,7 +412,7 @@ static bool locate(const struct table *t, uint64_t hash, const char *code, size_
 static uint64_t slot_of(const struct entry *e, uint64_t hash)
 {
     if ((uintptr_t)e & ~ADDR_MASK)
-        abort();    /* user-space addresses are below 2^47 on x86-64, 2^48 on arm64 */
+        abort(); /* user-space addresses are below 2^47 on x86-64, 2^48 on arm64 */
     return tag_of(hash) | (uint64_t)(uintptr_t)e;
 }
 
@@ -455,7 +452,8 @@ static struct entry *table_del(struct table *t, uint64_t hash, const char *code,
         mark = 0;
         t->used--;
         for (size_t i = (at - 1) & t->mask;
-             atomic_load_explicit(&t->slot[i], memory_order_relaxed) == TOMB; i = (i - 1) & t->mask) {
+             atomic_load_explicit(&t->slot[i], memory_order_relaxed) == TOMB;
+             i = (i - 1) & t->mask) {
             atomic_store_explicit(&t->slot[i], 0, memory_order_release);
             t->used--;
         }
@@ -536,7 +534,8 @@ static bool place(struct cache *c, struct entry *e, uint64_t hash, bool fill_onl
     size_t at;
     const struct table *t = table_of(c);
     if (locate(t, hash, entry_code(e), e->code_len, &at)) {
-        const struct entry *old = entry_at(atomic_load_explicit(&t->slot[at], memory_order_relaxed));
+        const struct entry *old =
+            entry_at(atomic_load_explicit(&t->slot[at], memory_order_relaxed));
         if (fill_only && !((old->flags & F_MISS) && now_ms >= entry_expires(old)))
             return false;
     } else if (!room(c)) {
@@ -570,7 +569,7 @@ static struct entry *entry_new(struct cache *c, const char *code, size_t n, cons
     size_t x = expires ? 8 : 0;
     size_t dn = domain ? strlen(domain) : 0;
     if (dn > 255)
-        dn = 0;     /* cannot happen (links_domain_check) */
+        dn = 0; /* cannot happen (links_domain_check) */
     struct entry *e = slab_alloc(&c->slab, ENTRY_HEAD + x + n + url_len + (dn ? 1 + dn : 0));
     e->flags = (uint8_t)(flags | (expires ? F_EXPIRES : 0) | (dn ? F_DOMAIN : 0));
     if (dn) {
@@ -594,21 +593,18 @@ static struct entry *entry_of_link(struct cache *c, const struct link *l, size_t
     size_t url_len = url ? strlen(url) : 0;
     int state = l->state;
     if (url_len > UINT16_MAX) {
-        url_len = 0;    /* cannot happen (URL_MAX); never serve a cut URL */
+        url_len = 0; /* cannot happen (URL_MAX); never serve a cut URL */
         state = LINK_DISABLED;
     }
     if (!l->url && state == LINK_ACTIVE)
-        state = LINK_DELETED;   /* swept: nothing to redirect to */
+        state = LINK_DELETED; /* swept: nothing to redirect to */
     return entry_new(c, l->code, n, url, url_len, l->expires_at,
                      (uint8_t)((state & F_STATE) | (l->permanent ? F_PERMANENT : 0) |
                                (link_controlled(l) ? F_CONTROLLED : 0)),
                      l->domain);
 }
 
-static bool full(const struct cache *c)
-{
-    return atomic_load(&c->count) >= c->max_entries;
-}
+static bool full(const struct cache *c) { return atomic_load(&c->count) >= c->max_entries; }
 
 void cache_put(struct cache *c, const struct link *l)
 {
@@ -616,7 +612,7 @@ void cache_put(struct cache *c, const struct link *l)
     if (n > CODE_MAX)
         return;
     if (full(c)) {
-        cache_remove(c, l->code, n);    /* never leave a stale entry behind */
+        cache_remove(c, l->code, n); /* never leave a stale entry behind */
         return;
     }
     /* Without room the code was not there either: nothing stale is left. */
@@ -640,7 +636,7 @@ static void sweep_misses(struct cache *c, int64_t now_ms)
     for (int k = 0; k < MISS_SWEEP && c->mq_len; k++) {
         const struct missq *m = &c->mq[c->mq_head];
         if (m->expires > now_ms && m->expires <= now_ms + c->miss_ttl)
-            return;     /* live (or the clock stepped back: then it goes too) */
+            return; /* live (or the clock stepped back: then it goes too) */
         uint64_t hash = cache_hash(c, m->code, m->n);
         const struct entry *e = find(table_of(c), hash, m->code, m->n);
         if (e && (e->flags & F_MISS) && entry_expires(e) == m->expires) {
@@ -718,10 +714,10 @@ void cache_clear(struct cache *c)
     }
     retire_table(c, t);
     if (c->next) {
-        retire_table(c, c->next);   /* a copy under way: cache_reclaim sees it gone */
+        retire_table(c, c->next); /* a copy under way: cache_reclaim sees it gone */
         c->next = NULL;
     }
-    c->mq_head = c->mq_len = 0;     /* their misses are gone with the table */
+    c->mq_head = c->mq_len = 0; /* their misses are gone with the table */
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -738,7 +734,7 @@ static void copy_table(struct cache *c)
     pthread_mutex_unlock(&c->mu);
     for (size_t from = 0; nt && from < slots; from += COPY_CHUNK) {
         pthread_mutex_lock(&c->mu);
-        if (c->next != nt) {        /* cleared meanwhile */
+        if (c->next != nt) { /* cleared meanwhile */
             pthread_mutex_unlock(&c->mu);
             break;
         }
@@ -764,7 +760,7 @@ void cache_reclaim(struct cache *c)
     c->nold = c->cap_old = 0;
     pthread_mutex_unlock(&c->retire_mu);
     if (n || nold) {
-        urcu_memb_synchronize_rcu();    /* every reader that could see them has left */
+        urcu_memb_synchronize_rcu(); /* every reader that could see them has left */
         GRACE_PERIOD_ENDS();
     }
     for (size_t i = 0; i < n; i++)

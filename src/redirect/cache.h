@@ -17,19 +17,19 @@ struct cache;
 
 /* What the redirect reads: valid only inside cache_read_lock/unlock. */
 struct cache_view {
-    bool miss;              /* a remembered unknown code */
-    const char *url;        /* NULL for a miss or a link without data (deleted, swept) */
+    bool miss;       /* a remembered unknown code */
+    const char *url; /* NULL for a miss or a link without data (deleted, swept) */
     uint32_t url_len;
-    int64_t expires_at;     /* 0: never */
-    uint8_t state;          /* enum link_state */
+    int64_t expires_at; /* 0: never */
+    uint8_t state;      /* enum link_state */
     bool permanent;
-    bool controlled;        /* password, variants or max_clicks: ask the store */
-    const char *domain;     /* the link's custom short host, NULL for none */
+    bool controlled;    /* password, variants or max_clicks: ask the store */
+    const char *domain; /* the link's custom short host, NULL for none */
     uint8_t domain_len;
 };
 
 struct cache *cache_new(size_t max_entries, int64_t miss_ttl_ms);
-void cache_free(struct cache *c);            /* NULL is fine; no readers left */
+void cache_free(struct cache *c); /* NULL is fine; no readers left */
 
 /* Every thread that touches the cache */
 void cache_thread_register(void);
@@ -39,8 +39,7 @@ void cache_thread_unregister(void);
 void cache_read_lock(void);
 void cache_read_unlock(void);
 /* true when the code is cached (a link, or a remembered miss). */
-bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
-               struct cache_view *out);
+bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms, struct cache_view *out);
 
 /* Many lookups at once, their memory loads overlapped: for every code
  * cache_hash, then cache_prefetch(..., 0) (starts loading its slots), then
@@ -49,8 +48,8 @@ bool cache_get(struct cache *c, const char *code, size_t n, int64_t now_ms,
  * Prefetching is a hint: leaving it out changes nothing but the time. */
 uint64_t cache_hash(const struct cache *c, const char *code, size_t n);
 void cache_prefetch(const struct cache *c, uint64_t hash, int step);
-bool cache_get_hashed(struct cache *c, const char *code, size_t n, uint64_t hash,
-                      int64_t now_ms, struct cache_view *out);
+bool cache_get_hashed(struct cache *c, const char *code, size_t n, uint64_t hash, int64_t now_ms,
+                      struct cache_view *out);
 
 /* Writing (any registered thread). cache_put is for whoever changed the link
  * (after its commit): it replaces whatever is there. cache_fill and

@@ -133,7 +133,7 @@ struct reserve_job {
     struct link link;
     int64_t now;
     bool via_gate;
-    int result;             /* ERR_OK: a slot is ours; ERR_TOOBIG: none left */
+    int result; /* ERR_OK: a slot is ours; ERR_TOOBIG: none left */
 };
 
 static int reserve_run(struct wjob *wj, struct store *st)
@@ -178,7 +178,7 @@ static int reserve_or_deliver(struct request *r, struct link *l, int64_t now, bo
             abort();
         j->r = r;
         j->w = request_worker(r);
-        j->link = *l;           /* owned by the job now */
+        j->link = *l; /* owned by the job now */
         memset(l, 0, sizeof(*l));
         j->now = now;
         j->via_gate = via_gate;
@@ -265,8 +265,7 @@ static bool gate_attempt_allowed(struct request *r, const char *code, int *retry
     struct client_ip ip;
     clientaddr_of(r, &ip);
     struct rl_info info;
-    bool ok = ratelimit_take_password(r->app->ratelimit, &ip, code, strlen(code), now_ms(),
-                                      &info);
+    bool ok = ratelimit_take_password(r->app->ratelimit, &ip, code, strlen(code), now_ms(), &info);
     ratelimit_headers(r, &info);
     *retry_after = (int)info.retry_after;
     return ok;
@@ -277,7 +276,7 @@ struct gate_check {
     struct request *r;
     struct link link;
     int64_t now;
-    char pw[PWHASH_PW_MAX + 1];     /* wiped once handed to the hash */
+    char pw[PWHASH_PW_MAX + 1]; /* wiped once handed to the hash */
     size_t n;
 };
 

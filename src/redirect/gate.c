@@ -25,23 +25,12 @@ static void add_html(struct buf *out, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '&':
-            buf_adds(out, "&amp;");
-            break;
-        case '<':
-            buf_adds(out, "&lt;");
-            break;
-        case '>':
-            buf_adds(out, "&gt;");
-            break;
-        case '"':
-            buf_adds(out, "&quot;");
-            break;
-        case '\'':
-            buf_adds(out, "&#39;");
-            break;
-        default:
-            buf_addc(out, *s);
+        case '&': buf_adds(out, "&amp;"); break;
+        case '<': buf_adds(out, "&lt;"); break;
+        case '>': buf_adds(out, "&gt;"); break;
+        case '"': buf_adds(out, "&quot;"); break;
+        case '\'': buf_adds(out, "&#39;"); break;
+        default: buf_addc(out, *s);
         }
     }
 }
@@ -120,7 +109,7 @@ int gate_form_password(const char *body, size_t n, char *out, size_t outn, size_
         return ERR_OK;
 bad:
     if (outn)
-        memset(out, 0, found ? *len + 1 : 1);   /* no half-read password left behind */
+        memset(out, 0, found ? *len + 1 : 1); /* no half-read password left behind */
     *len = 0;
     return ERR_INVALID;
 }

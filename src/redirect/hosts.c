@@ -78,10 +78,7 @@ int hostlist_parse(const char *list, struct hostlist **out, char *err, size_t er
     return ERR_OK;
 }
 
-void hostlist_free(struct hostlist *h)
-{
-    free(h);
-}
+void hostlist_free(struct hostlist *h) { free(h); }
 
 bool hostlist_has(const struct hostlist *h, const char *host, size_t n)
 {
@@ -91,12 +88,6 @@ bool hostlist_has(const struct hostlist *h, const char *host, size_t n)
     return false;
 }
 
-int hostlist_count(const struct hostlist *h)
-{
-    return h ? h->n : 0;
-}
+int hostlist_count(const struct hostlist *h) { return h ? h->n : 0; }
 
-const char *hostlist_name(const struct hostlist *h, int i)
-{
-    return h->name[i];
-}
+const char *hostlist_name(const struct hostlist *h, int i) { return h->name[i]; }

@@ -9,7 +9,7 @@
 
 #include "base/buf.h"
 
-#define HOSTS_MAX 32        /* default short hosts at most */
+#define HOSTS_MAX 32 /* default short hosts at most */
 #define HOST_NAME_MAX_LEN 253
 
 struct hostlist;
@@ -18,7 +18,7 @@ struct hostlist;
  * header). *out is NULL for NULL or an empty list: host checking off.
  * ERR_INVALID with a message for a bad or overlong list. */
 int hostlist_parse(const char *list, struct hostlist **out, char *err, size_t errlen);
-void hostlist_free(struct hostlist *h);    /* NULL is fine */
+void hostlist_free(struct hostlist *h); /* NULL is fine */
 
 /* The host of a Host header: lowercase, without port or trailing dot, into
  * 'out' (at least HOST_NAME_MAX_LEN + 1 bytes); its length, or 0 when empty or

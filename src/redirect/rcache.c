@@ -47,35 +47,35 @@
 
 #define KEY_PREFIX "shortd:l:"
 #define KEY_PREFIX_LEN (sizeof(KEY_PREFIX) - 1)
-#define TTL_MAX_MS (24 * 3600 * 1000LL)     /* the longest any entry lives */
-#define TTL_GONE_MS 60000LL                 /* a link that answers 410 */
+#define TTL_MAX_MS (24 * 3600 * 1000LL) /* the longest any entry lives */
+#define TTL_GONE_MS 60000LL             /* a link that answers 410 */
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 5000
-#define PENDING_MAX 4096    /* codes whose put or del did not reach Redis */
+#define PENDING_MAX 4096 /* codes whose put or del did not reach Redis */
 
 /* One thread's connection. */
 struct tconn {
-    redisContext *ctx;      /* NULL until first use and after a failure */
-    uint64_t epoch;         /* the breaker epoch 'ctx' was made in */
-    int timeout_set;        /* the socket timeout now on 'ctx', ms */
+    redisContext *ctx; /* NULL until first use and after a failure */
+    uint64_t epoch;    /* the breaker epoch 'ctx' was made in */
+    int timeout_set;   /* the socket timeout now on 'ctx', ms */
     struct tconn *next;
 };
 
 struct rcache {
     struct rcache_addr addr;
-    char where[300];                /* "host:port" for messages */
+    char where[300]; /* "host:port" for messages */
     int timeout_ms;
-    pthread_key_t key;              /* this thread's struct tconn */
-    pthread_mutex_t mu;             /* guards 'conns' */
-    struct tconn *conns;            /* every thread's, freed by rcache_free */
-    _Atomic int64_t open_until;     /* mono ms; 0: closed */
-    _Atomic int64_t backoff;        /* ms of the current opening */
-    _Atomic uint64_t epoch;         /* openings so far */
+    pthread_key_t key;          /* this thread's struct tconn */
+    pthread_mutex_t mu;         /* guards 'conns' */
+    struct tconn *conns;        /* every thread's, freed by rcache_free */
+    _Atomic int64_t open_until; /* mono ms; 0: closed */
+    _Atomic int64_t backoff;    /* ms of the current opening */
+    _Atomic uint64_t epoch;     /* openings so far */
     _Atomic uint64_t hits, misses, errors;
-    pthread_mutex_t pending_mu;     /* guards 'pending' */
-    char (*pending)[CODE_MAX + 1];  /* PENDING_MAX codes to delete once Redis answers */
+    pthread_mutex_t pending_mu;    /* guards 'pending' */
+    char (*pending)[CODE_MAX + 1]; /* PENDING_MAX codes to delete once Redis answers */
     _Atomic int npending;
-    bool pending_lost;              /* the overflow of this outage is logged */
+    bool pending_lost; /* the overflow of this outage is logged */
 };
 
 /* ---- URLs and connections (shared with bus.c) ---- */
@@ -145,7 +145,7 @@ int rcache_url_parse(const char *url, struct rcache_addr *out)
                 !decode(colon + 1, (size_t)(at - colon - 1), out->pass, sizeof(out->pass)))
                 return ERR_INVALID;
         } else if (!decode(p, (size_t)(at - p), out->pass, sizeof(out->pass))) {
-            return ERR_INVALID;     /* redis-cli reads "redis://SECRET@host" so too */
+            return ERR_INVALID; /* redis-cli reads "redis://SECRET@host" so too */
         }
         if (!*out->pass)
             return ERR_INVALID;
@@ -190,8 +190,8 @@ int rcache_url_parse(const char *url, struct rcache_addr *out)
 
 void rcache_describe(const struct redisContext *c, char *why, size_t n)
 {
-    if (c->err == REDIS_ERR_IO && (strstr(c->errstr, "temporarily unavailable") ||
-                                   strstr(c->errstr, "timed out")))
+    if (c->err == REDIS_ERR_IO &&
+        (strstr(c->errstr, "temporarily unavailable") || strstr(c->errstr, "timed out")))
         snprintf(why, n, "timed out");
     else if (c->err == REDIS_ERR_EOF)
         snprintf(why, n, "connection closed");
@@ -202,7 +202,7 @@ void rcache_describe(const struct redisContext *c, char *why, size_t n)
 bool rcache_set_timeout(struct redisContext *c, int ms)
 {
     if (ms < 1)
-        ms = 1;     /* 0 would mean no timeout at all */
+        ms = 1; /* 0 would mean no timeout at all */
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     return redisSetTimeout(c, tv) == REDIS_OK;
 }
@@ -218,8 +218,9 @@ static bool setup_cmd(redisContext *c, int argc, const char **argv, const char *
     }
     bool ok = rep->type == REDIS_REPLY_STATUS && !strcmp(rep->str, "OK");
     if (!ok)
-        snprintf(why, whylen, "%s refused: %.*s", what, (int)strcspn(rep->str ? rep->str : "",
-                 "\r\n"), rep->str ? rep->str : "unexpected reply");
+        snprintf(why, whylen, "%s refused: %.*s", what,
+                 (int)strcspn(rep->str ? rep->str : "", "\r\n"),
+                 rep->str ? rep->str : "unexpected reply");
     freeReplyObject(rep);
     return ok;
 }
@@ -320,9 +321,9 @@ static void breaker_failure(struct rcache *r, bool probe, const char *why)
                (long long)b);
         return;
     }
-    int64_t closed = 0;     /* the backoff is BACKOFF_MIN_MS since it closed */
+    int64_t closed = 0; /* the backoff is BACKOFF_MIN_MS since it closed */
     if (!atomic_compare_exchange_strong(&r->open_until, &closed, now + BACKOFF_MIN_MS))
-        return;     /* another thread opened it already */
+        return; /* another thread opened it already */
     atomic_fetch_add(&r->epoch, 1);
     log_at(LOG_WARN, "redis at '%s' failed: %s; redirects use the store until it answers again",
            r->where, why);
@@ -369,8 +370,10 @@ static void pending_add(struct rcache *r, const char *code)
     }
     pthread_mutex_unlock(&r->pending_mu);
     if (lost)
-        log_at(LOG_ERROR, "redis at '%s' missed more than %d changes: their entries may be "
-               "stale until they expire (24 h at most)", r->where, PENDING_MAX);
+        log_at(LOG_ERROR,
+               "redis at '%s' missed more than %d changes: their entries may be "
+               "stale until they expire (24 h at most)",
+               r->where, PENDING_MAX);
 }
 
 /* Deletes the pending codes, in one DEL, on a working connection. */
@@ -397,8 +400,8 @@ static bool replay(struct rcache *r, struct tconn *t, char *why, size_t whylen)
         atomic_store_explicit(&r->npending, 0, memory_order_relaxed);
         r->pending_lost = false;
     } else if (rep) {
-        snprintf(why, whylen, "error reply: %.*s",
-                 rep->str ? (int)strcspn(rep->str, "\r\n") : 0, rep->str ? rep->str : "");
+        snprintf(why, whylen, "error reply: %.*s", rep->str ? (int)strcspn(rep->str, "\r\n") : 0,
+                 rep->str ? rep->str : "");
     } else {
         rcache_describe(t->ctx, why, whylen);
     }
@@ -412,8 +415,7 @@ static bool replay(struct rcache *r, struct tconn *t, char *why, size_t whylen)
 /* Runs one command on this thread's connection within the timeout. ERR_OK
  * with '*out' (freeReplyObject it) for any reply but an error one; ERR_BUSY
  * when the breaker is open or the call failed (which opens it). */
-static int call(struct rcache *r, int argc, const char **argv, const size_t *lens,
-                redisReply **out)
+static int call(struct rcache *r, int argc, const char **argv, const size_t *lens, redisReply **out)
 {
     *out = NULL;
     bool probe = false;
@@ -422,14 +424,14 @@ static int call(struct rcache *r, int argc, const char **argv, const size_t *len
     struct tconn *t = tconn_get(r);
     uint64_t epoch = atomic_load(&r->epoch);
     if (t->ctx && t->epoch != epoch)
-        tconn_drop(t);      /* made before the last failure: assume it is dead */
+        tconn_drop(t); /* made before the last failure: assume it is dead */
     char why[160];
     if (!t->ctx) {
         t->ctx = rcache_connect(&r->addr, r->timeout_ms, why, sizeof(why));
         if (!t->ctx)
             goto fail;
         t->epoch = epoch;
-        t->timeout_set = 0;     /* what the connect left: this command only */
+        t->timeout_set = 0; /* what the connect left: this command only */
     } else if (t->timeout_set != r->timeout_ms) {
         if (!rcache_set_timeout(t->ctx, r->timeout_ms)) {
             rcache_describe(t->ctx, why, sizeof(why));
@@ -445,8 +447,7 @@ static int call(struct rcache *r, int argc, const char **argv, const size_t *len
         goto fail;
     }
     if (rep->type == REDIS_REPLY_ERROR) {
-        snprintf(why, sizeof(why), "error reply: %.*s", (int)strcspn(rep->str, "\r\n"),
-                 rep->str);
+        snprintf(why, sizeof(why), "error reply: %.*s", (int)strcspn(rep->str, "\r\n"), rep->str);
         freeReplyObject(rep);
         goto fail;
     }
@@ -569,7 +570,7 @@ static int set(struct rcache *r, const struct link *l, int64_t now, bool only_ne
     buf_release(&v);
     freeReplyObject(rep);
     if (rc == ERR_BUSY && !only_new)
-        pending_add(r, l->code);    /* a fill that fails leaves nothing stale */
+        pending_add(r, l->code); /* a fill that fails leaves nothing stale */
     return rc;
 }
 

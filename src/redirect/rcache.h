@@ -26,7 +26,7 @@ struct rcache;
  * defaults to 6379, HOST may be [IPv6]. Never blocks: connections are made on
  * first use, one per calling thread. ERR_INVALID for a bad URL. */
 int rcache_new(const char *url, int timeout_ms, struct rcache **out);
-void rcache_free(struct rcache *r);     /* NULL is fine; no thread uses it any more */
+void rcache_free(struct rcache *r); /* NULL is fine; no thread uses it any more */
 
 /* Any thread. ERR_OK with 'out' filled (code, url, state, expires_at,
  * permanent; the rest zero; free with link_release) on a hit; ERR_NOTFOUND on
@@ -67,12 +67,12 @@ struct rcache_addr {
     char host[256];
     int port;
     int db;
-    char user[128];     /* "" unless the URL names an ACL user */
-    char pass[256];     /* "" for none; never logged */
+    char user[128]; /* "" unless the URL names an ACL user */
+    char pass[256]; /* "" for none; never logged */
 };
 struct redisContext;
 
-int rcache_url_parse(const char *url, struct rcache_addr *out);     /* ERR_INVALID */
+int rcache_url_parse(const char *url, struct rcache_addr *out); /* ERR_INVALID */
 /* A blocking connection, authenticated and on its database, made within
  * 'timeout_ms' in all; its socket timeout is left at what remains of it
  * (at least 1 ms). NULL on failure with the reason (never the password) in

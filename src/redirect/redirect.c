@@ -153,8 +153,8 @@ void redirect_record_click(struct request *r, struct slice code, int64_t now, ui
             country = v;
     }
     if ((sec.p || purpose.p || xpurpose.p || xmoz.p) &&
-        classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n,
-                             xmoz.p, xmoz.n))
+        classify_is_prefetch(sec.p, sec.n, purpose.p, purpose.n, xpurpose.p, xpurpose.n, xmoz.p,
+                             xmoz.n))
         e.flags |= EVENT_PREFETCH;
     /* The client: the peer, or behind a trusted proxy its X-Forwarded-For. */
     struct client_ip ip;
@@ -164,7 +164,7 @@ void redirect_record_click(struct request *r, struct slice code, int64_t now, ui
         clientaddr_to_sockaddr(&ip, &sa);
         geo_country(app->geo, (const struct sockaddr *)&sa, e.country);
     } else if (country.p && clientaddr_peer_trusted(r)) {
-        geo_from_header(country.p, country.n, e.country);   /* set by a trusted CDN or proxy */
+        geo_from_header(country.p, country.n, e.country); /* set by a trusted CDN or proxy */
     }
     e.visitor = clicks_visitor(app->clicks, day_number(now), ip.bytes, ip.n, e.ua.p, e.ua.n);
     clicks_record(app->clicks, worker_index(worker_current()), &e);
@@ -244,17 +244,17 @@ struct waiter;
 
 struct flight {
     struct storeq_job job;
-    struct flight *next;        /* in its bucket, until it lands */
+    struct flight *next; /* in its bucket, until it lands */
     struct app *app;
     char code[CODE_MAX + 1];
     size_t n;
     uint64_t hash;
-    bool fresh;                 /* a controlled link: the store, never Redis */
-    bool landed;                /* guarded by flights_mu */
-    struct waiter *waiters;     /* ... until it lands */
-    int rc;                     /* the read's result ... */
-    struct link link;           /* ... and the link when ERR_OK */
-    atomic_int refs;            /* waiters still to answer */
+    bool fresh;             /* a controlled link: the store, never Redis */
+    bool landed;            /* guarded by flights_mu */
+    struct waiter *waiters; /* ... until it lands */
+    int rc;                 /* the read's result ... */
+    struct link link;       /* ... and the link when ERR_OK */
+    atomic_int refs;        /* waiters still to answer */
 };
 
 struct waiter {
@@ -301,7 +301,7 @@ static void flight_run(struct storeq_job *j, bool cancelled)
         if (f->rc != ERR_OK) {
             f->rc = app->store->ops->link_get(app->store, f->code, &f->link);
             if (f->rc == ERR_OK && app->rcache)
-                rcache_fill(app->rcache, &f->link, now);    /* ERR_BUSY while Redis is down */
+                rcache_fill(app->rcache, &f->link, now); /* ERR_BUSY while Redis is down */
         }
         if (f->rc == ERR_NOTFOUND)
             cache_fill_miss(app->cache, f->code, f->n, now);
@@ -343,7 +343,7 @@ static void waiter_wake(struct task *t)
     storeq_wait_end(r->app->storeq, &w->wait);
     int status;
     if (f->fresh) {
-        struct link l = f->link;    /* one waiter: it takes the link */
+        struct link l = f->link; /* one waiter: it takes the link */
         memset(&f->link, 0, sizeof(f->link));
         status = controlled_answer(r, f->rc, &l, w->now);
     } else {
@@ -407,7 +407,7 @@ static int wait_for_store(struct request *r, struct slice code, uint64_t hv,
         f->hash = hv;
         f->fresh = fresh;
         f->job.run = flight_run;
-        f->job.low = !fresh;    /* a miss: below the API (storeq.h) */
+        f->job.low = !fresh; /* a miss: below the API (storeq.h) */
         if (!storeq_submit(q, &f->job)) {
             pthread_mutex_unlock(&flights_mu);
             free(f);
@@ -458,7 +458,7 @@ static int redirect_now(struct request *r, struct slice code, uint64_t hash)
     if (!hit)
         return wait_for_store(r, code, hash, &h, now, false);
     if (status == REDIRECT_CONTROLLED)
-        return wait_for_store(r, code, hash, &h, now, true);    /* records its own click */
+        return wait_for_store(r, code, hash, &h, now, true); /* records its own click */
 
     if ((status == 301 || status == 302) && r->method == HTTP_GET)
         redirect_record_click(r, code, now, 0);
@@ -494,4 +494,3 @@ int handle_redirect(struct request *r, struct slice code)
     int later = http_later(r, redirect_step);
     return later ? later : redirect_now(r, code, hash);
 }
-

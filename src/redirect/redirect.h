@@ -19,7 +19,7 @@ struct link;
 
 /* The Host of the request as the host check sees it. */
 struct hostcheck {
-    bool any;               /* no default hosts, or the Host is one of them */
+    bool any; /* no default hosts, or the Host is one of them */
     size_t n;
     char name[HOST_NAME_MAX_LEN + 1];
 };
@@ -30,9 +30,9 @@ bool host_allows(const struct hostcheck *h, const char *domain, size_t dn);
 
 /* The short plain-text answers, never cached; each returns its status. */
 int redirect_text(struct request *r, int status, const char *msg);
-int redirect_not_found(struct request *r);      /* 404 */
-int redirect_gone(struct request *r);           /* 410 */
-int redirect_unavailable(struct request *r);    /* 503 with Retry-After */
+int redirect_not_found(struct request *r);   /* 404 */
+int redirect_gone(struct request *r);        /* 410 */
+int redirect_unavailable(struct request *r); /* 503 with Retry-After */
 
 /* Location: the destination, with the request's query string appended to
  * the destination's own when 'pass_query'. */

@@ -19,7 +19,7 @@ int link_changed(struct app *app, const struct link *l, enum link_change_kind wh
         if (what == LINK_EDITED)
             cache_put(app->cache, l);
         else
-            cache_remove(app->cache, l->code, n);   /* a remembered miss */
+            cache_remove(app->cache, l->code, n); /* a remembered miss */
     }
     /* Redis remembers no misses: a new code has nothing there to drop. */
     if (app->rcache && what == LINK_EDITED)

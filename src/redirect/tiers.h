@@ -22,9 +22,9 @@
 struct app;
 
 enum link_change_kind {
-    LINK_NEW,           /* a generated code: only this node's misses are dropped */
-    LINK_NEW_ALIAS,     /* a chosen alias: any node may have remembered a miss of it */
-    LINK_EDITED,        /* anything else (edited, deleted, disabled, enabled): every copy */
+    LINK_NEW,       /* a generated code: only this node's misses are dropped */
+    LINK_NEW_ALIAS, /* a chosen alias: any node may have remembered a miss of it */
+    LINK_EDITED,    /* anything else (edited, deleted, disabled, enabled): every copy */
 };
 
 /* After the commit that made 'l' what it is (for a new link, the code is

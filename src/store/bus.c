@@ -67,8 +67,8 @@
 
 #define REDIS_CHANNEL "shortd:invalidate"
 #define PG_CHANNEL BUS_PG_CHANNEL
-#define QUEUE_MAX 4096      /* codes waiting for one transport */
-#define BATCH_MAX 256       /* codes sent in one round trip */
+#define QUEUE_MAX 4096 /* codes waiting for one transport */
+#define BATCH_MAX 256  /* codes sent in one round trip */
 #define IDLE_PING_MS 5000
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 5000
@@ -83,18 +83,18 @@ struct qcode {
 struct transport {
     struct bus *b;
     enum kind kind;
-    const char *name;               /* for messages */
-    char where[512];                /* the server, without any password */
+    const char *name; /* for messages */
+    char where[512];  /* the server, without any password */
     pthread_t thread;
     bool started;
-    int wake[2];                    /* a pipe: bus_publish and bus_free wake the thread */
-    pthread_mutex_t mu;             /* guards the queue */
-    struct qcode *q;                /* a ring of QUEUE_MAX */
+    int wake[2];        /* a pipe: bus_publish and bus_free wake the thread */
+    pthread_mutex_t mu; /* guards the queue */
+    struct qcode *q;    /* a ring of QUEUE_MAX */
     size_t qhead, qlen;
-    bool dropping;                  /* the overflow of this outage is logged */
-    bool up;                        /* these three: under b->mu */
-    int64_t up_since, down_since;   /* mono ms */
-    bool failing;                   /* the thread's own: this outage is logged */
+    bool dropping;                /* the overflow of this outage is logged */
+    bool up;                      /* these three: under b->mu */
+    int64_t up_since, down_since; /* mono ms */
+    bool failing;                 /* the thread's own: this outage is logged */
     _Atomic uint64_t published, received, errors;
 };
 
@@ -103,7 +103,7 @@ struct bus {
     void *arg;
     int timeout_ms;
     atomic_bool stop;
-    pthread_mutex_t mu;             /* guards up, up_since, down_since */
+    pthread_mutex_t mu; /* guards up, up_since, down_since */
     struct rcache_addr raddr;
     char *pg_url;
     struct transport t[2];
@@ -147,7 +147,7 @@ static void drain_wake(struct transport *t)
 
 static void wake(struct transport *t)
 {
-    ssize_t w = write(t->wake[1], "", 1);     /* a full pipe already wakes it */
+    ssize_t w = write(t->wake[1], "", 1); /* a full pipe already wakes it */
     (void)w;
 }
 
@@ -257,7 +257,7 @@ static bool is_message(const char *code, size_t n)
 static void deliver(struct transport *t, const char *code, size_t n)
 {
     if (!is_message(code, n))
-        return;     /* not from a shortd node */
+        return; /* not from a shortd node */
     atomic_fetch_add_explicit(&t->received, 1, memory_order_relaxed);
     t->b->on_code(code, n, t->b->arg);
 }
@@ -284,7 +284,7 @@ static bool redis_publish(struct transport *t, redisContext *pub, char *why, siz
     for (size_t i = 0; i < k; i++)
         if (redisAppendCommand(pub, "PUBLISH %s %b", REDIS_CHANNEL, batch[i].code,
                                (size_t)batch[i].n) != REDIS_OK)
-            abort();    /* only out of memory */
+            abort(); /* only out of memory */
     for (size_t i = 0; i < k; i++) {
         void *v = NULL;
         if (redisGetReply(pub, &v) != REDIS_OK) {
@@ -352,8 +352,8 @@ static void redis_session(struct transport *t, bool *was_up, char *why, size_t w
                 }
             ping_at = now;
         }
-        int w = wait_io(t, sub->fd, POLLIN, ping_at ? ping_at + b->timeout_ms
-                                                    : last_rx + IDLE_PING_MS);
+        int w =
+            wait_io(t, sub->fd, POLLIN, ping_at ? ping_at + b->timeout_ms : last_rx + IDLE_PING_MS);
         if (w < 0) {
             snprintf(why, wn, "poll: %s", strerror(errno));
             goto out;
@@ -402,9 +402,9 @@ static PGconn *pg_connect(struct transport *t, char *why, size_t wn)
 {
     struct bus *b = t->b;
     /* Keepalives notice a dead peer even when no ping is due. */
-    static const char *const keys[] = {"fallback_application_name", "client_encoding",
-                                       "keepalives", "keepalives_idle", "keepalives_interval",
-                                       "keepalives_count", "dbname", NULL};
+    static const char *const keys[] = {
+        "fallback_application_name", "client_encoding",  "keepalives", "keepalives_idle",
+        "keepalives_interval",       "keepalives_count", "dbname",     NULL};
     const char *values[] = {"shortd-bus", "UTF8", "1", "5", "2", "3", b->pg_url, NULL};
     PGconn *pg = PQconnectStartParams(keys, values, 1);
     if (!pg)
@@ -412,8 +412,7 @@ static PGconn *pg_connect(struct transport *t, char *why, size_t wn)
     int64_t deadline = mono_ms() + b->timeout_ms;
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     while (PQstatus(pg) != CONNECTION_BAD && st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
-        int w = wait_io(t, PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
-                        deadline);
+        int w = wait_io(t, PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
         if (w <= 0 || stopping(b)) {
             snprintf(why, wn, w == 0 ? "connect timed out" : "connect interrupted");
             PQfinish(pg);
@@ -434,8 +433,8 @@ static PGconn *pg_connect(struct transport *t, char *why, size_t wn)
 
 /* Runs one statement (with one text parameter, or none) within the timeout.
  * Notifications that arrive meanwhile stay for PQnotifies. */
-static bool pg_exec(struct transport *t, PGconn *pg, const char *sql, const char *param,
-                    char *why, size_t wn)
+static bool pg_exec(struct transport *t, PGconn *pg, const char *sql, const char *param, char *why,
+                    size_t wn)
 {
     int64_t deadline = mono_ms() + t->b->timeout_ms;
     if (!PQsendQueryParams(pg, sql, param ? 1 : 0, NULL, param ? &param : NULL, NULL, NULL, 0)) {
@@ -466,7 +465,7 @@ static bool pg_exec(struct transport *t, PGconn *pg, const char *sql, const char
             return false;
         }
         if (w & IO_WAKE)
-            drain_wake(t);      /* the session loop looks at the queue after this */
+            drain_wake(t); /* the session loop looks at the queue after this */
     }
 }
 
@@ -554,7 +553,7 @@ out:
 static void *transport_main(void *arg)
 {
     struct transport *t = arg;
-    cache_thread_register();    /* on_code may touch the in-process cache */
+    cache_thread_register(); /* on_code may touch the in-process cache */
     int64_t backoff = BACKOFF_MIN_MS;
     while (!stopping(t->b)) {
         char why[256] = "";
@@ -595,7 +594,7 @@ static void transport_init(struct bus *b, enum kind kind, int64_t now)
     t->q = calloc(QUEUE_MAX, sizeof(*t->q));
     if (!t->q)
         abort();
-    t->down_since = now;    /* the first gap starts here */
+    t->down_since = now; /* the first gap starts here */
     atomic_init(&t->published, 0);
     atomic_init(&t->received, 0);
     atomic_init(&t->errors, 0);
@@ -685,8 +684,10 @@ void bus_publish(struct bus *b, const char *code, size_t n)
         if (dropped)
             atomic_fetch_add_explicit(&t->errors, 1, memory_order_relaxed);
         if (log_drop)
-            log_at(LOG_WARN, "invalidation queue for %s at '%s' is full: dropping codes until "
-                   "it drains", t->name, t->where);
+            log_at(LOG_WARN,
+                   "invalidation queue for %s at '%s' is full: dropping codes until "
+                   "it drains",
+                   t->name, t->where);
     }
 }
 

@@ -27,18 +27,18 @@ struct batch {
     struct store *to;
     int table;
     const struct store_table *t;
-    size_t max;                 /* rows per batch */
-    struct store_value *rows;   /* max * ncols */
-    size_t *off;                /* where each text or blob starts in 'bytes' */
+    size_t max;               /* rows per batch */
+    struct store_value *rows; /* max * ncols */
+    size_t *off;              /* where each text or blob starts in 'bytes' */
     struct buf bytes;
     size_t n;
-    struct store_value after[TABLE_KEYS_MAX];  /* the key of the last row written */
+    struct store_value after[TABLE_KEYS_MAX]; /* the key of the last row written */
     struct buf after_bytes;
     bool has_after;
     struct migrate_table *res;
     migrate_progress_fn progress;
     void *arg;
-    int rc;                     /* the first error, which stops the export */
+    int rc; /* the first error, which stops the export */
 };
 
 static bool has_bytes(const struct store_value *v)
@@ -119,8 +119,14 @@ static int copy_table(struct store *from, struct store *to, int table, size_t ba
                       struct migrate_table *res, migrate_progress_fn progress, void *arg)
 {
     const struct store_table *t = &store_tables[table];
-    struct batch b = {.to = to, .table = table, .t = t, .max = batch_rows, .res = res,
-                      .progress = progress, .arg = arg, .rc = ERR_OK};
+    struct batch b = {.to = to,
+                      .table = table,
+                      .t = t,
+                      .max = batch_rows,
+                      .res = res,
+                      .progress = progress,
+                      .arg = arg,
+                      .rc = ERR_OK};
     b.rows = calloc(batch_rows * (size_t)t->ncols, sizeof(*b.rows));
     b.off = calloc(batch_rows * (size_t)t->ncols, sizeof(*b.off));
     if (!b.rows || !b.off)
@@ -164,7 +170,7 @@ static int same_meta(struct store *a, struct store *b, const char *key, bool *sa
 
 struct ckpt_check {
     struct store *from;
-    char key[128];      /* a checkpoint only the target has */
+    char key[128]; /* a checkpoint only the target has */
     int rc;
 };
 
@@ -196,7 +202,8 @@ static int check_target(struct store *from, struct store *to, char *why, size_t 
         bool same = true;
         rc = same_meta(from, to, secrets[i], &same);
         if (rc == ERR_OK && !same) {
-            snprintf(why, whylen, "the target already holds %lld links and %lld API keys, "
+            snprintf(why, whylen,
+                     "the target already holds %lld links and %lld API keys, "
                      "made under secrets other than the source's; copy into a new database "
                      "(prepared by shortd migrate) or one that only migrate-store has written",
                      (long long)links.rows, (long long)keys.rows);
@@ -209,9 +216,11 @@ static int check_target(struct store *from, struct store *to, char *why, size_t 
     if (rc == ERR_OK)
         rc = c.rc;
     if (rc == ERR_OK && c.key[0]) {
-        snprintf(why, whylen, "the target holds the click checkpoint '%s', which the source "
+        snprintf(why, whylen,
+                 "the target holds the click checkpoint '%s', which the source "
                  "does not: a node has served the target and counted clicks into it, and a "
-                 "copy would overwrite them", c.key);
+                 "copy would overwrite them",
+                 c.key);
         return ERR_INVALID;
     }
     if (rc != ERR_OK)

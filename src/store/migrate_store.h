@@ -13,9 +13,9 @@
 
 /* What happened to one table. */
 struct migrate_table {
-    int64_t copied;                 /* rows read from the source */
-    int64_t written;                /* target rows added, changed or removed */
-    struct table_count from, to;    /* both stores, counted after the copy */
+    int64_t copied;              /* rows read from the source */
+    int64_t written;             /* target rows added, changed or removed */
+    struct table_count from, to; /* both stores, counted after the copy */
 };
 
 struct migrate_result {
@@ -25,7 +25,7 @@ struct migrate_result {
 /* Called after each batch, and with 'done' when a table is complete. */
 typedef void (*migrate_progress_fn)(const char *table, int64_t rows, bool done, void *arg);
 
-#define MIGRATE_BATCH_ROWS 2000     /* rows per transaction, by default */
+#define MIGRATE_BATCH_ROWS 2000 /* rows per transaction, by default */
 
 /* Copies 'from' into 'to', 'batch_rows' rows per transaction, tables in the
  * order of store_move.h, then counts both into 'out'. ERR_INVALID, with the

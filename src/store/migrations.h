@@ -20,9 +20,9 @@
 #include <stddef.h>
 
 struct migration {
-    int version;        /* NNNN of the file name */
-    const char *name;   /* the file name */
-    const char *sql;    /* the file's text */
+    int version;      /* NNNN of the file name */
+    const char *name; /* the file name */
+    const char *sql;  /* the file's text */
 };
 
 #define MIGRATIONS_COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -65,12 +65,11 @@ static struct store_value text_value(const char *p)
 
 /* Writes the parameter numbered *n, first adding 'v' as a new one when *n
  * is 0: a value the text names more than once is one parameter. */
-static void param_at(struct sql_stmt *s, const struct sql_dialect *d, int *n,
-                     struct store_value v)
+static void param_at(struct sql_stmt *s, const struct sql_dialect *d, int *n, struct store_value v)
 {
     if (!*n) {
         if (s->nparams == SQL_PARAMS_MAX)
-            abort();    /* the statements here have a fixed, smaller number */
+            abort(); /* the statements here have a fixed, smaller number */
         s->param[s->nparams++] = v;
         *n = s->nparams;
     }
@@ -96,7 +95,7 @@ enum {
     SHAPE_TAG = 1 << 6,
     SHAPE_Q = 1 << 7,
     SHAPE_EXHAUSTED = 1 << 8,
-    SHAPE_FLOOR = 1 << 9,       /* below SQL_LIST_SHAPES */
+    SHAPE_FLOOR = 1 << 9, /* below SQL_LIST_SHAPES */
 };
 
 unsigned sqlgen_list_shape(const struct link_query *q)
@@ -110,8 +109,8 @@ unsigned sqlgen_list_shape(const struct link_query *q)
 }
 
 /* Which links: the wanted states, any of them. */
-static void list_states(struct sql_stmt *s, const struct sql_dialect *d,
-                        const struct link_query *q, unsigned shape)
+static void list_states(struct sql_stmt *s, const struct sql_dialect *d, const struct link_query *q,
+                        unsigned shape)
 {
     struct buf *b = &s->text;
     int now = 0;
@@ -172,8 +171,8 @@ static void list_bound(struct sql_stmt *s, const struct sql_dialect *d, const ch
 /* The page: the links after the cursor (and down to a search's floor), in
  * the list's order, at most 'limit'. With sqlgen_list_floor, the one place
  * that knows the order and its keyset cursor. */
-static void list_page(struct sql_stmt *s, const struct sql_dialect *d,
-                      const struct link_query *q, unsigned shape)
+static void list_page(struct sql_stmt *s, const struct sql_dialect *d, const struct link_query *q,
+                      unsigned shape)
 {
     if (shape & SHAPE_CURSOR)
         list_bound(s, d, " AND ", "<", q->after_created, q->after_code);
@@ -229,8 +228,7 @@ void sqlgen_list_floor(struct sql_stmt *s, const struct sql_dialect *d, const st
 
 /* ---- moving tables ---- */
 
-void sqlgen_cols(struct buf *b, const struct store_table *t, int from, int to,
-                 const char *prefix)
+void sqlgen_cols(struct buf *b, const struct store_table *t, int from, int to, const char *prefix)
 {
     for (int i = from; i < to; i++)
         buf_printf(b, "%s%s%s", i > from ? ", " : "", prefix, t->cols[i].name);

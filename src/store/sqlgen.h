@@ -14,19 +14,19 @@
 
 /* What a link is written and read with, in struct link's order. */
 #define SQL_LINK_COLS                                                                              \
-    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "            \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "             \
     "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used"
 /* As read: the all-time totals are the pruned days' plus the kept days'.
  * 'sum_cast' is the dialect's (SQL_SUM_SQLITE, SQL_SUM_PG). */
 #define SQL_LINK_READ(sum_cast)                                                                    \
-    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "            \
-    "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                        \
-    "WHERE d.code = links.code), 0)" sum_cast ", bot_clicks + coalesce((SELECT sum(d.bots) "      \
-    "FROM link_days d WHERE d.code = links.code), 0)" sum_cast ", password, domain, variants, "   \
+    "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "             \
+    "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                         \
+    "WHERE d.code = links.code), 0)" sum_cast ", bot_clicks + coalesce((SELECT sum(d.bots) "       \
+    "FROM link_days d WHERE d.code = links.code), 0)" sum_cast ", password, domain, variants, "    \
     "utm, dest, max_clicks, used"
 /* What a deleted or swept link loses (its code and counters stay). */
 #define SQL_LINK_DATA_NULL                                                                         \
-    "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, "      \
+    "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, "       \
     "utm = NULL, dest = NULL"
 
 /* A sum of integers read as int64: PostgreSQL's sum of bigints is numeric. */
@@ -35,24 +35,24 @@
 
 struct sql_dialect {
     const char *name;
-    char param;                 /* parameter n is written '?n' (SQLite) or '$n' */
+    char param; /* parameter n is written '?n' (SQLite) or '$n' */
     /* Parameters of a column's type (enum col_type) are cast to this; NULL:
      * not cast (SQLite types values, not parameters). */
     const char *const *param_type;
-    const char *false_cond;     /* a condition that is false: "0", "false" */
-    const char *sum_cast;       /* SQL_SUM_SQLITE, SQL_SUM_PG */
-    const char *link_read;      /* SQL_LINK_READ(sum_cast) */
+    const char *false_cond; /* a condition that is false: "0", "false" */
+    const char *sum_cast;   /* SQL_SUM_SQLITE, SQL_SUM_PG */
+    const char *link_read;  /* SQL_LINK_READ(sum_cast) */
     /* ASCII-only lowercase of an expression, between these two (both
      * backends fold the same letters whatever the server's locale) */
     const char *fold_open, *fold_close;
-    const char *strpos;         /* function(text, part): part's position, 0 if absent */
+    const char *strpos; /* function(text, part): part's position, 0 if absent */
     /* A subquery that has a row when a link's tags (JSON array text) hold
      * an element equal to what follows it. */
     const char *tag_elem_eq;
     /* The row being upserted, in ON CONFLICT's WHERE: "" (SQLite names its
      * columns bare), "x." (PostgreSQL's statements alias the table x). */
     const char *upsert_row;
-    const char *distinct;       /* rows differ, NULLs equal: "IS NOT", "IS DISTINCT FROM" */
+    const char *distinct; /* rows differ, NULLs equal: "IS NOT", "IS DISTINCT FROM" */
 };
 
 extern const struct sql_dialect sql_sqlite;
@@ -91,8 +91,7 @@ void sqlgen_list_floor(struct sql_stmt *s, const struct sql_dialect *d, const st
 /* ---- moving tables (store_move.h) ---- */
 
 /* "a, b, c": the names of columns [from, to), each after 'prefix'. */
-void sqlgen_cols(struct buf *b, const struct store_table *t, int from, int to,
-                 const char *prefix);
+void sqlgen_cols(struct buf *b, const struct store_table *t, int from, int to, const char *prefix);
 /* SELECT of every row of 't' in key order. */
 void sqlgen_export(struct buf *b, const struct store_table *t);
 /* SELECT of the rows of 't' and the sums of its 'sum' columns. */

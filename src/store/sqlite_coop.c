@@ -36,14 +36,14 @@
 #include "base/banned.h"
 
 struct coop_file {
-    sqlite3_file base;          /* pMethods = &coop_io */
-    sqlite3_file *real;         /* right after this struct */
-    bool is_wal;                /* a WAL file: its writes are gathered */
-    struct coop_file *wal;      /* a database file: its WAL file while open */
-    struct coop_file *db;       /* a WAL file: its database file while open */
-    const char *name;           /* a database file: its name as SQLite passed it */
-    struct coop_file *next;     /* a database file: in 'dbs' */
-    char *held;                 /* a WAL file: 'nheld' bytes to write at 'at' */
+    sqlite3_file base;      /* pMethods = &coop_io */
+    sqlite3_file *real;     /* right after this struct */
+    bool is_wal;            /* a WAL file: its writes are gathered */
+    struct coop_file *wal;  /* a database file: its WAL file while open */
+    struct coop_file *db;   /* a WAL file: its database file while open */
+    const char *name;       /* a database file: its name as SQLite passed it */
+    struct coop_file *next; /* a database file: in 'dbs' */
+    char *held;             /* a WAL file: 'nheld' bytes to write at 'at' */
     size_t nheld;
     sqlite3_int64 at;
 };
@@ -151,7 +151,7 @@ static int c_sync(sqlite3_file *f, int flags)
     if (rc != SQLITE_OK)
         return rc;
     rc = REAL(f)->pMethods->xSync(REAL(f), flags);
-    coop_rest();    /* asleep in fsync: not computing */
+    coop_rest(); /* asleep in fsync: not computing */
     return rc;
 }
 
@@ -185,15 +185,9 @@ static int c_control(sqlite3_file *f, int op, void *arg)
     return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
 }
 
-static int c_sector(sqlite3_file *f)
-{
-    return REAL(f)->pMethods->xSectorSize(REAL(f));
-}
+static int c_sector(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
 
-static int c_device(sqlite3_file *f)
-{
-    return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
-}
+static int c_device(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
 
 static int c_shm_map(sqlite3_file *f, int page, int size, int extend, void volatile **p)
 {
@@ -305,7 +299,7 @@ static void do_register(void)
         coop_io[v] = coop_io_v3;
         coop_io[v].iVersion = v;
     }
-    coop_vfs = *real_vfs;      /* every other method is the real VFS's own */
+    coop_vfs = *real_vfs; /* every other method is the real VFS's own */
     coop_vfs.szOsFile = (int)sizeof(struct coop_file) + real_vfs->szOsFile;
     coop_vfs.zName = SQLITE_COOP_VFS;
     coop_vfs.pNext = NULL;

@@ -65,8 +65,10 @@ int store_open(const char *url, struct store **out)
     if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
         return store_pg_ops.open(url, out);
     if (strstr(url, "://"))
-        return log_fail(ERR_INVALID, "unsupported store scheme '%.*s://' (this build knows "
-                        "sqlite:PATH and postgres://...)", (int)(strstr(url, "://") - url), url);
+        return log_fail(ERR_INVALID,
+                        "unsupported store scheme '%.*s://' (this build knows "
+                        "sqlite:PATH and postgres://...)",
+                        (int)(strstr(url, "://") - url), url);
     return store_sqlite_ops.open(url, out);
 }
 

@@ -37,10 +37,10 @@
 struct store;
 
 struct store_ops {
-    const char *name;   /* "sqlite", "postgres" */
+    const char *name; /* "sqlite", "postgres" */
 
     /* Lifecycle */
-    int (*open)(const char *target, struct store **out);  /* creates/migrates the schema */
+    int (*open)(const char *target, struct store **out); /* creates/migrates the schema */
     void (*close)(struct store *st);
     /* Starts the backend's own upkeep in threads of its own at this nice
      * (coop.h), stopped by close; NULL when the backend has none. A serving

@@ -21,22 +21,22 @@ struct apikey {
 typedef int (*key_cb)(const struct apikey *k, void *arg);
 typedef int (*host_cb)(const char *host, int64_t created_at, void *arg);
 
-#define STORE_OPS_KEYS                                                                             \
-    /* API keys */                                                                                 \
-    int (*key_insert)(struct store *st, const char *name, const uint8_t hash[32], bool admin,      \
-                      int64_t now, int64_t *id);                                                   \
-    int (*key_by_hash)(struct store *st, const uint8_t hash[32], struct apikey *out);              \
-    int (*key_list)(struct store *st, key_cb cb, void *arg);                                       \
+#define STORE_OPS_KEYS                                                                               \
+    /* API keys */                                                                                   \
+    int (*key_insert)(struct store * st, const char *name, const uint8_t hash[32], bool admin,       \
+                      int64_t now, int64_t *id);                                                     \
+    int (*key_by_hash)(struct store * st, const uint8_t hash[32], struct apikey *out);               \
+    int (*key_list)(struct store * st, key_cb cb, void *arg);                                        \
     /* ERR_NOTFOUND. A shared store also publishes BUS_KEYS (bus.h) to every                       \
-     * listening node in the same transaction, delivered at commit. */                             \
-    int (*key_revoke)(struct store *st, int64_t id, int64_t now);                                  \
-    int (*key_count)(struct store *st, int64_t *n);                                                \
-                                                                                                   \
-    /* Destination blocklist (lowercase hosts) */                                                  \
-    int (*block_add)(struct store *st, const char *host, int64_t now);   /* ERR_EXISTS */          \
-    int (*block_del)(struct store *st, const char *host);                /* ERR_NOTFOUND */        \
-    int (*block_has)(struct store *st, const char *host, bool *yes);                               \
-    int (*block_list)(struct store *st, host_cb cb, void *arg);
+     * listening node in the same transaction, delivered at commit. */ \
+    int (*key_revoke)(struct store * st, int64_t id, int64_t now);                                   \
+    int (*key_count)(struct store * st, int64_t * n);                                                \
+                                                                                                     \
+    /* Destination blocklist (lowercase hosts) */                                                    \
+    int (*block_add)(struct store * st, const char *host, int64_t now); /* ERR_EXISTS */             \
+    int (*block_del)(struct store * st, const char *host);              /* ERR_NOTFOUND */           \
+    int (*block_has)(struct store * st, const char *host, bool *yes);                                \
+    int (*block_list)(struct store * st, host_cb cb, void *arg);
 
 #endif
 

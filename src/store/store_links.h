@@ -12,19 +12,19 @@
 struct store;
 
 enum link_state {
-    LINK_ACTIVE = 0,    /* live unless expires_at has passed */
-    LINK_DELETED = 1,   /* tombstone: code kept for ever, data removed */
-    LINK_DISABLED = 2,  /* switched off by an admin, data kept */
+    LINK_ACTIVE = 0,   /* live unless expires_at has passed */
+    LINK_DELETED = 1,  /* tombstone: code kept for ever, data removed */
+    LINK_DISABLED = 2, /* switched off by an admin, data kept */
 };
 
 /* A link as stored. Strings are owned by the struct (link_release frees). */
 struct link {
     char code[CODE_MAX + 1];
-    int64_t owner;      /* API key id */
-    char *url;          /* NULL once removed (deleted, or swept after expiry) */
-    char *title;        /* NULL when absent */
+    int64_t owner; /* API key id */
+    char *url;     /* NULL once removed (deleted, or swept after expiry) */
+    char *title;   /* NULL when absent */
     char *note;
-    char *tags;         /* JSON array text, NULL for none */
+    char *tags; /* JSON array text, NULL for none */
     int64_t created_at;
     int64_t expires_at; /* 0: never */
     int64_t changed_at; /* last change of state */
@@ -50,18 +50,18 @@ void link_release(struct link *l);
 
 /* Listing: newest first; 'after_*' is the cursor (0/"" for the first page). */
 struct link_query {
-    int64_t owner;      /* -1: every owner */
-    unsigned states;    /* bit (1 << state) per wanted stored state ... */
-    bool want_live;     /* ... and of LINK_ACTIVE, whether live ones ... */
-    bool want_expired;  /* ... expired ones ... */
+    int64_t owner;       /* -1: every owner */
+    unsigned states;     /* bit (1 << state) per wanted stored state ... */
+    bool want_live;      /* ... and of LINK_ACTIVE, whether live ones ... */
+    bool want_expired;   /* ... expired ones ... */
     bool want_exhausted; /* ... and unexpired ones whose click limit is used up
                           * (max_clicks > 0, used >= max_clicks) are wanted */
     int64_t now;
     int64_t after_created;
     const char *after_code;
     int limit;
-    const char *tag;    /* NULL, or only links whose tags array holds exactly this */
-    const char *q;      /* NULL, or only links with this in code, url, title or note
+    const char *tag; /* NULL, or only links whose tags array holds exactly this */
+    const char *q;   /* NULL, or only links with this in code, url, title or note
                          * (a plain substring, ASCII letters in any case) */
     /* With floor_code: only links at or after this row of the list's order
      * (a search page's bound, from link_list_floor). */
@@ -71,11 +71,11 @@ struct link_query {
 
 /* One change of a link's destination (PATCH), newest first when listed. */
 struct link_change {
-    int64_t seq;        /* 1, 2, ... per code */
+    int64_t seq; /* 1, 2, ... per code */
     const char *old_url;
     const char *new_url;
     int64_t changed_at;
-    int64_t by_key;     /* API key id that made the change */
+    int64_t by_key; /* API key id that made the change */
 };
 
 /* A remembered idempotent answer. 'body' is owned (free()). */
@@ -91,54 +91,54 @@ typedef int (*link_cb)(const struct link *l, void *arg);
 typedef int (*change_cb)(const struct link_change *c, void *arg);
 typedef int (*domain_cb)(const char *host, int64_t owner, int64_t created_at, void *arg);
 
-#define STORE_OPS_LINKS                                                                            \
-    /* Links */                                                                                    \
-    int (*link_get)(struct store *st, const char *code, struct link *out); /* any state */         \
-    int (*link_insert)(struct store *st, const struct link *l);            /* ERR_EXISTS */        \
-    int (*link_find_live)(struct store *st, int64_t owner, const char *url, int64_t now,           \
-                          struct link *out);                                                       \
-    int (*link_set_state)(struct store *st, const char *code, int state, int64_t now);             \
-    int (*link_list)(struct store *st, const struct link_query *q, link_cb cb, void *arg);         \
+#define STORE_OPS_LINKS                                                                              \
+    /* Links */                                                                                      \
+    int (*link_get)(struct store * st, const char *code, struct link *out); /* any state */          \
+    int (*link_insert)(struct store * st, const struct link *l);            /* ERR_EXISTS */         \
+    int (*link_find_live)(struct store * st, int64_t owner, const char *url, int64_t now,            \
+                          struct link *out);                                                         \
+    int (*link_set_state)(struct store * st, const char *code, int state, int64_t now);              \
+    int (*link_list)(struct store * st, const struct link_query *q, link_cb cb, void *arg);          \
     /* Where a page of a search stops: the rows-th link of q's owner after                         \
      * q's cursor, in the list's order and whatever its state (no other                            \
      * filter of q: it bounds the rows one page reads). ERR_OK with its                            \
-     * created_at and code; ERR_NOTFOUND when fewer are left. */                                   \
-    int (*link_list_floor)(struct store *st, const struct link_query *q, int rows,                 \
-                           int64_t *created, char code[CODE_MAX + 1]);                             \
-    int (*link_count)(struct store *st, int64_t *n);                                               \
-    /* Removes the data of links expired before 'before', at most 'limit'. */                      \
-    int (*link_sweep)(struct store *st, int64_t before, int limit, int *swept);                    \
+     * created_at and code; ERR_NOTFOUND when fewer are left. */ \
+    int (*link_list_floor)(struct store * st, const struct link_query *q, int rows,                  \
+                           int64_t *created, char code[CODE_MAX + 1]);                               \
+    int (*link_count)(struct store * st, int64_t * n);                                               \
+    /* Removes the data of links expired before 'before', at most 'limit'. */                        \
+    int (*link_sweep)(struct store * st, int64_t before, int limit, int *swept);                     \
     /* Writes the changeable fields of an existing link (url, title, note,                         \
      * tags, expires_at, changed_at, password, variants, utm, dest);                               \
-     * ERR_NOTFOUND when there is no such code. */                                                 \
-    int (*link_update)(struct store *st, const struct link *l);                                    \
+     * ERR_NOTFOUND when there is no such code. */ \
+    int (*link_update)(struct store * st, const struct link *l);                                     \
     /* Takes one click slot of a link with max_clicks: ERR_OK with the slots                       \
      * now used, ERR_TOOBIG when none is left (or the link has no limit). In                       \
-     * PostgreSQL one conditional UPDATE, exact across nodes. */                                   \
-    int (*link_reserve)(struct store *st, const char *code, int64_t *used);                        \
-                                                                                                   \
-    /* Destination history (link_history), appended in the change's transaction */                 \
-    int (*history_add)(struct store *st, const char *code, const char *old_url,                    \
-                       const char *new_url, int64_t at, int64_t by_key);                           \
-    int (*history_list)(struct store *st, const char *code, int limit, change_cb cb, void *arg);   \
-                                                                                                   \
-    /* Custom short domains, one owner each (add: ERR_EXISTS) */                                   \
-    int (*domain_add)(struct store *st, const char *host, int64_t owner, int64_t now);             \
-    int (*domain_get)(struct store *st, const char *host, int64_t *owner);   /* ERR_NOTFOUND */    \
-    int (*domain_del)(struct store *st, const char *host, int64_t owner);    /* ERR_NOTFOUND */    \
-    int (*domain_list)(struct store *st, int64_t owner, domain_cb cb, void *arg); /* -1: all */    \
-                                                                                                   \
-    /* Idempotency keys, scoped to an API key */                                                   \
-    int (*idem_get)(struct store *st, int64_t key_id, const char *idem, int64_t since,             \
-                    struct idem_rec *out);                                                         \
-    int (*idem_put)(struct store *st, int64_t key_id, const char *idem,                            \
-                    const struct idem_rec *rec);                                                   \
+     * PostgreSQL one conditional UPDATE, exact across nodes. */ \
+    int (*link_reserve)(struct store * st, const char *code, int64_t *used);                         \
+                                                                                                     \
+    /* Destination history (link_history), appended in the change's transaction */                   \
+    int (*history_add)(struct store * st, const char *code, const char *old_url,                     \
+                       const char *new_url, int64_t at, int64_t by_key);                             \
+    int (*history_list)(struct store * st, const char *code, int limit, change_cb cb, void *arg);    \
+                                                                                                     \
+    /* Custom short domains, one owner each (add: ERR_EXISTS) */                                     \
+    int (*domain_add)(struct store * st, const char *host, int64_t owner, int64_t now);              \
+    int (*domain_get)(struct store * st, const char *host, int64_t *owner); /* ERR_NOTFOUND */       \
+    int (*domain_del)(struct store * st, const char *host, int64_t owner);  /* ERR_NOTFOUND */       \
+    int (*domain_list)(struct store * st, int64_t owner, domain_cb cb, void *arg); /* -1: all */     \
+                                                                                                     \
+    /* Idempotency keys, scoped to an API key */                                                     \
+    int (*idem_get)(struct store * st, int64_t key_id, const char *idem, int64_t since,              \
+                    struct idem_rec *out);                                                           \
+    int (*idem_put)(struct store * st, int64_t key_id, const char *idem,                             \
+                    const struct idem_rec *rec);                                                     \
     /* Claims a key for this transaction (a record without an answer yet):                         \
      * ERR_OK when claimed, ERR_EXISTS when a record is there; a concurrent                        \
-     * claimer in another transaction waits for this one to finish. */                             \
-    int (*idem_claim)(struct store *st, int64_t key_id, const char *idem,                          \
-                      const struct idem_rec *rec);                                                 \
-    int (*idem_sweep)(struct store *st, int64_t before);
+     * claimer in another transaction waits for this one to finish. */ \
+    int (*idem_claim)(struct store * st, int64_t key_id, const char *idem,                           \
+                      const struct idem_rec *rec);                                                   \
+    int (*idem_sweep)(struct store * st, int64_t before);
 
 #endif
 

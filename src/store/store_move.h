@@ -23,10 +23,10 @@
 struct store;
 
 enum col_type {
-    COL_INT,    /* int64 */
-    COL_BOOL,   /* int64 0 or 1: boolean in PostgreSQL, integer in SQLite */
-    COL_TEXT,   /* UTF-8 */
-    COL_BLOB,   /* bytes: bytea in PostgreSQL */
+    COL_INT,  /* int64 */
+    COL_BOOL, /* int64 0 or 1: boolean in PostgreSQL, integer in SQLite */
+    COL_TEXT, /* UTF-8 */
+    COL_BLOB, /* bytes: bytea in PostgreSQL */
 };
 
 enum val_type { VAL_NULL, VAL_INT, VAL_TEXT, VAL_BLOB };
@@ -35,8 +35,8 @@ enum val_type { VAL_NULL, VAL_INT, VAL_TEXT, VAL_BLOB };
  * has p[n] == '\0'. A COL_BOOL column travels as VAL_INT. */
 struct store_value {
     enum val_type type;
-    int64_t i;          /* VAL_INT */
-    const char *p;      /* VAL_TEXT, VAL_BLOB */
+    int64_t i;     /* VAL_INT */
+    const char *p; /* VAL_TEXT, VAL_BLOB */
     size_t n;
 };
 
@@ -48,10 +48,10 @@ struct store_value {
 struct store_table {
     const char *name;
     int ncols;
-    int nkeys;              /* the first nkeys columns are the unique key */
-    bool mirror;            /* an import removes target rows the source does not have */
-    const char *serial;     /* column the store numbers new rows by, or NULL */
-    const char *sum[2];     /* columns whose sums check a copy, or NULL */
+    int nkeys;          /* the first nkeys columns are the unique key */
+    bool mirror;        /* an import removes target rows the source does not have */
+    const char *serial; /* column the store numbers new rows by, or NULL */
+    const char *sum[2]; /* columns whose sums check a copy, or NULL */
     struct {
         const char *name;
         enum col_type type;
@@ -59,7 +59,7 @@ struct store_table {
 };
 
 enum table_id {
-    TABLE_META,         /* first: a copy brings the secrets before the rows made with them */
+    TABLE_META, /* first: a copy brings the secrets before the rows made with them */
     TABLE_API_KEYS,
     TABLE_LINKS,
     TABLE_BLOCKLIST,
@@ -76,6 +76,7 @@ enum table_id {
  * host) and a copy follows. A link's clicks and bot_clicks are the totals of
  * its pruned days; link_days holds the others. In meta, 'counter' is the next code
  * number: an import keeps the larger of the two, so codes never repeat. */
+/* clang-format off */
 static const struct store_table store_tables[TABLE__COUNT] = {
     [TABLE_META] = {
         "meta", 2, 1, true, NULL, {NULL, NULL},
@@ -112,6 +113,7 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         {{"code", COL_TEXT}, {"seq", COL_INT}, {"old_url", COL_TEXT}, {"new_url", COL_TEXT},
          {"changed_at", COL_INT}, {"by_key", COL_INT}}},
 };
+/* clang-format on */
 
 /* What table_count reports: the rows, and the sums of the 'sum' columns. */
 struct table_count {
@@ -122,19 +124,19 @@ struct table_count {
 /* Each row is 'ncols' values; a non-zero return stops the export. */
 typedef int (*row_cb)(const struct store_value *row, void *arg);
 
-#define STORE_OPS_MOVE                                                                             \
-    /* Rows of a table of enum table_id, in key order. */                                          \
-    int (*export_rows)(struct store *st, int table, row_cb cb, void *arg);                         \
+#define STORE_OPS_MOVE                                                                               \
+    /* Rows of a table of enum table_id, in key order. */                                            \
+    int (*export_rows)(struct store * st, int table, row_cb cb, void *arg);                          \
     /* Inside begin/commit: 'n' rows in key order, all after the key 'after'                       \
      * (the previous batch's last row; NULL for the first batch). A row is                         \
      * inserted, or replaces the row with its key (meta's 'counter' keeps the                      \
      * larger number). For a mirror table, rows from after 'after' up to the                       \
      * last row's key (to the end of the table when 'to_end') that are not in                      \
      * the batch are removed, so one pass makes the table the source's.                            \
-     * '*changed' gets the rows added, changed or removed. */                                      \
-    int (*import_rows)(struct store *st, int table, const struct store_value *rows, size_t n,      \
-                       const struct store_value *after, bool to_end, int64_t *changed);            \
-    int (*table_count)(struct store *st, int table, struct table_count *out);
+     * '*changed' gets the rows added, changed or removed. */ \
+    int (*import_rows)(struct store * st, int table, const struct store_value *rows, size_t n,       \
+                       const struct store_value *after, bool to_end, int64_t *changed);              \
+    int (*table_count)(struct store * st, int table, struct table_count *out);
 
 #endif
 

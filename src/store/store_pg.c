@@ -61,7 +61,7 @@ static const struct migration steps[] = {
 /* pg_advisory_xact_lock key of `shortd migrate`: "shortd" in ASCII. */
 #define MIGRATE_LOCK "116100114116111104"
 
-#define DAY_CHUNK 2000  /* link days merged per round of statements */
+#define DAY_CHUNK 2000 /* link days merged per round of statements */
 #define MAX_PARAMS 24
 
 /* Prepared statements, by number; prepared on first use per connection. */
@@ -127,8 +127,9 @@ static const char *const sql[S__COUNT] = {
                    "ON CONFLICT (k) DO UPDATE SET v = excluded.v",
     [S_META_DEL] = "DELETE FROM meta WHERE k = $1",
     [S_META_ADD] = "INSERT INTO meta (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING",
-    [S_IDEM_CLAIM] = "INSERT INTO idempotency (key_id, idem, fingerprint, status, body, created_at) "
-                     "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key_id, idem) DO NOTHING",
+    [S_IDEM_CLAIM] =
+        "INSERT INTO idempotency (key_id, idem, fingerprint, status, body, created_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key_id, idem) DO NOTHING",
     /* The counter is ASCII digits in a bytea, as SQLite shows it. */
     [S_CLAIM] = "UPDATE meta SET v = convert_to((convert_from(v, 'UTF8')::bigint "
                 "+ $1::bigint)::text, 'UTF8') WHERE k = 'counter' "
@@ -180,12 +181,13 @@ static const char *const sql[S__COUNT] = {
                      "AND dims IS NOT NULL",
     [S_STATS_RECENT] = "SELECT recent FROM link_days WHERE code = $1 AND recent IS NOT NULL "
                        "ORDER BY day DESC LIMIT $2",
-    [S_STATS_TOTALS] = "SELECT count(*), (coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
-                       "FROM link_days d WHERE $1::bigint < 0 OR d.code IN (SELECT code FROM links "
-                       "WHERE owner = $1::bigint)))::bigint, (coalesce(sum(bot_clicks), 0) + "
-                       "(SELECT coalesce(sum(d.bots), 0) FROM link_days d WHERE $1::bigint < 0 OR "
-                       "d.code IN (SELECT code FROM links WHERE owner = $1::bigint)))::bigint "
-                       "FROM links WHERE $1::bigint < 0 OR owner = $1::bigint",
+    [S_STATS_TOTALS] =
+        "SELECT count(*), (coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
+        "FROM link_days d WHERE $1::bigint < 0 OR d.code IN (SELECT code FROM links "
+        "WHERE owner = $1::bigint)))::bigint, (coalesce(sum(bot_clicks), 0) + "
+        "(SELECT coalesce(sum(d.bots), 0) FROM link_days d WHERE $1::bigint < 0 OR "
+        "d.code IN (SELECT code FROM links WHERE owner = $1::bigint)))::bigint "
+        "FROM links WHERE $1::bigint < 0 OR owner = $1::bigint",
     [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
                     "WHERE d.day = $1 AND d.clicks > 0 "
                     "AND ($2::bigint < 0 OR l.owner = $2::bigint) "
@@ -234,23 +236,23 @@ static const char *const sql[S__COUNT] = {
 
 struct conn {
     PGconn *pg;
-    bool broken;                /* a call timed out: reconnect before the next */
+    bool broken; /* a call timed out: reconnect before the next */
     bool prepared[S__COUNT];
     /* sqlgen.c's statements prepared: one bit per link_list shape, then
      * per link_list_floor shape */
     uint64_t lists_prepared[(SQL_LIST_SHAPES + SQL_FLOOR_SHAPES + 63) / 64];
-    bool in_tx;                 /* between begin and commit/rollback */
+    bool in_tx; /* between begin and commit/rollback */
     struct conn *next;
 };
 
 struct pg_store {
     struct store base;
     char *url;
-    pthread_key_t key;          /* this thread's struct conn */
-    pthread_mutex_t mu;         /* guards 'conns' */
-    struct conn *conns;         /* every thread's connection, closed by close() */
-    pthread_mutex_t claim_mu;   /* guards 'claim' */
-    struct conn *claim;         /* claim_block's own connection, never in a transaction */
+    pthread_key_t key;        /* this thread's struct conn */
+    pthread_mutex_t mu;       /* guards 'conns' */
+    struct conn *conns;       /* every thread's connection, closed by close() */
+    pthread_mutex_t claim_mu; /* guards 'claim' */
+    struct conn *claim;       /* claim_block's own connection, never in a transaction */
 };
 
 /* Parameters of one statement: text, except bytea, sent as binary. */
@@ -312,10 +314,16 @@ static void notice_log(void *arg, const PGresult *r)
  * override the defaults given here. NULL when it cannot connect. */
 static PGconn *connect_url(const char *url)
 {
-    static const char *const keys[] = {"fallback_application_name", "client_encoding",
-                                       "connect_timeout", "keepalives", "keepalives_idle",
-                                       "keepalives_interval", "keepalives_count",
-                                       "tcp_user_timeout", "dbname", NULL};
+    static const char *const keys[] = {"fallback_application_name",
+                                       "client_encoding",
+                                       "connect_timeout",
+                                       "keepalives",
+                                       "keepalives_idle",
+                                       "keepalives_interval",
+                                       "keepalives_count",
+                                       "tcp_user_timeout",
+                                       "dbname",
+                                       NULL};
     const char *values[] = {"shortd", "UTF8", "3", "1", "5", "2", "2", "5000", url, NULL};
     PGconn *pg = PQconnectdbParams(keys, values, 1);
     if (!pg)
@@ -378,7 +386,7 @@ static struct conn *conn_get(struct store *base)
 #define PG_CALL_MS 5000
 #define PG_PAUSE_MS 1000
 
-static _Atomic int64_t pg_paused_until;     /* mono ms */
+static _Atomic int64_t pg_paused_until; /* mono ms */
 
 static PGresult *wait_result(struct conn *c, int sent, const char *what)
 {
@@ -387,7 +395,7 @@ static PGresult *wait_result(struct conn *c, int sent, const char *what)
         return NULL;
     }
     int64_t deadline = mono_ms() + PG_CALL_MS;
-    int64_t mine = store_deadline();    /* a store thread's job's bound */
+    int64_t mine = store_deadline(); /* a store thread's job's bound */
     bool own = mine && mine < deadline;
     if (own)
         deadline = mine;
@@ -472,8 +480,8 @@ static int conn_check(struct conn *c)
     memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
     if (PQstatus(c->pg) != CONNECTION_OK) {
         const char *msg = PQerrorMessage(c->pg);
-        return log_fail(ERR_STORAGE, "cannot reconnect to postgres: %.*s",
-                        (int)strcspn(msg, "\n"), msg);
+        return log_fail(ERR_STORAGE, "cannot reconnect to postgres: %.*s", (int)strcspn(msg, "\n"),
+                        msg);
     }
     log_at(LOG_INFO, "reconnected to postgres");
     return ERR_OK;
@@ -488,9 +496,8 @@ static int result_fail(PGresult *r, PGconn *pg, const char *what)
     if (state && !strcmp(state, "23505"))
         rc = ERR_EXISTS;
     else
-        rc = log_fail(ERR_STORAGE, "postgres %s failed: %.*s%s%s%s", what,
-                      (int)strcspn(msg, "\n"), msg, state ? " (" : "", state ? state : "",
-                      state ? ")" : "");
+        rc = log_fail(ERR_STORAGE, "postgres %s failed: %.*s%s%s%s", what, (int)strcspn(msg, "\n"),
+                      msg, state ? " (" : "", state ? state : "", state ? ")" : "");
     PQclear(r);
     return rc;
 }
@@ -548,10 +555,7 @@ static int run(struct store *st, enum stmt id, const struct params *p, const cha
     return exec_on(c, id, p, what, out);
 }
 
-static int changed(PGresult *r)
-{
-    return atoi(PQcmdTuples(r));
-}
+static int changed(PGresult *r) { return atoi(PQcmdTuples(r)); }
 
 /* Runs a write; *n gets the number of rows it changed. */
 static int run_count(struct store *st, enum stmt id, const struct params *p, const char *what,
@@ -661,11 +665,15 @@ static int pg_open(const char *url, struct store **out)
     int rc = c ? schema_version(c, &version) : ERR_STORAGE;
     if (rc == ERR_OK && version != SCHEMA_VERSION) {
         if (version < SCHEMA_VERSION)
-            log_at(LOG_ERROR, "database schema %d is not the one this shortd knows (%d): "
-                   "run shortd migrate", version, SCHEMA_VERSION);
+            log_at(LOG_ERROR,
+                   "database schema %d is not the one this shortd knows (%d): "
+                   "run shortd migrate",
+                   version, SCHEMA_VERSION);
         else
-            log_at(LOG_ERROR, "database schema %d is not the one this shortd knows (%d): "
-                   "it is newer; run a newer shortd", version, SCHEMA_VERSION);
+            log_at(LOG_ERROR,
+                   "database schema %d is not the one this shortd knows (%d): "
+                   "it is newer; run a newer shortd",
+                   version, SCHEMA_VERSION);
         rc = ERR_STORAGE;
     }
     if (rc != ERR_OK) {
@@ -702,8 +710,10 @@ static int pg_ping(struct store *st) { return run(st, S_PING, NULL, "ping", NULL
 static int pg_backup(struct store *st, const char *to_path)
 {
     (void)st;
-    return log_fail(ERR_INVALID, "cannot back up to '%s': a postgres store is backed up with "
-                    "pg_dump or pg_basebackup", to_path);
+    return log_fail(ERR_INVALID,
+                    "cannot back up to '%s': a postgres store is backed up with "
+                    "pg_dump or pg_basebackup",
+                    to_path);
 }
 
 /* ---- migrations ---- */
@@ -721,8 +731,9 @@ static int apply_step(const struct migration *m, void *arg)
     snprintf(num, sizeof(num), "%d", m->version);
     values[0] = num;
     values[1] = m->name;
-    return check_result(PQexecParams(c->pg, "INSERT INTO schema_version (version, name) "
-                                            "VALUES ($1, $2)",
+    return check_result(PQexecParams(c->pg,
+                                     "INSERT INTO schema_version (version, name) "
+                                     "VALUES ($1, $2)",
                                      2, NULL, values, NULL, NULL, 0),
                         c->pg, "schema version update", NULL);
 }
@@ -797,7 +808,7 @@ static int pg_commit(struct store *st)
     if (rc == ERR_OK) {
         if (strcmp(PQcmdStatus(r), "COMMIT") != 0)
             rc = log_fail(ERR_STORAGE, "postgres rolled back the transaction: a statement "
-                          "in it failed");
+                                       "in it failed");
         PQclear(r);
     }
     if (rc == ERR_EXISTS)
@@ -1106,7 +1117,7 @@ static int run_generated(struct conn *c, const char *name, unsigned bit, struct 
     if (!(c->lists_prepared[bit / 64] & (1ull << (bit % 64)))) {
         Oid types[SQL_PARAMS_MAX];
         for (int i = 0; i < s->nparams; i++)
-            types[i] = s->param[i].type == VAL_INT ? 20 : 25;  /* int8, text */
+            types[i] = s->param[i].type == VAL_INT ? 20 : 25; /* int8, text */
         rc = check_result(bx_prepare(c, name, s->text.p, s->nparams, types), c->pg, what, NULL);
         if (rc != ERR_OK)
             return ERR_STORAGE;
@@ -1294,8 +1305,8 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
     arrays_open(&w, 8);
     for (size_t i = 0; i < n && rc == ERR_OK; i++) {
         int row = (int)i;
-        struct day_blobs old = {val_i64(r, row, 0), val_i64(r, row, 1), val_i64(r, row, 2),
-                                NULL, NULL, NULL, 0, 0, 0};
+        struct day_blobs old = {
+            val_i64(r, row, 0), val_i64(r, row, 1), val_i64(r, row, 2), NULL, NULL, NULL, 0, 0, 0};
         const void **ptr[3] = {&old.dims, &old.visitors, &old.recent};
         size_t *len[3] = {&old.ndims, &old.nvisitors, &old.nrecent};
         for (int k2 = 0; k2 < 3 && rc == ERR_OK; k2++) {
@@ -1306,7 +1317,8 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
             *len[k2] = raw[k2].len;
         }
         struct day_blobs m;
-        if (rc == ERR_OK && dayrow_merge(&old, d[i].row, &bufs[0], &bufs[1], &bufs[2], &m) != ERR_OK)
+        if (rc == ERR_OK &&
+            dayrow_merge(&old, d[i].row, &bufs[0], &bufs[1], &bufs[2], &m) != ERR_OK)
             rc = log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
                           d[i].code, (long long)d[i].day);
         if (rc != ERR_OK)
@@ -1790,8 +1802,8 @@ static void move_unnest(struct buf *s, struct params *p, const struct store_tabl
     buf_adds(s, ")");
 }
 
-static int move_exec(struct conn *c, const struct buf *s, const struct params *p,
-                     const char *what, int64_t *nchanged)
+static int move_exec(struct conn *c, const struct buf *s, const struct params *p, const char *what,
+                     int64_t *nchanged)
 {
     int rc = conn_check(c);
     if (rc != ERR_OK)
@@ -1873,15 +1885,18 @@ static int pg_import_rows(struct store *st, int table, const struct store_value 
     if (rc == ERR_OK && n && t->serial) {
         struct params p = {0};
         buf_reset(&s);
-        buf_printf(&s, "SELECT setval(pg_get_serial_sequence('%s', '%s'), greatest(max(%s), "
+        buf_printf(&s,
+                   "SELECT setval(pg_get_serial_sequence('%s', '%s'), greatest(max(%s), "
                    "coalesce(pg_sequence_last_value(pg_get_serial_sequence('%s', '%s')::regclass), "
                    "0))) FROM %s HAVING max(%s) IS NOT NULL",
                    t->name, t->serial, t->serial, t->name, t->serial, t->name, t->serial);
         rc = move_exec(c, &s, &p, "sequence update", NULL);
     }
     if (rc == ERR_EXISTS)
-        rc = log_fail(ERR_STORAGE, "postgres import of '%s': a row collides with a different "
-                      "one on a unique column", t->name);
+        rc = log_fail(ERR_STORAGE,
+                      "postgres import of '%s': a row collides with a different "
+                      "one on a unique column",
+                      t->name);
     for (int i = 0; i < t->ncols; i++)
         buf_release(&col[i]);
     buf_release(&s);
@@ -1963,7 +1978,7 @@ static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg)
         } else if (rs != PGRES_SINGLE_TUPLE && rs != PGRES_TUPLES_OK && !stop && rc == ERR_OK) {
             rc = result_fail(r, c->pg, "export");
             rc = rc == ERR_EXISTS ? ERR_STORAGE : rc;
-            continue;   /* result_fail cleared 'r' */
+            continue; /* result_fail cleared 'r' */
         }
         PQclear(r);
     }

@@ -114,9 +114,10 @@ static const char *const sql[S__COUNT] = {
     [S_META_PUT] = "INSERT INTO meta(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = ?2",
     [S_CLAIM] = "UPDATE meta SET v = v + ?1 WHERE k = 'counter' RETURNING v - ?1",
     [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = ?1",
-    [S_LINK_INSERT] = "INSERT INTO links(" SQL_LINK_COLS ") "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-                      "?17, ?18, ?19, ?20)",
+    [S_LINK_INSERT] =
+        "INSERT INTO links(" SQL_LINK_COLS ") "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+        "?17, ?18, ?19, ?20)",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = ?1 AND url = ?2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
                          "ORDER BY created_at DESC LIMIT 1",
@@ -157,16 +158,18 @@ static const char *const sql[S__COUNT] = {
     [S_STATS_DIMS] = "SELECT dims FROM link_days WHERE code = ?1 AND day BETWEEN ?2 AND ?3",
     [S_STATS_RECENT] = "SELECT recent FROM link_days WHERE code = ?1 AND recent IS NOT NULL "
                        "ORDER BY day DESC",
-    [S_STATS_TOTALS] = "SELECT count(*), coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
-                       "FROM link_days d WHERE ?1 < 0 OR d.code IN (SELECT code FROM links "
-                       "WHERE owner = ?1)), coalesce(sum(bot_clicks), 0) + (SELECT "
-                       "coalesce(sum(d.bots), 0) FROM link_days d WHERE ?1 < 0 OR d.code IN "
-                       "(SELECT code FROM links WHERE owner = ?1)) FROM links WHERE ?1 < 0 OR owner = ?1",
+    [S_STATS_TOTALS] =
+        "SELECT count(*), coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
+        "FROM link_days d WHERE ?1 < 0 OR d.code IN (SELECT code FROM links "
+        "WHERE owner = ?1)), coalesce(sum(bot_clicks), 0) + (SELECT "
+        "coalesce(sum(d.bots), 0) FROM link_days d WHERE ?1 < 0 OR d.code IN "
+        "(SELECT code FROM links WHERE owner = ?1)) FROM links WHERE ?1 < 0 OR owner = ?1",
     [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
                     "WHERE d.day = ?1 AND d.clicks > 0 AND (?2 < 0 OR l.owner = ?2) "
                     "ORDER BY d.clicks DESC, d.code LIMIT ?3",
     [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
-    [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys WHERE hash = ?1",
+    [S_KEY_BY_HASH] =
+        "SELECT id, name, admin, created_at, revoked_at FROM api_keys WHERE hash = ?1",
     [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
     [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at = 0",
     [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
@@ -206,7 +209,7 @@ static const char *const sql[S__COUNT] = {
 struct conn {
     sqlite3 *db;
     sqlite3_stmt *stmt[S__COUNT];
-    bool writes;             /* has begun a write transaction: its page cache is sized */
+    bool writes; /* has begun a write transaction: its page cache is sized */
     struct conn *next;
 };
 
@@ -249,20 +252,20 @@ struct ckpt {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     pthread_t thread;
-    bool started;            /* to be joined */
-    bool running, stop;      /* running: the commits leave the copies to it */
-    int copy_pages, restart_pages;  /* CKPT_PAGES, CKPT_RESTART_PAGES */
-    int pages;               /* WAL pages after the last commit */
-    int copied;              /* ... of them copied by the last checkpoint */
-    bool restart;            /* the next commit restarts the WAL */
+    bool started;                  /* to be joined */
+    bool running, stop;            /* running: the commits leave the copies to it */
+    int copy_pages, restart_pages; /* CKPT_PAGES, CKPT_RESTART_PAGES */
+    int pages;                     /* WAL pages after the last commit */
+    int copied;                    /* ... of them copied by the last checkpoint */
+    bool restart;                  /* the next commit restarts the WAL */
 };
 
 struct sqlite_store {
     struct store base;
     char *path;
-    pthread_key_t key;       /* this thread's struct conn */
-    pthread_mutex_t mu;      /* guards 'conns' */
-    struct conn *conns;      /* every connection, closed by close() */
+    pthread_key_t key;  /* this thread's struct conn */
+    pthread_mutex_t mu; /* guards 'conns' */
+    struct conn *conns; /* every connection, closed by close() */
     struct ckpt ckpt;
 };
 
@@ -359,7 +362,7 @@ static void *ckpt_main(void *arg)
     struct ckpt *k = &s->ckpt;
     struct conn *c = conn_get(&s->base);
     pthread_mutex_lock(&k->mu);
-    if (!c)                     /* the commits checkpoint, as without the thread */
+    if (!c) /* the commits checkpoint, as without the thread */
         k->running = false;
     while (!k->stop && c) {
         if (!ckpt_due(k)) {
@@ -368,8 +371,7 @@ static void *ckpt_main(void *arg)
         }
         pthread_mutex_unlock(&k->mu);
         int pages = 0, copied = 0;
-        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &pages,
-                                           &copied);
+        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &pages, &copied);
         if (rc != SQLITE_OK && rc != SQLITE_BUSY)
             log_at(LOG_WARN, "WAL checkpoint failed: %s", sqlite3_errmsg(c->db));
         coop_rest();
@@ -378,7 +380,7 @@ static void *ckpt_main(void *arg)
             k->copied = copied;
             k->restart = pages >= k->restart_pages;
         } else {
-            k->pages = 0;       /* try again after the next commit */
+            k->pages = 0; /* try again after the next commit */
         }
     }
     pthread_mutex_unlock(&k->mu);
@@ -452,8 +454,8 @@ static sqlite3_stmt *stmt_get(struct store *st, enum stmt id)
     if (!c)
         return NULL;
     if (!c->stmt[id]) {
-        if (sqlite3_prepare_v3(c->db, sql[id], -1, SQLITE_PREPARE_PERSISTENT, &c->stmt[id],
-                               NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v3(c->db, sql[id], -1, SQLITE_PREPARE_PERSISTENT, &c->stmt[id], NULL) !=
+            SQLITE_OK) {
             log_at(LOG_ERROR, "cannot prepare statement %d: %s", (int)id, sqlite3_errmsg(c->db));
             return NULL;
         }
@@ -611,11 +613,12 @@ static int convert_v3(sqlite3 *db)
         buf_release(&bufs[i]);
     char *msg = NULL;
     if (rc == ERR_OK &&
-        sqlite3_exec(db, "UPDATE links SET clicks = clicks - s.c, bot_clicks = bot_clicks - s.b "
-                         "FROM (SELECT code, sum(clicks) AS c, sum(bots) AS b FROM daily "
-                         "GROUP BY code) AS s WHERE links.code = s.code;"
-                         "DROP TABLE daily; DROP TABLE dims; DROP TABLE visitors; "
-                         "DROP TABLE recent;",
+        sqlite3_exec(db,
+                     "UPDATE links SET clicks = clicks - s.c, bot_clicks = bot_clicks - s.b "
+                     "FROM (SELECT code, sum(clicks) AS c, sum(bots) AS b FROM daily "
+                     "GROUP BY code) AS s WHERE links.code = s.code;"
+                     "DROP TABLE daily; DROP TABLE dims; DROP TABLE visitors; "
+                     "DROP TABLE recent;",
                      NULL, NULL, &msg) != SQLITE_OK) {
         rc = log_fail(ERR_STORAGE, "cannot convert the clicks: %s", msg);
         sqlite3_free(msg);
@@ -1217,8 +1220,7 @@ static int sq_meta_add(struct store *st, const char *key, const void *val, size_
     return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_EXISTS;
 }
 
-static void bind_idem(sqlite3_stmt *q, int64_t key_id, const char *idem,
-                      const struct idem_rec *rec)
+static void bind_idem(sqlite3_stmt *q, int64_t key_id, const char *idem, const struct idem_rec *rec)
 {
     sqlite3_bind_int64(q, 1, key_id);
     sqlite3_bind_text(q, 2, idem, -1, SQLITE_STATIC);
@@ -1320,10 +1322,10 @@ static int day_merge(struct store *st, const struct day_delta *d, int64_t visito
         old.recent = col_blob(q, 6, &old.nrecent);
     }
     int rc = dayrow_merge(stored ? &old : NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
-    finish(q);      /* after the merge: 'old' points into the row read */
+    finish(q); /* after the merge: 'old' points into the row read */
     if (rc != ERR_OK)
-        return log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
-                        d->code, (long long)d->day);
+        return log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged", d->code,
+                        (long long)d->day);
     forget_visitors(d, visitors_from, &merged);
     q = stmt_get(st, stored ? S_DAY_UPDATE : S_DAY_INSERT);
     if (!q)
@@ -1443,8 +1445,8 @@ static int blob_row(sqlite3_stmt *q, void *which, void *arg)
     return which == (void *)S_STATS_RECENT && br->acc.rcount >= RECENT_KEEP;
 }
 
-static int stats_blobs(struct store *st, enum stmt id, const char *code, int64_t from,
-                       int64_t to, struct blobs_read *br)
+static int stats_blobs(struct store *st, enum stmt id, const char *code, int64_t from, int64_t to,
+                       struct blobs_read *br)
 {
     dayrow_init(&br->acc);
     br->bad = false;
@@ -1771,8 +1773,7 @@ const struct store_ops store_sqlite_ops = {
 static int move_prepare(struct conn *c, const struct buf *s, sqlite3_stmt **q)
 {
     if (sqlite3_prepare_v2(c->db, s->p, -1, q, NULL) != SQLITE_OK)
-        return log_fail(ERR_STORAGE, "cannot prepare '%.60s...': %s", s->p,
-                        sqlite3_errmsg(c->db));
+        return log_fail(ERR_STORAGE, "cannot prepare '%.60s...': %s", s->p, sqlite3_errmsg(c->db));
     return ERR_OK;
 }
 
@@ -1826,9 +1827,9 @@ out:
 
 /* Removes the rows of a mirror table whose keys lie strictly between two
  * keys (NULL: no bound). Neither bound is removed; meta's counter stays. */
-static int move_delete_between(struct conn *c, const struct store_table *t,
-                               sqlite3_stmt *del[2][2], const struct store_value *lo,
-                               const struct store_value *hi, int64_t *changed)
+static int move_delete_between(struct conn *c, const struct store_table *t, sqlite3_stmt *del[2][2],
+                               const struct store_value *lo, const struct store_value *hi,
+                               int64_t *changed)
 {
     sqlite3_stmt **q = &del[lo != NULL][hi != NULL];
     if (!*q) {
@@ -1908,8 +1909,10 @@ static int sq_import_rows(struct store *st, int table, const struct store_value 
     if (rc == ERR_OK && t->mirror && to_end)
         rc = move_delete_between(c, t, del, prev, NULL, changed);
     if (rc == ERR_EXISTS)
-        rc = log_fail(ERR_STORAGE, "sqlite import of '%s': a row collides with a different "
-                      "one on a unique column", t->name);
+        rc = log_fail(ERR_STORAGE,
+                      "sqlite import of '%s': a row collides with a different "
+                      "one on a unique column",
+                      t->name);
     for (int i = 0; i < 4; i++)
         sqlite3_finalize(del[i / 2][i % 2]);
     sqlite3_finalize(up);

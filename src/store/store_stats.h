@@ -43,29 +43,29 @@ typedef int (*top_cb)(const char *code, int64_t clicks, void *arg);
  * stats_recent callback (what both answer stats_recent with). */
 int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg);
 
-#define STORE_OPS_STATS                                                                            \
+#define STORE_OPS_STATS                                                                              \
     /* Written by the aggregator inside a write transaction: each delta is                         \
      * merged into its link's row of that day (dayrow_merge), which is                             \
      * created when absent. 'd' is sorted by (code, day), so nodes sharing a                       \
-     * store take row locks in one order. */                                                       \
-    int (*agg_days)(struct store *st, const struct day_delta *d, size_t n);                        \
+     * store take row locks in one order. */ \
+    int (*agg_days)(struct store * st, const struct day_delta *d, size_t n);                         \
     /* Removes day rows before 'before_day', at most 'limit', oldest first,                        \
-     * adding their counts to their links' kept totals (which never shrink). */                    \
-    int (*prune_days)(struct store *st, int64_t before_day, int limit, int *pruned);               \
+     * adding their counts to their links' kept totals (which never shrink). */ \
+    int (*prune_days)(struct store * st, int64_t before_day, int limit, int *pruned);                \
     /* Visitor hashes are only needed while their day's salt lives: drops the                      \
      * visitor sets of days before 'before_day' (their unique counts stay).                        \
      * Clicks merged into such a day later count as new visitors; SQLite then                      \
-     * keeps no set for it at all. */                                                              \
-    int (*prune_visitors)(struct store *st, int64_t before_day);                                   \
-                                                                                                   \
-    /* Reading */                                                                                  \
-    int (*stats_days)(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,     \
-                      void *arg);                                                                  \
-    int (*stats_dims)(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,     \
-                      void *arg);                       /* summed over the days */                 \
-    int (*stats_recent)(struct store *st, const char *code, int limit, recent_cb cb, void *arg);   \
-    int (*stats_totals)(struct store *st, int64_t owner, struct totals *out); /* -1: all */        \
-    int (*stats_top)(struct store *st, int64_t owner, int64_t day, int limit, top_cb cb,           \
+     * keeps no set for it at all. */ \
+    int (*prune_visitors)(struct store * st, int64_t before_day);                                    \
+                                                                                                     \
+    /* Reading */                                                                                    \
+    int (*stats_days)(struct store * st, const char *code, int64_t from, int64_t to, day_cb cb,      \
+                      void *arg);                                                                    \
+    int (*stats_dims)(struct store * st, const char *code, int64_t from, int64_t to, dim_cb cb,      \
+                      void *arg); /* summed over the days */                                         \
+    int (*stats_recent)(struct store * st, const char *code, int limit, recent_cb cb, void *arg);    \
+    int (*stats_totals)(struct store * st, int64_t owner, struct totals * out); /* -1: all */        \
+    int (*stats_top)(struct store * st, int64_t owner, int64_t day, int limit, top_cb cb,            \
                      void *arg);
 
 #endif

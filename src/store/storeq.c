@@ -43,7 +43,7 @@ struct lane {
 /* One class of jobs (storeq_job.low): a queue and its threads. */
 struct pool {
     struct storeq *q;
-    pthread_cond_t cv;          /* a job arrived, or stop */
+    pthread_cond_t cv; /* a job arrived, or stop */
     struct storeq_job *head, *tail;
     int64_t queued;
     int running;
@@ -52,12 +52,12 @@ struct pool {
 };
 
 struct storeq {
-    pthread_mutex_t mu;         /* both pools' queues, stop, draining */
-    pthread_cond_t idle_cv;     /* no job waits or runs */
-    struct pool pools[2];       /* people waiting; a redirect's misses (low) */
-    int64_t queue_max;          /* per pool */
+    pthread_mutex_t mu;     /* both pools' queues, stop, draining */
+    pthread_cond_t idle_cv; /* no job waits or runs */
+    struct pool pools[2];   /* people waiting; a redirect's misses (low) */
+    int64_t queue_max;      /* per pool */
     bool stop;
-    bool draining;              /* storeq_drain: nothing more is taken */
+    bool draining; /* storeq_drain: nothing more is taken */
     struct lane *lanes;
     int nlanes;
     int64_t timeout_ms;
@@ -65,7 +65,10 @@ struct storeq {
     /* Heavy reads running, per key: few at once (each holds a store thread
      * or a streaming connection), so a short array scanned under heavy_mu. */
     pthread_mutex_t heavy_mu;
-    struct heavy { int64_t key; int n; } *heavy;
+    struct heavy {
+        int64_t key;
+        int n;
+    } * heavy;
     int nheavy, heavy_cap, heavy_per_key;
 };
 
@@ -143,8 +146,8 @@ static void lane_arm(struct lane *l)
     l->armed = true;
 }
 
-int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
-               int heavy_per_key, int nice, int low_nice, struct storeq **out)
+int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms, int heavy_per_key,
+               int nice, int low_nice, struct storeq **out)
 {
     struct storeq *q = calloc(1, sizeof(*q));
     if (!q)
@@ -178,7 +181,7 @@ int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
     }
     for (int k = 0; k < 2; k++) {
         struct pool *p = &q->pools[k];
-        for (int i = 0; i < (k ? (nthreads + 1) / 2 : nthreads); i++) {   /* misses: half */
+        for (int i = 0; i < (k ? (nthreads + 1) / 2 : nthreads); i++) { /* misses: half */
             struct coop_role role = {.name = names[k], .nice = k ? low_nice : nice};
             if (coop_start(&p->threads[i], role, store_thread, p) != 0) {
                 log_at(LOG_ERROR, "cannot start a store thread");
@@ -225,7 +228,7 @@ void storeq_free(struct storeq *q)
         free(p->threads);
         pthread_cond_destroy(&p->cv);
     }
-    free(q->lanes);     /* their timers were closed with their loops */
+    free(q->lanes); /* their timers were closed with their loops */
     free(q->heavy);
     pthread_mutex_destroy(&q->heavy_mu);
     pthread_cond_destroy(&q->idle_cv);
@@ -269,7 +272,7 @@ void storeq_wait_start(struct storeq *q, struct storeq_wait *w)
     w->lane = i;
     w->linked = false;
     if (i < 0 || i >= q->nlanes)
-        return;     /* an in-process request (the unit tests): not timed */
+        return; /* an in-process request (the unit tests): not timed */
     struct lane *l = &q->lanes[i];
     w->deadline = uv_now(l->timer.loop) + (uint64_t)q->timeout_ms;
     w->next = NULL;
@@ -354,4 +357,3 @@ void storeq_heavy_leave(struct storeq *q, int64_t key_id)
     }
     pthread_mutex_unlock(&q->heavy_mu);
 }
-

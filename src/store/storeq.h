@@ -37,7 +37,7 @@ struct storeq_job {
     /* A store thread. With 'cancelled' the job was cancelled before it
      * began: release, answer nothing. */
     void (*run)(struct storeq_job *j, bool cancelled);
-    bool low;           /* a redirect's miss: the pool below the others */
+    bool low; /* a redirect's miss: the pool below the others */
     /* Internal */
     _Atomic int state;
     struct storeq_job *next;
@@ -45,10 +45,10 @@ struct storeq_job {
 
 /* A request's wait, on its event loop (one wait at a time per request). */
 struct storeq_wait {
-    void (*on_timeout)(struct storeq_wait *w);  /* the loop; once, if ever */
+    void (*on_timeout)(struct storeq_wait *w); /* the loop; once, if ever */
     /* Internal */
     struct storeq_wait *prev, *next;
-    uint64_t deadline;          /* the loop's clock, ms */
+    uint64_t deadline; /* the loop's clock, ms */
     int lane;
     bool linked;
 };
@@ -60,8 +60,8 @@ struct storeq_wait {
  * codes can send at any rate: fewer of them at once leave more of the
  * cores, PostgreSQL's backends' share included, to cached redirects). At most 'queue_max' jobs wait in each. The waits of worker i
  * are timed on worker i's loop: call before server_start. */
-int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms,
-               int heavy_per_key, int nice, int low_nice, struct storeq **out);
+int storeq_new(struct app *app, int nthreads, int queue_max, int64_t timeout_ms, int heavy_per_key,
+               int nice, int low_nice, struct storeq **out);
 /* At shutdown, before the connections close: refuses every job from now
  * on and waits until none waits or runs, so every answer finds its request. */
 void storeq_drain(struct storeq *q);

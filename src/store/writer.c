@@ -43,11 +43,11 @@ struct lane {
 struct writer {
     struct store *st;
     int max_batch;
-    pthread_mutex_t mu;         /* the queues, busy, stop, the turn */
-    pthread_cond_t cv;          /* work arrived, or stop */
-    pthread_cond_t idle_cv;     /* a batch finished */
-    pthread_cond_t turn_cv;     /* ... so the other lane may take its turn */
-    struct lane lanes[2];       /* foreground, background */
+    pthread_mutex_t mu;     /* the queues, busy, stop, the turn */
+    pthread_cond_t cv;      /* work arrived, or stop */
+    pthread_cond_t idle_cv; /* a batch finished */
+    pthread_cond_t turn_cv; /* ... so the other lane may take its turn */
+    struct lane lanes[2];   /* foreground, background */
     bool stop;
     /* One batch at a time, whichever lane. A foreground batch goes before
      * the background's next one, and the background lane's batches end
@@ -55,8 +55,8 @@ struct writer {
      * run while the background waited, the background goes next, so
      * neither lane can starve the other. */
     bool running;
-    int fg_waiting;             /* foreground batches waiting for their turn */
-    bool bg_waiting, bg_owed;   /* the background lane waits; goes next */
+    int fg_waiting;           /* foreground batches waiting for their turn */
+    bool bg_waiting, bg_owed; /* the background lane waits; goes next */
 };
 
 struct writer *writer_new(struct store *st, int max_batch)
@@ -101,7 +101,7 @@ static void run_batch(struct store *st, struct wjob *batch)
     }
     if (rc == ERR_OK) {
         if (alone && batch->rc != ERR_OK)
-            st->ops->rollback(st);  /* the job keeps its own error */
+            st->ops->rollback(st); /* the job keeps its own error */
         else
             rc = st->ops->commit(st);
     }

@@ -23,8 +23,8 @@ struct wjob {
     int (*run)(struct wjob *j, struct store *st);
     void (*done)(struct wjob *j);
     int rc;
-    bool single_write;      /* run() writes at most once: no savepoint needed */
-    bool background;        /* stores clicks: runs in the background lane (coop.h) */
+    bool single_write; /* run() writes at most once: no savepoint needed */
+    bool background;   /* stores clicks: runs in the background lane (coop.h) */
     struct wjob *next;
 };
 
@@ -34,12 +34,12 @@ int writer_start(struct writer *w, int background_nice);
 /* Waits for every submitted job to be done, then stops the threads and frees. */
 void writer_free(struct writer *w);
 
-void writer_submit(struct writer *w, struct wjob *j);   /* any thread */
+void writer_submit(struct writer *w, struct wjob *j); /* any thread */
 /* Whether a foreground batch is waiting for the running one: a background
  * job that can stop part way (storing clicks) then ends its batch early, so
  * that creates do not wait for a low-priority thread on a busy machine. */
 bool writer_waiting(struct writer *w);
-void writer_drain(struct writer *w);                    /* waits until idle */
+void writer_drain(struct writer *w); /* waits until idle */
 
 /* Without writer threads (the CLI): begin, run, commit, done, on this thread. */
 void writer_run_now(struct store *st, struct wjob *j);

@@ -36,7 +36,7 @@
 #include "test.h"
 #include "base/banned.h"
 
-#define CLICK_FLUSH_MS 10   /* the pipeline stores this often: settling is quick */
+#define CLICK_FLUSH_MS 10 /* the pipeline stores this often: settling is quick */
 #define JOURNAL_SYNC_MS 5
 #define SETTLE_MS 10000
 
@@ -60,9 +60,8 @@
     X(stats_days,                                                                                  \
       (struct store * st, const char *code, int64_t from, int64_t to, day_cb cb, void *arg),       \
       (st, code, from, to, cb, arg))                                                               \
-    X(stats_totals, (struct store * st, int64_t owner, struct totals *out), (st, owner, out))      \
-    X(stats_top,                                                                                   \
-      (struct store * st, int64_t owner, int64_t day, int limit, top_cb cb, void *arg),            \
+    X(stats_totals, (struct store * st, int64_t owner, struct totals * out), (st, owner, out))     \
+    X(stats_top, (struct store * st, int64_t owner, int64_t day, int limit, top_cb cb, void *arg), \
       (st, owner, day, limit, cb, arg))                                                            \
     X(key_by_hash, (struct store * st, const uint8_t hash[32], struct apikey *out),                \
       (st, hash, out))                                                                             \
@@ -72,13 +71,13 @@ enum {
 #define X(op, params, args) FOP_##op,
     FAULT_OPS(X)
 #undef X
-    FOP__COUNT
+        FOP__COUNT
 };
 
 struct fault {
     bool on;
-    int nth;        /* 0: every call */
-    int calls;      /* since hx_fault */
+    int nth;   /* 0: every call */
+    int calls; /* since hx_fault */
 };
 
 struct hx {
@@ -87,9 +86,9 @@ struct hx {
     char journal[96];
     struct app app;
     struct worker *w;
-    const struct store_ops *real;   /* the backend's own table */
-    struct store_ops ops;           /* the same with the wrappers */
-    pthread_mutex_t faults_mu;      /* the ops are called from every thread */
+    const struct store_ops *real; /* the backend's own table */
+    struct store_ops ops;         /* the same with the wrappers */
+    pthread_mutex_t faults_mu;    /* the ops are called from every thread */
     struct fault faults[FOP__COUNT];
     char token[KEY_TOKEN_LEN + 1];
 };
@@ -115,10 +114,7 @@ static bool fails(int op)
 }
 
 #define X(op, params, args)                                                                        \
-    static int w_##op params                                                                       \
-    {                                                                                              \
-        return fails(FOP_##op) ? ERR_STORAGE : current->real->op args;                             \
-    }
+    static int w_##op params { return fails(FOP_##op) ? ERR_STORAGE : current->real->op args; }
 FAULT_OPS(X)
 #undef X
 
@@ -152,7 +148,7 @@ void hx_fault_clear(struct hx *h)
 static bool assemble(struct hx *h)
 {
     struct app *app = &h->app;
-    static const char *const self[] = {"sho.rt", NULL};     /* links keeps it */
+    static const char *const self[] = {"sho.rt", NULL}; /* links keeps it */
     if (!CHECK_EQ_INT(links_new(app->store, router_reserved(), self, &app->links), ERR_OK) ||
         !CHECK_EQ_INT(classify_new((size_t)app->cfg.ua_cache, &app->classify), ERR_OK))
         return false;
@@ -168,8 +164,8 @@ static bool assemble(struct hx *h)
     /* The worker first: store threads hand their answers to it. */
     h->w = server_inproc_new(&router_entry);
     if (!CHECK_EQ_INT(storeq_new(app, (int)app->cfg.store_threads, (int)app->cfg.store_queue,
-                                 app->cfg.store_timeout_ms, (int)app->cfg.heavy_reads_per_key, 0,
-                                 0, &app->storeq),
+                                 app->cfg.store_timeout_ms, (int)app->cfg.heavy_reads_per_key, 0, 0,
+                                 &app->storeq),
                       ERR_OK))
         return false;
     uint8_t secret[RL_SECRET_BYTES];
@@ -223,10 +219,7 @@ struct hx *hx_new(void)
     return h;
 }
 
-struct app *hx_app(struct hx *h)
-{
-    return &h->app;
-}
+struct app *hx_app(struct hx *h) { return &h->app; }
 
 /* The temporary folder holds the database, its WAL and index, and the
  * journal's folder of files. */
@@ -262,7 +255,7 @@ void hx_free(struct hx *h)
     if (h->w) {
         if (app->clicks)
             clicks_flush(app->clicks, 0);
-        server_inproc_free(h->w);   /* runs what was posted to it last */
+        server_inproc_free(h->w); /* runs what was posted to it last */
     }
     storeq_free(app->storeq);
     clicks_stop(app->clicks);
@@ -310,8 +303,8 @@ bool hx_clicks_settle(struct hx *h)
 const char *hx_key(struct hx *h, bool admin)
 {
     int64_t id = 0;
-    if (!CHECK_EQ_INT(links_key_create(h->app.links, h->app.store, admin ? "admin" : "user",
-                                       admin, h->token, &id),
+    if (!CHECK_EQ_INT(links_key_create(h->app.links, h->app.store, admin ? "admin" : "user", admin,
+                                       h->token, &id),
                       ERR_OK))
         return "";
     return h->token;
@@ -357,8 +350,8 @@ int hx_request(struct hx *h, const char *method, const char *target, const char 
         const char *v = colon + 1;
         while (*v == ' ')
             v++;
-        r.headers[r.nheaders++] = (struct header){{headers[i], (size_t)(colon - headers[i])},
-                                                  {v, strlen(v)}};
+        r.headers[r.nheaders++] =
+            (struct header){{headers[i], (size_t)(colon - headers[i])}, {v, strlen(v)}};
         if (slice_ieq(r.headers[r.nheaders - 1].name, "host"))
             r.host = r.headers[r.nheaders - 1].value;
     }
@@ -379,7 +372,7 @@ int hx_request(struct hx *h, const char *method, const char *target, const char 
     resp->headers = copy_buf(&r.resp_headers);
     resp->content_type = r.content_type ? xstrdup(r.content_type) : NULL;
     if (r.method == HTTP_HEAD)
-        buf_reset(&r.resp_body);   /* a client gets the head only */
+        buf_reset(&r.resp_body); /* a client gets the head only */
     resp->body = copy_buf(&r.resp_body);
     resp->body_len = r.resp_body.len;
     resp->json = json_loadb(resp->body, resp->body_len, 0, NULL);

@@ -19,7 +19,8 @@ static bool blocked(struct hx *h, const char *const *admin, const char *host)
         CHECK(json_is_array(resp.json));
         size_t i;
         json_t *e;
-        json_array_foreach(resp.json, i, e) {
+        json_array_foreach(resp.json, i, e)
+        {
             found = found || !strcmp(json_string_value(json_object_get(e, "host")), host);
         }
     }
@@ -59,9 +60,9 @@ void test_api_admin_blocklist_add(void)
     CHECK(hx_json_str(&resp, "created_at") != NULL);
     hx_resp_release(&resp);
     CHECK(blocked(h, admin, "evil.example"));
-    static const char *const refused[] = {
-        "{\"url\":\"http://evil.example/x\"}", "{\"url\":\"https://a.b.evil.example/p?q=1\"}",
-        "{\"url\":\"http://EVIL.EXAMPLE:8080/x\"}"};
+    static const char *const refused[] = {"{\"url\":\"http://evil.example/x\"}",
+                                          "{\"url\":\"https://a.b.evil.example/p?q=1\"}",
+                                          "{\"url\":\"http://EVIL.EXAMPLE:8080/x\"}"};
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         if (!CHECK_EQ_INT(hx_request(h, "POST", "/api/links", user, refused[i], &resp), 400) |
             !CHECK_EQ_STR(hx_json_str(&resp, "error.field"), "url"))
@@ -76,9 +77,15 @@ void test_api_admin_blocklist_add(void)
     CHECK_EQ_STR(hx_json_str(&resp, "error.field"), "host");
     hx_resp_release(&resp);
     static const char *const bad[] = {
-        "{\"host\":\"\"}",        "{\"host\":\"a b\"}",     "{\"host\":\"https://x.example/path\"}",
-        "{\"host\":\"*.x.example\"}", "{\"host\":\".x.example\"}", "{\"host\":\"a..example\"}",
-        "{\"host\":7}",           "{}",                     "{\"host\":\"x.example\",\"y\":1}",
+        "{\"host\":\"\"}",
+        "{\"host\":\"a b\"}",
+        "{\"host\":\"https://x.example/path\"}",
+        "{\"host\":\"*.x.example\"}",
+        "{\"host\":\".x.example\"}",
+        "{\"host\":\"a..example\"}",
+        "{\"host\":7}",
+        "{}",
+        "{\"host\":\"x.example\",\"y\":1}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int status = hx_request(h, "POST", "/api/admin/blocklist", admin, bad[i], &resp);

@@ -20,7 +20,8 @@ static bool listed(struct hx *h, const char *auth, const char *host)
         CHECK(json_is_array(resp.json));
         size_t i;
         json_t *d;
-        json_array_foreach(resp.json, i, d) {
+        json_array_foreach(resp.json, i, d)
+        {
             found = found || !strcmp(json_string_value(json_object_get(d, "host")), host);
         }
     }
@@ -55,12 +56,18 @@ void test_api_domains_add(void)
 
     /* Host names only, as the e2e suite lists them; the body is {"host"} alone. */
     static const char *const bad[] = {
-        "{\"host\":\"UPPER.example\"}", "{\"host\":\"x.example:8080\"}",
-        "{\"host\":\"x.example.\"}",    "{\"host\":\"localhost\"}",
-        "{\"host\":\"1.2.3.4\"}",       "{\"host\":\"-a.example\"}",
-        "{\"host\":\"a..example\"}",    "{\"host\":\"a b.example\"}",
-        "{\"host\":\"\"}",              "{\"host\":5}",
-        "{}",                           "{\"host\":\"a.example\",\"x\":1}",
+        "{\"host\":\"UPPER.example\"}",
+        "{\"host\":\"x.example:8080\"}",
+        "{\"host\":\"x.example.\"}",
+        "{\"host\":\"localhost\"}",
+        "{\"host\":\"1.2.3.4\"}",
+        "{\"host\":\"-a.example\"}",
+        "{\"host\":\"a..example\"}",
+        "{\"host\":\"a b.example\"}",
+        "{\"host\":\"\"}",
+        "{\"host\":5}",
+        "{}",
+        "{\"host\":\"a.example\",\"x\":1}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (!CHECK_EQ_INT(hx_request(h, "POST", "/api/domains", mine, bad[i], &resp), 400) |

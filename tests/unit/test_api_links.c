@@ -52,8 +52,8 @@ void test_api_links_create(void)
     const char *headers[] = {auth, NULL};
     struct hx_resp resp;
 
-    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", headers,
-                            "{\"url\":\"https://example.com/a\"}", &resp),
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", headers, "{\"url\":\"https://example.com/a\"}",
+                            &resp),
                  201);
     CHECK_EQ_STR(hx_json_str(&resp, "url"), "https://example.com/a");
     CHECK(hx_json_str(&resp, "code") && strlen(hx_json_str(&resp, "code")) > 0);
@@ -164,7 +164,7 @@ void test_api_links_list(void)
     const char *mine[] = {auth, NULL};
     struct hx_resp resp;
     CHECK_EQ_INT(hx_request(h, "GET", "/api/links", mine, NULL, &resp), 200);
-    json_t *links = resp.json;   /* an array */
+    json_t *links = resp.json; /* an array */
     /* Newest first, the caller's own only. */
     CHECK_EQ_INT(json_array_size(links), 2);
     CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(links, 0), "code")), b);
@@ -217,8 +217,7 @@ void test_api_links_delete(void)
 }
 
 /* The link object of 'target' (/api/links/CODE) as 'who' reads it. */
-static int get_link(struct hx *h, const char *target, const char *const *who,
-                    struct hx_resp *resp)
+static int get_link(struct hx *h, const char *target, const char *const *who, struct hx_resp *resp)
 {
     return hx_request(h, "GET", target, who, NULL, resp);
 }
@@ -304,7 +303,7 @@ void test_api_links_bulk(void)
     static const struct {
         int status;
         const char *field;
-    } want[] = {{201, NULL}, {400, "url"}, {409, "alias"}, {201, NULL},
+    } want[] = {{201, NULL},       {400, "url"},    {409, "alias"}, {201, NULL},
                 {400, "password"}, {400, "colour"}, {400, NULL}};
     CHECK_EQ_INT(hx_request(h, "POST", "/api/links/bulk", mine, body, &resp), 200);
     json_t *results = json_object_get(resp.json, "results");
@@ -325,7 +324,8 @@ void test_api_links_bulk(void)
             ok = CHECK(json_is_object(e) && json_object_get(e, "field")) && ok;
             ok = (want[i].field ? CHECK_EQ_STR(field, want[i].field) : CHECK(!field)) && ok;
             ok = CHECK_EQ_STR(json_string_value(json_object_get(e, "code")),
-                              status == 409 ? "alias_taken" : "invalid_field") && ok;
+                              status == 409 ? "alias_taken" : "invalid_field") &&
+                 ok;
         }
         if (!ok)
             test_note("item %zu", i);
@@ -347,8 +347,8 @@ void test_api_links_bulk(void)
         {"[{\"url\":\"https://example.com/\"}]", "invalid_json", NULL},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        bool ok = CHECK_EQ_INT(hx_request(h, "POST", "/api/links/bulk", mine, bad[i].body, &resp),
-                               400);
+        bool ok =
+            CHECK_EQ_INT(hx_request(h, "POST", "/api/links/bulk", mine, bad[i].body, &resp), 400);
         ok = CHECK_EQ_STR(hx_json_str(&resp, "error.code"), bad[i].code) && ok;
         if (bad[i].field)
             ok = CHECK_EQ_STR(hx_json_str(&resp, "error.field"), bad[i].field) && ok;
@@ -374,8 +374,9 @@ void test_api_links_bulk(void)
     free(first);
     free(again);
     hx_resp_release(&resp);
-    CHECK_EQ_INT(hx_request(h, "POST", "/api/links/bulk", keyed, "{\"links\":[{\"url\":"
-                                                                 "\"https://example.com/k3\"}]}",
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/links/bulk", keyed,
+                            "{\"links\":[{\"url\":"
+                            "\"https://example.com/k3\"}]}",
                             &resp),
                  422);
     hx_resp_release(&resp);
@@ -403,7 +404,7 @@ void test_api_links_patch(void)
     char admin_line[HX_AUTH_MAX], loc[256];
     const char *admin[] = {hx_auth(h, true, admin_line), NULL};
     struct hx_resp resp;
-    CHECK_EQ_INT(location(h, code, loc), 302);      /* now cached */
+    CHECK_EQ_INT(location(h, code, loc), 302); /* now cached */
 
     CHECK_EQ_INT(hx_request(h, "PATCH", target, mine,
                             "{\"url\":\"https://two.example/b\",\"title\":null,\"note\":\"n\","
@@ -416,7 +417,7 @@ void test_api_links_patch(void)
     CHECK_EQ_INT(json_array_size(json_object_get(resp.json, "tags")), 2);
     hx_resp_release(&resp);
     CHECK_EQ_INT(location(h, code, loc), 302);
-    CHECK_EQ_STR(loc, "https://two.example/b");     /* the cache learnt it */
+    CHECK_EQ_STR(loc, "https://two.example/b"); /* the cache learnt it */
 
     /* A password makes it a protected link: the gate, until removed. */
     CHECK_EQ_INT(hx_request(h, "PATCH", target, mine, "{\"password\":\"one\"}", &resp), 200);
@@ -447,10 +448,14 @@ void test_api_links_patch(void)
     static const struct {
         const char *body, *field;
     } bad[] = {
-        {"{\"url\":null}", "url"},          {"{\"url\":\"ftp://x.example/\"}", "url"},
-        {"{\"alias\":\"newname\"}", "alias"}, {"{\"max_clicks\":3}", "max_clicks"},
-        {"{\"ttl\":0}", "ttl"},             {"{}", "body"},
-        {"{\"password\":\"\"}", "password"},  {"{\"tags\":\"a,b\"}", "tags"},
+        {"{\"url\":null}", "url"},
+        {"{\"url\":\"ftp://x.example/\"}", "url"},
+        {"{\"alias\":\"newname\"}", "alias"},
+        {"{\"max_clicks\":3}", "max_clicks"},
+        {"{\"ttl\":0}", "ttl"},
+        {"{}", "body"},
+        {"{\"password\":\"\"}", "password"},
+        {"{\"tags\":\"a,b\"}", "tags"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (!CHECK_EQ_INT(hx_request(h, "PATCH", target, mine, bad[i].body, &resp), 400) |
@@ -619,9 +624,15 @@ void test_api_links_list_filters(void)
         const char *query;
         int n;
     } lists[] = {
-        {"", 2},                      {"?state=active", 2},  {"?state=deleted", 1},
-        {"?state=disabled", 1},       {"?state=active,deleted", 3}, {"?state=all", 4},
-        {"?tag=food", 1},             {"?tag=none", 0},      {"?q=caf%C3%A9", 1},
+        {"", 2},
+        {"?state=active", 2},
+        {"?state=deleted", 1},
+        {"?state=disabled", 1},
+        {"?state=active,deleted", 3},
+        {"?state=all", 4},
+        {"?tag=food", 1},
+        {"?tag=none", 0},
+        {"?q=caf%C3%A9", 1},
     };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         snprintf(target, sizeof(target), "/api/links%s", lists[i].query);
@@ -647,8 +658,8 @@ void test_api_links_list_filters(void)
     static const struct {
         const char *query, *field;
     } bad[] = {
-        {"?limit=1001", "limit"},     {"?limit=x", "limit"},     {"?cursor=abc", "cursor"},
-        {"?state=spent", "state"},    {"?tag=%FF", "tag"},
+        {"?limit=1001", "limit"},  {"?limit=x", "limit"}, {"?cursor=abc", "cursor"},
+        {"?state=spent", "state"}, {"?tag=%FF", "tag"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(target, sizeof(target), "/api/links%s", bad[i].query);

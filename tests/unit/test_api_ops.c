@@ -119,9 +119,9 @@ void test_api_ops_metrics(void)
     CHECK(sample(resp.body, "shortd_cache_entries") >= 1);
     CHECK_EQ_INT(sample(resp.body, "shortd_links"), 1);
     CHECK(sample(resp.body, "shortd_clicks_pending") >= 0);
-    CHECK(sample(resp.body, "shortd_store_jobs_total") >= 2);   /* the create, the miss */
+    CHECK(sample(resp.body, "shortd_store_jobs_total") >= 2); /* the create, the miss */
     CHECK_EQ_INT(sample(resp.body, "shortd_journal_up"), 1);
-    CHECK(!strstr(resp.body, "shortd_redis_up"));      /* no Redis here */
+    CHECK(!strstr(resp.body, "shortd_redis_up")); /* no Redis here */
     hx_resp_release(&resp);
     /* The links gauge is left out until the links were first counted. */
     atomic_store(&hx_app(h)->links_counted, -1);

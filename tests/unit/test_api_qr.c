@@ -38,7 +38,7 @@ static bool svg_encodes(const char *svg, const char *url, int *side)
             drawn[(size_t)(y - 4) * (size_t)w + (size_t)(x - 4 + i)] = 1;
         p += used;
     }
-    ok = CHECK(!strncmp(p, "\"/>", 3)) && ok;   /* nothing but runs */
+    ok = CHECK(!strncmp(p, "\"/>", 3)) && ok; /* nothing but runs */
     int wrong = 0;
     for (size_t i = 0; ok && i < (size_t)w * (size_t)w; i++)
         wrong += drawn[i] != (qr->data[i] & 1);
@@ -76,7 +76,7 @@ void test_api_qr_svg(void)
     CHECK(svg_encodes(resp.body, "http://sho.rt/qr-code", &side));
     char size[64];
     snprintf(size, sizeof(size), "width=\"%d\" height=\"%d\"", side * 8, side * 8);
-    CHECK(strstr(resp.body, size) != NULL);     /* 8 pixels a module by default */
+    CHECK(strstr(resp.body, size) != NULL); /* 8 pixels a module by default */
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", "/api/links/qr-code/qr?format=svg&scale=2", mine, NULL,
                             &resp),
@@ -112,8 +112,8 @@ void test_api_qr_png(void)
             CHECK(!memcmp(b, "\x89PNG\r\n\x1a\n", 8) && !memcmp(b + 12, "IHDR", 4))) {
             CHECK_EQ_INT(be32(b + 16), side * scales[i]);
             CHECK_EQ_INT(be32(b + 20), side * scales[i]);
-            CHECK_EQ_INT(b[24], 1);    /* 1 bit ... */
-            CHECK_EQ_INT(b[25], 0);    /* ... greyscale */
+            CHECK_EQ_INT(b[24], 1); /* 1 bit ... */
+            CHECK_EQ_INT(b[25], 0); /* ... greyscale */
         }
         CHECK(!hx_header(&resp, "Content-Security-Policy"));
         hx_resp_release(&resp);

@@ -99,8 +99,8 @@ void test_api_stats_link(void)
     snprintf(target, sizeof(target), "/api/links/%s/stats?from=2024-02-27&to=2024-03-02", f.code);
     CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200);
     CHECK_EQ_INT(json_array_size(json_object_get(resp.json, "days")), 5);
-    CHECK_EQ_STR(json_string_value(json_object_get(
-                     json_array_get(json_object_get(resp.json, "days"), 2), "day")),
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_array_get(json_object_get(resp.json, "days"), 2), "day")),
                  "2024-02-29");
     CHECK_EQ_INT(hx_json_int(&resp, "clicks"), 0);
     CHECK_EQ_INT(hx_json_int(&resp, "total_clicks"), 3);
@@ -247,7 +247,8 @@ void test_api_stats_export(void)
     size_t i;
     json_t *l;
     int seen = 0;
-    json_array_foreach(resp.json, i, l) {
+    json_array_foreach(resp.json, i, l)
+    {
         const char *code = json_string_value(json_object_get(l, "code"));
         const char *state = json_string_value(json_object_get(l, "state"));
         if (code && !strcmp(code, f.code))
@@ -260,8 +261,10 @@ void test_api_stats_export(void)
     /* CSV: a header row, one row per link and day, fields quoted as needed. */
     CHECK_EQ_INT(hx_request(h, "GET", "/api/export?format=csv", f.mine, NULL, &resp), 200);
     CHECK_EQ_STR(resp.content_type, "text/csv; charset=utf-8");
-    CHECK(!strncmp(resp.body, "code,short_url,url,created_at,state,day,clicks,unique_visitors,"
-                              "bot_clicks\r\n", 72));
+    CHECK(!strncmp(resp.body,
+                   "code,short_url,url,created_at,state,day,clicks,unique_visitors,"
+                   "bot_clicks\r\n",
+                   72));
     char row[256];
     snprintf(row, sizeof(row), "\r\n%s,http://sho.rt/%s,https://example.com/s,", f.code, f.code);
     CHECK(strstr(resp.body, row) != NULL);
@@ -293,7 +296,7 @@ void test_api_stats_export(void)
     CHECK(!json_is_array(resp.json));
     hx_resp_release(&resp);
     hx_fault_clear(h);
-    hx_fault(h, "link_list", 2);    /* the second batch */
+    hx_fault(h, "link_list", 2); /* the second batch */
     CHECK_EQ_INT(hx_request(h, "GET", "/api/export?format=json", f.mine, NULL, &resp), 0);
     CHECK(!json_is_array(resp.json));
     hx_resp_release(&resp);
@@ -317,8 +320,8 @@ void test_api_stats_export_domain(void)
                  201);
     hx_resp_release(&resp);
     char code[HX_CODE_MAX];
-    CHECK_EQ_INT(hx_create(h, f.auth, "{\"url\":\"https://example.com/d\",\"domain\":\"go.example\"}",
-                           code),
+    CHECK_EQ_INT(hx_create(h, f.auth,
+                           "{\"url\":\"https://example.com/d\",\"domain\":\"go.example\"}", code),
                  201);
     char want[128];
     snprintf(want, sizeof(want), "http://go.example/%s", code);
@@ -326,7 +329,8 @@ void test_api_stats_export_domain(void)
     size_t i;
     json_t *l;
     int found = 0;
-    json_array_foreach(resp.json, i, l) {
+    json_array_foreach(resp.json, i, l)
+    {
         const char *c = json_string_value(json_object_get(l, "code"));
         if (c && !strcmp(c, code))
             found += CHECK_EQ_STR(json_string_value(json_object_get(l, "short_url")), want);

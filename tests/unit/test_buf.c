@@ -138,9 +138,9 @@ void test_buf_reset_release(void)
     CHECK_EQ_STR(buf_cstr(&b), "");
     buf_adds(&b, "again");
     CHECK_EQ_STR(buf_cstr(&b), "again");
-    buf_truncate(&b, 3);            /* drops the tail, NUL-terminated */
+    buf_truncate(&b, 3); /* drops the tail, NUL-terminated */
     CHECK_EQ_STR(buf_cstr(&b), "aga");
-    buf_truncate(&b, 10);           /* past the end: nothing to drop */
+    buf_truncate(&b, 10); /* past the end: nothing to drop */
     CHECK_EQ_STR(buf_cstr(&b), "aga");
     buf_adds(&b, "in");
     CHECK_EQ_STR(buf_cstr(&b), "again");

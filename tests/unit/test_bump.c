@@ -36,7 +36,7 @@ void test_bump(void)
     /* Fill 10 chunks' worth; a clear keeps them, and the same load again
      * maps nothing new. */
     bump_clear(b);
-    CHECK_EQ_INT(bump_mapped(b), 2 * MIB);      /* the big mapping is gone */
+    CHECK_EQ_INT(bump_mapped(b), 2 * MIB); /* the big mapping is gone */
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < 10 * 2048 - 100; i++)
             memset(bump_alloc(b, 1024), round, 1024);

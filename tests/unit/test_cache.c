@@ -38,7 +38,7 @@ void test_cache_put_get(void)
     struct link a = mk("abc1234", "https://example.com/a", 0, LINK_ACTIVE);
     a.permanent = true;
     cache_put(c, &a);
-    CHECK_EQ_INT(cache_entry_bytes(c), 32);     /* 4 + 7 + 21 */
+    CHECK_EQ_INT(cache_entry_bytes(c), 32); /* 4 + 7 + 21 */
     CHECK(get(c, "abc1234", 0, &v));
     CHECK(!v.miss && v.url && v.url_len == strlen(a.url) && !memcmp(v.url, a.url, v.url_len));
     CHECK(v.permanent && v.state == LINK_ACTIVE && v.expires_at == 0);
@@ -84,7 +84,7 @@ void test_cache_fill_never_overwrites(void)
     cache_fill_miss(c, "unknown", 7, 10000);
     CHECK(get(c, "unknown", 10500, &v) && v.miss);
     struct link created = mk("unknown", "https://example.com/new", 0, LINK_ACTIVE);
-    cache_fill(c, &created, 10500);                 /* the miss is still valid */
+    cache_fill(c, &created, 10500); /* the miss is still valid */
     CHECK(get(c, "unknown", 10500, &v) && v.miss);
     /* ... after which lookups fall through, and a fill replaces it. */
     CHECK(!get(c, "unknown", 11000, &v));
@@ -186,7 +186,7 @@ static void put_n(struct cache *c, int from, int to, int version)
 void test_cache_misses_expire(void)
 {
     cache_thread_register();
-    struct cache *c = cache_new(64, 1000);     /* at most 8 misses */
+    struct cache *c = cache_new(64, 1000); /* at most 8 misses */
     char code[32];
     struct cache_view v;
     for (int i = 0; i < 100; i++) {
@@ -200,7 +200,7 @@ void test_cache_misses_expire(void)
     struct link lk = mk("linked", "https://example.com/l", 0, LINK_ACTIVE);
     cache_put(c, &lk);
     for (int round = 1; round <= 3; round++) {
-        int64_t t = round * 1000 + 500;     /* every earlier miss is out of time */
+        int64_t t = round * 1000 + 500; /* every earlier miss is out of time */
         int remembered = 0;
         for (int i = 0; i < 8; i++) {
             snprintf(code, sizeof(code), "later%d_%d", round, i);
@@ -209,7 +209,7 @@ void test_cache_misses_expire(void)
         }
         if (!CHECK_EQ_INT(remembered, 8))
             test_note("round %d: %d of 8 later misses remembered", round, remembered);
-        CHECK_EQ_INT(cache_entries(c), 9);  /* the 8 live misses and the link */
+        CHECK_EQ_INT(cache_entries(c), 9); /* the 8 live misses and the link */
         CHECK(!get(c, "scan000", t, &v));
         CHECK(get(c, "linked", t, &v) && !v.miss && v.url_len == strlen(lk.url));
         /* Still bounded: a ninth live miss is not remembered. */
@@ -238,7 +238,7 @@ void test_cache_grow_and_churn(void)
     cache_thread_register();
     struct cache *c = cache_new(1000000, 1000);
     int n = 0;
-    while (n < 400000) {            /* fills up to nine tenths, then waits for the reclaim */
+    while (n < 400000) { /* fills up to nine tenths, then waits for the reclaim */
         put_n(c, n, n + 50000, 1);
         cache_reclaim(c);
         n += 50000;

@@ -27,8 +27,10 @@ static const struct ua_case {
     const char *browser;
     const char *os;
 } ua_cases[] = {
+/* clang-format off */
 #define PERSON(ua, dev, br, os) {ua, BOT_NONE, dev, br, os}
 #define BOT(ua, kind) {ua, kind, DEV_BOT, "Other", "Other"}
+    /* clang-format on */
     /* Desktop browsers */
     PERSON("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
            "Chrome/124.0.0.0 Safari/537.36",
@@ -452,10 +454,7 @@ static bool same_agent(const struct ua_info *a, const struct ua_info *b)
     return a->agent == b->agent || (a->agent && b->agent && strcmp(a->agent, b->agent) == 0);
 }
 
-static const char *kind_str(enum bot_kind k)
-{
-    return k == BOT_NONE ? "person" : bot_kind_name(k);
-}
+static const char *kind_str(enum bot_kind k) { return k == BOT_NONE ? "person" : bot_kind_name(k); }
 
 void test_classify_ua_table(void)
 {
@@ -656,11 +655,11 @@ static const struct agent_case agent_cases[] = {
     {"Mozilla/5.0 (compatible; Linux x86_64; Mail.RU_Bot/Fast/2.0; "
      "+http://go.mail.ru/help/robots)",
      BOT_CRAWLER, "mail.ru_bot"},
-    {"Microsoft Office/16.0 (Windows NT 10.0; Microsoft Outlook 16.0.4266; Pro)",
-     BOT_MAIL_SCANNER, "outlook"},
+    {"Microsoft Office/16.0 (Windows NT 10.0; Microsoft Outlook 16.0.4266; Pro)", BOT_MAIL_SCANNER,
+     "outlook"},
     {"check_http/v2.2.1 (nagios-plugins 2.2.1)", BOT_MONITOR, "nagios"},
-    {"GoogleStackdriverMonitoring-UptimeChecks(https://cloud.google.com/monitoring)",
-     BOT_MONITOR, "stackdriver"},
+    {"GoogleStackdriverMonitoring-UptimeChecks(https://cloud.google.com/monitoring)", BOT_MONITOR,
+     "stackdriver"},
     {"Dart/3.3 (dart:io)", BOT_HTTP_LIBRARY, "dart"},
     {"curl/8.5.0", BOT_HTTP_LIBRARY, "curl"},
     /* Monitors and AI agents that used to be kind "other". */
@@ -857,6 +856,7 @@ void test_classify_fast_path(void)
     };
     /* Words of the bot rules and of isbot's patterns, their neighbours
      * (what a lookaround or an optional letter is about) and near misses. */
+    /* clang-format off */
     static const char *const words[] = {
         "bot", "bots", "bot_", "cubot", " cubot", "robot", "scan", "camscan", "http", "libhttp",
         "news", "gnews", "newssapphire", "google", "googleapp", " channel/google", "google/google",
@@ -868,6 +868,7 @@ void test_classify_fast_path(void)
         "tiktokspider", "facebookexternalhit", "microsoft office existence discovery",
         "Chrome-Lighthouse", "HeadlessChrome", "Googlebot", "SLURP", "PhantomJS", "Tools",
     };
+    /* clang-format on */
     char ua[512];
     for (size_t b = 0; b < ARRAY_LEN(browsers); b++) {
         size_t bn = strlen(browsers[b]), half = bn / 2;
@@ -895,9 +896,11 @@ void test_classify_fast_path(void)
      * over runs of word characters, many places to try each pattern): the
      * whole alternation must not run out of steps on any the fast path
      * takes (classify.c, UA_FAST_MAX) where its parts do not. */
+    /* clang-format off */
     static const char *const units[] = {"a", "a ", "a/", "a;", "ab1 ", "a1.-:", "(a", "a)",
                                         "@a", "x/1.0", " cu", "aaaaaaaaaaaaaaaaaaaa/1.0",
                                         " aaaaaaaaaaaaa;", "news", "go", "bot"};
+    /* clang-format on */
     static char big[1024];
     for (size_t u = 0; u < ARRAY_LEN(units); u++) {
         for (int lead = 0; lead < 2; lead++) {
@@ -933,8 +936,7 @@ void test_classify_hurried(void)
         people += want.bot == BOT_NONE;
         struct ua_info unknown = {"Unknown", "Unknown", DEV_UNKNOWN, BOT_NONE, NULL};
         if (hurried != (want.bot == BOT_NONE) ||
-            !same_info(&got, want.bot == BOT_NONE ? &unknown : &want) ||
-            !same_agent(&got, &want)) {
+            !same_info(&got, want.bot == BOT_NONE ? &unknown : &want) || !same_agent(&got, &want)) {
             differ++;
             test_note("row %zu in a hurry: %s/%s/%s/%s", i, kind_str(got.bot),
                       device_name(got.device), got.browser, got.os);
@@ -1102,7 +1104,8 @@ void test_classify_referrer(void)
     CHECK(strncmp(host, "a123456789b", 11) == 0);
     CHECK_EQ_INT(g, REF_REFERRAL);
 
-    len = snprintf(longref, sizeof(longref), "https://%s.mastodon.social/", "x123456789y1234567"
+    len = snprintf(longref, sizeof(longref), "https://%s.mastodon.social/",
+                   "x123456789y1234567"
                    "89z123456789x123456789y123456789z123456789x123456789y123456789z123456789"
                    "x123456789y123456789z123456789x123456789");
     classify_referrer(longref, (size_t)len, self_hosts, host, &g);
@@ -1129,19 +1132,19 @@ void test_classify_language(void)
         {"en-US,en;q=0.9", "en"},
         {"de-DE,de;q=0.9,en-US;q=0.8,en;q=0.7", "de"},
         {"fr;q=0.5, en-GB;q=0.9", "en"},
-        {"en;q=0.8, fr;q=0.8", "en"},        /* a tie: the first */
+        {"en;q=0.8, fr;q=0.8", "en"}, /* a tie: the first */
         {"  PT-br ;q=1.0", "pt"},
         {"*", ""},
         {"*;q=0.1, es", "es"},
-        {"es;q=0.1, *", ""},                 /* the best is the wildcard */
+        {"es;q=0.1, *", ""}, /* the best is the wildcard */
         {"zh-Hant-TW", "zh"},
         {"zh_CN", "zh"},
-        {"en;q=0", ""},                      /* not acceptable */
+        {"en;q=0", ""}, /* not acceptable */
         {"en;q=0, de;q=0.001", "de"},
-        {"en;q=abc, de;q=0.5", "de"},        /* malformed q: skipped */
+        {"en;q=abc, de;q=0.5", "de"}, /* malformed q: skipped */
         {"en;q=1.5, de", "de"},
-        {"en;q=0.1234, de;q=0.1", "de"},     /* four decimals: malformed */
-        {"x-klingon, tlh", "tlh"},           /* one-letter primary: private use */
+        {"en;q=0.1234, de;q=0.1", "de"}, /* four decimals: malformed */
+        {"x-klingon, tlh", "tlh"},       /* one-letter primary: private use */
         {"123, ja", "ja"},
         {"toolongsubtag, ko", "ko"},
         {",,, ;; ,", ""},
@@ -1175,7 +1178,7 @@ void test_classify_utm(void)
         {"utm_source", "", "", ""},
         {"utm_source=&utm_medium=cpc", "", "cpc", ""},
         {"utm_source=100%&utm_medium=%zz%4", "100%", "%zz%4", ""},
-        {"utm_source=a%00b%0Ac", "abc", "", ""},    /* control characters dropped */
+        {"utm_source=a%00b%0Ac", "abc", "", ""}, /* control characters dropped */
         {"utm_source=%FF%FEok", "\xef\xbf\xbd\xef\xbf\xbdok", "", ""},
         {"x=1&&utm_medium=social&", "", "social", ""},
         {"utm_sourcex=1&xutm_source=2", "", "", ""},
@@ -1285,12 +1288,19 @@ void test_clamp_utf8(void)
     CHECK_EQ_INT(clamp_utf8(in, 129, out), 125);
 
     /* Invalid bytes become U+FFFD, one per maximal ill-formed subpart. */
-    CHECK_EQ_INT(clamp_utf8(S("a\xff" "b"), out), 5);
-    CHECK_EQ_STR(out, "a\xef\xbf\xbd" "b");
+    CHECK_EQ_INT(clamp_utf8(S("a\xff"
+                              "b"),
+                            out),
+                 5);
+    CHECK_EQ_STR(out, "a\xef\xbf\xbd"
+                      "b");
     CHECK_EQ_INT(clamp_utf8(S("\xc3"), out), 3); /* truncated at the end */
     CHECK_EQ_STR(out, "\xef\xbf\xbd");
-    clamp_utf8(S("\xe2\x82" "x"), out); /* truncated before an ASCII byte */
-    CHECK_EQ_STR(out, "\xef\xbf\xbd" "x");
+    clamp_utf8(S("\xe2\x82"
+                 "x"),
+               out); /* truncated before an ASCII byte */
+    CHECK_EQ_STR(out, "\xef\xbf\xbd"
+                      "x");
     clamp_utf8(S("\xc0\xaf"), out); /* overlong '/' */
     CHECK_EQ_STR(out, "\xef\xbf\xbd\xef\xbf\xbd");
     clamp_utf8(S("\xed\xa0\x80"), out); /* a surrogate */
@@ -1306,7 +1316,11 @@ void test_clamp_utf8(void)
     CHECK_EQ_INT(clamp_utf8(in, 127, out), 126);
 
     /* Control characters are dropped, DEL too; tab and newline are controls. */
-    CHECK_EQ_INT(clamp_utf8(S("a\tb\nc\x01" "d\x7f" "e\r"), out), 5);
+    CHECK_EQ_INT(clamp_utf8(S("a\tb\nc\x01"
+                              "d\x7f"
+                              "e\r"),
+                            out),
+                 5);
     CHECK_EQ_STR(out, "abcde");
     static const char nul[] = "a\0b";
     CHECK_EQ_INT(clamp_utf8(nul, 3, out), 2);
@@ -1321,8 +1335,8 @@ void test_clamp_utf8(void)
             in[i] = (char)(seed >> 16);
         }
         size_t len = clamp_utf8(in, n, out);
-        if (len != strlen(out) || len > DIM_MAX ||
-            !valid_utf8((const unsigned char *)out, len) || has_control(out))
+        if (len != strlen(out) || len > DIM_MAX || !valid_utf8((const unsigned char *)out, len) ||
+            has_control(out))
             bad++;
     }
     CHECK_EQ_INT(bad, 0);

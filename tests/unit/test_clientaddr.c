@@ -36,7 +36,7 @@ void test_clientaddr_parse(void)
     CHECK_EQ_STR(parsed("2001:db8::1"), "2001:db8::1");
     CHECK_EQ_STR(parsed("[2001:db8::1]"), "2001:db8::1");
     CHECK_EQ_STR(parsed("[2001:db8::1]:443"), "2001:db8::1");
-    CHECK_EQ_STR(parsed("::ffff:10.1.2.3"), "10.1.2.3");   /* mapped: one client */
+    CHECK_EQ_STR(parsed("::ffff:10.1.2.3"), "10.1.2.3"); /* mapped: one client */
     CHECK_EQ_STR(parsed(""), "bad");
     CHECK_EQ_STR(parsed("unknown"), "bad");
     CHECK_EQ_STR(parsed("1.2.3"), "bad");
@@ -77,15 +77,15 @@ void test_clientaddr_cidrs(void)
     CHECK(!trusted(ca, "::2"));
     CHECK(trusted(ca, "172.31.255.255"));
     CHECK(!trusted(ca, "172.32.0.0"));
-    CHECK(trusted(ca, "::ffff:10.0.0.1"));     /* a mapped peer is its IPv4 self */
+    CHECK(trusted(ca, "::ffff:10.0.0.1")); /* a mapped peer is its IPv4 self */
     clientaddr_free(ca);
 
     ca = make("0.0.0.0/0");
     CHECK(trusted(ca, "8.8.8.8"));
-    CHECK(!trusted(ca, "2001:db8::1"));         /* families never mix */
+    CHECK(!trusted(ca, "2001:db8::1")); /* families never mix */
     clientaddr_free(ca);
 
-    ca = make("::ffff:10.0.0.0/104");           /* mapped CIDR: 10.0.0.0/8 */
+    ca = make("::ffff:10.0.0.0/104"); /* mapped CIDR: 10.0.0.0/8 */
     CHECK(trusted(ca, "10.9.9.9"));
     CHECK(!trusted(ca, "11.9.9.9"));
     clientaddr_free(ca);
@@ -97,8 +97,8 @@ void test_clientaddr_cidrs(void)
     CHECK(!trusted(ca, "127.0.0.1"));
     clientaddr_free(ca);
 
-    const char *bad[] = {"10.0.0.0/33", "10.0.0.0/", "host.example", "::1/129", "1.2.3.4/8x",
-                         "10.0.0.0/8,nope", "::ffff:10.0.0.0/90"};
+    const char *bad[] = {"10.0.0.0/33", "10.0.0.0/",       "host.example",      "::1/129",
+                         "1.2.3.4/8x",  "10.0.0.0/8,nope", "::ffff:10.0.0.0/90"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct clientaddr *x = NULL;
         char err[200] = "";
@@ -130,8 +130,8 @@ static struct sockaddr_storage peer6(const char *a)
 }
 
 /* The client for a peer and up to three X-Forwarded-For lines (NULL: none). */
-static const char *client(const struct clientaddr *ca, struct sockaddr_storage peer,
-                          const char *x1, const char *x2, const char *x3)
+static const char *client(const struct clientaddr *ca, struct sockaddr_storage peer, const char *x1,
+                          const char *x2, const char *x3)
 {
     const char *lines[3] = {x1, x2, x3};
     struct slice xff[3];
@@ -178,8 +178,7 @@ void test_clientaddr_resolve(void)
     /* Several lines are one list, in order: the last line is the rightmost. */
     CHECK_EQ_STR(client(ca, proxy, "203.0.113.1", "10.0.0.9", NULL), "203.0.113.1");
     CHECK_EQ_STR(client(ca, proxy, "10.0.0.9", "203.0.113.2", NULL), "203.0.113.2");
-    CHECK_EQ_STR(client(ca, proxy, "203.0.113.3", "10.1.0.1, 10.2.0.1", "10.3.0.1"),
-                 "203.0.113.3");
+    CHECK_EQ_STR(client(ca, proxy, "203.0.113.3", "10.1.0.1, 10.2.0.1", "10.3.0.1"), "203.0.113.3");
     /* IPv6 proxies, and an IPv4 peer on a dual-stack socket. */
     CHECK_EQ_STR(client(ca, peer6("fd00::1"), "2001:db8::1", NULL, NULL), "2001:db8::1");
     CHECK_EQ_STR(client(ca, peer6("::ffff:10.0.0.5"), "203.0.113.4", NULL, NULL), "203.0.113.4");

@@ -45,8 +45,7 @@ static long count_links(struct hx *h, const char *key)
     const char *headers[] = {line, NULL};
     struct hx_resp resp;
     long n = -1;
-    if (CHECK_EQ_INT(hx_request(h, "GET", "/api/links?limit=1000&state=all", headers, NULL,
-                                &resp),
+    if (CHECK_EQ_INT(hx_request(h, "GET", "/api/links?limit=1000&state=all", headers, NULL, &resp),
                      200))
         n = (long)json_array_size(resp.json);
     hx_resp_release(&resp);
@@ -96,7 +95,7 @@ void test_compat_kutt_create(void)
     CHECK_EQ_STR(resp.content_type, "application/json");
     CHECK(is_uuid(hx_json_str(&resp, "id")));
     CHECK_EQ_STR(hx_json_str(&resp, "address"), "kutt1");
-    CHECK_EQ_STR(hx_json_str(&resp, "target"), "http://example.com/k1");   /* http:// added */
+    CHECK_EQ_STR(hx_json_str(&resp, "target"), "http://example.com/k1"); /* http:// added */
     CHECK_EQ_STR(hx_json_str(&resp, "description"), "first");
     CHECK_EQ_STR(hx_json_str(&resp, "link"), "http://sho.rt/kutt1");
     CHECK_EQ_INT(hx_json_int(&resp, "visit_count"), 0);
@@ -209,8 +208,7 @@ void test_compat_kutt_bad_input(void)
     CHECK_EQ_INT(kreq(h, key, "PATCH", path, "{}", &resp), 500);
     CHECK(kutt_error_is(&resp, "Should at least update one field."));
     hx_resp_release(&resp);
-    CHECK_EQ_INT(kreq(h, key, "PATCH", path, "{\"target\":\"https://example.com/p\"}", &resp),
-                 500);
+    CHECK_EQ_INT(kreq(h, key, "PATCH", path, "{\"target\":\"https://example.com/p\"}", &resp), 500);
     CHECK(kutt_error_is(&resp, "Should at least update one field."));
     hx_resp_release(&resp);
     snprintf(path, sizeof(path), "/%s", code);
@@ -278,7 +276,7 @@ void test_compat_kutt_ids(void)
     CHECK_EQ_INT(kreq(h, key, "DELETE", "/links/not-an-id", NULL, &resp), 400);
     CHECK(kutt_error_is(&resp, "ID is invalid."));
     hx_resp_release(&resp);
-    snprintf(path, sizeof(path), "/links/%s", code);  /* a code is no id */
+    snprintf(path, sizeof(path), "/links/%s", code); /* a code is no id */
     CHECK_EQ_INT(kreq(h, key, "PATCH", path, "{\"description\":\"x\"}", &resp), 400);
     CHECK(kutt_error_is(&resp, "ID is invalid."));
     hx_resp_release(&resp);
@@ -322,7 +320,7 @@ void test_compat_kutt_routes(void)
                       "{\"target\":\"https://example.com/moved\",\"description\":\"d\","
                       "\"expire_in\":\"3d\",\"address\":\"",
                       &resp),
-                 400);  /* malformed JSON */
+                 400); /* malformed JSON */
     hx_resp_release(&resp);
     char body[256];
     snprintf(body, sizeof(body),
@@ -467,7 +465,7 @@ void test_compat_kutt_store_fails(void)
     char key[64];
     snprintf(key, sizeof(key), "%s", hx_key(h, false));
     struct hx_resp resp;
-    CHECK_EQ_INT(kreq(h, key, "GET", "/users", NULL, &resp), 200);     /* the key is cached */
+    CHECK_EQ_INT(kreq(h, key, "GET", "/users", NULL, &resp), 200); /* the key is cached */
     hx_resp_release(&resp);
     long before = count_links(h, key);
     hx_fault(h, "link_insert", 0);

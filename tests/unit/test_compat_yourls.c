@@ -61,8 +61,9 @@ void test_compat_yourls_shorturl(void)
     struct hx_resp resp;
 
     /* A new link, json: YOURLS's success shape, the key order included. */
-    CHECK_EQ_INT(yget(h, key, "action=shorturl&format=json&url=https%3A%2F%2Fexample.com%2Fy1"
-                              "&keyword=yours1&title=T%C3%ADtle",
+    CHECK_EQ_INT(yget(h, key,
+                      "action=shorturl&format=json&url=https%3A%2F%2Fexample.com%2Fy1"
+                      "&keyword=yours1&title=T%C3%ADtle",
                       &resp),
                  200);
     CHECK_EQ_STR(resp.content_type, "application/json; charset=utf-8");
@@ -110,17 +111,17 @@ void test_compat_yourls_shorturl(void)
     /* A generated code; xml is the default format. */
     CHECK_EQ_INT(yget(h, key, "action=shorturl&url=https%3A%2F%2Fexample.com%2Fa%26b", &resp), 200);
     CHECK_EQ_STR(resp.content_type, "application/xml; charset=utf-8");
-    CHECK(starts(resp.body,
-                               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<root><status>success"
-                               "</status><code/><message>https://example.com/a&amp;b added to "
-                               "database</message><errorCode/><statusCode>200</statusCode><url>"
-                               "<keyword>"));
+    CHECK(starts(resp.body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<root><status>success"
+                            "</status><code/><message>https://example.com/a&amp;b added to "
+                            "database</message><errorCode/><statusCode>200</statusCode><url>"
+                            "<keyword>"));
     CHECK(resp.body && strstr(resp.body, "</shorturl></root>\n"));
     hx_resp_release(&resp);
 
     /* A long URL is trimmed in the message as YOURLS trims it. */
-    CHECK_EQ_INT(yget(h, key, "action=shorturl&format=json&url=https%3A%2F%2Fexample.com%2F"
-                              "0123456789012345678901234567890123456789012345678901234567890",
+    CHECK_EQ_INT(yget(h, key,
+                      "action=shorturl&format=json&url=https%3A%2F%2Fexample.com%2F"
+                      "0123456789012345678901234567890123456789012345678901234567890",
                       &resp),
                  200);
     CHECK_EQ_STR(hx_json_str(&resp, "message"), "https://example.com/012345678901234567890123456"
@@ -161,8 +162,9 @@ void test_compat_yourls_bad_input(void)
     char key[64];
     snprintf(key, sizeof(key), "%s", hx_key(h, false));
     struct hx_resp resp;
-    CHECK_EQ_INT(yget(h, key, "action=shorturl&format=json&url=https%3A%2F%2Fexample.com%2Ft&"
-                              "keyword=taken1",
+    CHECK_EQ_INT(yget(h, key,
+                      "action=shorturl&format=json&url=https%3A%2F%2Fexample.com%2Ft&"
+                      "keyword=taken1",
                       &resp),
                  200);
     hx_resp_release(&resp);
@@ -191,7 +193,7 @@ void test_compat_yourls_bad_input(void)
         if (!CHECK_EQ_STR(hx_json_str(&resp, "code"), cases[i].code))
             test_note("%s: %s", cases[i].query, resp.body);
         CHECK_EQ_STR(hx_json_str(&resp, "statusCode"), "400");
-        CHECK(!hx_json_str(&resp, "error.code"));   /* never shortd's shape */
+        CHECK(!hx_json_str(&resp, "error.code")); /* never shortd's shape */
         hx_resp_release(&resp);
     }
     CHECK_EQ_INT(count_links(h, key), before);
@@ -202,8 +204,9 @@ void test_compat_yourls_bad_input(void)
     const char *auth[] = {line, NULL};
     CHECK_EQ_INT(hx_request(h, "DELETE", "/api/links/taken1", auth, NULL, &resp), 204);
     hx_resp_release(&resp);
-    CHECK_EQ_INT(yget(h, key, "action=shorturl&format=json&url=https%3A%2F%2Fexample.com%2Fz&"
-                              "keyword=taken1",
+    CHECK_EQ_INT(yget(h, key,
+                      "action=shorturl&format=json&url=https%3A%2F%2Fexample.com%2Fz&"
+                      "keyword=taken1",
                       &resp),
                  400);
     CHECK_EQ_STR(hx_json_str(&resp, "code"), "error:keyword");
@@ -371,7 +374,8 @@ void test_compat_yourls_formats(void)
     hx_resp_release(&resp);
     /* a callback that is no plain name, or none */
     const char *bad[] = {"action=version&format=jsonp&callback=alert(1)",
-                         "action=version&format=jsonp&callback=a%5Cu2028", "action=version&format=jsonp"};
+                         "action=version&format=jsonp&callback=a%5Cu2028",
+                         "action=version&format=jsonp"};
     for (int i = 0; i < 3; i++) {
         CHECK_EQ_INT(yget(h, key, bad[i], &resp), 400);
         CHECK_EQ_STR(resp.body, "{\"errorCode\":\"400\",\"error\":\"Invalid callback parameter\"}");
@@ -408,7 +412,8 @@ void test_compat_yourls_auth(void)
 
     /* no signature */
     CHECK_EQ_INT(yget(h, NULL, "action=version&format=json", &resp), 403);
-    CHECK_EQ_STR(resp.body, "{\"message\":\"Please log in\",\"errorCode\":\"403\",\"callback\":\"\"}");
+    CHECK_EQ_STR(resp.body,
+                 "{\"message\":\"Please log in\",\"errorCode\":\"403\",\"callback\":\"\"}");
     CHECK(!hx_header(&resp, "WWW-Authenticate"));
     hx_resp_release(&resp);
     /* a wrong one, in each format */
@@ -483,8 +488,8 @@ void test_compat_yourls_auth(void)
 
 /* A signature as YOURLS's docs have a client make it: hex of
  * md(first . second), `hash` named unless it is NULL (md5 then). */
-static void signed_query(char *q, size_t cap, const char *action, const char *hash,
-                         long long ts, const char *tok, bool token_first)
+static void signed_query(char *q, size_t cap, const char *action, const char *hash, long long ts,
+                         const char *tok, bool token_first)
 {
     char t[32];
     snprintf(t, sizeof(t), "%lld", ts);
@@ -518,7 +523,7 @@ static int yq(struct hx *h, const char *query)
 {
     struct hx_resp resp;
     int status = yget(h, NULL, query, &resp);
-    if (status == 403)  /* json, or simple's bare text */
+    if (status == 403) /* json, or simple's bare text */
         CHECK_EQ_STR(resp.json ? hx_json_str(&resp, "message") : resp.body, "Please log in");
     hx_resp_release(&resp);
     return status;
@@ -540,7 +545,7 @@ void test_compat_yourls_signature_token(void)
     CHECK(strcmp(tok, tok2) != 0);
     char again[YOURLS_TOKEN_LEN + 1];
     links_yourls_token(app->links, key_id(h, key), again);
-    CHECK_EQ_STR(again, tok);   /* derived: the same every time */
+    CHECK_EQ_STR(again, tok); /* derived: the same every time */
 
     long long now = now_ms() / 1000;
     char q[512];
@@ -556,8 +561,8 @@ void test_compat_yourls_signature_token(void)
     snprintf(q, sizeof(q), "action=version&format=simple&signature=%s", tok);
     CHECK_EQ_INT(yq(h, q), 200);
     /* it authenticates as its key: the link is that key's, not the other's */
-    signed_query(q, sizeof(q), "action=shorturl&url=https%3A%2F%2Fexample.com%2Fsigned", NULL,
-                 now, tok, false);
+    signed_query(q, sizeof(q), "action=shorturl&url=https%3A%2F%2Fexample.com%2Fsigned", NULL, now,
+                 tok, false);
     struct hx_resp resp;
     CHECK_EQ_INT(yget(h, NULL, q, &resp), 200);
     CHECK_EQ_STR(hx_json_str(&resp, "status"), "success");
@@ -645,7 +650,7 @@ void test_compat_yourls_store_fails(void)
     char key[64];
     snprintf(key, sizeof(key), "%s", hx_key(h, false));
     struct hx_resp resp;
-    CHECK_EQ_INT(yget(h, key, "action=version", &resp), 200);   /* the key is cached now */
+    CHECK_EQ_INT(yget(h, key, "action=version", &resp), 200); /* the key is cached now */
     hx_resp_release(&resp);
     long before = count_links(h, key);
 

@@ -32,7 +32,7 @@ void test_config_example_file(void)
     char *want = slurp(gen);
     fclose(gen);
     FILE *f = fopen("shortd.conf.example", "r");
-    CHECK(f != NULL);   /* run from the repository root */
+    CHECK(f != NULL); /* run from the repository root */
     if (f) {
         char *have = slurp(f);
         fclose(f);

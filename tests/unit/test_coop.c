@@ -61,8 +61,8 @@ static void *probe_main(void *arg)
     p->nice_after = getpriority(PRIO_PROCESS, (id_t)gettid());
     busy(10 * COOP_SLICE_US);
     p->busy_yields = coop_yields();
-    usleep(4 * COOP_SLICE_US);      /* asleep longer than a slice, then ... */
-    coop_point();                   /* ... the first point yields: wall time */
+    usleep(4 * COOP_SLICE_US); /* asleep longer than a slice, then ... */
+    coop_point();              /* ... the first point yields: wall time */
     p->sleep_yields = coop_yields() - p->busy_yields;
     return NULL;
 }
@@ -143,7 +143,7 @@ static bool custom_slices(void)
 
 struct slice_probe {
     int us;
-    bool batch;                 /* SCHED_BATCH before it asks */
+    bool batch; /* SCHED_BATCH before it asks */
     int policy_after;
     int nice_before, nice_after;
     long long slice_before, slice_after;
@@ -190,7 +190,7 @@ void test_coop_loop_slice(void)
     }
     CHECK(set.slice_before > 100000);
     CHECK_EQ_INT(set.slice_after, 100000);
-    CHECK_EQ_INT(low.slice_after, 100000);     /* the kernel's least */
+    CHECK_EQ_INT(low.slice_after, 100000); /* the kernel's least */
     CHECK_EQ_INT(batch.slice_after, 100000);
 }
 
@@ -215,9 +215,9 @@ static void *held_main(void *arg)
 
 /* A thread of this process as /proc shows it, found by its name. */
 struct task_view {
-    int found;                  /* threads of that name */
-    long nice, policy;          /* fields 19 and 41 of its stat */
-    long long slice;            /* se.slice, ns; -1 when not shown */
+    int found;         /* threads of that name */
+    long nice, policy; /* fields 19 and 41 of its stat */
+    long long slice;   /* se.slice, ns; -1 when not shown */
 };
 
 static struct task_view task_named(const char *name)
@@ -285,7 +285,7 @@ void test_coop_start(void)
     pthread_mutex_unlock(&h.mu);
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
-    CHECK_EQ_INT(h.runs, 3);    /* each ran fn with its argument */
+    CHECK_EQ_INT(h.runs, 3); /* each ran fn with its argument */
     CHECK_EQ_INT(getpriority(PRIO_PROCESS, (id_t)gettid()), nice);
 }
 
@@ -304,8 +304,8 @@ static void *vfs_writer(void *arg)
     struct vfs_run *r = arg;
     coop_thread(0);
     sqlite3 *db = NULL;
-    r->rc = sqlite3_open_v2(r->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                            SQLITE_COOP_VFS);
+    r->rc =
+        sqlite3_open_v2(r->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLITE_COOP_VFS);
     if (r->rc == SQLITE_OK)
         r->rc = sqlite3_exec(db,
                              "PRAGMA journal_mode = WAL; PRAGMA cache_size = 50;"
@@ -326,21 +326,22 @@ void test_sqlite_coop_vfs(void)
     snprintf(path, sizeof(path), "/tmp/shortd-coop-%d.db", (int)getpid());
     unlink(path);
     CHECK_EQ_INT(sqlite_coop_register(), ERR_OK);
-    CHECK_EQ_INT(sqlite_coop_register(), ERR_OK);   /* once is enough; again is harmless */
+    CHECK_EQ_INT(sqlite_coop_register(), ERR_OK); /* once is enough; again is harmless */
     CHECK(sqlite3_vfs_find(SQLITE_COOP_VFS) != NULL);
-    CHECK(sqlite3_vfs_find(NULL) != sqlite3_vfs_find(SQLITE_COOP_VFS));  /* not the default */
+    CHECK(sqlite3_vfs_find(NULL) != sqlite3_vfs_find(SQLITE_COOP_VFS)); /* not the default */
 
     struct vfs_run r = {.path = path};
     in_thread(vfs_writer, &r);
     CHECK_EQ_INT(r.rc, SQLITE_OK);
-    CHECK(r.yields > 0);    /* 20 MiB written and checkpointed: many slices */
+    CHECK(r.yields > 0); /* 20 MiB written and checkpointed: many slices */
 
     /* The default VFS reads it back whole */
     sqlite3 *db = NULL;
     CHECK_EQ_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *q = NULL;
-    CHECK_EQ_INT(sqlite3_prepare_v2(db, "SELECT count(*), sum(length(v)), "
-                                        "(SELECT * FROM pragma_integrity_check) FROM t",
+    CHECK_EQ_INT(sqlite3_prepare_v2(db,
+                                    "SELECT count(*), sum(length(v)), "
+                                    "(SELECT * FROM pragma_integrity_check) FROM t",
                                     -1, &q, NULL),
                  SQLITE_OK);
     if (CHECK_EQ_INT(sqlite3_step(q), SQLITE_ROW)) {
@@ -363,10 +364,10 @@ static long long write_calls(void) { return proc_number("/proc/self/io", "syscw"
 
 struct wal_run {
     const char *path;
-    int commits;                /* the writer's; rollbacks do not count */
+    int commits; /* the writer's; rollbacks do not count */
     _Atomic bool done;
     int rc;
-    long long reads, torn;      /* the reader's: snapshots, inconsistent ones */
+    long long reads, torn; /* the reader's: snapshots, inconsistent ones */
     long long checkpoints;
 };
 
@@ -375,7 +376,7 @@ static sqlite3 *open_coop(const char *path)
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLITE_COOP_VFS) !=
             SQLITE_OK ||
-        sqlite3_busy_timeout(db, 10000) != SQLITE_OK ||     /* before the first statement */
+        sqlite3_busy_timeout(db, 10000) != SQLITE_OK || /* before the first statement */
         sqlite3_exec(db,
                      "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
                      "PRAGMA cache_size = 20;",
@@ -496,12 +497,12 @@ void test_sqlite_coop_gathered_wal(void)
                      SQLITE_OK);
         writes += write_calls() - w0;
         int frames = -1, copied = -2;
-        CHECK_EQ_INT(
-            sqlite3_wal_checkpoint_v2(plain, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied),
-            SQLITE_OK);
+        CHECK_EQ_INT(sqlite3_wal_checkpoint_v2(plain, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames,
+                                               &copied),
+                     SQLITE_OK);
         CHECK(frames > 0 && copied == frames);
     }
-    CHECK(writes >= 20 && writes <= 20 * 2);    /* >= 20 * 12 without gathering */
+    CHECK(writes >= 20 && writes <= 20 * 2); /* >= 20 * 12 without gathering */
 
     /* Two writers taking turns on one thread: the first spills frames into
      * the WAL and rolls back; the second then commits frames at the same

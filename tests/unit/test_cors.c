@@ -14,14 +14,23 @@
 
 void test_cors_check(void)
 {
-    static const char *const good[] = {
-        NULL, "", "*", "https://app.example", "http://localhost:5173",
-        "https://a.example, https://b.example:8443", "chrome-extension://abcdefghijklmnop",
-        "moz-extension://0b8c7a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21,*"};
-    static const char *const bad[] = {
-        "https://app.example/", "https://app.example/path", "app.example", "https://",
-        "//app.example", "https://user@app.example", "https://a.example, nope", "**",
-        "https://app example"};
+    static const char *const good[] = {NULL,
+                                       "",
+                                       "*",
+                                       "https://app.example",
+                                       "http://localhost:5173",
+                                       "https://a.example, https://b.example:8443",
+                                       "chrome-extension://abcdefghijklmnop",
+                                       "moz-extension://0b8c7a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21,*"};
+    static const char *const bad[] = {"https://app.example/",
+                                      "https://app.example/path",
+                                      "app.example",
+                                      "https://",
+                                      "//app.example",
+                                      "https://user@app.example",
+                                      "https://a.example, nope",
+                                      "**",
+                                      "https://app example"};
     char why[256];
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
         if (!CHECK_EQ_INT(cors_check(good[i], why, sizeof(why)), ERR_OK))
@@ -39,7 +48,7 @@ void test_cors_allowed(void)
     const char *list = " https://app.example ,http://localhost:5173";
     CHECK(cors_allowed(list, SLICE_LIT("https://app.example")));
     CHECK(cors_allowed(list, SLICE_LIT("http://localhost:5173")));
-    CHECK(cors_allowed(list, SLICE_LIT("HTTPS://APP.EXAMPLE")));     /* scheme and host: any case */
+    CHECK(cors_allowed(list, SLICE_LIT("HTTPS://APP.EXAMPLE"))); /* scheme and host: any case */
     CHECK(!cors_allowed(list, SLICE_LIT("https://app.example.evil")));
     CHECK(!cors_allowed(list, SLICE_LIT("https://app.exampl")));
     CHECK(!cors_allowed(list, SLICE_LIT("http://app.example")));
@@ -65,8 +74,7 @@ void test_cors_preflight(void)
     hx_app(h)->cfg.cors_origins = xstrdup("https://app.example, chrome-extension://abcdef");
     struct hx_resp resp;
     const char *const pre[] = {"Origin: https://app.example", "Access-Control-Request-Method: POST",
-                               "Access-Control-Request-Headers: authorization, content-type",
-                               NULL};
+                               "Access-Control-Request-Headers: authorization, content-type", NULL};
     /* No key needed, the methods of the path's routes, no credentials. */
     CHECK_EQ_INT(hx_request(h, "OPTIONS", "/api/links", pre, NULL, &resp), 204);
     CHECK_EQ_STR(hx_header(&resp, "Access-Control-Allow-Origin"), "https://app.example");
@@ -131,7 +139,7 @@ void test_cors_answers(void)
     CHECK(expose && strstr(expose, "Link") && strstr(expose, "Retry-After") &&
           strstr(expose, "RateLimit-Remaining") && strstr(expose, "Location"));
     CHECK(!hx_header(&resp, "Access-Control-Allow-Credentials"));
-    CHECK(!hx_header(&resp, "Access-Control-Allow-Methods"));   /* a preflight's only */
+    CHECK(!hx_header(&resp, "Access-Control-Allow-Methods")); /* a preflight's only */
     hx_resp_release(&resp);
 
     /* Errors of an API route too, so that a page can read them. */

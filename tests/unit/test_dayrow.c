@@ -173,7 +173,7 @@ void test_dayrow_recent(void)
     struct recent_seen s = {0};
     dayrow_each_recent(&r, 100, collect_recent, &s);
     CHECK_EQ_INT(s.n, RECENT_KEEP);
-    CHECK_EQ_INT(s.ts[0], 300);                     /* newest first */
+    CHECK_EQ_INT(s.ts[0], 300); /* newest first */
     CHECK_EQ_INT(s.ts[RECENT_KEEP - 1], 110);
 
     struct dayrow back;
@@ -186,7 +186,7 @@ void test_dayrow_recent(void)
     /* Another node's clicks, older and newer, merge in time order. */
     struct dayrow other;
     dayrow_init(&other);
-    remember(&other, 5);        /* older than all kept: dropped */
+    remember(&other, 5); /* older than all kept: dropped */
     remember(&other, 285);
     remember(&other, 400);
     dayrow_add(&back, &other);
@@ -212,7 +212,7 @@ void test_dayrow_visitors(void)
     for (int i = 0; i < VISITORS_EXACT; i++) {
         first[i] = splitmix(&x);
         dayrow_visitor(&r, first[i]);
-        dayrow_visitor(&r, first[i]);       /* a repeat is not a new visitor */
+        dayrow_visitor(&r, first[i]); /* a repeat is not a new visitor */
     }
     CHECK_EQ_INT(dayrow_uniques(&r), VISITORS_EXACT);
     CHECK(r.hll == NULL);
@@ -247,9 +247,9 @@ void test_dayrow_visitors(void)
     dayrow_init(&c);
     uint64_t y = 42;
     for (int i = 0; i < 5000; i++)
-        dayrow_visitor(&c, splitmix(&y));       /* the same first 5,000 */
+        dayrow_visitor(&c, splitmix(&y)); /* the same first 5,000 */
     for (int i = 0; i < 5000; i++)
-        dayrow_visitor(&c, splitmix(&x));       /* 5,000 new */
+        dayrow_visitor(&c, splitmix(&x)); /* 5,000 new */
     dayrow_add(&back, &c);
     u = dayrow_uniques(&back);
     test_note("union estimate %lld of 15000", (long long)u);
@@ -375,7 +375,7 @@ void test_dayrow_merge_recent(void)
         dayrow_init(&old);
         dayrow_init(&delta);
         int nold = (int)(splitmix(&x) % (RECENT_KEEP + 1)), ndelta = (int)(splitmix(&x) % 30);
-        int64_t span = 1 + (int64_t)(splitmix(&x) % 40);       /* small: many ties */
+        int64_t span = 1 + (int64_t)(splitmix(&x) % 40); /* small: many ties */
         for (int i = 0; i < nold; i++)
             remember_as(&old, (int64_t)(splitmix(&x) % (uint64_t)span), i);
         for (int i = 0; i < ndelta; i++)
@@ -419,8 +419,14 @@ void test_dayrow_merge_recent(void)
     dayrow_init(&delta);
     remember(&delta, 110);
     remember(&delta, 500);
-    const struct { int n; size_t reflen; } odd[] = {
-        {3, 200}, {3, 90}, {RECENT_KEEP + 5, 3}, {RECENT_KEEP, 0},
+    const struct {
+        int n;
+        size_t reflen;
+    } odd[] = {
+        {3, 200},
+        {3, 90},
+        {RECENT_KEEP + 5, 3},
+        {RECENT_KEEP, 0},
     };
     for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
         hand_recent(&orc, odd[i].n, ts, ref, odd[i].reflen);
@@ -451,17 +457,36 @@ void test_dayrow_merge_recent(void)
 void test_dayrow_old_rows(void)
 {
     static const char dims[] = "D"
-                               "\x0a\x07" "crawler" "\x05"    /* bot_kinds */
-                               "\x0a\x07" "monitor" "\x01"
-                               "\x03\x06" "Chrome" "\x02";    /* browsers */
-    static const char recent[] = "R" "\x80\xb0\xe8\xc9\xd6\x33"    /* a time in ms */
-                                 "\x0e" "www.google.com" "\x02" "DE" "\x07" "desktop"
-                                 "\x06" "Chrome";
-    static const char visitors[] = "S" "\x01\x02\x03\x04\x05\x06\x07\x08";
-    struct day_blobs old = {.clicks = 2, .bots = 6, .uniques = 1,
-                            .dims = dims, .ndims = sizeof(dims) - 1,
-                            .recent = recent, .nrecent = sizeof(recent) - 1,
-                            .visitors = visitors, .nvisitors = sizeof(visitors) - 1};
+                               "\x0a\x07"
+                               "crawler"
+                               "\x05" /* bot_kinds */
+                               "\x0a\x07"
+                               "monitor"
+                               "\x01"
+                               "\x03\x06"
+                               "Chrome"
+                               "\x02"; /* browsers */
+    static const char recent[] = "R"
+                                 "\x80\xb0\xe8\xc9\xd6\x33" /* a time in ms */
+                                 "\x0e"
+                                 "www.google.com"
+                                 "\x02"
+                                 "DE"
+                                 "\x07"
+                                 "desktop"
+                                 "\x06"
+                                 "Chrome";
+    static const char visitors[] = "S"
+                                   "\x01\x02\x03\x04\x05\x06\x07\x08";
+    struct day_blobs old = {.clicks = 2,
+                            .bots = 6,
+                            .uniques = 1,
+                            .dims = dims,
+                            .ndims = sizeof(dims) - 1,
+                            .recent = recent,
+                            .nrecent = sizeof(recent) - 1,
+                            .visitors = visitors,
+                            .nvisitors = sizeof(visitors) - 1};
 
     struct dayrow r;
     dayrow_init(&r);
@@ -490,10 +515,13 @@ void test_dayrow_old_rows(void)
     CHECK_EQ_INT(dayrow_load(&r, &out), ERR_OK);
     memset(&s, 0, sizeof(s));
     dayrow_each_tally(&r, collect, &s);
-    static const struct { int dim; const char *value; int64_t n; } want[] = {
-        {DIM_BROWSER, "Chrome", 2},   {DIM_BOT_KIND, "crawler", 7},
-        {DIM_BOT_KIND, "monitor", 1}, {DIM_BOT_AGENT, "googlebot", 1},
-        {DIM_BOT_AGENT, "other", 1},
+    static const struct {
+        int dim;
+        const char *value;
+        int64_t n;
+    } want[] = {
+        {DIM_BROWSER, "Chrome", 2},      {DIM_BOT_KIND, "crawler", 7}, {DIM_BOT_KIND, "monitor", 1},
+        {DIM_BOT_AGENT, "googlebot", 1}, {DIM_BOT_AGENT, "other", 1},
     };
     if (CHECK_EQ_INT(s.n, (int)(sizeof(want) / sizeof(want[0])))) {
         for (int i = 0; i < s.n; i++) {

@@ -10,10 +10,7 @@
 
 static const struct slice none = {NULL, 0};
 
-static struct slice s(const char *p)
-{
-    return (struct slice){p, strlen(p)};
-}
+static struct slice s(const char *p) { return (struct slice){p, strlen(p)}; }
 
 /* The value as a string ("(none)" when there is none), in static storage. */
 static const char *value(struct slice ct, const char *body, const char *query, const char *name,
@@ -38,11 +35,11 @@ void test_form_urlencoded(void)
     CHECK_EQ_STR(value(ct, body, NULL, "title", 100), "a b");
     CHECK_EQ_STR(value(ct, body, NULL, "empty", 100), "");
     CHECK_EQ_STR(value(ct, body, NULL, "bare", 100), "");
-    CHECK_EQ_STR(value(ct, body, NULL, "key", 100), "v");      /* names are decoded too */
+    CHECK_EQ_STR(value(ct, body, NULL, "key", 100), "v"); /* names are decoded too */
     CHECK_EQ_STR(value(ct, body, NULL, "nosuch", 100), "(none)");
     CHECK_EQ_STR(value(ct, "a=%ZZ", NULL, "a", 100), "(none)"); /* a bad escape */
     CHECK_EQ_STR(value(ct, "a=123456789", NULL, "a", 8), "(none)");
-    CHECK_EQ_STR(value(ct, "a=1&a=2", NULL, "a", 8), "1");     /* the first */
+    CHECK_EQ_STR(value(ct, "a=1&a=2", NULL, "a", 8), "1"); /* the first */
     /* the body before the query; the query when the body has none */
     CHECK_EQ_STR(value(ct, "a=body", "a=query&b=q", "a", 100), "body");
     CHECK_EQ_STR(value(ct, "a=body", "a=query&b=q", "b", 100), "q");
@@ -83,8 +80,8 @@ void test_form_multipart(void)
                        NULL, "k", 100),
                  "v");
     /* cut short: a part without its closing delimiter is no value */
-    CHECK_EQ_STR(value(ct, "------XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv",
-                       NULL, "a", 100),
+    CHECK_EQ_STR(value(ct, "------XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv", NULL,
+                       "a", 100),
                  "(none)");
     /* no boundary, an empty one */
     CHECK_EQ_STR(value(s("multipart/form-data"), body, NULL, "action", 100), "(none)");

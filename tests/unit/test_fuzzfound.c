@@ -31,8 +31,12 @@ static int64_t count_of(const struct dayrow *r, int dim, const char *value)
 void test_fuzzfound_dayrow_counts(void)
 {
     static const char twice_max[] = "D"
-                                    "\x00\x01" "a" "\xff\xff\xff\xff\xff\xff\xff\xff\x7f"
-                                    "\x00\x01" "a" "\xff\xff\xff\xff\xff\xff\xff\xff\x7f";
+                                    "\x00\x01"
+                                    "a"
+                                    "\xff\xff\xff\xff\xff\xff\xff\xff\x7f"
+                                    "\x00\x01"
+                                    "a"
+                                    "\xff\xff\xff\xff\xff\xff\xff\xff\x7f";
     struct day_blobs b = {.clicks = 1, .dims = twice_max, .ndims = sizeof(twice_max) - 1};
     struct dayrow r;
     dayrow_init(&r);
@@ -44,7 +48,9 @@ void test_fuzzfound_dayrow_counts(void)
     dayrow_release(&r);
 
     static const char past_max[] = "D"
-                                   "\x00\x01" "a" "\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01";
+                                   "\x00\x01"
+                                   "a"
+                                   "\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01";
     b.dims = past_max;
     b.ndims = sizeof(past_max) - 1;
     dayrow_init(&r);
@@ -75,13 +81,13 @@ void test_fuzzfound_config_long_lines(void)
 {
     struct buf text = BUF_INIT;
     buf_addc(&text, '#');
-    for (int i = 0; i < 4094; i++)  /* the old buffer's 4,095 bytes end here */
+    for (int i = 0; i < 4094; i++) /* the old buffer's 4,095 bytes end here */
         buf_addc(&text, 'x');
     buf_adds(&text, " threads = 3\nidle-timeout = 9\n");
     struct config c;
     char err[256] = "";
     CHECK_EQ_INT(load_config(&c, buf_cstr(&text), err, sizeof(err)), ERR_OK);
-    CHECK_EQ_INT(c.threads, 0);     /* the default: the comment set nothing */
+    CHECK_EQ_INT(c.threads, 0); /* the default: the comment set nothing */
     CHECK_EQ_INT(c.idle_timeout, 9);
     config_release(&c);
 

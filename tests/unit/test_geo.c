@@ -335,26 +335,12 @@ static const struct {
     const char *v;
     const char *cc;
 } headers[] = {
-    {"DE", "DE"},
-    {"de", "DE"},
-    {"dE", "DE"},
-    {"jp", "JP"},
-    {" US ", "US"},
-    {"\tfr\t", "FR"},
-    {"XX", ""},
-    {"xx", ""},
-    {"T1", ""},
-    {"", ""},
-    {"   ", ""},
-    {"D", ""},
-    {"DEU", ""},
-    {"1A", ""},
-    {"A1", ""},
-    {"D-", ""},
-    {"D E", ""},
-    {"@[", ""},       /* the bytes just outside 'A'..'Z' */
-    {"`{", ""},       /* and 'a'..'z' */
-    {"\xc3\x84", ""}, /* 'Ä' in UTF-8: two bytes, neither a letter */
+    {"DE", "DE"},     {"de", "DE"}, {"dE", "DE"}, {"jp", "JP"}, {" US ", "US"},
+    {"\tfr\t", "FR"}, {"XX", ""},   {"xx", ""},   {"T1", ""},   {"", ""},
+    {"   ", ""},      {"D", ""},    {"DEU", ""},  {"1A", ""},   {"A1", ""},
+    {"D-", ""},       {"D E", ""},  {"@[", ""}, /* the bytes just outside 'A'..'Z' */
+    {"`{", ""},                                 /* and 'a'..'z' */
+    {"\xc3\x84", ""},                           /* 'Ä' in UTF-8: two bytes, neither a letter */
 };
 
 void test_geo_from_header(void)

@@ -35,7 +35,8 @@ void test_hosts_list(void)
     CHECK(h == NULL);
     CHECK_EQ_INT(hostlist_parse(" , ", &h, err, sizeof(err)), ERR_OK);
     CHECK(h == NULL);
-    CHECK_EQ_INT(hostlist_parse("Sho.rt, www.sho.rt.,127.0.0.1:8080", &h, err, sizeof(err)), ERR_OK);
+    CHECK_EQ_INT(hostlist_parse("Sho.rt, www.sho.rt.,127.0.0.1:8080", &h, err, sizeof(err)),
+                 ERR_OK);
     if (CHECK(h != NULL)) {
         CHECK(hostlist_has(h, "sho.rt", 6));
         CHECK(hostlist_has(h, "www.sho.rt", 10));

@@ -1301,7 +1301,7 @@ void test_journal_down_and_idle(void)
     CHECK(!h.down);
     char path[96];
     seg_path(&f, pos_tab[20], path, sizeof(path));
-    CHECK_EQ_INT(file_size(path), 0); /* the probe's byte is gone */
+    CHECK_EQ_INT(file_size(path), 0);                 /* the probe's byte is gone */
     CHECK_EQ_INT(journal_sync(f.j, &synced), ERR_OK); /* up and idle: no I/O */
     append_range(f.j, 20, 25, 5);
     fx_close(&f);

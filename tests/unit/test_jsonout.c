@@ -88,10 +88,12 @@ static unsigned next(unsigned n)
 /* A string of pieces that each need (or must not get) escaping. */
 static json_t *random_string(void)
 {
+    /* clang-format off */
     static const char *const pieces[] = {
         "a", "Z", "9", " ", "\"", "\\", "/", "\b", "\f", "\n", "\r", "\t", "\x01", "\x1b",
         "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xe2\x80\xa8", "<",
         "&", "'", "%", "\0"};
+    /* clang-format on */
     struct buf s = BUF_INIT;
     unsigned n = next(24);
     for (unsigned i = 0; i < n; i++) {
@@ -106,8 +108,7 @@ static json_t *random_string(void)
 static json_t *random_value(int depth)
 {
     switch (next(depth > 3 ? 6 : 8)) {
-    case 0:
-        return random_string();
+    case 0: return random_string();
     case 1: {
         unsigned shift = 1 + next(63);
         int64_t magnitude = (int64_t)(rng >> shift); /* below 2^63 */
@@ -117,12 +118,9 @@ static json_t *random_value(int depth)
         double divisor = (double)(1 + next(1000000));
         return json_real((double)(int64_t)rng / divisor);
     }
-    case 3:
-        return json_true();
-    case 4:
-        return json_false();
-    case 5:
-        return json_null();
+    case 3: return json_true();
+    case 4: return json_false();
+    case 5: return json_null();
     case 6: {
         json_t *a = json_array();
         for (unsigned i = next(6); i > 0; i--)

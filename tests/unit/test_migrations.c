@@ -27,8 +27,7 @@ static void check_steps(const char *backend, const struct migration *m, size_t n
         char prefix[16];
         snprintf(prefix, sizeof(prefix), "%04d_", (int)i + 1);
         size_t len = strlen(m[i].name);
-        bool ok = CHECK_EQ_INT(m[i].version, i + 1) &&
-                  CHECK(strncmp(m[i].name, prefix, 5) == 0) &&
+        bool ok = CHECK_EQ_INT(m[i].version, i + 1) && CHECK(strncmp(m[i].name, prefix, 5) == 0) &&
                   CHECK(len > 9 && strcmp(m[i].name + len - 4, ".sql") == 0) &&
                   CHECK(strstr(m[i].sql, ";") != NULL);
         if (!ok)
@@ -77,9 +76,10 @@ static int record(const struct migration *m, void *arg)
 
 void test_migrations_run(void)
 {
-    static const struct migration steps[] = {
-        {1, "0001_a.sql", "A;"}, {2, "0002_b.sql", "B;"}, {3, "0003_c.sql", "C;"},
-        {5, "0005_e.sql", "E;"}};
+    static const struct migration steps[] = {{1, "0001_a.sql", "A;"},
+                                             {2, "0002_b.sql", "B;"},
+                                             {3, "0003_c.sql", "C;"},
+                                             {5, "0005_e.sql", "E;"}};
     size_t n = MIGRATIONS_COUNT(steps);
     CHECK_EQ_INT(migrations_last(steps, n), 5);
 

@@ -13,12 +13,11 @@
 
 #include "base/banned.h"
 
-static const char *const methods[] = {"get", "put", "post", "delete", "patch", "head", "options",
-                                      "trace"};
+static const char *const methods[] = {"get",   "put",  "post",    "delete",
+                                      "patch", "head", "options", "trace"};
 
 /* "GET /api/links/:code" as the document names it: "get", "/api/links/{code}". */
-static bool route_as_operation(const char *name, char *method, size_t mcap, char *path,
-                               size_t pcap)
+static bool route_as_operation(const char *name, char *method, size_t mcap, char *path, size_t pcap)
 {
     const char *sp = strchr(name, ' ');
     if (!sp || (size_t)(sp - name) >= mcap)
@@ -92,7 +91,8 @@ void test_openapi_routes(void)
     /* ... and nothing else is. */
     const char *path;
     json_t *item;
-    json_object_foreach(paths, path, item) {
+    json_object_foreach(paths, path, item)
+    {
         bool any = false;
         for (size_t k = 0; k < sizeof(methods) / sizeof(methods[0]); k++) {
             if (!json_object_get(item, methods[k]))

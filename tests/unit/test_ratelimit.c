@@ -42,7 +42,7 @@ void test_ratelimit_window_math(void)
     /* The previous window fades linearly: a full one (5) at e = 0 leaves no
      * room; at 1/5 of the window one request fits, at 2/5 two... */
     CHECK(!ratelimit_decide(5, 60000, 5, 0, 0, &in));
-    CHECK_EQ_INT(in.retry_after, 12);       /* 5 * (60 - t) / 60 + 1 <= 5 at t = 12 s */
+    CHECK_EQ_INT(in.retry_after, 12); /* 5 * (60 - t) / 60 + 1 <= 5 at t = 12 s */
     CHECK(!ratelimit_decide(5, 60000, 5, 0, 11999, &in));
     CHECK(ratelimit_decide(5, 60000, 5, 0, 12000, &in));
     CHECK_EQ_INT(in.remaining, 0);
@@ -58,9 +58,9 @@ void test_ratelimit_window_math(void)
     CHECK(!ratelimit_decide(5, 60000, 0, 5, 30000, &in));
     CHECK_EQ_INT(in.retry_after, 30 + 12);
     CHECK(!ratelimit_decide(1, 1000, 0, 1, 999, &in));
-    CHECK_EQ_INT(in.retry_after, 2);        /* 1 ms, then a whole window for it to fade */
+    CHECK_EQ_INT(in.retry_after, 2); /* 1 ms, then a whole window for it to fade */
     CHECK(!ratelimit_decide(10, 60000, 0, 10, 59999, &in));
-    CHECK_EQ_INT(in.retry_after, 7);        /* 1 ms + 6 s: rounded up, never 0 */
+    CHECK_EQ_INT(in.retry_after, 7); /* 1 ms + 6 s: rounded up, never 0 */
 
     /* No arithmetic overflow at the largest settings. */
     CHECK(ratelimit_decide(1000000000, 86400000LL, 999999999, 0, 1, &in));
@@ -73,7 +73,7 @@ static struct ratelimit *limiter(int64_t auth, int64_t window, struct rcache *sh
     memset(limits, 0, sizeof(limits));
     for (int i = 0; i < RL_NCLASSES; i++)
         limits[i] = (struct config_rate){auth, window};
-    limits[RL_READ_KEY].limit = 0;          /* one class off */
+    limits[RL_READ_KEY].limit = 0; /* one class off */
     limits[RL_PASSWORD] = (struct config_rate){3, window};
     limits[RL_PASSWORD_CLIENT] = (struct config_rate){5, window};
     uint8_t secret[RL_SECRET_BYTES];
@@ -178,13 +178,13 @@ void test_ratelimit_threads(void)
         pthread_join(th[i], NULL);
         total += t[i].admitted;
     }
-    CHECK_EQ_INT(total, 1000);      /* exact under concurrency */
+    CHECK_EQ_INT(total, 1000); /* exact under concurrency */
     ratelimit_free(rl);
 }
 
 void test_ratelimit_password(void)
 {
-    struct ratelimit *rl = limiter(100, 60, NULL);   /* 3 per link, 5 per client */
+    struct ratelimit *rl = limiter(100, 60, NULL); /* 3 per link, 5 per client */
     struct client_ip a, b;
     CHECK(clientaddr_parse("203.0.113.5", 11, &a));
     CHECK(clientaddr_parse("2001:db8::5", 11, &b));
@@ -193,13 +193,13 @@ void test_ratelimit_password(void)
     int ok = 0;
     for (int i = 0; i < 5; i++)
         ok += ratelimit_take_password(rl, &a, "link1", 5, t, &in);
-    CHECK_EQ_INT(ok, 3);                    /* per client and link */
+    CHECK_EQ_INT(ok, 3); /* per client and link */
     CHECK_EQ_INT(in.limit, 3);
     CHECK(in.retry_after > 0);
     ok = 0;
     for (int i = 0; i < 5; i++)
         ok += ratelimit_take_password(rl, &a, "link2", 5, t, &in);
-    CHECK_EQ_INT(ok, 0);                    /* the client's 5 over all links are used up */
+    CHECK_EQ_INT(ok, 0); /* the client's 5 over all links are used up */
     CHECK_EQ_INT(in.limit, 5);
     /* Another client is not affected. */
     CHECK(ratelimit_take_password(rl, &b, "link1", 5, t, &in));
@@ -238,7 +238,7 @@ void test_ratelimit_redis(void)
     int ok = 0;
     for (int i = 0; i < 20; i++)
         ok += ratelimit_take(i % 2 ? n1 : n2, RL_AUTH, key, (size_t)kn, now, &in);
-    CHECK_EQ_INT(ok, 7);                    /* one count for both nodes */
+    CHECK_EQ_INT(ok, 7); /* one count for both nodes */
     CHECK_EQ_INT(in.remaining, 0);
     /* The refusal seen through Redis is remembered for peeks. */
     CHECK(!ratelimit_peek(n1, RL_AUTH, key, (size_t)kn, now, &in));

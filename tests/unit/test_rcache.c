@@ -32,7 +32,7 @@
 
 #include "base/banned.h"
 
-#define CLOSED_PORT_URL "redis://127.0.0.1:1"   /* nothing listens: refused at once */
+#define CLOSED_PORT_URL "redis://127.0.0.1:1" /* nothing listens: refused at once */
 #define DAY_MS (24 * 3600 * 1000LL)
 
 static void sleep_ms(int ms)
@@ -85,7 +85,7 @@ static const char *redis_conf(void)
 /* Diagnostics off while no thread of ours runs (log_level is a plain global). */
 static enum log_level quiet(void)
 {
-    signal(SIGPIPE, SIG_IGN);   /* as serve.c: hiredis writes to closed sockets */
+    signal(SIGPIPE, SIG_IGN); /* as serve.c: hiredis writes to closed sockets */
     enum log_level saved = log_level;
     log_level = LOG_OFF;
     return saved;
@@ -126,8 +126,7 @@ static char *raw_get(const char *key)
     if (!c)
         return NULL;
     redisReply *r = redisCommand(c, "GET %s", key);
-    char *v = r && r->type == REDIS_REPLY_STRING ? slice_dup((struct slice){r->str, r->len})
-                                                   : NULL;
+    char *v = r && r->type == REDIS_REPLY_STRING ? slice_dup((struct slice){r->str, r->len}) : NULL;
     freeReplyObject(r);
     redisFree(c);
     return v;
@@ -176,7 +175,7 @@ static bool redis_stop(void)
     redisContext *c = raw();
     if (!c)
         return false;
-    redisReply *r = redisCommand(c, "SHUTDOWN NOSAVE");   /* no reply: it is gone */
+    redisReply *r = redisCommand(c, "SHUTDOWN NOSAVE"); /* no reply: it is gone */
     freeReplyObject(r);
     redisFree(c);
     for (int i = 0; i < 100; i++) {
@@ -274,10 +273,7 @@ static int get(struct rcache *r, const char *code, struct link *out)
     return rcache_get(r, code, strlen(code), out);
 }
 
-static long long pttl(const char *code)
-{
-    return raw_int("PTTL shortd:l:%s", code);
-}
+static long long pttl(const char *code) { return raw_int("PTTL shortd:l:%s", code); }
 
 /* ---- the cache tier ---- */
 
@@ -369,10 +365,10 @@ void test_rcache_breaker(void)
     uint64_t hits, misses, errors1, errors2, errors3;
     bool down1, down2;
     rcache_counts(r, &hits, &misses, &errors1, &down1);
-    sleep_ms(300);                          /* past the first 250 ms */
-    int rc4 = get(r, "abc123", &out);       /* the probe: fails again, 500 ms now */
+    sleep_ms(300);                    /* past the first 250 ms */
+    int rc4 = get(r, "abc123", &out); /* the probe: fails again, 500 ms now */
     rcache_counts(r, &hits, &misses, &errors2, &down2);
-    sleep_ms(300);                          /* within the 500 ms */
+    sleep_ms(300); /* within the 500 ms */
     int rc5 = get(r, "abc123", &out);
     rcache_counts(r, &hits, &misses, &errors3, &down2);
     char *log = capture_end(&cap);
@@ -381,7 +377,7 @@ void test_rcache_breaker(void)
     CHECK(t1 - t0 < 150);
     CHECK_EQ_INT(rc2, ERR_BUSY);
     CHECK_EQ_INT(rc3, ERR_BUSY);
-    CHECK(t2 - t1 < 5);                     /* the open breaker: no network at all */
+    CHECK(t2 - t1 < 5); /* the open breaker: no network at all */
     CHECK(down1);
     CHECK_EQ_INT(errors1, 1);
     CHECK_EQ_INT(rc4, ERR_BUSY);
@@ -512,7 +508,7 @@ void test_rcache_round_trip(void)
     link_release(&out);
     CHECK_EQ_INT(rcache_del(r, "fillme", 6), ERR_OK);
     CHECK_EQ_INT(get(r, "fillme", &out), ERR_NOTFOUND);
-    CHECK_EQ_INT(rcache_del(r, "fillme", 6), ERR_OK);     /* absent: fine */
+    CHECK_EQ_INT(rcache_del(r, "fillme", 6), ERR_OK); /* absent: fine */
     CHECK_EQ_INT(rcache_fill(r, &b2, now), ERR_OK);
     CHECK_EQ_INT(get(r, "fillme", &out), ERR_OK);
     CHECK_EQ_STR(out.url, "https://example.com/2");
@@ -551,7 +547,7 @@ void test_rcache_round_trip(void)
     CHECK_EQ_INT(rcache_new(url, 1000, &r), ERR_OK);
     struct link d = mk("indb3", "https://example.com/3", 0, LINK_ACTIVE);
     CHECK_EQ_INT(rcache_put(r, &d, now), ERR_OK);
-    CHECK_EQ_INT(raw_int("EXISTS %s", "shortd:l:indb3"), 0);   /* not in db 0 */
+    CHECK_EQ_INT(raw_int("EXISTS %s", "shortd:l:indb3"), 0); /* not in db 0 */
     CHECK_EQ_INT(get(r, "indb3", &out), ERR_OK);
     link_release(&out);
     rcache_free(r);
@@ -622,7 +618,7 @@ void test_rcache_stalled(void)
     capture_start(&cap);
     pthread_t sleeper;
     pthread_create(&sleeper, NULL, debug_sleep, NULL);
-    sleep_ms(100);                          /* DEBUG SLEEP has begun */
+    sleep_ms(100); /* DEBUG SLEEP has begun */
     int64_t t0 = mono_ms();
     int rc1 = get(r, "stall1", &out);
     int64_t stalled = mono_ms() - t0;
@@ -630,7 +626,7 @@ void test_rcache_stalled(void)
     int rc2 = get(r, "stall1", &out);
     int rc3 = rcache_put(r, &l, now_ms());
     int64_t open = mono_ms() - t0;
-    struct one_get other = {r, -1, -1};     /* another thread, no connection yet */
+    struct one_get other = {r, -1, -1}; /* another thread, no connection yet */
     pthread_t t;
     pthread_create(&t, NULL, timed_get, &other);
     pthread_join(t, NULL);
@@ -640,7 +636,7 @@ void test_rcache_stalled(void)
     /* A change that cannot reach Redis now: what Redis holds is stale. */
     struct link del = mk("stale1", NULL, 0, LINK_DELETED);
     int rc4 = rcache_put(r, &del, now_ms());
-    pthread_join(sleeper, NULL);            /* Redis answers again */
+    pthread_join(sleeper, NULL); /* Redis answers again */
     int rc = ERR_BUSY;
     int64_t t1 = mono_ms();
     while (rc == ERR_BUSY && mono_ms() - t1 < 6000) {
@@ -685,7 +681,7 @@ struct worker {
     pthread_t t;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int todo, done;     /* gets asked for, and answered */
+    int todo, done; /* gets asked for, and answered */
     int rc;
 };
 
@@ -755,7 +751,7 @@ void test_rcache_restart(void)
         int64_t c0 = mono_ms();
         busy += get(r, "restart1", &out) == ERR_BUSY;
         calls++;
-        CHECK(mono_ms() - c0 < 100);    /* refused at once, or turned away */
+        CHECK(mono_ms() - c0 < 100); /* refused at once, or turned away */
         sleep_ms(10);
     }
     CHECK_EQ_INT(busy, calls);
@@ -763,7 +759,7 @@ void test_rcache_restart(void)
     bool down;
     rcache_counts(r, &hits, &misses, &errors, &down);
     CHECK(down);
-    if (!CHECK(errors >= 2 && errors <= 5))  /* the first failure, then 250, 500, 1000 ms */
+    if (!CHECK(errors >= 2 && errors <= 5)) /* the first failure, then 250, 500, 1000 ms */
         test_note("%llu failed attempts in 1.5 s", (unsigned long long)errors);
 
     if (!CHECK(redis_start()))
@@ -775,8 +771,8 @@ void test_rcache_restart(void)
         if (rc == ERR_BUSY)
             sleep_ms(20);
     }
-    CHECK_EQ_INT(rc, ERR_NOTFOUND);         /* a new, empty Redis */
-    CHECK_EQ_INT(worker_get(&w), ERR_NOTFOUND);     /* a new connection, lazily */
+    CHECK_EQ_INT(rc, ERR_NOTFOUND);             /* a new, empty Redis */
+    CHECK_EQ_INT(worker_get(&w), ERR_NOTFOUND); /* a new connection, lazily */
     CHECK_EQ_INT(rcache_put(r, &l, now_ms()), ERR_OK);
     CHECK_EQ_INT(worker_get(&w), ERR_OK);
     rcache_counts(r, &hits, &misses, &errors, &down);
@@ -804,7 +800,7 @@ struct inbox {
     pthread_mutex_t mu;
     char codes[INBOX_MAX][32];
     int n;
-    int resyncs;    /* on_code(NULL, 0) */
+    int resyncs; /* on_code(NULL, 0) */
 };
 
 static void inbox_init(struct inbox *in)
@@ -881,10 +877,7 @@ static bool wait_published(struct bus *b, uint64_t n, int64_t limit)
     return false;
 }
 
-static void pub(struct bus *b, const char *code)
-{
-    bus_publish(b, code, strlen(code));
-}
+static void pub(struct bus *b, const char *code) { bus_publish(b, code, strlen(code)); }
 
 /* Whether codes from 'from' reach 'in' on both transports within 'limit' ms.
  * A transport that comes up while the other has been up all along owes no
@@ -920,7 +913,7 @@ static void two_nodes(const char *redis, const char *pg, int resyncs)
     int64_t ms = wait_code(&ib, "hello1", 1, 1000);
     if (!CHECK(ms >= 0))
         test_note("not delivered within 1 s");
-    CHECK(wait_code(&ia, "hello1", 1, 1000) >= 0);  /* the publisher's own node too */
+    CHECK(wait_code(&ia, "hello1", 1, 1000) >= 0); /* the publisher's own node too */
     pub(b, "back_1");
     CHECK(wait_code(&ia, "back_1", 1, 1000) >= 0);
     char code[24];
@@ -981,7 +974,7 @@ void test_bus_redis(void)
     bus_counts(b, &published, &received, &errors);
     CHECK_EQ_INT(published, 0);
     CHECK_EQ_INT(received, 0);
-    CHECK(errors >= 5000 - 4096 + 1);       /* dropped, and a failed connect */
+    CHECK(errors >= 5000 - 4096 + 1); /* dropped, and a failed connect */
     t0 = mono_ms();
     bus_free(b);
     CHECK(mono_ms() - t0 < 300);
@@ -1036,7 +1029,7 @@ void test_bus_redis_killed(void)
                wait_resyncs(&ic, 1, 15000) && both_paths_up(a, &ib, 15000)))
         goto out;
     pub(a, "both1");
-    CHECK(wait_code(&ib, "both1", 2, 1000) >= 0);   /* once per transport */
+    CHECK(wait_code(&ib, "both1", 2, 1000) >= 0); /* once per transport */
     CHECK(wait_code(&ic, "both1", 1, 1000) >= 0);
 
     int rb = inbox_resyncs(&ib), rc = inbox_resyncs(&ic);

@@ -29,8 +29,8 @@ static const char *const prefetch[] = {BROWSER, "Sec-Purpose: prefetch", NULL};
 
 /* METHOD /CODE as a browser (or with 'headers'): the status; the Location
  * goes to 'loc' when it is not NULL ("" when none). */
-static int visit(struct hx *h, const char *method, const char *code,
-                 const char *const *headers, char loc[512])
+static int visit(struct hx *h, const char *method, const char *code, const char *const *headers,
+                 char loc[512])
 {
     char target[256];
     snprintf(target, sizeof(target), "/%s", code);
@@ -144,7 +144,7 @@ void test_redirect_gone(void)
     CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/del\"}", del), 201);
     CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/off\"}", off), 201);
     CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/ttl\",\"ttl\":1}", ttl), 201);
-    int64_t created = mono_ms();    /* it expires within a second of this */
+    int64_t created = mono_ms(); /* it expires within a second of this */
     /* Each cached first: the change must reach the cache. */
     CHECK_EQ_INT(visit(h, "GET", ttl, NULL, NULL), 302);
     CHECK_EQ_INT(visit(h, "GET", del, NULL, NULL), 302);
@@ -243,7 +243,7 @@ void test_redirect_clicks(void)
     hx_auth(h, false, auth);
     CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/k\"}", code), 201);
     CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/q\"}", quiet), 201);
-    CHECK_EQ_INT(visit(h, "HEAD", code, NULL, NULL), 302);     /* the miss */
+    CHECK_EQ_INT(visit(h, "HEAD", code, NULL, NULL), 302); /* the miss */
     CHECK_EQ_INT(visit(h, "HEAD", code, NULL, NULL), 302);
     check_clicks(h, auth, code, 0, 0);
     CHECK_EQ_INT(visit(h, "GET", code, human, NULL), 302);
@@ -257,7 +257,7 @@ void test_redirect_clicks(void)
     check_clicks(h, auth, code, 2, 3);
     /* A click of a link counts for that link only. */
     check_clicks(h, auth, quiet, 0, 0);
-    CHECK_EQ_INT(visit(h, "GET", quiet, bot, NULL), 302);      /* a bot's miss */
+    CHECK_EQ_INT(visit(h, "GET", quiet, bot, NULL), 302); /* a bot's miss */
     check_clicks(h, auth, quiet, 0, 1);
     hx_free(h);
 }
@@ -386,7 +386,7 @@ void test_redirect_variants(void)
         else if (CHECK_EQ_STR(loc, "https://ab.example/b"))
             b++;
     }
-    CHECK(a > 0 && b > 0);  /* both are chosen, by some of the visitors */
+    CHECK(a > 0 && b > 0); /* both are chosen, by some of the visitors */
     if (!strcmp(first, "https://ab.example/a"))
         a += 4;
     else
@@ -414,8 +414,9 @@ void test_redirect_click_limit(void)
         return;
     char auth[HX_AUTH_MAX], code[HX_CODE_MAX], loc[512];
     hx_auth(h, false, auth);
-    CHECK_EQ_INT(
-        hx_create(h, auth, "{\"url\":\"https://limited.example/\",\"max_clicks\":2}", code), 201);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://limited.example/\",\"max_clicks\":2}",
+                           code),
+                 201);
     for (int i = 0; i < 2; i++) {
         CHECK_EQ_INT(visit(h, "GET", code, bot, NULL), 302);
         CHECK_EQ_INT(visit(h, "HEAD", code, NULL, NULL), 302);

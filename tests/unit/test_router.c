@@ -51,8 +51,8 @@ void test_router_reserved(void)
     bool api = false, dashboard = false, robots = false;
     for (const char *const *w = words; *w; w++) {
         api = api || !strcmp(*w, "api");
-        dashboard = dashboard || !strcmp(*w, "dashboard");   /* a route's first segment */
-        robots = robots || !strcmp(*w, "robots.txt");        /* an extra word */
+        dashboard = dashboard || !strcmp(*w, "dashboard"); /* a route's first segment */
+        robots = robots || !strcmp(*w, "robots.txt");      /* an extra word */
     }
     CHECK(api);
     CHECK(dashboard);

@@ -45,8 +45,7 @@ static int call(struct hx *h, const char *auth, const char *method, const char *
 }
 
 /* Creates a link to 'url' (with 'alias' unless NULL); its code into 'code'. */
-static int create(struct hx *h, const char *auth, const char *url, const char *alias,
-                  char code[32])
+static int create(struct hx *h, const char *auth, const char *url, const char *alias, char code[32])
 {
     char body[256];
     if (alias)
@@ -88,19 +87,19 @@ void test_rules_create_limit(void)
     key_header(h, false, auth);
     static const char bulk[] = "{\"links\":[{\"url\":\"https://example.com/b\"}]}";
 
-    struct ratelimit *own = app->ratelimit;     /* the harness's, if any: back at the end */
+    struct ratelimit *own = app->ratelimit; /* the harness's, if any: back at the end */
     app->ratelimit = only_limit(RL_CREATE_KEY, 2);
     struct hx_resp resp;
-    CHECK_EQ_INT(call(h, auth, "POST", "/api/links", "{\"url\":\"https://example.com/1\"}",
-                      &resp), 201);
+    CHECK_EQ_INT(call(h, auth, "POST", "/api/links", "{\"url\":\"https://example.com/1\"}", &resp),
+                 201);
     CHECK_EQ_STR(hx_header(&resp, "RateLimit-Limit"), "2");
     hx_resp_release(&resp);
     CHECK_EQ_INT(call(h, auth, "POST", "/api/links/bulk", bulk, &resp), 200);
     CHECK_EQ_STR(hx_header(&resp, "RateLimit-Remaining"), "0");
     hx_resp_release(&resp);
     /* Both creates counted: the third is refused, by either route. */
-    CHECK_EQ_INT(call(h, auth, "POST", "/api/links", "{\"url\":\"https://example.com/3\"}",
-                      NULL), 429);
+    CHECK_EQ_INT(call(h, auth, "POST", "/api/links", "{\"url\":\"https://example.com/3\"}", NULL),
+                 429);
     CHECK_EQ_INT(call(h, auth, "POST", "/api/links/bulk", bulk, &resp), 429);
     CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "rate_limited");
     hx_resp_release(&resp);
@@ -223,7 +222,7 @@ void test_rules_owner(void)
     key_header(h, false, other);
     key_header(h, true, admin);
     CHECK_EQ_INT(create(h, owner, "https://example.com/owned", NULL, code), 201);
-    const char *state = "active";   /* as the routes so far left it */
+    const char *state = "active"; /* as the routes so far left it */
     bool patched = false;
     for (int k = 0; k < NONE_LINK; k++) {
         snprintf(target, sizeof(target), "/api/links/%s%s", code, one_link[k].suffix);
@@ -284,7 +283,7 @@ struct heard {
     int resyncs;
     int n;
     char codes[16][32];
-    char redis_url[16][64];     /* "" when Redis had no entry */
+    char redis_url[16][64]; /* "" when Redis had no entry */
 };
 
 static void on_code(const char *code, size_t n, void *arg)

@@ -40,8 +40,8 @@ static const char *param_str(const struct sql_stmt *s, int i, char *out, size_t 
 
 /* Builds q's list in 'd' and checks its text and its parameters, written
  * "i:1,t:x,...". */
-static void check_list(const struct sql_dialect *d, const struct link_query *q,
-                       const char *text, const char *params)
+static void check_list(const struct sql_dialect *d, const struct link_query *q, const char *text,
+                       const char *params)
 {
     struct sql_stmt s;
     sql_stmt_init(&s);
@@ -78,8 +78,8 @@ void test_sqlgen_list(void)
     q = (struct link_query){.owner = -1, .limit = 10};
     check_list(&sql_sqlite, &q, SQ_READ " WHERE (0) ORDER BY created_at DESC, code DESC LIMIT ?1",
                "i:10");
-    check_list(&sql_pg, &q,
-               PG_READ " WHERE (false) ORDER BY created_at DESC, code DESC LIMIT $1", "i:10");
+    check_list(&sql_pg, &q, PG_READ " WHERE (false) ORDER BY created_at DESC, code DESC LIMIT $1",
+               "i:10");
 
     /* Everything at once: 'now' and q are one parameter each, however often
      * the text names them; the cursor comes last, before the order. */
@@ -95,18 +95,19 @@ void test_sqlgen_list(void)
                             .tag = "red",
                             .q = "Ex%_"};
     check_list(&sql_sqlite, &q,
-               SQ_READ " WHERE (0 OR state = 1 OR state = 2"
-                       " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
-                       " AND (max_clicks = 0 OR used < max_clicks))"
-                       " OR (state = 0 AND expires_at > 0 AND expires_at <= ?1)"
-                       " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
-                       " AND max_clicks > 0 AND used >= max_clicks))"
-                       " AND owner = ?2"
-                       " AND EXISTS (SELECT 1 FROM json_each(links.tags) WHERE value = ?3)"
-                       " AND (instr(lower(code), lower(?4)) > 0 OR instr(lower(url), lower(?4)) > 0"
-                       " OR instr(lower(title), lower(?4)) > 0 OR instr(lower(note), lower(?4)) > 0)"
-                       " AND (created_at, code) < (?5, ?6)"
-                       " ORDER BY created_at DESC, code DESC LIMIT ?7",
+               SQ_READ
+               " WHERE (0 OR state = 1 OR state = 2"
+               " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
+               " AND (max_clicks = 0 OR used < max_clicks))"
+               " OR (state = 0 AND expires_at > 0 AND expires_at <= ?1)"
+               " OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
+               " AND max_clicks > 0 AND used >= max_clicks))"
+               " AND owner = ?2"
+               " AND EXISTS (SELECT 1 FROM json_each(links.tags) WHERE value = ?3)"
+               " AND (instr(lower(code), lower(?4)) > 0 OR instr(lower(url), lower(?4)) > 0"
+               " OR instr(lower(title), lower(?4)) > 0 OR instr(lower(note), lower(?4)) > 0)"
+               " AND (created_at, code) < (?5, ?6)"
+               " ORDER BY created_at DESC, code DESC LIMIT ?7",
                "i:5,i:3,t:red,t:Ex%_,i:99,t:abc,i:2");
     check_list(&sql_pg, &q,
                PG_READ " WHERE (false OR state = 1 OR state = 2"
@@ -127,20 +128,30 @@ void test_sqlgen_list(void)
                "i:5,i:3,t:red,t:Ex%_,i:99,t:abc,i:2");
 
     /* A search's page between the cursor and its floor (link_list_floor). */
-    q = (struct link_query){.owner = 4, .want_live = true, .now = 6, .after_created = 90,
-                            .after_code = "abc", .limit = 3, .q = "x", .floor_created = 20,
+    q = (struct link_query){.owner = 4,
+                            .want_live = true,
+                            .now = 6,
+                            .after_created = 90,
+                            .after_code = "abc",
+                            .limit = 3,
+                            .q = "x",
+                            .floor_created = 20,
                             .floor_code = "xyz"};
     check_list(&sql_sqlite, &q,
-               SQ_READ " WHERE (0 OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
-                       " AND (max_clicks = 0 OR used < max_clicks))) AND owner = ?2"
-                       " AND (instr(lower(code), lower(?3)) > 0 OR instr(lower(url), lower(?3)) > 0"
-                       " OR instr(lower(title), lower(?3)) > 0 OR instr(lower(note), lower(?3)) > 0)"
-                       " AND (created_at, code) < (?4, ?5) AND (created_at, code) >= (?6, ?7)"
-                       " ORDER BY created_at DESC, code DESC LIMIT ?8",
+               SQ_READ
+               " WHERE (0 OR (state = 0 AND (expires_at = 0 OR expires_at > ?1)"
+               " AND (max_clicks = 0 OR used < max_clicks))) AND owner = ?2"
+               " AND (instr(lower(code), lower(?3)) > 0 OR instr(lower(url), lower(?3)) > 0"
+               " OR instr(lower(title), lower(?3)) > 0 OR instr(lower(note), lower(?3)) > 0)"
+               " AND (created_at, code) < (?4, ?5) AND (created_at, code) >= (?6, ?7)"
+               " ORDER BY created_at DESC, code DESC LIMIT ?8",
                "i:6,i:4,t:x,i:90,t:abc,i:20,t:xyz,i:3");
 
     /* An empty cursor is the first page. */
-    q = (struct link_query){.owner = -1, .want_expired = true, .now = 8, .after_code = "",
+    q = (struct link_query){.owner = -1,
+                            .want_expired = true,
+                            .now = 8,
+                            .after_code = "",
                             .limit = 1};
     check_list(&sql_sqlite, &q,
                SQ_READ " WHERE (0 OR (state = 0 AND expires_at > 0 AND expires_at <= ?1))"
@@ -184,8 +195,10 @@ static PGconn *pg_schema(const char *schema, char *url, size_t n)
         return NULL;
     }
     char sql[256];
-    snprintf(sql, sizeof(sql), "SET client_min_messages = warning; DROP SCHEMA IF EXISTS %s "
-             "CASCADE; CREATE SCHEMA %s; SET search_path = %s", schema, schema, schema);
+    snprintf(sql, sizeof(sql),
+             "SET client_min_messages = warning; DROP SCHEMA IF EXISTS %s "
+             "CASCADE; CREATE SCHEMA %s; SET search_path = %s",
+             schema, schema, schema);
     PQclear(PQexec(pg, sql));
     snprintf(url, n, "%s%coptions=-csearch_path%%3D%s", base, strchr(base, '?') ? '&' : '?',
              schema);
@@ -211,7 +224,7 @@ void test_sqlgen_list_shapes(void)
     char url[512];
     PGconn *pg = pg_schema("shortd_test_sqlgen", url, sizeof(url));
 
-    struct buf seen = BUF_INIT;     /* every shape's SQLite text, to tell them apart */
+    struct buf seen = BUF_INIT; /* every shape's SQLite text, to tell them apart */
     size_t *start = calloc(SQL_LIST_SHAPES, sizeof(*start));
     if (!start)
         abort();

@@ -38,10 +38,10 @@
 /* ---- backends ---- */
 
 struct backend {
-    const char *name;       /* "sqlite", "postgres" */
+    const char *name; /* "sqlite", "postgres" */
     bool pg;
-    char dir[64];           /* sqlite: the temporary directory */
-    char schema[64];        /* postgres: the schema of this test */
+    char dir[64];    /* sqlite: the temporary directory */
+    char schema[64]; /* postgres: the schema of this test */
     char url[1024];
     struct store *st;
 };
@@ -70,7 +70,7 @@ static const char *pg_base(void)
 
 static void no_notices(void *arg, const char *msg)
 {
-    (void)arg, (void)msg;   /* "drop cascades to ...": expected */
+    (void)arg, (void)msg; /* "drop cascades to ...": expected */
 }
 
 /* Runs SQL on the test database itself, outside any store. */
@@ -144,7 +144,7 @@ static bool fresh(struct backend *b, bool pg, const char *area)
     if (pg) {
         int from = -1, to = -1, rc;
         enum log_level saved = log_level;
-        log_level = LOG_WARN;   /* not "applying migration" every time */
+        log_level = LOG_WARN; /* not "applying migration" every time */
         rc = store_pg_migrate(b->url, &from, &to);
         log_level = saved;
         CHECK_EQ_INT(rc, ERR_OK);
@@ -217,7 +217,7 @@ static bool exists(struct store *st, const char *code)
 struct collect {
     struct buf s;
     int calls;
-    int stop_after;     /* 0: never stop */
+    int stop_after; /* 0: never stop */
     char last_code[CODE_MAX + 1];
     int64_t last_created;
 };
@@ -252,7 +252,7 @@ static void meta_checks(struct backend *b)
     CHECK_EQ_INT(v.len, 0);
     CHECK_EQ_INT(st->ops->meta_del(st, "bin"), ERR_OK);
     CHECK_EQ_INT(st->ops->meta_get(st, "bin", &v), ERR_NOTFOUND);
-    CHECK_EQ_INT(st->ops->meta_del(st, "bin"), ERR_OK);      /* absent: nothing to do */
+    CHECK_EQ_INT(st->ops->meta_del(st, "bin"), ERR_OK); /* absent: nothing to do */
 
     /* The aggregator's checkpoint, as aggregate.c stores and reads it: one
      * per journal, so two journals (nodes) never see each other's. */
@@ -314,8 +314,7 @@ static int add_row(struct store *st, const char *code, int64_t day, struct dayro
     return rc;
 }
 
-static int add_clicks(struct store *st, const char *code, int64_t day, int64_t clicks,
-                      int64_t bots)
+static int add_clicks(struct store *st, const char *code, int64_t day, int64_t clicks, int64_t bots)
 {
     struct dayrow r;
     dayrow_init(&r);
@@ -339,7 +338,7 @@ static void tx_checks(struct backend *b)
     CHECK_EQ_INT(st->ops->savepoint(st), ERR_OK);
     CHECK_EQ_INT(insert(st, "kept", 1, "https://a.example/", 10, 0), ERR_OK);
     st->ops->savepoint_end(st, true);
-    CHECK(!seen_by_other(st, "kept"));      /* not committed yet */
+    CHECK(!seen_by_other(st, "kept")); /* not committed yet */
     CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
     CHECK(exists(st, "kept"));
     CHECK(!exists(st, "gone"));
@@ -350,7 +349,7 @@ static void tx_checks(struct backend *b)
     CHECK_EQ_INT(insert(st, "undone", 1, "https://a.example/", 10, 0), ERR_OK);
     st->ops->rollback(st);
     CHECK(!exists(st, "undone"));
-    st->ops->rollback(st);                  /* without a transaction: harmless */
+    st->ops->rollback(st); /* without a transaction: harmless */
 
     /* Counters in a rolled-back savepoint are dropped with it; the ones in a
      * kept savepoint are read back inside the transaction and committed. */
@@ -454,14 +453,14 @@ static void links_checks(struct backend *b)
     const char *u = "https://example.com/same";
     CHECK_EQ_INT(insert(st, "old1", 7, u, 1000, 0), ERR_OK);
     CHECK_EQ_INT(insert(st, "new1", 7, u, 2000, 0), ERR_OK);
-    CHECK_EQ_INT(insert(st, "exp1", 7, u, 3000, 3500), ERR_OK);   /* expired at 4000 */
-    CHECK_EQ_INT(insert(st, "oth1", 8, u, 4000, 0), ERR_OK);      /* another owner */
+    CHECK_EQ_INT(insert(st, "exp1", 7, u, 3000, 3500), ERR_OK); /* expired at 4000 */
+    CHECK_EQ_INT(insert(st, "oth1", 8, u, 4000, 0), ERR_OK);    /* another owner */
     if (CHECK_EQ_INT(st->ops->link_find_live(st, 7, u, 4000, &l), ERR_OK)) {
         CHECK_EQ_STR(l.code, "new1");
         link_release(&l);
     }
     if (CHECK_EQ_INT(st->ops->link_find_live(st, 7, u, 3400, &l), ERR_OK)) {
-        CHECK_EQ_STR(l.code, "exp1");       /* not expired yet */
+        CHECK_EQ_STR(l.code, "exp1"); /* not expired yet */
         link_release(&l);
     }
     if (CHECK_EQ_INT(st->ops->link_find_live(st, 7, longurl, 4000, &l), ERR_OK)) {
@@ -481,7 +480,7 @@ static void links_checks(struct backend *b)
         link_release(&l);
     }
     if (CHECK_EQ_INT(st->ops->link_find_live(st, 7, u, 4000, &l), ERR_OK)) {
-        CHECK_EQ_STR(l.code, "old1");       /* the disabled one is not live */
+        CHECK_EQ_STR(l.code, "old1"); /* the disabled one is not live */
         link_release(&l);
     }
     CHECK_EQ_INT(st->ops->link_set_state(st, "new1", LINK_ACTIVE, 5100), ERR_OK);
@@ -495,7 +494,7 @@ static void links_checks(struct backend *b)
         CHECK_EQ_INT(l.state, LINK_DELETED);
         CHECK_EQ_INT(l.changed_at, 6000);
         CHECK(!l.url && !l.title && !l.note && !l.tags);
-        CHECK_EQ_INT(l.clicks, 3);          /* the totals stay */
+        CHECK_EQ_INT(l.clicks, 3); /* the totals stay */
         link_release(&l);
     }
     CHECK_EQ_INT(insert(st, "abc1", 7, "https://example.com/again", 7000, 0), ERR_EXISTS);
@@ -560,10 +559,10 @@ static void list_checks(struct backend *b)
     q.owner = 3;
     CHECK_EQ_STR(list(st, q, &c), "");
     q = all;
-    CHECK_EQ_STR(list(st, q, &c), "");      /* nothing wanted */
+    CHECK_EQ_STR(list(st, q, &c), ""); /* nothing wanted */
     q = all;
     q.want_live = true;
-    q.now = 9500;                           /* e1 has expired by now */
+    q.now = 9500; /* e1 has expired by now */
     CHECK_EQ_STR(list(st, q, &c), "b1,a4,a3,a2,a1");
     q.want_live = false;
     q.want_expired = true;
@@ -604,14 +603,14 @@ static void list_checks(struct backend *b)
     int64_t fc = 0;
     char fcode[CODE_MAX + 1] = "";
     CHECK_EQ_INT(st->ops->link_list_floor(st, &q, 3, &fc, fcode), ERR_OK);
-    CHECK_EQ_STR(fcode, "x1");      /* s1, d1, x1 */
+    CHECK_EQ_STR(fcode, "x1"); /* s1, d1, x1 */
     CHECK_EQ_INT(fc, 500);
-    q.after_created = 200;          /* after a3: a2, a1, then no third */
+    q.after_created = 200; /* after a3: a2, a1, then no third */
     q.after_code = "a3";
     CHECK_EQ_INT(st->ops->link_list_floor(st, &q, 2, &fc, fcode), ERR_OK);
     CHECK_EQ_STR(fcode, "a1");
     CHECK_EQ_INT(st->ops->link_list_floor(st, &q, 3, &fc, fcode), ERR_NOTFOUND);
-    q.owner = -1;                   /* every owner: b1 first */
+    q.owner = -1; /* every owner: b1 first */
     q.after_code = NULL;
     CHECK_EQ_INT(st->ops->link_list_floor(st, &q, 1, &fc, fcode), ERR_OK);
     CHECK_EQ_STR(fcode, "b1");
@@ -620,7 +619,7 @@ static void list_checks(struct backend *b)
     q = all;
     q.owner = 1;
     q.want_live = q.want_expired = true;
-    q.q = "E.EXAMPLE/";             /* live and expired: all but d1 and s1 */
+    q.q = "E.EXAMPLE/"; /* live and expired: all but d1 and s1 */
     struct buf pages = BUF_INIT;
     char after[CODE_MAX + 1] = "";
     for (int page = 0; page < 10; page++) {
@@ -672,7 +671,7 @@ static void sweep_checks(struct backend *b)
         struct link l;
         if (CHECK_EQ_INT(st->ops->link_get(st, gone[i], &l), ERR_OK)) {
             CHECK(!l.url);
-            CHECK_EQ_INT(l.state, LINK_ACTIVE);     /* still a link, answering 410 */
+            CHECK_EQ_INT(l.state, LINK_ACTIVE); /* still a link, answering 410 */
             link_release(&l);
         }
     }
@@ -778,7 +777,7 @@ static void keys_checks(struct backend *b)
     struct store *st = b->st;
     uint8_t h1[32], h2[32], h3[32];
     for (int i = 0; i < 32; i++) {
-        h1[i] = (uint8_t)i;         /* starts with a zero byte */
+        h1[i] = (uint8_t)i; /* starts with a zero byte */
         h2[i] = (uint8_t)(255 - i);
         h3[i] = (uint8_t)(i * 7 + 92);
     }
@@ -808,7 +807,7 @@ static void keys_checks(struct backend *b)
     uint8_t none[32] = {0};
     CHECK_EQ_INT(st->ops->key_by_hash(st, none, &k), ERR_NOTFOUND);
     CHECK_EQ_INT(st->ops->key_revoke(st, id2, 500), ERR_OK);
-    CHECK_EQ_INT(st->ops->key_revoke(st, id2, 600), ERR_NOTFOUND);     /* already revoked */
+    CHECK_EQ_INT(st->ops->key_revoke(st, id2, 600), ERR_NOTFOUND); /* already revoked */
     CHECK_EQ_INT(st->ops->key_revoke(st, id3 + 100, 600), ERR_NOTFOUND);
     if (CHECK_EQ_INT(st->ops->key_by_hash(st, h2, &k), ERR_OK))
         CHECK_EQ_INT(k.revoked_at, 500);
@@ -844,8 +843,8 @@ static void idem_checks(struct backend *b)
         CHECK_EQ_INT(out.created_at, 1000);
         free(out.body);
     }
-    CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-1", 1001, &out), ERR_NOTFOUND);  /* too old */
-    CHECK_EQ_INT(st->ops->idem_get(st, 6, "key-1", 0, &out), ERR_NOTFOUND);     /* other key */
+    CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-1", 1001, &out), ERR_NOTFOUND); /* too old */
+    CHECK_EQ_INT(st->ops->idem_get(st, 6, "key-1", 0, &out), ERR_NOTFOUND);    /* other key */
     CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-2", 0, &out), ERR_NOTFOUND);
     /* A second put replaces the answer; a NULL body is stored empty. */
     struct idem_rec rec2 = {.status = 422, .body = NULL, .created_at = 2000};
@@ -857,7 +856,7 @@ static void idem_checks(struct backend *b)
         CHECK_EQ_INT(out.fingerprint[1], 0);
         free(out.body);
     }
-    CHECK_EQ_INT(st->ops->idem_put(st, 6, "key-1", &rec), ERR_OK);     /* created 1000 */
+    CHECK_EQ_INT(st->ops->idem_put(st, 6, "key-1", &rec), ERR_OK); /* created 1000 */
     CHECK_EQ_INT(st->ops->idem_sweep(st, 1500), ERR_OK);
     CHECK_EQ_INT(st->ops->idem_get(st, 6, "key-1", 0, &out), ERR_NOTFOUND);
     if (CHECK_EQ_INT(st->ops->idem_get(st, 5, "key-1", 0, &out), ERR_OK))
@@ -1042,7 +1041,7 @@ static void agg_checks(struct backend *b)
     /* The same day again: merged into the stored row. */
     r.clicks = 1;
     r.bots = 1;
-    dayrow_visitor(&r, UINT64_MAX);     /* seen that day: not a new visitor */
+    dayrow_visitor(&r, UINT64_MAX); /* seen that day: not a new visitor */
     tally(&r, DIM_COUNTRY, "DE", 1);
     CHECK_EQ_INT(add_row(st, "agg1", 100, &r), ERR_OK);
     const unsigned char pos[8] = {42};
@@ -1054,8 +1053,7 @@ static void agg_checks(struct backend *b)
     CHECK_EQ_STR(days_of(st, "agg1", 0, 99, &s), "");
     CHECK_EQ_STR(dims_of(st, "agg1", 100, 101, &s),
                  "0:zürich.example=2,0:=1,0:a \"b\" \\c, {d} NULL=1,2:NL=5,2:DE=3,6:bad \xff=1");
-    CHECK_EQ_STR(dims_of(st, "agg1", 101, 101, &s),
-                 "0:zürich.example=2,0:=1,2:NL=1,6:bad \xff=1");
+    CHECK_EQ_STR(dims_of(st, "agg1", 101, 101, &s), "0:zürich.example=2,0:=1,2:NL=1,6:bad \xff=1");
     CHECK_EQ_STR(recent_of(st, "agg1", 10, &s),
                  "1003:last \"one\"/NL/desktop/Firefox,1002:r/NL/desktop/Firefox,"
                  "1001:r/NL/desktop/Firefox");
@@ -1075,7 +1073,8 @@ static void agg_checks(struct backend *b)
     remember(&r, 2003, "n");
     CHECK_EQ_INT(add_row(st, "agg2", 102, &r), ERR_OK);
     CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
-    CHECK_EQ_STR(recent_of(st, "agg1", 2, &s), "2022:n/NL/desktop/Firefox,2021:n/NL/desktop/Firefox");
+    CHECK_EQ_STR(recent_of(st, "agg1", 2, &s),
+                 "2022:n/NL/desktop/Firefox,2021:n/NL/desktop/Firefox");
     recent_of(st, "agg1", 100, &s);
     /* The newest RECENT_KEEP clicks over all days: the older day drops out. */
     CHECK(strstr(s.p, "2003:n") && !strstr(s.p, "2002:n") && !strstr(s.p, "1003:last"));
@@ -1110,7 +1109,7 @@ static void agg_checks(struct backend *b)
     enum { MANY = 5000 };
     struct dayrow *rows = calloc(MANY, sizeof(*rows));
     struct day_delta *d = calloc(MANY, sizeof(*d));
-    char (*codes)[16] = calloc(MANY, sizeof(*codes));
+    char(*codes)[16] = calloc(MANY, sizeof(*codes));
     for (int i = 0; i < MANY; i++) {
         snprintf(codes[i], sizeof(codes[i]), "m%05d", i / 2);
         dayrow_init(&rows[i]);
@@ -1208,7 +1207,7 @@ static void chunk_checks(struct backend *b)
     struct aggregate *first = aggregate_new(cl, NULL);
     aggregate_set_journal(first, "chunks-scratch");
     run_job(first, w, "d0,d1,d0,d0", 1, false);
-    unsigned char rec[16 + 2] = {200};      /* [u64 job position][i64 day][code] */
+    unsigned char rec[16 + 2] = {200}; /* [u64 job position][i64 day][code] */
     for (int i = 0; i < 8; i++)
         rec[8 + i] = (unsigned char)((uint64_t)today >> (8 * i));
     memcpy(rec + 16, "d1", 2);
@@ -1239,8 +1238,7 @@ static void chunk_checks(struct backend *b)
     unsigned char prec[16 + 9];
     memcpy(prec, rec, 16);
     memcpy(prec + 16, "prefix00a", 9);
-    CHECK_EQ_INT(st->ops->meta_put(st, "journal_pos:chunks-c:partial", prec, sizeof(prec)),
-                 ERR_OK);
+    CHECK_EQ_INT(st->ops->meta_put(st, "journal_pos:chunks-c:partial", prec, sizeof(prec)), ERR_OK);
     struct aggregate *third = aggregate_new(cl, NULL);
     aggregate_set_journal(third, "chunks-c");
     aggregate_set_chunk(third, 2);
@@ -1428,7 +1426,8 @@ static void turn_checks(struct backend *b)
         writer_free(w);
         return;
     }
-    struct turn_job bg = {.job = {.run = bg_run, .done = no_done, .background = true}, .w = w,
+    struct turn_job bg = {.job = {.run = bg_run, .done = no_done, .background = true},
+                          .w = w,
                           .log = &bg};
     struct turn_job fg = {.job = {.run = fg_run, .done = no_done}, .log = &bg};
     pthread_mutex_init(&bg.mu, NULL);
@@ -1461,7 +1460,9 @@ static void turn_checks(struct backend *b)
     aggregate_set_journal(a, "turns");
     fold_codes(a, buf_cstr(&codes));
     _Atomic bool done = false;
-    struct pest p = {.job = {.run = pest_run, .done = pest_done}, .w = w, .left = 100,
+    struct pest p = {.job = {.run = pest_run, .done = pest_done},
+                     .w = w,
+                     .left = 100,
                      .clicks_done = &done};
     aggregate_submit(a, w, 500, clicks_stored, &done);
     writer_submit(w, &p.job);
@@ -1531,7 +1532,7 @@ static void fail_checks(struct backend *b)
         {.job = {.run = meta_job_run, .done = meta_job_done}, .key = "shared fails", .fail = true},
         {.job = {.run = meta_job_run, .done = meta_job_done}, .key = "shared ok 2"},
     };
-    for (int i = 0; i < 3; i++)         /* before the start: one batch */
+    for (int i = 0; i < 3; i++) /* before the start: one batch */
         writer_submit(w, &jobs[i].job);
     if (!CHECK_EQ_INT(writer_start(w, 0), ERR_OK)) {
         writer_free(w);
@@ -1547,9 +1548,9 @@ static void fail_checks(struct backend *b)
     CHECK(!meta_has(st, "second write"));
 
     struct meta_job alone = {.job = {.run = meta_job_run, .done = meta_job_done},
-                             .key = "alone fails", .fail = true};
-    struct meta_job next = {.job = {.run = meta_job_run, .done = meta_job_done},
-                            .key = "alone ok"};
+                             .key = "alone fails",
+                             .fail = true};
+    struct meta_job next = {.job = {.run = meta_job_run, .done = meta_job_done}, .key = "alone ok"};
     writer_submit(w, &alone.job);
     writer_drain(w);
     writer_submit(w, &next.job);
@@ -1562,7 +1563,8 @@ static void fail_checks(struct backend *b)
 
     /* The same without writer threads (the CLI's way) */
     struct meta_job now = {.job = {.run = meta_job_run, .done = meta_job_done},
-                           .key = "now fails", .fail = true};
+                           .key = "now fails",
+                           .fail = true};
     writer_run_now(st, &now.job);
     CHECK_EQ_INT(now.done_rc, ERR_INVALID);
     CHECK(!meta_has(st, "now fails"));
@@ -1701,8 +1703,8 @@ static int sqlite_visitor_sets(const struct backend *b)
     sqlite3_stmt *q = NULL;
     int n = -1;
     if (sqlite3_open(path, &db) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "SELECT count(*) FROM link_days WHERE visitors IS NOT NULL", -1,
-                           &q, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM link_days WHERE visitors IS NOT NULL", -1, &q,
+                           NULL) == SQLITE_OK &&
         sqlite3_step(q) == SQLITE_ROW)
         n = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
@@ -1738,7 +1740,7 @@ static void prune_checks(struct backend *b)
     CHECK_EQ_STR(dims_of(st, "p1", 0, 100, &s), "2:NL=1,3:Firefox=1");
     struct link l;
     if (CHECK_EQ_INT(st->ops->link_get(st, "p1", &l), ERR_OK)) {
-        CHECK_EQ_INT(l.clicks, 3);  /* all-time totals stay */
+        CHECK_EQ_INT(l.clicks, 3); /* all-time totals stay */
         CHECK_EQ_INT(l.bot_clicks, 1);
         link_release(&l);
     }
@@ -1822,8 +1824,10 @@ static void upgrade_checks(struct backend *b)
     b->st = NULL;
     char sql[2048];
     if (b->pg) {
-        snprintf(sql, sizeof(sql), "SET search_path = %s; %s DELETE FROM schema_version "
-                 "WHERE version = 3", b->schema, v1_tables);
+        snprintf(sql, sizeof(sql),
+                 "SET search_path = %s; %s DELETE FROM schema_version "
+                 "WHERE version = 3",
+                 b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
             return;
         int from = 0, to = 0;
@@ -1916,13 +1920,13 @@ static void checkpoint_checks(struct backend *b)
 {
     struct store *st = b->st;
     if (b->pg) {
-        CHECK(st->ops->background == NULL);     /* PostgreSQL checkpoints itself */
+        CHECK(st->ops->background == NULL); /* PostgreSQL checkpoints itself */
         return;
     }
     store_sqlite_checkpoint_at(st, 50, 200);
     CHECK(!has_thread("shortd-ckpt"));
     CHECK_EQ_INT(st->ops->background(st, 0), ERR_OK);
-    CHECK_EQ_INT(st->ops->background(st, 0), ERR_OK);   /* once is enough */
+    CHECK_EQ_INT(st->ops->background(st, 0), ERR_OK); /* once is enough */
     for (int i = 0; i < 100 && !has_thread("shortd-ckpt"); i++)
         usleep(10000);
     CHECK(has_thread("shortd-ckpt"));
@@ -2027,8 +2031,10 @@ void test_store_pg(void)
         st->ops->close(st);
     /* A schema newer than this binary is refused by both. */
     char sql[256];
-    snprintf(sql, sizeof(sql), "INSERT INTO %s.schema_version (version, name) "
-             "VALUES (%d, 'future')", b.schema, version + 1);
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO %s.schema_version (version, name) "
+             "VALUES (%d, 'future')",
+             b.schema, version + 1);
     CHECK(pg_admin(sql));
     QUIET(rc = store_open(b.url, &st));
     CHECK_EQ_INT(rc, ERR_STORAGE);
@@ -2107,10 +2113,10 @@ static void pg_lost_checks(struct backend *b)
     CHECK_EQ_INT(insert(st, "l1", 1, "https://e.example/", 10, 0), ERR_OK);
     CHECK(kill_connections());
     int rc;
-    QUIET(rc = st->ops->ping(st));  /* the break shows here */
+    QUIET(rc = st->ops->ping(st)); /* the break shows here */
     CHECK_EQ_INT(rc, ERR_STORAGE);
     bool there = false;
-    QUIET(there = exists(st, "l1"));  /* on a new connection */
+    QUIET(there = exists(st, "l1")); /* on a new connection */
     CHECK(there);
 
     CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
@@ -2139,7 +2145,7 @@ static void pg_lost_checks(struct backend *b)
     QUIET(rc = st->ops->claim_block(st, 10, &start));
     CHECK_EQ_INT(rc, ERR_OK);
     CHECK_EQ_INT(start, 10);
-    QUIET(rc = st->ops->ping(st));  /* this thread's connection was ended too */
+    QUIET(rc = st->ops->ping(st)); /* this thread's connection was ended too */
     CHECK_EQ_INT(rc, ERR_STORAGE);
     QUIET(rc = st->ops->ping(st));
     CHECK_EQ_INT(rc, ERR_OK);
@@ -2203,10 +2209,12 @@ static void controls_checks(struct backend *b)
     u.title = "T";
     CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
     CHECK_EQ_INT(st->ops->link_update(st, &u), ERR_OK);
-    CHECK_EQ_INT(st->ops->history_add(st, "ctl1", "https://a.example/", "https://b.example/",
-                                      200, 7), ERR_OK);
-    CHECK_EQ_INT(st->ops->history_add(st, "ctl1", "https://b.example/", "https://c.example/",
-                                      300, 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->history_add(st, "ctl1", "https://a.example/", "https://b.example/", 200,
+                                      7),
+                 ERR_OK);
+    CHECK_EQ_INT(st->ops->history_add(st, "ctl1", "https://b.example/", "https://c.example/", 300,
+                                      1),
+                 ERR_OK);
     CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
     struct link none = mk("nope", 7, "https://b.example/", 100, 0);
     CHECK_EQ_INT(st->ops->link_update(st, &none), ERR_NOTFOUND);
@@ -2214,7 +2222,7 @@ static void controls_checks(struct backend *b)
         CHECK_EQ_STR(g.url, "https://b.example/");
         CHECK_EQ_STR(g.title, "T");
         CHECK(!g.password && !g.variants && !g.utm && !g.dest);
-        CHECK_EQ_STR(g.domain, "go.example");    /* not changeable */
+        CHECK_EQ_STR(g.domain, "go.example"); /* not changeable */
         CHECK_EQ_INT(g.expires_at, 5000);
         CHECK_EQ_INT(g.changed_at, 200);
         CHECK_EQ_INT(g.used, 2);

@@ -64,7 +64,7 @@ void test_storeq_runs_each_once(void)
     for (int i = 0; i < N; i++) {
         jobs[i] = (struct tjob){.ran = &ran, .cancelled = &cancelled};
         jobs[i].job.run = tjob_run;
-        jobs[i].job.low = i % 2;            /* both pools */
+        jobs[i].job.low = i % 2; /* both pools */
         CHECK(storeq_submit(q, &jobs[i].job));
     }
     storeq_drain(q);
@@ -109,7 +109,11 @@ void test_storeq_bound_and_cancel(void)
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     bool go = false, started = false;
     atomic_int ran = 0, cancelled = 0;
-    struct tjob hold = {.ran = &ran, .cancelled = &cancelled, .mu = &mu, .cv = &cv, .go = &go,
+    struct tjob hold = {.ran = &ran,
+                        .cancelled = &cancelled,
+                        .mu = &mu,
+                        .cv = &cv,
+                        .go = &go,
                         .started = &started};
     hold.job.run = tjob_run;
     CHECK(storeq_submit(q, &hold.job));
@@ -142,9 +146,9 @@ void test_storeq_bound_and_cancel(void)
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
     storeq_drain(q);
-    CHECK_EQ_INT(atomic_load(&ran), 3);         /* lo, hold and b */
-    CHECK_EQ_INT(atomic_load(&cancelled), 1);   /* a, told so */
-    CHECK(!storeq_cancel(&b.job));              /* it ran */
+    CHECK_EQ_INT(atomic_load(&ran), 3);       /* lo, hold and b */
+    CHECK_EQ_INT(atomic_load(&cancelled), 1); /* a, told so */
+    CHECK(!storeq_cancel(&b.job));            /* it ran */
     storeq_free(q);
 }
 
@@ -156,11 +160,11 @@ void test_storeq_heavy_per_key(void)
     CHECK_EQ_INT(storeq_new(&app, 1, 10, 1000, 2, 0, 0, &q), ERR_OK);
     CHECK(storeq_heavy_enter(q, 7));
     CHECK(storeq_heavy_enter(q, 7));
-    CHECK(!storeq_heavy_enter(q, 7));           /* its share runs */
-    CHECK(storeq_heavy_enter(q, 8));            /* another key's own share */
+    CHECK(!storeq_heavy_enter(q, 7)); /* its share runs */
+    CHECK(storeq_heavy_enter(q, 8));  /* another key's own share */
     storeq_heavy_leave(q, 7);
     CHECK(storeq_heavy_enter(q, 7));
-    for (int k = 100; k < 200; k++)             /* many keys at once */
+    for (int k = 100; k < 200; k++) /* many keys at once */
         CHECK(storeq_heavy_enter(q, k));
     for (int k = 100; k < 200; k++)
         storeq_heavy_leave(q, k);

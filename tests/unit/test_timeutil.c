@@ -130,8 +130,8 @@ void test_rfc3339_parse(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int64_t ms = -42;
         int rc = rfc3339_parse(cases[i].in, cases[i].n, &ms);
-        bool ok =
-            cases[i].ms < 0 ? rc == ERR_INVALID && ms == -42 : rc == ERR_OK && ms == cases[i].ms;
+        bool ok = cases[i].ms < 0 ? rc == ERR_INVALID && ms == -42
+                                  : rc == ERR_OK && ms == cases[i].ms;
         if (!CHECK(ok))
             test_note("\"%s\": rc %d, ms %lld", cases[i].in, rc, (long long)ms);
     }

@@ -257,10 +257,18 @@ void test_url_resets_outputs(void)
     static const char *const loop_blocked[] = {"192.0.2.7", NULL};
     const struct urlcheck_opts loop = {loop_self, loop_blocked};
     static const char *const self_urls[] = {
-        "http://127.0.0.1/",        "http://127.0.0.2:8080/x", "http://127.255.255.254/",
-        "http://[::ffff:127.0.0.1]/", "http://[::FFFF:7f00:1]:8080/", "http://[::1]/",
-        "http://localhost:8080/",   "http://LocalHost./",      "http://a.localhost/",
-        "http://0.0.0.0:8080/",     "http://[::]/",            "http://%6cocalhost/",
+        "http://127.0.0.1/",
+        "http://127.0.0.2:8080/x",
+        "http://127.255.255.254/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::FFFF:7f00:1]:8080/",
+        "http://[::1]/",
+        "http://localhost:8080/",
+        "http://LocalHost./",
+        "http://a.localhost/",
+        "http://0.0.0.0:8080/",
+        "http://[::]/",
+        "http://%6cocalhost/",
     };
     for (size_t i = 0; i < sizeof(self_urls) / sizeof(self_urls[0]); i++) {
         int rc = urlcheck(self_urls[i], strlen(self_urls[i]), &loop, &out, &host, &why);

@@ -245,8 +245,8 @@ void test_variants_pick(void)
         uint8_t ad[4] = {192, 0, 2, (uint8_t)i};
         differ_ua += variants_pick(&v, key, ad, 4, "A", 1) != variants_pick(&v, key, ad, 4, "B", 1);
         uint8_t joined[5] = {192, 0, 2, (uint8_t)i, 'A'};
-        differ_split +=
-            variants_pick(&v, key, ad, 4, "A", 1) != variants_pick(&v, key, joined, 5, "", 0);
+        differ_split += variants_pick(&v, key, ad, 4, "A", 1) !=
+                        variants_pick(&v, key, joined, 5, "", 0);
     }
     CHECK(differ_ua > 40);
     CHECK(differ_split > 40);

@@ -876,35 +876,17 @@ static int patch_run(struct wjob *wj, struct store *st)
     if ((pj->p.fields & PATCH_PASSWORD) && pj->p.password && pj->link.permanent)
         return api_job_error(j, 400, "invalid_field", "password",
                              "password cannot protect a permanent link (a cached 301 skips it)");
-    char *old_url = xstrdup(pj->link.url);
-    bool url_changed = false;
-    rc = links_apply_patch(&pj->link, &pj->p, pj->now, &url_changed);
-    if (rc == ERR_MISMATCH) {
-        free(old_url);
+    const char *field = NULL;
+    rc = links_edit(app_links(j), st, &pj->link, &pj->p, pj->now, pj->key_id, &field);
+    if (rc == ERR_MISMATCH)
         return api_job_error(j, 400, "invalid_field", "utm",
                              "utm cannot be combined with variants (put the utm_* parameters in "
                              "each variant's url)");
-    }
-    if (rc == ERR_INVALID) {
-        free(old_url);
+    if (rc == ERR_INVALID)
         return api_job_error(j, 400, "invalid_field", "utm",
                              "utm: the destination with these parameters would exceed 8 KiB");
-    }
-    const char *field = NULL;
-    if (rc == ERR_OK && (pj->p.fields & (PATCH_URL | PATCH_VARIANTS))) {
-        rc = links_check_blocked(app_links(j), st, (pj->p.fields & PATCH_URL) ? pj->link.url : NULL,
-                                 (pj->p.fields & PATCH_VARIANTS) ? pj->link.variants : NULL,
-                                 &field);
-        if (rc == ERR_FORBIDDEN) {
-            free(old_url);
-            return api_job_error(j, 400, "invalid_field", field, "destination host is blocked");
-        }
-    }
-    if (rc == ERR_OK)
-        rc = st->ops->link_update(st, &pj->link);
-    if (rc == ERR_OK && url_changed)
-        rc = st->ops->history_add(st, pj->code, old_url, pj->link.url, pj->now, pj->key_id);
-    free(old_url);
+    if (rc == ERR_FORBIDDEN)
+        return api_job_error(j, 400, "invalid_field", field, "destination host is blocked");
     if (rc != ERR_OK)
         return rc;
     pj->changed = true;

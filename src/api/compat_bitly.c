@@ -571,28 +571,16 @@ static int patch_run(struct wjob *wj, struct store *st)
     pj->found = true;
     if (!pj->p.fields)
         return ERR_OK;
-    char *old_url = xstrdup(pj->link.url);
-    bool url_changed = false;
-    rc = links_apply_patch(&pj->link, &pj->p, pj->now, &url_changed);
-    if (rc == ERR_OK && (pj->p.fields & PATCH_URL)) {
-        const char *field = NULL;
-        rc = links_check_blocked(app->links, st, pj->link.url, NULL, &field);
-        if (rc == ERR_FORBIDDEN) {
-            pj->refused = REFUSED_BLOCKED;
-            free(old_url);
-            return ERR_OK;
-        }
+    const char *field = NULL;
+    rc = links_edit(app->links, st, &pj->link, &pj->p, pj->now, pj->key_id, &field);
+    if (rc == ERR_FORBIDDEN) {
+        pj->refused = REFUSED_BLOCKED;
+        return ERR_OK;
     }
     if (rc == ERR_INVALID || rc == ERR_MISMATCH) { /* the url with the link's utm */
         pj->refused = REFUSED_TOO_LONG;
-        free(old_url);
         return ERR_OK;
     }
-    if (rc == ERR_OK)
-        rc = st->ops->link_update(st, &pj->link);
-    if (rc == ERR_OK && url_changed)
-        rc = st->ops->history_add(st, pj->link.code, old_url, pj->link.url, pj->now, pj->key_id);
-    free(old_url);
     pj->changed = rc == ERR_OK;
     return rc;
 }

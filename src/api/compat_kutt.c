@@ -1115,26 +1115,12 @@ static int patch_run(struct wjob *wj, struct store *st)
         return patch_refuse(pj, 500, "Should at least update one field.");
     if ((p->fields & PATCH_PASSWORD) && p->password && l->permanent)
         return patch_refuse(pj, 400, "Password cannot protect a permanent link.");
-    char *old_url = xstrdup(l->url);
-    bool url_changed = false;
-    rc = links_apply_patch(l, p, pj->now, &url_changed);
-    if (rc == ERR_INVALID || rc == ERR_MISMATCH) {
-        free(old_url);
+    const char *field = NULL;
+    rc = links_edit(pj->base.r->app->links, st, l, p, pj->now, pj->key_id, &field);
+    if (rc == ERR_INVALID || rc == ERR_MISMATCH)
         return patch_refuse(pj, 400, "URL is not valid.");
-    }
-    if (rc == ERR_OK && (p->fields & PATCH_URL)) {
-        const char *field = NULL;
-        rc = links_check_blocked(pj->base.r->app->links, st, l->url, NULL, &field);
-        if (rc == ERR_FORBIDDEN) {
-            free(old_url);
-            return patch_refuse(pj, 400, "URL is containing malware/scam.");
-        }
-    }
-    if (rc == ERR_OK)
-        rc = st->ops->link_update(st, l);
-    if (rc == ERR_OK && url_changed)
-        rc = st->ops->history_add(st, pj->code, old_url, l->url, pj->now, pj->key_id);
-    free(old_url);
+    if (rc == ERR_FORBIDDEN)
+        return patch_refuse(pj, 400, "URL is containing malware/scam.");
     pj->changed = rc == ERR_OK;
     return rc;
 }

@@ -865,23 +865,12 @@ static int edit_run(struct wjob *wj, struct store *st)
     }
     if (!e->p.fields)
         return ERR_OK; /* nothing shortd keeps was changed */
-    char *old_url = xstrdup(e->link.url);
-    bool url_changed = false;
-    rc = links_apply_patch(&e->link, &e->p, e->now, &url_changed);
-    if (rc == ERR_OK && (e->p.fields & PATCH_URL)) {
-        const char *field = NULL;
-        rc = links_check_blocked(e->base.r->app->links, st, e->link.url, NULL, &field);
-    }
+    const char *field = NULL;
+    rc = links_edit(e->base.r->app->links, st, &e->link, &e->p, e->now, e->key_id, &field);
     if (rc == ERR_INVALID || rc == ERR_MISMATCH || rc == ERR_FORBIDDEN) {
-        free(old_url);
         e->base.status = 400; /* the destination cannot be taken */
         return ERR_OK;
     }
-    if (rc == ERR_OK)
-        rc = st->ops->link_update(st, &e->link);
-    if (rc == ERR_OK && url_changed)
-        rc = st->ops->history_add(st, e->code, old_url, e->link.url, e->now, e->key_id);
-    free(old_url);
     e->changed = rc == ERR_OK;
     return rc;
 }

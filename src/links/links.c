@@ -689,6 +689,23 @@ int links_check_blocked(struct links *l, struct store *st, const char *url, cons
     return rc;
 }
 
+int links_edit(struct links *l, struct store *st, struct link *lk, const struct link_patch *p,
+               int64_t now, int64_t by_key, const char **field)
+{
+    char *old_url = xstrdup(lk->url);
+    bool url_changed = false;
+    int rc = links_apply_patch(lk, p, now, &url_changed);
+    if (rc == ERR_OK && (p->fields & (PATCH_URL | PATCH_VARIANTS)))
+        rc = links_check_blocked(l, st, (p->fields & PATCH_URL) ? lk->url : NULL,
+                                 (p->fields & PATCH_VARIANTS) ? lk->variants : NULL, field);
+    if (rc == ERR_OK)
+        rc = st->ops->link_update(st, lk);
+    if (rc == ERR_OK && url_changed)
+        rc = st->ops->history_add(st, lk->code, old_url, lk->url, now, by_key);
+    free(old_url);
+    return rc;
+}
+
 int links_create(struct links *l, struct store *st, const struct link_input *in, int64_t owner,
                  int64_t now, struct link *out, bool *reused)
 {

@@ -115,6 +115,15 @@ int links_create(struct links *l, struct store *st, const struct link_input *in,
  * *field naming which ("url", "variants"). */
 int links_check_blocked(struct links *l, struct store *st, const char *url, const char *variants,
                         const char **field);
+/* Inside a write transaction: a PATCH of the link 'lk' as read. Applies 'p'
+ * (links_apply_patch), checks a new url or variants against the blocklist,
+ * writes the link and, when its destination moved, its history (by key
+ * 'by_key'). ERR_OK; ERR_INVALID or ERR_MISMATCH from links_apply_patch;
+ * ERR_FORBIDDEN with *field naming what is blocked; or the store's error.
+ * Every API that edits a link (its own and the compatible ones) edits
+ * through this, and maps the errors to its own answers. */
+int links_edit(struct links *l, struct store *st, struct link *lk, const struct link_patch *p,
+               int64_t now, int64_t by_key, const char **field);
 /* After a failed transaction: forget the code block it may have claimed. */
 void links_forget_block(struct links *l);
 /* After the blocklist or the registered custom domains changed, on this node

@@ -1,0 +1,123 @@
+/* import.h - taking over another shortener's links and history (`shortd
+ * import FORMAT SOURCE`).
+ *
+ * A reader (one file per source format: import_yourls.c, import_kutt.c...)
+ * turns its source into records and hands them to the sink; the sink
+ * (import.c) checks each record, applies the conflict rule, re-counts visits
+ * through shortd's own classifier and writes through the store interface in
+ * large transactions, so an import works on SQLite and PostgreSQL alike and
+ * while a server runs. Readers do no store I/O and know nothing of
+ * conflicts; the sink knows nothing of source formats.
+ *
+ * Order: a link's record comes before any visit or tally of it (a reader
+ * whose source has them the other way round, as mysqldump does, reads its
+ * source twice). A visit or tally of a code the source never gave is a bad
+ * row; one of a link this run did not take (it existed already) is counted
+ * and dropped, which is what makes a second run change nothing.
+ *
+ * Strings in records are borrowed for the call only. Visitor addresses are
+ * never handed to the sink: a reader that meets one drops it. */
+#ifndef SHORTD_IMPORT_H
+#define SHORTD_IMPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clicks/analytics.h"
+
+struct import_sink;
+
+/* Where a record came from, for reports: "line 812" of a text source, or a
+ * table's row id ("links id 93") of a database. */
+struct import_where {
+    const char *table; /* NULL for a text source */
+    int64_t n;         /* line (1-based) or row id */
+};
+
+/* One link, with what the source knows of it. */
+struct import_link {
+    const char *code;     /* exactly as the source has it (case kept) */
+    const char *url;      /* destination */
+    const char *title;    /* NULL: none */
+    const char *tags;     /* JSON array text, NULL: none */
+    const char *domain;   /* custom short host, NULL: the default hosts */
+    const char *password; /* a password hash the source keeps ("$2a$..."), NULL */
+    int64_t created_at;   /* unix seconds; 0: unknown (the import's time) */
+    int64_t expires_at;   /* 0: never */
+    int64_t max_clicks;   /* 0: no limit */
+    bool permanent;       /* 301 */
+    bool disabled;        /* kept, but answers as a disabled link */
+    /* The source's all-time totals: stored as imported totals, marked as
+     * such, for the clicks no visit or tally of this run accounts for. */
+    int64_t clicks;
+    int64_t bot_clicks;
+    struct import_where where;
+};
+
+/* One visit, as a row of a per-visit log (YOURLS's yourls_log, Shlink's
+ * visits): re-counted through classify.h as if it were a click now. */
+struct import_visit {
+    const char *code;
+    const char *domain; /* the link's custom host, NULL: default */
+    int64_t at;         /* unix seconds */
+    const char *user_agent;
+    const char *referrer;
+    const char *country;  /* ISO 3166-1 alpha-2, NULL: unknown */
+    const char *language; /* Accept-Language as sent, NULL: unknown */
+    const char *query;    /* the visited URL's query (UTM), NULL: none */
+    bool source_bot;      /* the source called it a bot (reported, not trusted) */
+    struct import_where where;
+};
+
+/* Clicks a source keeps already counted (Kutt's visits, one row a link and
+ * hour with tallies by browser, OS, country and referrer). */
+struct import_tally_value {
+    enum dim dim;
+    const char *value;
+    int64_t n;
+};
+
+struct import_tally {
+    const char *code;
+    const char *domain;
+    int64_t at; /* the start of the period counted */
+    int64_t clicks;
+    const struct import_tally_value *values;
+    size_t nvalues;
+    struct import_where where;
+};
+
+/* Handing records over. Each returns ERR_OK, or an error that stops the
+ * import (the store failed); a bad record is not an error but a refusal,
+ * which the sink reports and counts. */
+int import_link(struct import_sink *s, const struct import_link *l);
+int import_visit(struct import_sink *s, const struct import_visit *v);
+int import_tally(struct import_sink *s, const struct import_tally *t);
+
+/* A row the reader could not make a record of: reported with its place and
+ * reason; the import goes on. */
+void import_refuse(struct import_sink *s, struct import_where where, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Progress: the reader says how far through its source it is, in units of
+ * its choice ('total' 0 when it cannot know). */
+void import_progress(struct import_sink *s, uint64_t done, uint64_t total);
+
+/* Readers */
+
+/* Reads 'source' (a path, or a URL for database sources) into the sink.
+ * ERR_OK when the source was read to its end, refused rows included; an
+ * error (reported through import_refuse or the log) when it could not be. */
+typedef int (*import_reader)(const char *source, struct import_sink *s);
+
+struct import_format {
+    const char *name;  /* "yourls", "kutt", "shlink", "bitly", "csv", "shortd" */
+    const char *what;  /* one line for --help: what SOURCE may be */
+    import_reader read;
+};
+
+/* The formats, ending with a NULL name. */
+extern const struct import_format import_formats[];
+
+#endif

@@ -65,10 +65,15 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
     json_t *o = json_object();
     struct days_ctx x = {.days = json_array(), .next = from};
     /* Keys in reading order: jansson keeps insertion order. */
-    const char *head[] = {"code",         "from",
-                          "to",           "clicks",
-                          "bot_clicks",   "unique_visitors",
-                          "total_clicks", "total_bot_clicks"};
+    const char *head[] = {"code",
+                          "from",
+                          "to",
+                          "clicks",
+                          "bot_clicks",
+                          "unique_visitors",
+                          "total_clicks",
+                          "total_bot_clicks",
+                          "imported_clicks"};
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
         json_object_set_new(o, head[i], json_null());
     for (int d = 0; d < DIM__COUNT; d++)
@@ -98,6 +103,7 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
     json_object_set_new(o, "unique_visitors", json_integer(x.uniques));
     json_object_set_new(o, "total_clicks", json_integer(l->clicks));
     json_object_set_new(o, "total_bot_clicks", json_integer(l->bot_clicks));
+    json_object_set_new(o, "imported_clicks", json_integer(l->imported));
     json_object_set_new(o, "days", x.days);
     json_object_set_new(o, "recent", recent);
     *out = o;

@@ -771,6 +771,8 @@ static int sq_backup(struct store *st, const char *to_path)
     if (b) {
         do {
             rc = sqlite3_backup_step(b, 1024);
+            int total = sqlite3_backup_pagecount(b);
+            store_backup_progress(total - sqlite3_backup_remaining(b), total);
             if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
                 sqlite3_sleep(20);
         } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);

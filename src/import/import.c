@@ -66,6 +66,10 @@ struct code_ent {
     int64_t remain_bots; /* ... and bot clicks (bot days take these first) */
 };
 
+/* Link days folded in memory before they are stored (each holds its
+ * tallies and newest clicks: a few hundred bytes to a few kilobytes) */
+#define DAYS_HELD 100000
+
 /* One link day being folded */
 struct iday {
     struct code_ent *ent;
@@ -226,49 +230,6 @@ static void take_back(const struct code_ent *e, int64_t clicks, int64_t bots, in
     *back = rest < e->remain ? rest : e->remain;
 }
 
-/* Stores the folded days (sorted by code and day, as agg_days wants) and
- * takes what they gained back from their links' imported totals. */
-static int store_days(struct import_sink *s)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < s->days_cap; i++)
-        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
-            n++;
-    if (!n)
-        return ERR_OK;
-    struct iday **v = malloc(n * sizeof(*v));
-    struct day_delta *dd = malloc(n * sizeof(*dd));
-    if (!v || !dd)
-        abort();
-    n = 0;
-    for (size_t i = 0; i < s->days_cap; i++)
-        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
-            v[n++] = d;
-    qsort(v, n, sizeof(*v), cmp_iday);
-    for (size_t i = 0; i < n; i++)
-        dd[i] = (struct day_delta){v[i]->ent->code, v[i]->day, &v[i]->row};
-    int rc = s->st->ops->agg_days(s->st, dd, n);
-    for (size_t i = 0; rc == ERR_OK && i < n;) {
-        struct code_ent *e = v[i]->ent;
-        int64_t clicks = 0, bots = 0;
-        for (; i < n && v[i]->ent == e; i++) {
-            clicks += v[i]->row.clicks;
-            bots += v[i]->row.bots;
-        }
-        int64_t back = 0, back_bots = 0;
-        take_back(e, clicks, bots, &back, &back_bots);
-        if (back || back_bots)
-            rc = s->st->ops->link_imported(s->st, e->code, -back, -back_bots);
-        if (rc == ERR_OK) {
-            e->remain -= back;
-            e->remain_bots -= back_bots;
-        }
-    }
-    free(v);
-    free(dd);
-    return rc;
-}
-
 static void days_clear(struct import_sink *s)
 {
     for (size_t i = 0; i < s->days_cap; i++)
@@ -294,39 +255,103 @@ static int bump_generation(struct store *st)
     return st->ops->meta_put(st, "generation", &g, sizeof(g));
 }
 
-/* Commits the open transaction with the days folded so far. */
-static int commit(struct import_sink *s)
+static size_t batch_max(const struct import_sink *s)
 {
-    if (!s->write) {
-        /* A dry run's remainders are what a real run would leave */
-        for (size_t i = 0; i < s->days_cap; i++)
-            for (struct iday *d = s->days[i]; d; d = d->next_in_slot) {
-                int64_t back, back_bots;
-                take_back(d->ent, d->row.clicks, d->row.bots, &back, &back_bots);
-                d->ent->remain -= back;
-                d->ent->remain_bots -= back_bots;
-            }
-        days_clear(s);
-        s->rows = 0;
-        return ERR_OK;
-    }
-    if (!s->in_tx && !s->ndays)
-        return ERR_OK;
-    int rc = s->in_tx ? ERR_OK : s->st->ops->begin(s->st);
-    s->in_tx = rc == ERR_OK;
-    if (rc == ERR_OK)
-        rc = store_days(s);
-    if (rc == ERR_OK)
-        rc = bump_generation(s->st);
+    return s->o->batch_rows ? s->o->batch_rows : IMPORT_BATCH_ROWS;
+}
+
+/* Commits the open transaction, telling serving nodes of its links. */
+static int commit_tx(struct import_sink *s)
+{
+    int rc = bump_generation(s->st);
     if (rc == ERR_OK)
         rc = s->st->ops->commit(s->st);
-    else if (s->in_tx)
+    else
         s->st->ops->rollback(s->st);
     s->in_tx = false;
-    days_clear(s);
     s->rows = 0;
     if (rc != ERR_OK && !s->failed)
         s->failed = log_fail(rc, "the import's transaction failed: %s", err_str(rc));
+    return rc;
+}
+
+/* Stores the folded days: sorted by code and day, as agg_days wants, and
+ * batch_rows link days a transaction (the first in the open one, if any),
+ * each also taking what its days gained back from their links' imported
+ * totals. A dry run only counts what a real one would take back. */
+static int store_days(struct import_sink *s)
+{
+    if (!s->ndays)
+        return ERR_OK;
+    size_t n = 0;
+    struct iday **v = malloc(s->ndays * sizeof(*v));
+    struct day_delta *dd = malloc(s->ndays * sizeof(*dd));
+    if (!v || !dd)
+        abort();
+    for (size_t i = 0; i < s->days_cap; i++)
+        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
+            v[n++] = d;
+    qsort(v, n, sizeof(*v), cmp_iday);
+    for (size_t i = 0; i < n; i++)
+        dd[i] = (struct day_delta){v[i]->ent->code, v[i]->day, &v[i]->row};
+    int rc = ERR_OK;
+    for (size_t at = 0; rc == ERR_OK && at < n;) {
+        size_t end = at + batch_max(s) < n ? at + batch_max(s) : n;
+        if (s->write && !s->in_tx) {
+            rc = s->st->ops->begin(s->st);
+            s->in_tx = rc == ERR_OK;
+        }
+        if (rc == ERR_OK && s->write)
+            rc = s->st->ops->agg_days(s->st, dd + at, end - at);
+        while (rc == ERR_OK && at < end) {
+            struct code_ent *e = v[at]->ent;
+            int64_t clicks = 0, bots = 0;
+            for (; at < end && v[at]->ent == e; at++) {
+                clicks += v[at]->row.clicks;
+                bots += v[at]->row.bots;
+            }
+            int64_t back = 0, back_bots = 0;
+            take_back(e, clicks, bots, &back, &back_bots);
+            if (s->write && (back || back_bots))
+                rc = s->st->ops->link_imported(s->st, e->code, -back, -back_bots);
+            e->remain -= back;
+            e->remain_bots -= back_bots;
+        }
+        if (s->in_tx && rc == ERR_OK) {
+            rc = commit_tx(s);
+        } else if (s->in_tx) {
+            s->st->ops->rollback(s->st);
+            s->in_tx = false;
+        }
+    }
+    free(v);
+    free(dd);
+    days_clear(s);
+    if (rc != ERR_OK && !s->failed)
+        s->failed = log_fail(rc, "the import's transaction failed: %s", err_str(rc));
+    return rc;
+}
+
+/* Ends a transaction of batch_rows records. The days folded so far stay in
+ * memory until there are DAYS_HELD of them (or the source ends): a log in
+ * time order touches each link day a few times only, and a store write per
+ * visit would be the import's cost. Links are safe to commit before their
+ * days, since their imported totals cover the days not stored yet. */
+static int commit(struct import_sink *s)
+{
+    int rc = s->in_tx ? commit_tx(s) : ERR_OK;
+    s->rows = 0;
+    if (rc == ERR_OK && s->ndays >= (s->o->days_held ? s->o->days_held : DAYS_HELD))
+        rc = store_days(s);
+    return rc;
+}
+
+/* The end of the source: everything still held. */
+static int finish(struct import_sink *s)
+{
+    int rc = s->in_tx ? commit_tx(s) : ERR_OK;
+    if (rc == ERR_OK)
+        rc = store_days(s);
     return rc;
 }
 
@@ -347,8 +372,7 @@ static int need_tx(struct import_sink *s)
 static int counted(struct import_sink *s)
 {
     s->records++;
-    size_t max = s->o->batch_rows ? s->o->batch_rows : IMPORT_BATCH_ROWS;
-    if (++s->rows >= max)
+    if (++s->rows >= batch_max(s))
         return commit(s);
     return ERR_OK;
 }
@@ -731,7 +755,7 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
     if (s.failed)
         rc = s.failed;
     if (rc == ERR_OK)
-        rc = commit(&s);
+        rc = finish(&s);
     else if (s.in_tx)
         st->ops->rollback(st);
     progress_end(s.pg);

@@ -160,8 +160,8 @@ static const struct command commands[] = {
      "  --dry-run reports what would happen and writes nothing. Safe while a server runs on\n"
      "  the same store: each transaction of N rows (default 5000) is served at once. The\n"
      "  summary goes to stderr (--json: also as JSON on stdout). " PROGRESS_HELP "\n"
-     "  Formats:\n"
-     "IMPORT_FORMATS"},
+     "  FORMAT is yourls, kutt, shlink, bitly, csv or shortd; --help says what SOURCE is\n"
+     "  for each."},
 };
 #define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 
@@ -338,14 +338,12 @@ int cli_main(int argc, char **argv)
     }
     for (int i = used; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: %s\n", c->usage);
             if (c->fn == cmd_import) {
-                const char *u = c->usage;
-                printf("usage: %.*s", (int)(strstr(u, "IMPORT_FORMATS") - u), u);
+                printf("\nFormats and their SOURCE:\n");
                 for (const struct import_format *f = import_formats; f->name; f++)
                     printf("    %-7s %s\n", f->name, f->what);
-                return 0;
             }
-            printf("usage: %s\n", c->usage);
             if (c->fn == cmd_serve) {
                 printf("\nSettings (flag, or SHORTD_NAME in the environment, or name = value "
                        "in --config FILE):\n");

@@ -66,9 +66,12 @@ struct code_ent {
     int64_t remain_bots; /* ... and bot clicks (bot days take these first) */
 };
 
-/* Link days folded in memory before they are stored (each holds its
- * tallies and newest clicks: a few hundred bytes to a few kilobytes) */
+/* Link days folded in memory before they are stored, and records folded
+ * into them: each record may add a newest click (about 540 bytes, up to
+ * RECENT_KEEP a link day) and tally values, so the second bounds the
+ * memory held to a few hundred megabytes whatever the source's shape. */
 #define DAYS_HELD 100000
+#define FOLDS_HELD 400000
 
 /* One link day being folded */
 struct iday {
@@ -97,6 +100,7 @@ struct import_sink {
     struct bump *mem; /* iday and their rows, cleared at each commit */
     struct iday **days;
     size_t ndays, days_cap;
+    size_t folds; /* visits and tallies folded into them */
 
     bool in_tx;
     size_t rows; /* records in the open transaction */
@@ -238,6 +242,7 @@ static void days_clear(struct import_sink *s)
     if (s->days)
         memset(s->days, 0, s->days_cap * sizeof(*s->days));
     s->ndays = 0;
+    s->folds = 0;
     bump_clear(s->mem);
 }
 
@@ -333,7 +338,8 @@ static int store_days(struct import_sink *s)
 }
 
 /* Ends a transaction of batch_rows records. The days folded so far stay in
- * memory until there are DAYS_HELD of them (or the source ends): a log in
+ * memory until there are DAYS_HELD of them or FOLDS_HELD records folded
+ * (or the source ends): a log in
  * time order touches each link day a few times only, and a store write per
  * visit would be the import's cost. Links are safe to commit before their
  * days, since their imported totals cover the days not stored yet. */
@@ -341,7 +347,8 @@ static int commit(struct import_sink *s)
 {
     int rc = s->in_tx ? commit_tx(s) : ERR_OK;
     s->rows = 0;
-    if (rc == ERR_OK && s->ndays >= (s->o->days_held ? s->o->days_held : DAYS_HELD))
+    if (rc == ERR_OK &&
+        (s->ndays >= (s->o->days_held ? s->o->days_held : DAYS_HELD) || s->folds >= FOLDS_HELD))
         rc = store_days(s);
     return rc;
 }
@@ -632,6 +639,7 @@ static struct code_ent *visit_target(struct import_sink *s, const char *code, st
 
 static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t day)
 {
+    s->folds++;
     if ((s->ndays + 1) * 2 > s->days_cap) {
         size_t cap = s->days_cap ? 2 * s->days_cap : 1024;
         struct iday **t = calloc(cap, sizeof(*t));

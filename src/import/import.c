@@ -637,6 +637,16 @@ static struct code_ent *visit_target(struct import_sink *s, const char *code, st
     return e;
 }
 
+/* A link day's slot: its code's entry (which never moves) and its day,
+ * mixed so that neighbouring entries and days spread (a splitmix64 step). */
+static uint64_t day_hash(const struct code_ent *e, int64_t day)
+{
+    uint64_t h = (uint64_t)(uintptr_t)e ^ ((uint64_t)day * 0x9e3779b97f4a7c15ULL);
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
 static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t day)
 {
     s->folds++;
@@ -648,7 +658,7 @@ static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t 
         for (size_t i = 0; i < s->days_cap; i++)
             for (struct iday *d = s->days[i], *nx; d; d = nx) {
                 nx = d->next_in_slot;
-                size_t j = (((uintptr_t)d->ent >> 4) * 31 + (uint64_t)d->day) & (cap - 1);
+                size_t j = day_hash(d->ent, d->day) & (cap - 1);
                 d->next_in_slot = t[j];
                 t[j] = d;
             }
@@ -656,7 +666,7 @@ static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t 
         s->days = t;
         s->days_cap = cap;
     }
-    size_t j = (((uintptr_t)e >> 4) * 31 + (uint64_t)day) & (s->days_cap - 1);
+    size_t j = day_hash(e, day) & (s->days_cap - 1);
     for (struct iday *d = s->days[j]; d; d = d->next_in_slot)
         if (d->ent == e && d->day == day)
             return &d->row;

@@ -1152,7 +1152,8 @@ static int cmd_import(struct opts *o)
             "  already there      %lld\n"
             "  conflicts          %lld (%s)\n"
             "  refused rows       %lld\n"
-            "  visits imported    %lld (bots %lld), dropped %lld (their links were there)\n"
+            "  visits imported    %lld (bots %lld); dropped %lld (their links were there or "
+            "refused)\n"
             "  tallies            %lld rows, %lld clicks\n"
             "  imported totals    %lld clicks with no visit to show\n"
             "  domains added      %lld\n",

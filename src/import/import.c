@@ -550,11 +550,13 @@ int import_link(struct import_sink *s, const struct import_link *given)
     char why[256];
     const char *bad = check_link(s, l, &url, why, sizeof(why));
     if (bad) {
+        /* Its visits are then dropped, not refused one by one; a code
+         * the source gave before keeps what became of it */
         if (l->code && *l->code && code_is_plausible(l->code, strlen(l->code))) {
             struct code_ent *e = code_find(s, l->code, true);
-            if (e->fate != FATE_NEW || !e->line) {
+            if (!e->line) {
                 e->fate = FATE_REFUSED;
-                e->line = l->where.n;
+                e->line = l->where.n ? l->where.n : -1;
             }
         }
         import_refuse(s, l->where, "%s", bad);

@@ -172,7 +172,8 @@ struct import_summary {
     int64_t refused;         /* rows refused, links, visits or tallies alike */
     int64_t visits;          /* visits counted into the history ... */
     int64_t visit_bots;      /* ... of them bots */
-    int64_t visits_dropped;  /* visits of links that were there already */
+    int64_t visits_dropped;  /* visits of links that were there already, or refused
+                             * (and the clicks of such tallies) */
     int64_t tallies;         /* tally rows counted */
     int64_t tally_clicks;    /* clicks they held */
     int64_t imported_clicks; /* source totals no visit or tally accounted for */

@@ -103,8 +103,9 @@ struct import_sink {
     size_t folds; /* visits and tallies folded into them */
 
     bool in_tx;
-    size_t rows; /* records in the open transaction */
-    int failed;  /* the store's error that stopped the import */
+    size_t rows;         /* records in the open transaction */
+    struct buf replaced; /* codes the open transaction replaced, each NUL-ended */
+    int failed;          /* the store's error that stopped the import */
     int64_t records;
     struct progress *pg;
 };
@@ -275,6 +276,10 @@ static int commit_tx(struct import_sink *s)
         s->st->ops->rollback(s->st);
     s->in_tx = false;
     s->rows = 0;
+    for (size_t at = 0; rc == ERR_OK && s->o->replaced && at < s->replaced.len;
+         at += strlen(s->replaced.p + at) + 1)
+        s->o->replaced(s->replaced.p + at, s->o->replaced_arg);
+    buf_reset(&s->replaced);
     if (rc != ERR_OK && !s->failed)
         s->failed = log_fail(rc, "the import's transaction failed: %s", err_str(rc));
     return rc;
@@ -603,6 +608,7 @@ int import_link(struct import_sink *s, const struct import_link *given)
                     rc = replace_url(s, &old, url.p, l, &done);
                 if (rc == ERR_OK && done) {
                     s->sum->replaced++;
+                    buf_add(&s->replaced, l->code, strlen(l->code) + 1);
                     conflict(s, l->where, "code '%s' pointed at %s; now at %s", l->code, was,
                              url.p);
                 }
@@ -785,6 +791,7 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
     days_clear(&s);
     free(s.days);
     free(s.codes);
+    buf_release(&s.replaced);
     bump_free(s.code_mem);
     bump_free(s.mem);
     classify_free(s.cl);

@@ -159,6 +159,11 @@ struct import_opts {
     bool quiet;        /* no line per refused row or conflict on stderr */
     size_t days_held;  /* link days folded before they are stored (0: the
                         * sink's default; tests make it small) */
+    /* Called after the commit that replaced a link's destination
+     * (IMPORT_KEEP), to tell the copies outside the store (tiers.h); NULL:
+     * none to tell. */
+    void (*replaced)(const char *code, void *arg);
+    void *replaced_arg;
 };
 
 #define IMPORT_BATCH_ROWS 5000

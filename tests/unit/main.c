@@ -173,6 +173,7 @@
     X(variants_pick)                                                                               \
     X(pwhash_valid)                                                                                \
     X(pwhash_sync)                                                                                 \
+    X(pwhash_bcrypt)                                                                               \
     X(pwhash_async)                                                                                \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \

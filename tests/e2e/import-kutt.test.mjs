@@ -1,0 +1,153 @@
+// import-kutt.test.mjs - `shortd import kutt` from Kutt 3's SQLite file and
+// from its PostgreSQL database (tests/data/make-kutt.mjs makes both), into a
+// store a server is serving: every code redirects, the password link opens
+// with its Kutt password, the hourly tallies become the same per-day counts
+// and dimensions, banned and expired links answer 410, bad rows are reported
+// by table and id, and a second run imports nothing.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after } from 'node:test';
+
+import { api, cli, it, startServer, tempDir, visit } from './harness.mjs';
+import { KUTT_PASSWORD, makeKutt } from '../data/make-kutt.mjs';
+
+const PG = process.env.SHORTD_TEST_PG || '';
+const schemas = [];
+const servers = [];
+
+after(async () => {
+    for (const s of servers) if (s.running) await s.stop();
+    if (schemas.length) {
+        spawnSync('psql', ['-X', '-q', '-d', PG, '-c', schemas.map((s) => `DROP SCHEMA ${s} CASCADE;`).join(' ')]);
+    }
+});
+
+/* An empty schema of the test PostgreSQL, as a URL whose search_path is it. */
+function pgSource(name) {
+    const schema = `${name}_${process.pid}`;
+    const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', PG, '-c',
+        `DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    schemas.push(schema);
+    return `${PG}${PG.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
+}
+
+function importKutt(srv, source, extra = []) {
+    return cli(['import', 'kutt', source, '--db', srv.db, ...extra], { timeoutMs: 120_000 });
+}
+
+function statsOf(srv, code) {
+    const r = cli(['stats', '--db', srv.db, code, '--from', '2026-11-19', '--to', '2026-11-23']);
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout);
+}
+
+const dayClicks = (st) => Object.fromEntries(st.days.filter((d) => d.clicks || d.bot_clicks)
+    .map((d) => [d.day, d.clicks]));
+
+function postPassword(srv, code, password) {
+    return api(srv, 'POST', `/${code}`, {
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0' },
+        raw: `password=${encodeURIComponent(password)}`,
+    });
+}
+
+/* What the fixture's rows must have become. */
+async function checkImported(srv, data) {
+    // History first (a redirect below adds today's clicks).
+    const promo = statsOf(srv, 'Promo-X');
+    assert.deepEqual(dayClicks(promo), { '2026-11-20': 5, '2026-11-21': 2 });
+    assert.equal(promo.clicks, 7);
+    assert.equal(promo.bot_clicks, 0);
+    assert.equal(promo.total_clicks, 9, 'the total is Kutt\'s visit_count');
+    assert.deepEqual(promo.browsers, { Chrome: 3, Firefox: 1, Safari: 1, Edge: 1, Other: 1 });
+    assert.deepEqual(promo.os, { Windows: 3, macOS: 1, Linux: 1, iOS: 1, Other: 1 });
+    assert.deepEqual(promo.countries, { US: 3, DE: 1, FR: 2 });
+    assert.deepEqual(promo.referrers, { 'google.com': 1, 't.co': 1, 'news.ycombinator.com': 2 });
+    assert.deepEqual(promo.ref_groups, { direct: 3, search: 1, social: 3 });
+    const dom = statsOf(srv, 'dom1');
+    assert.deepEqual(dayClicks(dom), { '2026-11-22': 3 });
+    assert.deepEqual(dom.browsers, { 'Internet Explorer': 2, Opera: 1 });
+    assert.deepEqual(dom.countries, { GB: 3 });
+    assert.equal(dom.total_clicks, 3);
+
+    for (const l of data.links) {
+        const r = await visit(srv, l.address);
+        if (l.banned || l.address === 'old_one') {
+            assert.equal(r.status, 410, `${l.address} (banned or expired) answers 410`);
+        } else if (l.password) {
+            assert.equal(r.status, 200, 'a password link shows its gate');
+            assert.match(r.text, /name="password"/);
+        } else {
+            assert.equal(r.status, 302, `${l.address} redirects`);
+            assert.equal(r.headers.get('location'), l.target);
+        }
+    }
+    // The custom domain's link opens on its own host too.
+    const d = await visit(srv, 'dom1', { headers: { host: 'go.kutt-import.test' } });
+    assert.equal(d.status, 302);
+    assert.equal(d.headers.get('location'), 'https://example.org/d');
+    // The password link opens with the password Kutt hashed (bcrypt).
+    assert.equal((await postPassword(srv, 'secret', 'not it')).status, 401);
+    const ok = await postPassword(srv, 'secret', KUTT_PASSWORD);
+    assert.equal(ok.status, 302);
+    assert.equal(ok.headers.get('location'), 'https://example.com/secret');
+    const g = await api(srv, 'GET', '/api/links/dom1', { key: srv.adminKey });
+    assert.equal(g.status, 200);
+    assert.equal(g.json.domain, 'go.kutt-import.test');
+}
+
+it('kutt: its SQLite file (db/data) into a served store, bad rows reported, a second run imports nothing', async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, 'db'));
+    const file = path.join(dir, 'db', 'data');
+    const data = makeKutt(file, {
+        extraSql: "insert into links (id, address, target, expire_in) values (90, 'badexp', 'https://example.com/x', 'next week');\n" +
+            "insert into visits (id, link_id, created_at, total, countries) values (90, 1, '2026-11-23 10:00:00', 1, 'not json');\n",
+    });
+    const before = fs.readFileSync(file);
+    const r = importKutt(srv, file);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /links row 90: .*expire_in 'next week' is not a date/);
+    assert.match(r.stderr, /visits row 90: .*countries is not a JSON object/);
+    assert.ok(fs.readFileSync(file).equals(before), 'the source file is not changed');
+    await checkImported(srv, data);
+
+    const again = importKutt(srv, file);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /links imported +0\n/);
+    const promo = statsOf(srv, 'Promo-X');
+    assert.deepEqual(dayClicks(promo), { '2026-11-20': 5, '2026-11-21': 2 });
+}, { timeout: 180_000 });
+
+it('kutt: its PostgreSQL database, the same result', async (t) => {
+    if (!PG) return t.skip('needs SHORTD_TEST_PG (run under tests/pg.sh)');
+    const srv = await startServer();
+    servers.push(srv);
+    const url = pgSource('kutt_src');
+    const data = makeKutt(url);
+    const r = importKutt(srv, url);
+    assert.equal(r.code, 0, r.stderr);
+    await checkImported(srv, data);
+    const again = importKutt(srv, url);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /links imported +0\n/);
+}, { timeout: 180_000 });
+
+it('kutt: a file that is not a Kutt database is a clear error', async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    const dir = tempDir();
+    let r = importKutt(srv, path.join(dir, 'missing'));
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /cannot open '.*missing': no such file/);
+    const other = path.join(dir, 'other.db');
+    spawnSync('sqlite3', [other, 'create table t (x)']);
+    r = importKutt(srv, other);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /no such table: links/);
+});

@@ -62,6 +62,10 @@ async function checkImported(srv, data) {
     assert.equal(promo.clicks, 7);
     assert.equal(promo.bot_clicks, 0);
     assert.equal(promo.total_clicks, 9, 'the total is Kutt\'s visit_count');
+    assert.equal(promo.imported_clicks, 2, 'what no hourly row accounts for is marked imported');
+    // Each row counts one hour (2026-11-20 was a Friday, ISO weekday 5).
+    assert.deepEqual(promo.hours, { 10: 4, 11: 1, '08': 2 });
+    assert.deepEqual(promo.dowhour, { '5-10': 4, '5-11': 1, '6-08': 2 });
     assert.deepEqual(promo.browsers, { Chrome: 3, Firefox: 1, Safari: 1, Edge: 1, Other: 1 });
     assert.deepEqual(promo.os, { Windows: 3, macOS: 1, Linux: 1, iOS: 1, Other: 1 });
     assert.deepEqual(promo.countries, { US: 3, DE: 1, FR: 2 });

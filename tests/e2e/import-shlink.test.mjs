@@ -76,6 +76,8 @@ it('shlink: its PostgreSQL database, visits re-counted, bots apart, orphans drop
     assert.deepEqual(a.utm_source, { news: 1 });
     assert.equal(a.total_clicks, 2);
     assert.equal(a.total_bot_clicks, 1);
+    assert.equal(a.imported_clicks, 0, 'every visit is in the history');
+    assert.deepEqual(a.hours, { 10: 1, 12: 1 });
     const s = statsOf(srv, 'dom-s');
     assert.deepEqual(days(s), { '2026-11-22': [1, 0] });
     assert.deepEqual(s.browsers, { Safari: 1 });
@@ -126,7 +128,9 @@ it('shlink: the web client\'s CSV export, quoted commas and newlines, bad rows b
     const a = await linkOf(srv, 'csv-A1');
     assert.equal(a.title, 'Hello, "world"');
     assert.deepEqual([...a.tags].sort(), ['news', 'promo, 2026']);
-    assert.equal(statsOf(srv, 'csv-A1').total_clicks, 5, 'the export\'s visits are the imported total');
+    const st = statsOf(srv, 'csv-A1');
+    assert.equal(st.total_clicks, 5, 'the export\'s visits are the total');
+    assert.equal(st.imported_clicks, 5, '... marked imported: the export has no history');
     v = await visit(srv, 'Custom', { headers: { host: 'go.shlink-csv.test' } });
     assert.equal(v.status, 302);
     assert.equal(v.headers.get('location'), 'https://example.org/custom');

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "clicks/classify.h"
 #include "import/dbsrc.h"
 #include "import/import.h"
@@ -84,10 +85,17 @@ static const struct {
     "v.br_chrome, v.br_edge, v.br_firefox, v.br_ie, v.br_opera, v.br_safari, v.br_other, "         \
     "v.os_android, v.os_ios, v.os_linux, v.os_macos, v.os_windows, v.os_other"
 
+/* 1 when the visits row's link is not the first with its address: Kutt
+ * keeps an address once a domain, shortd a code once, so the sink takes the
+ * first and refuses the others, whose rows must not count for the first. */
+#define SHADOWED                                                                                   \
+    "(CASE WHEN l.id = (SELECT min(l2.id) FROM links l2 WHERE l2.address = l.address) "            \
+    "THEN 0 ELSE 1 END)"
+
 #define VISITS_SQL(EPOCH)                                                                          \
     "SELECT v.id, l.address, d.address, " EPOCH(                                                   \
         "v.created_at") ", v.created_at, v.total, "                                                \
-                        "v.countries, v.referrers, " COUNTED_COLS                                  \
+                        "v.countries, v.referrers, " COUNTED_COLS ", " SHADOWED                    \
                         " FROM visits v LEFT JOIN links l ON l.id = v.link_id "                    \
                         "LEFT JOIN domains d ON d.id = l.domain_id ORDER BY v.id"
 
@@ -101,7 +109,7 @@ enum {
     V_COUNTRIES,
     V_REFERRERS,
     V_COUNTED,
-    V__COUNT = V_COUNTED + NCOUNTED
+    V_SHADOWED = V_COUNTED + NCOUNTED
 };
 
 #define COUNT_SQL "SELECT (SELECT count(*) FROM links) + (SELECT count(*) FROM visits)"
@@ -109,6 +117,7 @@ enum {
 struct kutt {
     struct import_sink *sink;
     uint64_t rows, total; /* progress */
+    int64_t shadowed;     /* visits rows of links with an earlier link's address */
 };
 
 /* A decimal integer column: true and *out, false when absent or not one. */
@@ -324,6 +333,10 @@ static int visit_row(void *arg, const char *const *c, int n)
         import_refuse(k->sink, t.where, "the visits row is of no link");
         return ERR_OK;
     }
+    if (dbsrc_bool(c[V_SHADOWED])) {
+        k->shadowed++;
+        return ERR_OK;
+    }
     if (!int_col(c[V_CREATED], &t.at)) {
         import_refuse(k->sink, t.where, "created_at '%s' is not a date",
                       c[V_CREATED_RAW] ? c[V_CREATED_RAW] : "NULL");
@@ -398,6 +411,12 @@ int import_read_kutt(const char *source, struct import_sink *s)
                          &vs);
     if (rc == ERR_OK)
         import_progress(s, k.rows, k.total);
+    /* The sink's summary has no line for them (it knows only codes). */
+    if (rc == ERR_OK && k.shadowed)
+        log_at(LOG_INFO,
+               "import: %lld visits rows dropped: their links were refused, their address being an "
+               "earlier link's (on another domain)",
+               (long long)k.shadowed);
     free(vs.tv.v);
     free(vs.tv.text);
     dbsrc_close(db);

@@ -75,11 +75,16 @@ enum {
 
 static const char visits_sql[] = "SELECT v.id, s.short_code, d.authority, " EPOCH(
     "v.\"date\"") ", v.user_agent, v.referer, v.potential_bot, vl.country_code, "
-                  "v.visited_url FROM visits v JOIN short_urls s ON s.id = v.short_url_id "
+                  "v.visited_url, (CASE WHEN s.id = (SELECT min(s2.id) FROM short_urls s2 "
+                  "WHERE s2.short_code = s.short_code) THEN 0 ELSE 1 END) "
+                  "FROM visits v JOIN short_urls s ON s.id = v.short_url_id "
                   "LEFT JOIN domains d ON d.id = s.domain_id "
                   "LEFT JOIN visit_locations vl ON vl.id = v.visit_location_id ORDER BY v.id";
 
-enum { V_ID, V_CODE, V_DOMAIN, V_DATE, V_UA, V_REFERER, V_BOT, V_COUNTRY, V_VISITED };
+/* V_SHADOWED: 1 when the visit's short URL is not the first with its code:
+ * Shlink keeps a code once a domain, shortd once, so the sink takes the
+ * first and refuses the others, whose visits must not count for the first. */
+enum { V_ID, V_CODE, V_DOMAIN, V_DATE, V_UA, V_REFERER, V_BOT, V_COUNTRY, V_VISITED, V_SHADOWED };
 
 static const char count_sql[] =
     "SELECT (SELECT count(*) FROM short_urls), (SELECT count(*) FROM visits), "
@@ -90,6 +95,7 @@ struct shlink {
     int64_t now; /* unix seconds, for valid_since */
     uint64_t rows, total;
     int64_t orphans;
+    int64_t shadowed; /* visits of short URLs with an earlier one's code */
 };
 
 static bool int_col(const char *v, int64_t *out)
@@ -172,6 +178,10 @@ static int visit_row(void *arg, const char *const *c, int n)
     int64_t id = 0;
     (void)int_col(c[V_ID], &id);
     v.where = (struct import_where){"visits", id};
+    if (dbsrc_bool(c[V_SHADOWED])) {
+        sh->shadowed++;
+        return ERR_OK;
+    }
     if (!int_col(c[V_DATE], &v.at)) {
         import_refuse(sh->sink, v.where, "the visit has no date");
         return ERR_OK;
@@ -224,6 +234,11 @@ static int read_db(const char *source, struct import_sink *s)
                    "import: %lld orphan visits (of no short URL: base URL, 404s, invalid "
                    "codes) dropped",
                    (long long)sh.orphans);
+        if (sh.shadowed)
+            log_at(LOG_INFO,
+                   "import: %lld visits dropped: their short URLs were refused, their code being "
+                   "an earlier one's (on another domain)",
+                   (long long)sh.shadowed);
     }
     dbsrc_close(db);
     return rc;

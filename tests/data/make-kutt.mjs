@@ -93,6 +93,10 @@ function rows(hash) {
             created_at: '2026-11-04 12:00:00', visit_count: 0 },
         { id: 5, address: 'old_one', target: 'https://example.com/old', created_at: '2025-06-01 00:00:00',
             expire_in: '2026-01-01 00:00:00', visit_count: 0 },
+        // Kutt keeps an address once a domain: the same one on the custom
+        // domain, which shortd (a code once) cannot take.
+        { id: 6, address: 'Promo-X', target: 'https://example.com/other-promo', domain_id: 1,
+            created_at: '2026-11-05 12:00:00', visit_count: 50, shadowed: true },
     ];
     const visits = [
         { id: 1, link_id: 1, created_at: '2026-11-20 10:00:00', total: 4, br_chrome: 3, br_firefox: 1,
@@ -104,6 +108,8 @@ function rows(hash) {
             os_windows: 1, os_other: 1, countries: { fr: 2 }, referrers: { 'news[dot]ycombinator[dot]com': 2 } },
         { id: 4, link_id: 3, created_at: '2026-11-22 13:00:00', total: 3, br_opera: 1, br_ie: 2,
             os_android: 1, os_windows: 2, countries: { gb: 3 }, referrers: { direct: 3 } },
+        { id: 5, link_id: 6, created_at: '2026-11-20 10:00:00', total: 50, br_chrome: 50, os_windows: 50,
+            countries: { us: 50 }, referrers: { direct: 50 } },
     ];
     return { domains, links, visits };
 }

@@ -77,6 +77,9 @@ export function shlinkRows() {
             valid_since: '2026-02-01 00:00:00' },
         { id: 5, short_code: 'dom-s', original_url: 'https://example.org/dom-s', date_created: '2026-11-08 10:00:00',
             domain_id: 1 },
+        // A code once a domain in Shlink: the first one's code again.
+        { id: 6, short_code: 'Sh0rt-A', original_url: 'https://example.com/other-a', date_created: '2026-11-09 10:00:00',
+            domain_id: 1 },
     ];
     const tags = [{ id: 1, name: 'news' }, { id: 2, name: 'promo' }];
     const short_urls_in_tags = [{ short_url_id: 1, tag_id: 1 }, { short_url_id: 1, tag_id: 2 }];
@@ -94,6 +97,8 @@ export function shlinkRows() {
             visited_url: 'https://s.test/Sh0rt-A', type: 'valid_short_url' },
         { id: 4, short_url_id: 5, date: '2026-11-22 18:30:00', user_agent: SAFARI_IOS_UA, referer: 'https://t.co/x',
             visit_location_id: 3, visited_url: 'https://go.shlink-import.test/dom-s', type: 'valid_short_url' },
+        { id: 7, short_url_id: 6, date: '2026-11-20 10:30:00', user_agent: CHROME_UA,
+            visited_url: 'https://go.shlink-import.test/Sh0rt-A', type: 'valid_short_url' },
         { id: 5, date: '2026-11-22 19:00:00', user_agent: CHROME_UA, visited_url: 'https://s.test/', type: 'base_url' },
         { id: 6, date: '2026-11-22 19:05:00', user_agent: CHROME_UA, visited_url: 'https://s.test/nope',
             type: 'invalid_short_url' },

@@ -63,6 +63,8 @@ it('shlink: its PostgreSQL database, visits re-counted, bots apart, orphans drop
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /short_urls row 3: .*'future' is valid only from 2099-01-01/);
     assert.match(r.stderr, /2 orphan visits/);
+    assert.match(r.stderr, /short_urls row 6: .*code 'Sh0rt-A' was given before \(short_urls row 1\)/);
+    assert.match(r.stderr, /1 visits dropped: their short URLs were refused/);
 
     const a = statsOf(srv, 'Sh0rt-A');
     assert.deepEqual(days(a), { '2026-11-20': [2, 0], '2026-11-21': [0, 1] });

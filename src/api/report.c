@@ -117,6 +117,11 @@ struct export
     struct store *st;
     struct link_query q;
     char after_code[CODE_MAX + 1];
+    /* The last link listed: the cursor moves there once a page is read, not
+     * while the store still reads with after_code bound (a backend may read
+     * the bound text as it steps, and a longer code would then be cut). */
+    char last_code[CODE_MAX + 1];
+    int64_t last_created;
     enum export_format format;
     const char *base_url;
     bool started, done;
@@ -247,8 +252,8 @@ static int export_link(const struct link *l, void *arg)
     json_decref(c->days);
     x->started = true;
     x->links++;
-    x->q.after_created = l->created_at;
-    memcpy(x->after_code, l->code, sizeof(x->after_code));
+    x->last_created = l->created_at;
+    memcpy(x->last_code, l->code, sizeof(x->last_code));
     return rc == ERR_OK ? 0 : -1;
 }
 
@@ -269,8 +274,12 @@ int export_next(struct export *x, struct buf *out)
     char was[CODE_MAX + 1];
     memcpy(was, x->after_code, sizeof(was));
     int64_t was_created = x->q.after_created;
+    memcpy(x->last_code, x->after_code, sizeof(x->last_code));
+    x->last_created = x->q.after_created;
     if (x->st->ops->link_list(x->st, &x->q, export_link, &c) != ERR_OK)
         return -1;
+    x->q.after_created = x->last_created;
+    memcpy(x->after_code, x->last_code, sizeof(x->after_code));
     bool moved = was_created != x->q.after_created || strcmp(was, x->after_code) != 0;
     if (!moved || out->len == before) {
         x->done = true;

@@ -1129,6 +1129,12 @@ static int cmd_import(struct opts *o)
         long long owner;
         if ((rc = opt_int(o, "owner", 1, INT64_MAX, 0, &owner)))
             goto out;
+        struct key_find k = {.id = owner};
+        st->ops->key_list(st, find_valid_key, &k);
+        if (!k.valid) {
+            rc = fail("--owner %lld is not a valid API key's id (see 'shortd key list')", owner);
+            goto out;
+        }
         io.owner = owner;
     } else {
         struct first_admin a = {0};

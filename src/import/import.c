@@ -58,7 +58,7 @@ enum fate {
 };
 
 struct code_ent {
-    char *code; /* NULL: free slot */
+    char *code;
     uint8_t fate;
     int64_t line;        /* where the source first gave it */
     int64_t remain;      /* imported clicks not yet taken back by days ... */
@@ -83,8 +83,11 @@ struct import_sink {
     struct classify *cl;
     const char *const *reserved;
 
-    struct code_ent *codes;
+    /* Open addressing over entries that never move (day rows point at
+     * them), allocated with their code from 'code_mem' */
+    struct code_ent **codes;
     size_t ncodes, codes_cap; /* cap a power of two */
+    struct bump *code_mem;
 
     struct bump *mem; /* iday and their rows, cleared at each commit */
     struct iday **days;
@@ -111,14 +114,14 @@ static struct code_ent *code_find(struct import_sink *s, const char *code, bool 
 {
     if (add && (s->ncodes + 1) * 4 > s->codes_cap * 3) {
         size_t cap = s->codes_cap ? 2 * s->codes_cap : 1024;
-        struct code_ent *t = calloc(cap, sizeof(*t));
+        struct code_ent **t = calloc(cap, sizeof(*t));
         if (!t)
             abort();
         for (size_t i = 0; i < s->codes_cap; i++) {
-            if (!s->codes[i].code)
+            if (!s->codes[i])
                 continue;
-            size_t j = hash_str(s->codes[i].code, strlen(s->codes[i].code)) & (cap - 1);
-            while (t[j].code)
+            size_t j = hash_str(s->codes[i]->code, strlen(s->codes[i]->code)) & (cap - 1);
+            while (t[j])
                 j = (j + 1) & (cap - 1);
             t[j] = s->codes[i];
         }
@@ -128,17 +131,22 @@ static struct code_ent *code_find(struct import_sink *s, const char *code, bool 
     }
     if (!s->codes_cap)
         return NULL;
-    size_t j = hash_str(code, strlen(code)) & (s->codes_cap - 1);
-    while (s->codes[j].code) {
-        if (!strcmp(s->codes[j].code, code))
-            return &s->codes[j];
+    size_t n = strlen(code);
+    size_t j = hash_str(code, n) & (s->codes_cap - 1);
+    while (s->codes[j]) {
+        if (!strcmp(s->codes[j]->code, code))
+            return s->codes[j];
         j = (j + 1) & (s->codes_cap - 1);
     }
     if (!add)
         return NULL;
-    s->codes[j].code = xstrdup(code);
+    struct code_ent *e = bump_alloc(s->code_mem, sizeof(*e) + n + 1);
+    memset(e, 0, sizeof(*e));
+    e->code = (char *)(e + 1);
+    memcpy(e->code, code, n + 1);
+    s->codes[j] = e;
     s->ncodes++;
-    return &s->codes[j];
+    return e;
 }
 
 /* ---- reporting ---- */
@@ -684,10 +692,12 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
                             .write = write,
                             .now = now_ms(),
                             .reserved = router_reserved(),
-                            .mem = bump_new()};
+                            .mem = bump_new(),
+                            .code_mem = bump_new()};
     int rc = classify_new(4096, &s.cl);
     if (rc != ERR_OK) {
         bump_free(s.mem);
+        bump_free(s.code_mem);
         return rc;
     }
     s.pg = progress_new("import", "rows", o->progress);
@@ -699,14 +709,13 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
     else if (s.in_tx)
         st->ops->rollback(st);
     progress_end(s.pg);
-    for (size_t i = 0; i < s.codes_cap; i++) {
-        if (s.codes[i].code && s.codes[i].fate == FATE_NEW)
-            out->imported_clicks += s.codes[i].remain + s.codes[i].remain_bots;
-        free(s.codes[i].code);
-    }
+    for (size_t i = 0; i < s.codes_cap; i++)
+        if (s.codes[i] && s.codes[i]->fate == FATE_NEW)
+            out->imported_clicks += s.codes[i]->remain + s.codes[i]->remain_bots;
     days_clear(&s);
     free(s.days);
     free(s.codes);
+    bump_free(s.code_mem);
     bump_free(s.mem);
     classify_free(s.cl);
     return rc;

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after } from 'node:test';
 
-import { api, cli, it, startServer, tempDir, visit } from './harness.mjs';
+import { api, cli, cliAsync, it, startServer, tempDir, visit } from './harness.mjs';
 import { KUTT_PASSWORD, makeKutt } from '../data/make-kutt.mjs';
 
 const PG = process.env.SHORTD_TEST_PG || '';
@@ -157,3 +157,36 @@ it('kutt: a file that is not a Kutt database is a clear error', async () => {
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /no such table: links/);
 });
+
+it('kutt: a larger source streams through many transactions, every link with its own days', async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    const file = path.join(tempDir(), 'data');
+    const N = 3000;
+    // N links, each with ten hourly rows on 2026-10-01 of (id % 3) + 1 clicks.
+    makeKutt(file, {
+        extraSql: `
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${N})
+INSERT INTO links (id, address, target, created_at, updated_at, visit_count)
+SELECT 1000 + i, 'bulk-' || i, 'https://example.com/bulk/' || i, '2026-09-30 00:00:00', '2026-09-30 00:00:00',
+       10 * ((1000 + i) % 3 + 1) FROM n;
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${10 * N - 1})
+INSERT INTO visits (link_id, created_at, updated_at, total, br_firefox, os_linux, countries, referrers)
+SELECT 1001 + i % ${N}, datetime('2026-10-01', '+' || (i / ${N}) || ' hours'), '2026-10-01',
+       (1001 + i % ${N}) % 3 + 1, (1001 + i % ${N}) % 3 + 1, (1001 + i % ${N}) % 3 + 1, '{}', '{}' FROM n;
+`,
+    });
+    const r = importKutt(srv, file, ['--batch-rows', '777']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`tallies +${10 * N + 4} rows`));
+    const ex = await cliAsync(['export', '--db', srv.db, '--format', 'json'], { timeoutMs: 120_000 });
+    assert.equal(ex.code, 0, ex.stderr);
+    const bulk = JSON.parse(ex.stdout).filter((l) => l.code.startsWith('bulk-'));
+    assert.equal(bulk.length, N);
+    for (const l of bulk) {
+        const per = (1000 + Number(l.code.slice(5))) % 3 + 1;
+        assert.deepEqual(l.days.map((d) => [d.day, d.clicks]), [['2026-10-01', 10 * per]], l.code);
+        assert.equal(l.clicks, 10 * per, l.code);
+    }
+    assert.equal((await visit(srv, `bulk-${N}`)).headers.get('location'), `https://example.com/bulk/${N}`);
+}, { timeout: 300_000 });

@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after } from 'node:test';
 
-import { PG_MODE, api, cli, filesUnder, it, startServer, tempDir, visit } from './harness.mjs';
-import { VISITOR_ADDR, makeShlinkCsv, makeShlinkDb } from '../data/make-shlink.mjs';
+import { PG_MODE, api, cli, cliAsync, filesUnder, it, startServer, tempDir, visit } from './harness.mjs';
+import { CHROME_UA, VISITOR_ADDR, makeShlinkCsv, makeShlinkDb } from '../data/make-shlink.mjs';
 
 const PG = process.env.SHORTD_TEST_PG || '';
 const schemas = [];
@@ -143,3 +143,33 @@ it('shlink: the web client\'s CSV export, quoted commas and newlines, bad rows b
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stderr, /links imported +0\n/);
 }, { timeout: 120_000 });
+
+it('shlink: a larger database streams through many transactions, bots apart in every link', async (t) => {
+    if (!PG) return t.skip('needs SHORTD_TEST_PG (run under tests/pg.sh)');
+    const srv = await startServer();
+    servers.push(srv);
+    const url = pgSource('shlink_big');
+    const N = 3000;
+    // N short URLs with ten visits each on 2026-10-01, every fifth by curl.
+    makeShlinkDb(url, {
+        extraSql: `
+INSERT INTO short_urls (id, original_url, long_url_hash, short_code, date_created)
+SELECT 1000 + i, 'https://example.com/bulk/' || i, sha256(('bulk' || i)::bytea), 'bulk-' || i, '2026-09-30'
+FROM generate_series(1, ${N}) i;
+INSERT INTO visits (id, referer, "date", remote_addr, user_agent, visited_url, type, potential_bot, short_url_id)
+SELECT 1000 + i, NULL, timestamp '2026-10-01' + (i / ${N}) * interval '1 hour', '${VISITOR_ADDR}',
+       CASE WHEN (i / ${N}) % 5 = 0 THEN 'curl/8.5.0' ELSE '${CHROME_UA}' END, NULL, 'valid_short_url',
+       (i / ${N}) % 5 = 0, 1001 + i % ${N}
+FROM generate_series(0, ${10 * N - 1}) i;
+`,
+    });
+    const r = importShlink(srv, url, ['--batch-rows', '777']);
+    assert.equal(r.code, 0, r.stderr);
+    const ex = await cliAsync(['export', '--db', srv.db, '--format', 'json'], { timeoutMs: 120_000 });
+    assert.equal(ex.code, 0, ex.stderr);
+    const bulk = JSON.parse(ex.stdout).filter((l) => l.code.startsWith('bulk-'));
+    assert.equal(bulk.length, N);
+    for (const l of bulk) {
+        assert.deepEqual(l.days.map((d) => [d.day, d.clicks, d.bot_clicks]), [['2026-10-01', 8, 2]], l.code);
+    }
+}, { timeout: 300_000 });

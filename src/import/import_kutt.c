@@ -38,10 +38,12 @@
     "ELSE CAST(strftime('%s', " c ") AS INTEGER) END)"
 #define PG_EPOCH(c) "floor(extract(epoch FROM " c "))::bigint"
 
+/* clang-format off */
 #define LINKS_SQL(EPOCH)                                                                           \
-    "SELECT l.id, l.address, l.target, l.description, " EPOCH("l.created_at") ", " EPOCH(          \
-        "l.expire_in") ", l.expire_in, d.address, l.visit_count, l.password, l.banned "            \
-                       "FROM links l LEFT JOIN domains d ON d.id = l.domain_id ORDER BY l.id"
+    "SELECT l.id, l.address, l.target, l.description, " EPOCH("l.created_at") ", "                 \
+    EPOCH("l.expire_in") ", l.expire_in, d.address, l.visit_count, l.password, l.banned "          \
+    "FROM links l LEFT JOIN domains d ON d.id = l.domain_id ORDER BY l.id"
+/* clang-format on */
 
 enum {
     L_ID,
@@ -92,12 +94,13 @@ static const struct {
     "(CASE WHEN l.id = (SELECT min(l2.id) FROM links l2 WHERE l2.address = l.address) "            \
     "THEN 0 ELSE 1 END)"
 
+/* clang-format off */
 #define VISITS_SQL(EPOCH)                                                                          \
-    "SELECT v.id, l.address, d.address, " EPOCH(                                                   \
-        "v.created_at") ", v.created_at, v.total, "                                                \
-                        "v.countries, v.referrers, " COUNTED_COLS ", " SHADOWED                    \
-                        " FROM visits v LEFT JOIN links l ON l.id = v.link_id "                    \
-                        "LEFT JOIN domains d ON d.id = l.domain_id ORDER BY v.id"
+    "SELECT v.id, l.address, d.address, " EPOCH("v.created_at") ", v.created_at, v.total, "        \
+    "v.countries, v.referrers, " COUNTED_COLS ", " SHADOWED " "                                    \
+    "FROM visits v LEFT JOIN links l ON l.id = v.link_id "                                         \
+    "LEFT JOIN domains d ON d.id = l.domain_id ORDER BY v.id"
+/* clang-format on */
 
 enum {
     V_ID,

@@ -25,7 +25,8 @@
  * offset), domain, shortCode (the short URL's path, percent-encoded),
  * shortUrl, longUrl, title, tags (joined with '|') and visits (the total,
  * kept as imported clicks: the export has no visits) through
- * @json2csv/plainjs. Its domain column names the host of every short URL,
+ * @json2csv/plainjs; shlink-web-client's own exporter wrote the same
+ * columns since 3.x. Its domain column names the host of every short URL,
  * Shlink's default domain included, and becomes the link's domain. */
 #include <errno.h>
 #include <jansson.h>
@@ -41,23 +42,20 @@
 #include "import/dbsrc.h"
 #include "import/import.h"
 
-
 #include "base/banned.h"
 
 #define EPOCH(c) "floor(extract(epoch FROM " c "))::bigint"
 
-static const char
-    links_sql[] =
-        "SELECT s.id, s.short_code, s.original_url, s.title, d.authority, " EPOCH("s.date_created") ", " EPOCH(
-            "s.valid_since") ", " EPOCH("s.valid_until") ", s.max_visits, "
-                                                         "(SELECT json_agg(t.name ORDER BY "
-                                                         "t.name)::text FROM short_urls_in_tags st "
-                                                         "JOIN tags t ON t.id = st.tag_id WHERE "
-                                                         "st.short_url_id = s.id), "
-                                                         "(SELECT count(*) FROM visits v WHERE "
-                                                         "v.short_url_id = s.id) "
-                                                         "FROM short_urls s LEFT JOIN domains d ON "
-                                                         "d.id = s.domain_id ORDER BY s.id";
+/* clang-format off */
+static const char links_sql[] =
+    "SELECT s.id, s.short_code, s.original_url, s.title, d.authority, "
+    EPOCH("s.date_created") ", " EPOCH("s.valid_since") ", " EPOCH("s.valid_until") ", "
+    "s.max_visits, "
+    "(SELECT json_agg(t.name ORDER BY t.name)::text FROM short_urls_in_tags st "
+    " JOIN tags t ON t.id = st.tag_id WHERE st.short_url_id = s.id), "
+    "(SELECT count(*) FROM visits v WHERE v.short_url_id = s.id) "
+    "FROM short_urls s LEFT JOIN domains d ON d.id = s.domain_id ORDER BY s.id";
+/* clang-format on */
 
 enum {
     L_ID,
@@ -73,13 +71,16 @@ enum {
     L_VISITS
 };
 
-static const char visits_sql[] = "SELECT v.id, s.short_code, d.authority, " EPOCH(
-    "v.\"date\"") ", v.user_agent, v.referer, v.potential_bot, vl.country_code, "
-                  "v.visited_url, (CASE WHEN s.id = (SELECT min(s2.id) FROM short_urls s2 "
-                  "WHERE s2.short_code = s.short_code) THEN 0 ELSE 1 END) "
-                  "FROM visits v JOIN short_urls s ON s.id = v.short_url_id "
-                  "LEFT JOIN domains d ON d.id = s.domain_id "
-                  "LEFT JOIN visit_locations vl ON vl.id = v.visit_location_id ORDER BY v.id";
+/* clang-format off */
+static const char visits_sql[] =
+    "SELECT v.id, s.short_code, d.authority, " EPOCH("v.\"date\"") ", v.user_agent, v.referer, "
+    "v.potential_bot, vl.country_code, v.visited_url, "
+    "(CASE WHEN s.id = (SELECT min(s2.id) FROM short_urls s2 WHERE s2.short_code = s.short_code) "
+    " THEN 0 ELSE 1 END) "
+    "FROM visits v JOIN short_urls s ON s.id = v.short_url_id "
+    "LEFT JOIN domains d ON d.id = s.domain_id "
+    "LEFT JOIN visit_locations vl ON vl.id = v.visit_location_id ORDER BY v.id";
+/* clang-format on */
 
 /* V_SHADOWED: 1 when the visit's short URL is not the first with its code:
  * Shlink keeps a code once a domain, shortd once, so the sink takes the

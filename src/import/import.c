@@ -26,6 +26,7 @@
  * found no conflict. */
 #include "import/import.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,11 +418,7 @@ static int insert_link(struct import_sink *s, const struct import_link *l, const
     int rc;
     char domain[256] = "";
     if (l->domain && *l->domain) {
-        size_t n = strlen(l->domain);
-        for (size_t i = 0; i < n && i < sizeof(domain) - 1; i++)
-            domain[i] = (char)((l->domain[i] >= 'A' && l->domain[i] <= 'Z') ? l->domain[i] + 32
-                                                                            : l->domain[i]);
-        domain[n < sizeof(domain) ? n : sizeof(domain) - 1] = '\0';
+        snprintf(domain, sizeof(domain), "%s", l->domain);
         int64_t owner;
         rc = st->ops->domain_get(st, domain, &owner);
         if (rc == ERR_NOTFOUND) {
@@ -484,11 +481,40 @@ static int replace_url(struct import_sink *s, struct link *old, const char *url,
     return rc;
 }
 
-int import_link(struct import_sink *s, const struct import_link *l)
+/* A copy of 'in' with its domain lowercased into 'domain' and its title cut
+ * to what the API takes (on a character boundary): a long title is no
+ * reason to lose a link. */
+static void normalise(const struct import_link *in, struct import_link *out, char domain[256],
+                      char title[TITLE_MAX + 1])
+{
+    *out = *in;
+    if (in->domain && *in->domain) {
+        size_t n = strlen(in->domain);
+        n = n < 255 ? n : 255;
+        for (size_t i = 0; i < n; i++)
+            domain[i] = (char)tolower((unsigned char)in->domain[i]);
+        domain[n] = '\0';
+        out->domain = domain;
+    }
+    if (in->title && strlen(in->title) > TITLE_MAX) {
+        size_t n = TITLE_MAX;
+        while (n && ((unsigned char)in->title[n] & 0xc0) == 0x80)
+            n--;
+        memcpy(title, in->title, n);
+        title[n] = '\0';
+        out->title = title;
+    }
+}
+
+int import_link(struct import_sink *s, const struct import_link *given)
 {
     int rc = need_tx(s);
     if (rc != ERR_OK)
         return rc;
+    char domain[256], title[TITLE_MAX + 1];
+    struct import_link copy;
+    normalise(given, &copy, domain, title);
+    const struct import_link *l = &copy;
     struct buf url = BUF_INIT;
     char why[256];
     const char *bad = check_link(s, l, &url, why, sizeof(why));

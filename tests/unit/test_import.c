@@ -108,7 +108,8 @@ void test_progress_format(void)
 
 /* A made-up source: links L1 (20 clicks in the source, 3 visits of which
  * one a bot), L2 (5 clicks, no visits), l-3 (a legacy code, a tally of 4
- * clicks), a row with a reserved code, a visit of a code the source lacks.
+ * clicks), a row with a reserved code, a visit of a code the source lacks,
+ * then L4 on a custom domain.
  * With 'stop_after' > 0, the reader fails after that many records, as a
  * killed import would stop. */
 static int stop_after;
@@ -167,6 +168,17 @@ static int fake_read(const char *source, struct import_sink *s)
                              .nvalues = 2,
                              .where = {"visits", 1}};
     STEP(import_tally(s, &t));
+    /* A custom domain as a source may spell it, and a title longer than the
+     * API takes (cut on a character boundary, the link kept) */
+    static char title[400];
+    memset(title, 'a', 255);
+    memcpy(title + 255, "\xc3\xa9 and more", 11);
+    struct import_link l4 = {.code = "L4",
+                             .url = "https://four.example/",
+                             .domain = "Go.Example.COM",
+                             .title = title,
+                             .where = {NULL, 9}};
+    STEP(import_link(s, &l4));
 #undef STEP
     return ERR_OK;
 }
@@ -212,7 +224,7 @@ void test_import_sink(void)
     o.dry_run = true;
     stop_after = 0;
     CHECK_EQ_INT(import_run(st, l, &fake, "-", &o, &sum), ERR_OK);
-    CHECK_EQ_INT(sum.links_imported, 3);
+    CHECK_EQ_INT(sum.links_imported, 4);
     CHECK_EQ_INT(sum.visits, 3);
     int64_t imported;
     CHECK_EQ_INT(total(st, "L1", &imported), -1);
@@ -227,7 +239,7 @@ void test_import_sink(void)
     CHECK_EQ_INT(total(st, "L1", &imported), 20);
     stop_after = 0;
     CHECK_EQ_INT(import_run(st, l, &fake, "-", &o, &sum), ERR_OK);
-    CHECK_EQ_INT(sum.links_imported, 0);
+    CHECK_EQ_INT(sum.links_imported, 1); /* L4 came after the stop */
     CHECK_EQ_INT(sum.links_there, 3);
     CHECK_EQ_INT(sum.visits, 0);
     CHECK_EQ_INT(sum.visits_dropped, 3 + 4);
@@ -246,7 +258,8 @@ void test_import_sink(void)
     if (!CHECK_EQ_INT(links_new(st, router_reserved(), no_hosts, &l), ERR_OK))
         return;
     CHECK_EQ_INT(import_run(st, l, &fake, "-", &o, &sum), ERR_OK);
-    CHECK_EQ_INT(sum.links_imported, 3);
+    CHECK_EQ_INT(sum.links_imported, 4);
+    CHECK_EQ_INT(sum.domains_added, 1);
     CHECK_EQ_INT(sum.visits, 3);
     CHECK_EQ_INT(sum.visit_bots, 1);
     CHECK_EQ_INT(sum.tallies, 1);
@@ -267,6 +280,14 @@ void test_import_sink(void)
     CHECK_EQ_INT(st->ops->stats_dims(st, "L1", 0, 100000, count_dim, &de), ERR_OK);
     CHECK_EQ_INT(de, 2); /* two human visits from DE; the bot has no dimensions */
     CHECK_EQ_INT(st->ops->link_get(st, "api", &k), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "L4", &k), ERR_OK)) {
+        CHECK_EQ_STR(k.domain, "go.example.com");
+        CHECK_EQ_INT(strlen(k.title), 255); /* the two-byte character at 255 would pass 256 */
+        link_release(&k);
+    }
+    int64_t domain_owner = 0;
+    CHECK_EQ_INT(st->ops->domain_get(st, "go.example.com", &domain_owner), ERR_OK);
+    CHECK_EQ_INT(domain_owner, 1);
 
     links_free(l);
     st->ops->close(st);

@@ -43,18 +43,6 @@ int import_read_yourls(const char *source, struct import_sink *s)
     return not_built("yourls", s);
 }
 
-int import_read_kutt(const char *source, struct import_sink *s)
-{
-    (void)source;
-    return not_built("kutt", s);
-}
-
-int import_read_shlink(const char *source, struct import_sink *s)
-{
-    (void)source;
-    return not_built("shlink", s);
-}
-
 int import_read_bitly(const char *source, struct import_sink *s)
 {
     (void)source;

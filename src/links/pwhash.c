@@ -9,9 +9,15 @@
  * the memory that hashing can take at once; a burst of attempts waits in the
  * pool's queue, which is why attempts are rate limited before they get here.
  * The copy is wiped with sodium_memzero before it is freed, on the loop
- * thread, whether the work ran or was cancelled. */
+ * thread, whether the work ran or was cancelled.
+ *
+ * Imported links (Kutt's) keep the bcrypt hashes their source made, so that
+ * their passwords go on working: a stored "$2a$", "$2b$" or "$2y$" string is
+ * checked through libxcrypt's crypt_r, which implements bcrypt. New hashes
+ * are always Argon2id, and a bcrypt hash always "needs a rehash". */
 #include "links/pwhash.h"
 
+#include <crypt.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,15 +90,50 @@ int pwhash_make(const char *pw, size_t n, char out[PWHASH_MAX])
     return ERR_OK;
 }
 
+bool pwhash_is_bcrypt(const char *stored)
+{
+    return stored && stored[0] == '$' && stored[1] == '2' &&
+           (stored[2] == 'a' || stored[2] == 'b' || stored[2] == 'y') && stored[3] == '$';
+}
+
+/* crypt_r wants a NUL-terminated password, so one with a NUL in it can never
+ * match (it would be cut short there); its state (struct crypt_data, tens of
+ * kilobytes) is on the heap, not on a thread pool thread's stack, and wiped. */
+static bool bcrypt_check(const char *stored, const char *pw, size_t n)
+{
+    if (n > PWHASH_PW_MAX || memchr(pw, '\0', n))
+        return false;
+    struct crypt_data *cd = calloc(1, sizeof(*cd));
+    char *z = malloc(n + 1);
+    if (!cd || !z)
+        abort();
+    memcpy(z, pw, n);
+    z[n] = '\0';
+    const char *out = crypt_r(z, stored, cd);
+    size_t len = strlen(stored);
+    /* crypt_r answers a string starting with '*' (or NULL) when 'stored' is
+     * not a hash it can use; a valid answer is the whole hash again. */
+    bool ok = out && out[0] != '*' && strlen(out) == len && sodium_memcmp(out, stored, len) == 0;
+    sodium_memzero(z, n + 1);
+    sodium_memzero(cd, sizeof(*cd));
+    free(z);
+    free(cd);
+    return ok;
+}
+
 bool pwhash_check(const char *stored, const char *pw, size_t n)
 {
     if (!stored || !memchr(stored, '\0', PWHASH_MAX))
         return false;
+    if (pwhash_is_bcrypt(stored))
+        return bcrypt_check(stored, pw, n);
     return crypto_pwhash_str_verify(stored, pw, n) == 0;
 }
 
 bool pwhash_needs_rehash(const char *stored)
 {
+    if (pwhash_is_bcrypt(stored))
+        return true;
     return crypto_pwhash_str_needs_rehash(stored, PWHASH_OPSLIMIT, PWHASH_MEMLIMIT) != 0;
 }
 

@@ -24,11 +24,16 @@ int pwhash_valid(const char *pw, size_t n, const char **why);
 
 /* Synchronous, any thread. make: ERR_OK and the "$argon2id$..." string in
  * 'out', or ERR_NOMEM when the memory for the hash cannot be had. check:
- * true when 'pw' matches 'stored' (false for a malformed 'stored'). */
+ * true when 'pw' matches 'stored' (false for a malformed 'stored'). 'stored'
+ * may also be a bcrypt hash ("$2a$", "$2b$", "$2y$": imported from Kutt),
+ * checked through libcrypt; new hashes are never bcrypt. */
 int pwhash_make(const char *pw, size_t n, char out[PWHASH_MAX]);
 bool pwhash_check(const char *stored, const char *pw, size_t n);
-/* True when 'stored' was made with other parameters than today's. */
+/* True when 'stored' was made with other parameters than today's (always
+ * for bcrypt). */
 bool pwhash_needs_rehash(const char *stored);
+/* True when 'stored' is a bcrypt hash ("$2a$", "$2b$" or "$2y$"). */
+bool pwhash_is_bcrypt(const char *stored);
 
 /* On libuv's thread pool (uv_queue_work on 'loop'), so an event loop never
  * waits for Argon2: 'done' runs later on the loop's thread ('hash' is valid

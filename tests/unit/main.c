@@ -176,6 +176,9 @@
     X(variants_pick)                                                                               \
     X(pwhash_valid)                                                                                \
     X(pwhash_sync)                                                                                 \
+    X(pwhash_bcrypt)                                                                               \
+    X(dbsrc_sqlite)                                                                                \
+    X(dbsrc_pg)                                                                                    \
     X(pwhash_async)                                                                                \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \

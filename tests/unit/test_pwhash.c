@@ -2,6 +2,7 @@
  * hashes with the stated cost made and checked synchronously, and the same
  * on libuv's thread pool with a real loop, the callbacks on the loop's
  * thread and the caller's password buffer free to go at once. */
+#include <crypt.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,6 +85,48 @@ void test_pwhash_sync(void)
     CHECK_EQ_INT(crypto_pwhash_str_alg(weak, PW("old"), 1, 8192, crypto_pwhash_ALG_ARGON2ID13), 0);
     CHECK(pwhash_check(weak, PW("old")));
     CHECK(pwhash_needs_rehash(weak));
+}
+
+/* bcrypt hashes, as Kutt keeps them (imported links): made here by crypt_r
+ * with each prefix, and one published test vector of crypt_blowfish, so a
+ * hash from another implementation checks too. */
+void test_pwhash_bcrypt(void)
+{
+    static const char *const prefixes[] = {"$2b$", "$2a$", "$2y$"};
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+        struct crypt_data cd;
+        memset(&cd, 0, sizeof(cd));
+        if (!CHECK(crypt_gensalt_rn(prefixes[i], 4, NULL, 0, salt, sizeof(salt)) != NULL))
+            return;
+        const char *made = crypt_r("kutt pass", salt, &cd);
+        if (!CHECK(made && made[0] == '$'))
+            return;
+        char h[PWHASH_MAX];
+        if (!CHECK(strlen(made) < sizeof(h)))
+            return;
+        memcpy(h, made, strlen(made) + 1);
+        CHECK(strncmp(h, prefixes[i], 4) == 0);
+        CHECK(pwhash_is_bcrypt(h));
+        CHECK(pwhash_check(h, PW("kutt pass")));
+        CHECK(!pwhash_check(h, PW("kutt Pass")));
+        CHECK(!pwhash_check(h, PW("kutt pas")));
+        CHECK(!pwhash_check(h, PW("")));
+        CHECK(!pwhash_check(h, "kutt pass\0x", 11));
+        /* always moved to Argon2id when it can be */
+        CHECK(pwhash_needs_rehash(h));
+        h[strlen(h) - 3] ^= 1;
+        CHECK(!pwhash_check(h, PW("kutt pass")));
+    }
+    static const char vector[] = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
+    CHECK(pwhash_check(vector, PW("U*U")));
+    CHECK(!pwhash_check(vector, PW("U*V")));
+    /* Malformed bcrypt strings never match */
+    CHECK(!pwhash_check("$2b$", PW("")));
+    CHECK(!pwhash_check("$2b$04$short", PW("x")));
+    CHECK(!pwhash_check("$2x$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW", PW("U*U")));
+    CHECK(!pwhash_is_bcrypt("$argon2id$v=19$"));
+    CHECK(!pwhash_is_bcrypt(NULL));
 }
 
 struct async_state {

@@ -152,6 +152,7 @@
     X(ratelimit_memory)                                                                            \
     X(ratelimit_bounded)                                                                           \
     X(ratelimit_threads)                                                                           \
+    X(ratelimit_reload)                                                                            \
     X(ratelimit_password)                                                                          \
     X(ratelimit_redis)                                                                             \
     X(bus_redis_killed)                                                                            \

@@ -289,17 +289,17 @@ static void self_hosts(const struct config *cfg, struct buf hosts[2], const char
     out[n] = NULL;
 }
 
-/* SIGHUP: the configuration read again. Live settings are applied here, on
- * the main thread: the log level and the rate limits (atomics that every
- * thread reads), and the sweeper's and retention's settings (this thread's
- * alone). A bad file changes nothing. 'was' is the configuration as last
- * read (before serve_run filled in its defaults), to tell what changed. */
 static void log_restart(const char *name, void *arg)
 {
     (void)arg;
     log_at(LOG_WARN, "setting '%s' changed; it takes effect at the next start", name);
 }
 
+/* SIGHUP: the configuration read again. Live settings are applied here, on
+ * the main thread: the log level and the rate limits (atomics that every
+ * thread reads), and the sweeper's and retention's settings (this thread's
+ * alone). A bad file changes nothing. 'was' is the configuration as last
+ * read (before serve_run filled in its defaults), to tell what changed. */
 static void reload(struct app *app, const struct serve_reload *rl, struct config *was)
 {
     struct config next;

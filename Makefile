@@ -1,6 +1,11 @@
 # shortd - build, run, test.
 #   make            release build: build/shortd
 #   make run        build, then serve on 127.0.0.1:8080 with data/shortd.db
+#                   (make run PORT=9000, or LISTEN=0.0.0.0:9000)
+#   make install    the binary, its man page, the systemd unit, the bash
+#                   completion and /etc/shortd/shortd.conf, under PREFIX
+#                   (/usr/local) and DESTDIR; make uninstall removes them
+#   make deb        a Debian package, build/deb/shortd_VERSION_ARCH.deb
 #   make test       install what is missing, then every suite (scripts/test.sh):
 #                   unit tests under ASan+UBSan and under ThreadSanitizer, a
 #                   fuzz smoke pass, end-to-end tests on SQLite and PostgreSQL,
@@ -27,7 +32,9 @@ ifneq ($(PROFILE),)
   OPT   := -O2 -fno-omit-frame-pointer
 else ifeq ($(SAN),)
   OUT   := build
-  OPT   := -O2
+  # Debian's hardening for what gets installed: checked libc calls, and a
+  # relocation table made read-only at start-up.
+  OPT   := -O2 -D_FORTIFY_SOURCE=2 -Wl,-z,relro,-z,now
 else ifeq ($(SAN),thread)
   OUT   := build/tsan
   OPT   := -O1 -fsanitize=thread -fno-omit-frame-pointer
@@ -44,8 +51,13 @@ LLOBJ    := $(OUT)/obj/llhttp_api.o $(OUT)/obj/llhttp_http.o $(OUT)/obj/llhttp_l
 UNITSRC  := $(wildcard tests/unit/*.c)
 UNITOBJ  := $(UNITSRC:tests/unit/%.c=$(OUT)/unit/%.o)
 
-.PHONY: all run test unit e2e setup clean asan bench format fuzz fuzz-smoke
-all: $(OUT)/shortd
+.PHONY: all run test unit e2e setup clean asan bench format fuzz fuzz-smoke FORCE install uninstall deb
+all: $(OUT)/shortd $(OUT)/shortd.1
+
+# The man page comes from the binary's own tables (src/app/manpage.h).
+$(OUT)/shortd.1: $(OUT)/shortd
+	@echo "  MAN     $@"
+	$(Q)$< man >$@.tmp && mv $@.tmp $@
 
 $(OUT)/shortd: $(OBJ) $(LLOBJ)
 	@echo "  LD      $@"
@@ -55,6 +67,25 @@ $(OUT)/obj/%.o: src/%.c $(HDR)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -c -o $@ $<
+
+# The version: VERSION (one line), and the commit this build comes from
+# (`git describe --always --dirty`; "unknown" outside a git checkout of this
+# tree, e.g. an unpacked tarball). They reach the code as -D flags written into
+# build/gen/version.h, rewritten only when they change: a flag given on the
+# command line would leave an object built at an older commit unrebuilt.
+SHORTD_VERSION := $(shell cat VERSION)
+VERSION_H := build/gen/version.h
+$(OUT)/obj/app/cli.o: $(VERSION_H)
+
+$(VERSION_H): FORCE
+	@mkdir -p $(@D)
+	@if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ]; then \
+	    c=$$(git describe --always --dirty 2>/dev/null); fi; \
+	printf '#define SHORTD_VERSION "%s"\n#define SHORTD_COMMIT "%s"\n' \
+	    "$(SHORTD_VERSION)" "$${c:-unknown}" >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+
+FORCE:
 
 # The bot patterns come from the npm isbot package, pinned in package-lock.json;
 # scripts/gen-isbot.mjs turns its list into C. Generated, never copied in.
@@ -149,6 +180,7 @@ build/fuzz/obj/llhttp_%.o: $(LLHTTP)/%.c | build/fuzz/obj
 	$(Q)$(FUZZCC) $(BASE) $(FUZZOPT) -fsanitize=fuzzer-no-link -w -c -o $@ $<
 
 build/fuzz/obj/clicks/classify.o: $(ISBOT_INC)
+build/fuzz/obj/app/cli.o: $(VERSION_H)
 build/fuzz/obj/api/dashboard.o: $(WEB_INC)
 build/fuzz/obj/redirect/gate.o: $(GATE_INC)
 build/fuzz/obj/store/store_pg.o: build/gen/pg_migrations.inc
@@ -173,10 +205,50 @@ fuzz-smoke: $(FUZZBIN)
 setup:
 	@scripts/setup.sh
 
+PORT    ?= 8080
+LISTEN  ?= 127.0.0.1:$(PORT)
 run: setup
 	@$(MAKE) --no-print-directory all
 	@mkdir -p data
-	build/shortd serve --listen 127.0.0.1:8080 --db data/shortd.db
+	build/shortd serve --listen $(LISTEN) --db data/shortd.db
+
+# make install: where things go. A daemon's config lives in /etc whatever the
+# PREFIX (the unit and the man page name /etc/shortd/shortd.conf); an existing
+# one is never overwritten. The unit's ExecStart names BINDIR.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+DOCDIR      ?= $(PREFIX)/share/doc/shortd
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DESTDIR     ?=
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
+	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/shortd
+	install -m 0755 build/shortd $(DESTDIR)$(BINDIR)/shortd
+	install -m 0644 build/shortd.1 $(DESTDIR)$(MANDIR)/man1/shortd.1
+	build/shortd config example >$(DESTDIR)$(DOCDIR)/shortd.conf.example
+	install -m 0644 README.md LICENSE $(DESTDIR)$(DOCDIR)/
+	sed 's|^ExecStart=/usr/bin/shortd |ExecStart=$(BINDIR)/shortd |' packaging/shortd.service \
+	    >$(DESTDIR)$(UNITDIR)/shortd.service
+	install -m 0644 packaging/shortd.bash-completion $(DESTDIR)$(BASHCOMPDIR)/shortd
+	@# The service's data goes to its StateDirectory, /var/lib/shortd.
+	test -e $(DESTDIR)$(SYSCONFDIR)/shortd/shortd.conf || \
+	    build/shortd config example | sed 's|^db = .*|db = /var/lib/shortd/shortd.db|' \
+	    >$(DESTDIR)$(SYSCONFDIR)/shortd/shortd.conf
+
+# Leaves /etc/shortd/shortd.conf (it may hold the operator's changes) and the
+# data in /var/lib/shortd.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/shortd $(DESTDIR)$(MANDIR)/man1/shortd.1 \
+	    $(DESTDIR)$(UNITDIR)/shortd.service $(DESTDIR)$(BASHCOMPDIR)/shortd
+	rm -rf $(DESTDIR)$(DOCDIR)
+
+# The Debian package (packaging/mkdeb.sh): dpkg-deb, no debhelper.
+deb: all
+	packaging/mkdeb.sh build/deb
 
 # The test build: every test runs against the sanitizer binary.
 test: setup

@@ -18,6 +18,9 @@ pkgs=(
     # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes
     clang libclang-rt-14-dev
     faketime        # moves a running server's wall clock (tests/e2e/clock.test.mjs)
+    # the packaging tests (tests/pkg/): the man page rendered, the unit verified,
+    # the Debian package checked
+    man-db groff-base systemd lintian adduser
 )
 
 missing=()

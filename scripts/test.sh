@@ -45,6 +45,13 @@ tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-keys.test.mjs || status
 echo "== storage frozen (PostgreSQL, then Redis, SIGSTOPped under load: cached redirects keep their latency)"
 tests/pg.sh tests/redis.sh env SHORTD_E2E_STORE=pg node --test tests/e2e/storage-freeze.test.mjs || status=1
 
+# The packaging, with the release binary `make test` built: make install into
+# scratch trees, then the Debian package installed, run as its own user and
+# purged (as root only; the machine is a throwaway one in CI).
+echo "== packaging (make install into a DESTDIR, make deb, dpkg -i, run, dpkg --purge)"
+tests/pkg/install.sh || status=1
+tests/pkg/deb.sh || status=1
+
 # The dashboard in Debian's chromium (playwright-core, from package-lock.json),
 # against the same binary; screenshots land in tests/browser/screenshots/.
 echo "== browser tests (chromium, node --test)"

@@ -23,6 +23,7 @@
 #include "redirect/tiers.h"
 #include "api/report.h"
 #include "api/router.h"
+#include "app/manpage.h"
 #include "app/serve.h"
 #include "store/store.h"
 #include "store/store_keys.h"
@@ -32,9 +33,9 @@
 #include "store/writer.h"
 #include "base/progress.h"
 #include "import/import.h"
+#include "version.h" /* SHORTD_VERSION, SHORTD_COMMIT: made by the Makefile */
 #include "base/banned.h"
 
-#define VERSION "0.1.0"
 #define MAX_OPTS 64
 
 /* Parsed options of one command: --name VALUE, --name=VALUE, --flag. */
@@ -51,7 +52,7 @@ struct command {
     int (*fn)(struct opts *o);
     const char *flags;   /* options taking no value, space separated */
     const char *options; /* options taking a value */
-    int npos;            /* positional arguments wanted */
+    int npos;            /* positional arguments wanted; -1: all of them, as given */
     const char *usage;
 };
 
@@ -72,6 +73,8 @@ static int cmd_version(struct opts *o);
 static int cmd_migrate(struct opts *o);
 static int cmd_migrate_store(struct opts *o);
 static int cmd_import(struct opts *o);
+static int cmd_man(struct opts *o);
+static int cmd_complete(struct opts *o);
 
 #define STORE_OPTS "db store"
 #define PROGRESS_HELP                                                                              \
@@ -83,9 +86,11 @@ static const struct command commands[] = {
     {"serve", cmd_serve, "", "*", 0,
      "shortd serve [--listen ADDR:PORT] [--db PATH | --store URL] [--base-url URL]\n"
      "             [--config FILE] [--SETTING VALUE ...]\n"
-     "  Serves the API and the redirects until SIGTERM or SIGINT. On the first start of an\n"
-     "  empty database, creates an admin API key and prints it once on a terminal; when\n"
-     "  stdout is not one, writes it to DB.admin-key (mode 0600) and logs that path."},
+     "  Serves the API and the redirects until SIGTERM or SIGINT. On SIGHUP, reads the config\n"
+     "  file again and applies the settings that say so below (the others at the next start, as\n"
+     "  the log says). On the first start of an empty database, creates an admin API key\n"
+     "  and prints it once on a terminal; when stdout is not one, writes it to DB.admin-key\n"
+     "  (mode 0600) and logs that path."},
     {"key create", cmd_key_create, "admin", STORE_OPTS " name", 0,
      "shortd key create --db PATH --name NAME [--admin]\n"
      "  Creates an API key and prints it once, as the last word of the output."},
@@ -127,7 +132,17 @@ static const struct command commands[] = {
      "  " PROGRESS_HELP},
     {"config example", cmd_config_example, "", "", 0,
      "shortd config example\n  Prints an example config file with every setting's default."},
-    {"version", cmd_version, "", "", 0, "shortd version\n  Prints the version."},
+    {"man", cmd_man, "", "", 0,
+     "shortd man\n"
+     "  Prints this manual page as roff, made from the same tables as --help (make builds\n"
+     "  shortd.1 with it)."},
+    {"complete", cmd_complete, "", "", -1,
+     "shortd complete [WORD ...] CURRENT\n"
+     "  Prints, one a line, the words that can follow 'shortd WORD ...' and start with\n"
+     "  CURRENT: the completion for bash (packaging/shortd.bash-completion) runs it."},
+    {"version", cmd_version, "", "", 0,
+     "shortd version\n  Prints the version and the commit it was built from (also: shortd "
+     "--version)."},
     {"migrate", cmd_migrate, "", STORE_OPTS, 0,
      "shortd migrate --store postgres://USER@HOST:PORT/DB | --db PATH\n"
      "  Brings the store's schema up to this shortd's, in one transaction; safe to rerun and\n"
@@ -244,6 +259,13 @@ static int opt_progress(const struct opts *o)
 static int parse_opts(const struct command *c, int argc, char **argv, struct opts *o)
 {
     memset(o, 0, sizeof(*o));
+    if (c->npos < 0) {
+        if (argc > MAX_OPTS)
+            return fail("too many arguments");
+        for (int i = 0; i < argc; i++)
+            o->pos[o->npos++] = argv[i];
+        return 0;
+    }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || !a[2]) {
@@ -338,7 +360,7 @@ int cli_main(int argc, char **argv)
         usage_all(stderr);
         return 2;
     }
-    for (int i = used; i < argc; i++) {
+    for (int i = used; i < argc && c->npos >= 0; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: %s\n", c->usage);
             if (c->fn == cmd_import) {
@@ -363,32 +385,40 @@ int cli_main(int argc, char **argv)
 
 /* ---- serve ---- */
 
-static int cmd_serve(struct opts *o)
+/* The configuration of `serve`: defaults, then the config file (--config or
+ * SHORTD_CONFIG), the environment, the flags. At the start and on SIGHUP
+ * (serve.h), so a reload reads what the start read. */
+static int load_serve_config(void *arg, struct config *cfg, char *err, size_t errlen)
 {
-    struct config cfg;
-    config_init(&cfg);
-    char err[512];
+    const struct opts *o = arg;
+    config_init(cfg);
     const char *file = opt(o, "config");
     if (!file)
         file = getenv("SHORTD_CONFIG");
     int rc = ERR_OK;
-    if (file && *file)
-        rc = config_load_file(&cfg, file, err, sizeof(err));
+    if (file && *file) {
+        rc = config_load_file(cfg, file, err, errlen);
+        if (rc == ERR_OK)
+            rc = config_set(cfg, "config", file, err, errlen);
+    }
     if (rc == ERR_OK)
-        rc = config_load_env(&cfg, err, sizeof(err));
+        rc = config_load_env(cfg, err, errlen);
     for (int i = 0; rc == ERR_OK && i < o->n; i++)
-        rc = config_set(&cfg, o->name[i], o->value[i] ? o->value[i] : "true", err, sizeof(err));
-    if (rc != ERR_OK) {
-        config_release(&cfg);
+        rc = config_set(cfg, o->name[i], o->value[i] ? o->value[i] : "true", err, errlen);
+    if (rc != ERR_OK)
+        config_release(cfg);
+    return rc;
+}
+
+static int cmd_serve(struct opts *o)
+{
+    struct config cfg;
+    char err[512];
+    if (load_serve_config(o, &cfg, err, sizeof(err)) != ERR_OK)
         return fail("%s", err);
-    }
-    int level = log_level_parse(cfg.log_level);
-    if (level < 0) {
-        config_release(&cfg);
-        return fail("'log-level' must be debug, info, warn, error or off");
-    }
-    log_level = (enum log_level)level;
-    rc = serve_run(&cfg);
+    log_level = (enum log_level)log_level_parse(cfg.log_level);
+    struct serve_reload reload = {load_serve_config, o};
+    int rc = serve_run(&cfg, &reload);
     config_release(&cfg);
     return rc == ERR_OK ? 0 : 1;
 }
@@ -805,7 +835,106 @@ static int cmd_config_example(struct opts *o)
 static int cmd_version(struct opts *o)
 {
     (void)o;
-    printf("shortd %s\n", VERSION);
+    printf("shortd %s (%s)\n", SHORTD_VERSION, SHORTD_COMMIT);
+    return 0;
+}
+
+static int cmd_man(struct opts *o)
+{
+    (void)o;
+    struct man_command cmds[NCOMMANDS];
+    for (int i = 0; i < NCOMMANDS; i++)
+        cmds[i] = (struct man_command){commands[i].name, commands[i].usage};
+    char version[128];
+    snprintf(version, sizeof(version), "%s (%s)", SHORTD_VERSION, SHORTD_COMMIT);
+    manpage_write(stdout, version, cmds, NCOMMANDS);
+    return 0;
+}
+
+/* ---- complete ---- */
+
+static void candidate(const char *prefix, const char *w, size_t n)
+{
+    size_t p = strlen(prefix);
+    if (n >= p && !strncmp(w, prefix, p))
+        printf("%.*s\n", (int)n, w);
+}
+
+/* Each word of a space-separated list, as --word. */
+static void option_candidates(const char *prefix, const char *list)
+{
+    char w[80];
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len && len + 2 < sizeof(w)) {
+            snprintf(w, sizeof(w), "--%.*s", (int)len, p);
+            candidate(prefix, w, strlen(w));
+        }
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+}
+
+static bool takes_value(const struct command *c, const char *arg)
+{
+    if (strncmp(arg, "--", 2) || strchr(arg, '='))
+        return false;
+    if (!strcmp(c->options, "*"))
+        return config_is_setting(arg + 2);
+    return word_in(c->options, arg + 2);
+}
+
+/* The words of the table that can follow words[0..n-1], starting with 'cur'.
+ * Nothing after an option that takes a value: the shell completes a file. */
+static int cmd_complete(struct opts *o)
+{
+    const char *cur = o->npos ? o->pos[o->npos - 1] : "";
+    const char **words = o->pos;
+    int n = o->npos ? o->npos - 1 : 0;
+    if (n == 0) {
+        for (int i = 0; i < NCOMMANDS; i++) {
+            /* A group ("key create", "key list") is one word, once. */
+            size_t len = strcspn(commands[i].name, " ");
+            const char *prev = i ? commands[i - 1].name : "";
+            if (strcspn(prev, " ") != len || strncmp(prev, commands[i].name, len))
+                candidate(cur, commands[i].name, len);
+        }
+        candidate(cur, "--help", 6);
+        candidate(cur, "--version", 9);
+        return 0;
+    }
+    const struct command *c = NULL;
+    int used = 1;
+    for (int i = 0; i < NCOMMANDS && !c; i++) {
+        const char *name = commands[i].name;
+        size_t len = strcspn(name, " ");
+        if (strlen(words[0]) != len || strncmp(name, words[0], len))
+            continue;
+        if (!name[len]) {
+            c = &commands[i];
+        } else if (n == 1) {
+            candidate(cur, name + len + 1, strlen(name + len + 1));
+        } else if (!strcmp(words[1], name + len + 1)) {
+            c = &commands[i];
+            used = 2;
+        }
+    }
+    if (!c || c->npos < 0 || (n > used && takes_value(c, words[n - 1])))
+        return 0;
+    if (*cur && *cur != '-')
+        return 0;
+    option_candidates(cur, c->flags);
+    if (!strcmp(c->options, "*")) {
+        for (size_t i = 0; i < config_count(); i++) {
+            struct config_info s;
+            config_info(i, &s);
+            option_candidates(cur, s.name);
+        }
+    } else {
+        option_candidates(cur, c->options);
+    }
+    candidate(cur, "--help", 6);
     return 0;
 }
 

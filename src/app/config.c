@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/log.h"
 #include "base/banned.h"
 
 enum ctype { C_STR, C_INT, C_BOOL, C_RATE };
@@ -23,114 +24,129 @@ struct setting {
     const char *def; /* NULL: unset */
     int64_t min, max;
     const char *help;
+    unsigned flags;
 };
+
+/* Read again on SIGHUP and applied while serving (serve.c); every other
+ * setting takes effect at the next start. */
+#define S_LIVE (1u << 0)
 
 #define F(f) offsetof(struct config, f)
 
 static const struct setting settings[] = {
-    /* name              type    field                  default       min  max        help */
-    {"listen", C_STR, F(listen), "127.0.0.1:8080", 0, 0, "address and port to serve on"},
-    {"db", C_STR, F(db), "data/shortd.db", 0, 0, "SQLite database file"},
-    {"store", C_STR, F(store), NULL, 0, 0, "store URL (sqlite:PATH); overrides db"},
-    {"base-url", C_STR, F(base_url), NULL, 0, 0,
-     "start of every short URL (default http://LISTEN)"},
+    /* name              type    field                  default       min  max        help  flags */
+    {"listen", C_STR, F(listen), "127.0.0.1:8080", 0, 0, "address and port to serve on", 0},
+    {"db", C_STR, F(db), "data/shortd.db", 0, 0, "SQLite database file", 0},
+    {"store", C_STR, F(store), NULL, 0, 0, "store URL (sqlite:PATH); overrides db", 0},
+    {"base-url", C_STR, F(base_url), NULL, 0, 0, "start of every short URL (default http://LISTEN)",
+     0},
     {"hosts", C_STR, F(hosts), NULL, 0, 0,
      "default short hosts, comma-separated; when set, any other host (apart from a link's own "
-     "domain) answers 404 (default: every host)"},
-    {"home", C_STR, F(home), "/dashboard", 0, 0, "where GET / redirects"},
-    {"log-level", C_STR, F(log_level), "info", 0, 0, "debug, info, warn, error or off"},
-    {"config", C_STR, F(config), NULL, 0, 0, "a file of key = value lines"},
+     "domain) answers 404 (default: every host)",
+     0},
+    {"home", C_STR, F(home), "/dashboard", 0, 0, "where GET / redirects", 0},
+    {"log-level", C_STR, F(log_level), "info", 0, 0, "debug, info, warn, error or off", S_LIVE},
+    {"config", C_STR, F(config), NULL, 0, 0, "a file of key = value lines", 0},
     {"cache", C_STR, F(cache), NULL, 0, 0,
-     "redis://HOST:PORT of a shared cache in front of a postgres:// store"},
+     "redis://HOST:PORT of a shared cache in front of a postgres:// store", 0},
     {"node-id", C_STR, F(node_id), NULL, 0, 0,
-     "this node's name in logs and metrics (default: host name)"},
+     "this node's name in logs and metrics (default: host name)", 0},
     {"cache-timeout-ms", C_INT, F(cache_timeout_ms), "50", 1, 10000,
-     "milliseconds any call to the shared cache may take before it is skipped"},
+     "milliseconds any call to the shared cache may take before it is skipped", 0},
     {"journal", C_STR, F(journal), NULL, 0, 0,
-     "click journal directory (default: the database path + .clicks)"},
+     "click journal directory (default: the database path + .clicks)", 0},
     {"country-header", C_STR, F(country_header), "CF-IPCountry", 0, 0,
-     "request header a CDN puts the client's country in (believed from trusted-proxies only)"},
+     "request header a CDN puts the client's country in (believed from trusted-proxies only)", 0},
     {"geoip-db", C_STR, F(geoip_db), NULL, 0, 0,
-     "MaxMind country database; when set, it decides the country instead of the header"},
-    {"threads", C_INT, F(threads), "0", 0, 256, "event-loop threads (0: one per core)"},
+     "MaxMind country database; when set, it decides the country instead of the header", 0},
+    {"threads", C_INT, F(threads), "0", 0, 256, "event-loop threads (0: one per core)", 0},
     {"store-threads", C_INT, F(store_threads), "4", 1, 256,
-     "threads that serve requests needing the store, and half as many for a redirect's misses"},
+     "threads that serve requests needing the store, and half as many for a redirect's misses", 0},
     {"store-queue", C_INT, F(store_queue), "1024", 1, 1000000,
-     "requests waiting for store threads at most, per pool; beyond, 503 at once"},
+     "requests waiting for store threads at most, per pool; beyond, 503 at once", 0},
     {"store-timeout-ms", C_INT, F(store_timeout_ms), "1000", 10, 60000,
-     "milliseconds a request waits for the store before it is answered 503"},
+     "milliseconds a request waits for the store before it is answered 503", 0},
     {"heavy-reads-per-key", C_INT, F(heavy_reads_per_key), "2", 1, 1000,
-     "searches (q=) and exports one API key may run at once; beyond, 429"},
+     "searches (q=) and exports one API key may run at once; beyond, 429", 0},
     {"search-page-rows", C_INT, F(search_page_rows), "10000", 100, 10000000,
-     "links a filtered list (q= or tag=) reads for one page at most; the Link header goes on"},
+     "links a filtered list (q= or tag=) reads for one page at most; the Link header goes on", 0},
     {"yourls-timestamp-window", C_INT, F(yourls_timestamp_window), "43200", 1, 31536000,
      "seconds a YOURLS timestamped signature's timestamp may be from now, either way "
-     "(YOURLS_NONCE_LIFE)"},
+     "(YOURLS_NONCE_LIFE)",
+     0},
     {"takeover", C_BOOL, F(takeover), "false", 0, 1,
      "listen beside a server already on the address instead of refusing to start "
-     "(a restart without downtime)"},
-    {"max-connections", C_INT, F(max_connections), "10000", 1, 1000000, "open connections at most"},
+     "(a restart without downtime)",
+     0},
+    {"max-connections", C_INT, F(max_connections), "10000", 1, 1000000, "open connections at most",
+     0},
     {"max-connections-per-addr", C_INT, F(max_connections_per_addr), "1000", 1, 1000000,
-     "open connections from one client address (an IPv6 /64) at most; trusted proxies are exempt"},
+     "open connections from one client address (an IPv6 /64) at most; trusted proxies are exempt",
+     0},
     {"max-header-bytes", C_INT, F(max_header_bytes), "16384", 1024, 1048576,
-     "request line and headers at most (431)"},
+     "request line and headers at most (431)", 0},
     {"max-target-bytes", C_INT, F(max_target_bytes), "4096", 64, 1048576,
-     "request target at most (414)"},
+     "request target at most (414)", 0},
     {"max-body-bytes", C_INT, F(max_body_bytes), "1048576", 1024, 1073741824,
-     "request body at most (413)"},
-    {"header-timeout", C_INT, F(header_timeout), "10", 1, 3600, "seconds to receive the headers"},
-    {"body-timeout", C_INT, F(body_timeout), "30", 1, 3600, "seconds to receive the body"},
-    {"idle-timeout", C_INT, F(idle_timeout), "60", 1, 86400, "seconds an idle keep-alive lasts"},
+     "request body at most (413)", 0},
+    {"header-timeout", C_INT, F(header_timeout), "10", 1, 3600, "seconds to receive the headers",
+     0},
+    {"body-timeout", C_INT, F(body_timeout), "30", 1, 3600, "seconds to receive the body", 0},
+    {"idle-timeout", C_INT, F(idle_timeout), "60", 1, 86400, "seconds an idle keep-alive lasts", 0},
     {"send-timeout", C_INT, F(send_timeout), "60", 1, 3600,
-     "seconds a write may wait for the client to take data (then the connection is closed)"},
+     "seconds a write may wait for the client to take data (then the connection is closed)", 0},
     {"cache-size", C_INT, F(cache_size), "10000000", 0, 1000000000,
-     "links kept in the redirect cache"},
+     "links kept in the redirect cache", 0},
     {"miss-ttl", C_INT, F(miss_ttl), "1000", 0, 3600000,
-     "milliseconds an unknown code is cached as unknown"},
+     "milliseconds an unknown code is cached as unknown", 0},
     {"pass-query", C_BOOL, F(pass_query), "true", 0, 1,
-     "append the request's query string to the destination"},
+     "append the request's query string to the destination", 0},
     {"permanent-max-age", C_INT, F(permanent_max_age), "86400", 0, 31536000,
-     "Cache-Control max-age of a 301 for permanent links"},
+     "Cache-Control max-age of a 301 for permanent links", 0},
     {"idempotency-ttl", C_INT, F(idempotency_ttl), "86400", 60, 31536000,
-     "seconds an Idempotency-Key is remembered"},
+     "seconds an Idempotency-Key is remembered", 0},
     {"click-flush-ms", C_INT, F(click_flush_ms), "1000", 10, 60000,
-     "milliseconds between writes of click counters to the store"},
+     "milliseconds between writes of click counters to the store", 0},
     {"journal-sync-ms", C_INT, F(journal_sync_ms), "20", 1, 1000,
-     "milliseconds between syncs of the click journal: what a crash can lose"},
+     "milliseconds between syncs of the click journal: what a crash can lose", 0},
     {"background-nice", C_INT, F(background_nice), "19", 0, 19,
-     "how much lower the priority of folding clicks is than serving"},
+     "how much lower the priority of folding clicks is than serving", 0},
     {"background-idle", C_BOOL, F(background_idle), "false", 0, 1,
      "fold and store clicks only on a core nothing else wants (SCHED_IDLE); "
-     "a busy neighbour then stalls them"},
+     "a busy neighbour then stalls them",
+     0},
     {"loop-slice-us", C_INT, F(loop_slice_us), "100", 0, 100000,
-     "time slice the event loops ask the kernel for, in microseconds; 0: the kernel's"},
+     "time slice the event loops ask the kernel for, in microseconds; 0: the kernel's", 0},
     {"retention-days", C_INT, F(retention_days), "400", 1, 36500,
-     "days per-day analytics are kept (all-time totals are kept for ever)"},
-    {"ua-cache", C_INT, F(ua_cache), "10000", 16, 10000000, "classified user agents remembered"},
-    {"commit-batch", C_INT, F(commit_batch), "2000", 1, 100000, "most writes in one group commit"},
+     "days per-day analytics are kept (all-time totals are kept for ever)", S_LIVE},
+    {"ua-cache", C_INT, F(ua_cache), "10000", 16, 10000000, "classified user agents remembered", 0},
+    {"commit-batch", C_INT, F(commit_batch), "2000", 1, 100000, "most writes in one group commit",
+     0},
     {"sweep-interval", C_INT, F(sweep_interval), "60", 1, 86400,
-     "seconds between sweeps of expired data"},
+     "seconds between sweeps of expired data", S_LIVE},
     {"sweep-grace", C_INT, F(sweep_grace), "604800", 0, 315360000,
-     "seconds an expired link keeps its URL and title before the sweeper removes them"},
-    {"sweep-batch", C_INT, F(sweep_batch), "1000", 1, 100000, "links swept per transaction"},
+     "seconds an expired link keeps its URL and title before the sweeper removes them", S_LIVE},
+    {"sweep-batch", C_INT, F(sweep_batch), "1000", 1, 100000, "links swept per transaction",
+     S_LIVE},
     {"trusted-proxies", C_STR, F(trusted_proxies), NULL, 0, 0,
-     "CIDRs of proxies whose X-Forwarded-For is believed, comma separated (default: none)"},
+     "CIDRs of proxies whose X-Forwarded-For is believed, comma separated (default: none)", 0},
     {"cors-origins", C_STR, F(cors_origins), NULL, 0, 0,
      "origins (SCHEME://HOST[:PORT]) whose web pages may call the API, comma separated, or * "
-     "for any (default: none)"},
+     "for any (default: none)",
+     0},
     {"rate-auth", C_RATE, F(rate_auth), "20/60", 0, 0,
-     "API requests without a valid key per client address: LIMIT/SECONDS, or off"},
+     "API requests without a valid key per client address: LIMIT/SECONDS, or off", S_LIVE},
     {"rate-password", C_RATE, F(rate_password), "5/60", 0, 0,
-     "password attempts per client address and link"},
+     "password attempts per client address and link", S_LIVE},
     {"rate-password-client", C_RATE, F(rate_password_client), "30/60", 0, 0,
-     "password attempts per client address over all links"},
+     "password attempts per client address over all links", S_LIVE},
     {"rate-create-addr", C_RATE, F(rate_create_addr), "off", 0, 0,
-     "creates (POST /api/links, bulk) per client address"},
-    {"rate-create-key", C_RATE, F(rate_create_key), "off", 0, 0, "creates per API key"},
+     "creates (POST /api/links, bulk) per client address", S_LIVE},
+    {"rate-create-key", C_RATE, F(rate_create_key), "off", 0, 0, "creates per API key", S_LIVE},
     {"rate-read-addr", C_RATE, F(rate_read_addr), "off", 0, 0,
-     "other authenticated API requests per client address"},
+     "other authenticated API requests per client address", S_LIVE},
     {"rate-read-key", C_RATE, F(rate_read_key), "off", 0, 0,
-     "other authenticated API requests per API key"},
+     "other authenticated API requests per API key", S_LIVE},
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -180,6 +196,11 @@ static int set(struct config *c, const struct setting *s, const char *value, cha
 {
     char *base = (char *)c;
     if (s->type == C_STR) {
+        if (value && !strcmp(s->name, "log-level") && log_level_parse(value) < 0) {
+            snprintf(err, errlen, "'log-level' must be debug, info, warn, error or off, not '%s'",
+                     value);
+            return ERR_INVALID;
+        }
         char **field = (char **)(base + s->off);
         free(*field);
         *field = value ? xstrdup(value) : NULL;
@@ -315,19 +336,93 @@ int config_load_env(struct config *c, char *err, size_t errlen)
     return ERR_OK;
 }
 
+static const char *type_name(enum ctype t)
+{
+    return t == C_STR ? "TEXT" : t == C_BOOL ? "BOOL" : t == C_RATE ? "N/SECONDS" : "N";
+}
+
+size_t config_count(void) { return NSETTINGS; }
+
+void config_info(size_t i, struct config_info *out)
+{
+    const struct setting *s = &settings[i];
+    *out = (struct config_info){.name = s->name,
+                                .type = type_name(s->type),
+                                .def = s->def,
+                                .help = s->help,
+                                .min = s->min,
+                                .max = s->max,
+                                .live = (s->flags & S_LIVE) != 0};
+}
+
+void config_copy(struct config *dst, const struct config *src)
+{
+    *dst = *src;
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        if (settings[i].type != C_STR)
+            continue;
+        char **field = (char **)((char *)dst + settings[i].off);
+        if (*field)
+            *field = xstrdup(*field);
+    }
+}
+
+static bool same(const struct config *a, const struct config *b, const struct setting *s)
+{
+    const char *pa = (const char *)a + s->off, *pb = (const char *)b + s->off;
+    if (s->type == C_STR) {
+        const char *x = *(char *const *)pa, *y = *(char *const *)pb;
+        return x == y || (x && y && !strcmp(x, y));
+    }
+    if (s->type == C_RATE) {
+        const struct config_rate *x = (const void *)pa, *y = (const void *)pb;
+        return x->limit == y->limit && x->window == y->window;
+    }
+    return *(const int64_t *)pa == *(const int64_t *)pb;
+}
+
+int config_reload(struct config *running, const struct config *was, const struct config *next,
+                  void (*restart)(const char *name, void *arg), void *arg)
+{
+    int changed = 0;
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const struct setting *s = &settings[i];
+        if (!strcmp(s->name, "config") || same(was, next, s))
+            continue;
+        if (!(s->flags & S_LIVE)) {
+            restart(s->name, arg);
+            continue;
+        }
+        char *to = (char *)running + s->off;
+        const char *from = (const char *)next + s->off;
+        if (s->type == C_STR) {
+            char **field = (char **)to;
+            const char *v = *(char *const *)from;
+            free(*field);
+            *field = v ? xstrdup(v) : NULL;
+        } else if (s->type == C_RATE) {
+            memcpy(to, from, sizeof(struct config_rate));
+        } else {
+            memcpy(to, from, sizeof(int64_t));
+        }
+        changed++;
+    }
+    return changed;
+}
+
+#define LIVE_NOTE "; changes on SIGHUP"
+
 void config_print_help(FILE *f)
 {
     for (size_t i = 0; i < NSETTINGS; i++) {
         const struct setting *s = &settings[i];
         char flag[64];
-        snprintf(flag, sizeof(flag), "--%s %s", s->name,
-                 s->type == C_STR    ? "TEXT"
-                 : s->type == C_BOOL ? "BOOL"
-                 : s->type == C_RATE ? "N/SECONDS"
-                                     : "N");
+        snprintf(flag, sizeof(flag), "--%s %s", s->name, type_name(s->type));
         fprintf(f, "  %-26s %s", flag, s->help);
         if (s->def)
-            fprintf(f, " (default: %s)", s->def);
+            fprintf(f, " (default: %s%s)", s->def, s->flags & S_LIVE ? LIVE_NOTE : "");
+        else if (s->flags & S_LIVE)
+            fprintf(f, " (changes on SIGHUP)");
         fputc('\n', f);
     }
 }
@@ -337,13 +432,15 @@ void config_print_example(FILE *f)
     fputs("# shortd.conf.example - every setting of `shortd serve` with its default.\n"
           "# Lines are `key = value`; keys are the long flag names. Precedence, highest\n"
           "# first: a flag, the environment (SHORTD_ + KEY with '-' as '_'), this file.\n"
+          "# SIGHUP makes a running server read this file again: the settings marked\n"
+          "# (live) change at once, the others at the next start.\n"
           "# Generated by `shortd config example`; a unit test keeps it in step.\n",
           f);
     for (size_t i = 0; i < NSETTINGS; i++) {
         const struct setting *s = &settings[i];
         if (!strcmp(s->name, "config"))
             continue;
-        fprintf(f, "\n# %s\n", s->help);
+        fprintf(f, "\n# %s%s\n", s->help, s->flags & S_LIVE ? " (live)" : "");
         if (s->def)
             fprintf(f, "%s = %s\n", s->name, s->def);
         else

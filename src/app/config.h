@@ -87,6 +87,29 @@ int config_load_env(struct config *c, char *err, size_t errlen);
 
 bool config_is_setting(const char *name);
 
+/* The table, setting by setting (0 <= i < config_count()), for the help, the
+ * man page and the shell completion. */
+struct config_info {
+    const char *name;
+    const char *type; /* TEXT, N, BOOL or N/SECONDS */
+    const char *def;  /* NULL: unset */
+    const char *help;
+    int64_t min, max; /* bounds of an N */
+    bool live;        /* applied by a running server on SIGHUP (config_reload) */
+};
+size_t config_count(void);
+void config_info(size_t i, struct config_info *out);
+
+/* A deep copy; release it with config_release. */
+void config_copy(struct config *dst, const struct config *src);
+
+/* SIGHUP: 'next' is the configuration read again, 'was' the one read before.
+ * Copies into 'running' each live setting whose value differs between the
+ * two, and calls 'restart' with the name of every other setting that does.
+ * Returns how many live settings changed. */
+int config_reload(struct config *running, const struct config *was, const struct config *next,
+                  void (*restart)(const char *name, void *arg), void *arg);
+
 /* Writes "  --name VALUE   help (default: X)" lines, and the example file. */
 void config_print_help(FILE *f);
 void config_print_example(FILE *f);

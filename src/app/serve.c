@@ -5,7 +5,8 @@
  *
  * DESIGN
  * The main thread owns signals (blocked in every other thread, taken with
- * sigtimedwait) and housekeeping, once a second: the sweeper of expired data
+ * sigtimedwait: SIGTERM and SIGINT stop, SIGHUP reloads the configuration)
+ * and housekeeping, once a second: the sweeper of expired data
  * and old idempotency keys; and every GENERATION_CHECK_MS a check of the
  * store's change generation, which CLI commands bump so that a link they
  * change or a key they revoke is not served from a cache for longer.
@@ -288,6 +289,43 @@ static void self_hosts(const struct config *cfg, struct buf hosts[2], const char
     out[n] = NULL;
 }
 
+static void log_restart(const char *name, void *arg)
+{
+    (void)arg;
+    log_at(LOG_WARN, "setting '%s' changed; it takes effect at the next start", name);
+}
+
+/* SIGHUP: the configuration read again. Live settings are applied here, on
+ * the main thread: the log level and the rate limits (atomics that every
+ * thread reads), and the sweeper's and retention's settings (this thread's
+ * alone). A bad file changes nothing. 'was' is the configuration as last
+ * read (before serve_run filled in its defaults), to tell what changed. */
+static void reload(struct app *app, const struct serve_reload *rl, struct config *was)
+{
+    struct config next;
+    char err[512];
+    if (!rl) {
+        log_at(LOG_WARN, "SIGHUP: nothing to reload");
+        return;
+    }
+    if (rl->load(rl->arg, &next, err, sizeof(err)) != ERR_OK) {
+        log_at(LOG_ERROR, "cannot reload the configuration: %s; nothing changed", err);
+        return;
+    }
+    int live = config_reload(&app->cfg, was, &next, log_restart, NULL);
+    config_release(was);
+    *was = next;
+    int level = log_level_parse(app->cfg.log_level); /* checked by load */
+    if (level >= 0)
+        atomic_store(&log_level, (enum log_level)level);
+    struct config_rate limits[RL_NCLASSES];
+    ratelimit_limits(&app->cfg, limits);
+    ratelimit_set_limits(app->ratelimit, limits);
+    log_at(LOG_INFO, "reloaded the configuration%s%s%s: %d live setting%s changed",
+           app->cfg.config ? " from '" : "", app->cfg.config ? app->cfg.config : "",
+           app->cfg.config ? "'" : "", live, live == 1 ? "" : "s");
+}
+
 /* For /metrics (app.h). */
 static void count_links(struct app *app)
 {
@@ -296,11 +334,13 @@ static void count_links(struct app *app)
         atomic_store(&app->links_counted, links);
 }
 
-int serve_run(struct config *cfg)
+int serve_run(struct config *cfg, const struct serve_reload *reloader)
 {
     struct app app;
     memset(&app, 0, sizeof(app));
     atomic_store(&app.links_counted, -1);
+    struct config was; /* as read: what a reload compares with */
+    config_copy(&was, cfg);
     app.cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg)); /* app owns the strings now */
     int rc = ERR_IO;
@@ -324,6 +364,7 @@ int serve_run(struct config *cfg)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -444,6 +485,8 @@ int serve_run(struct config *cfg)
             log_at(LOG_INFO, "stopping on signal %d", sig);
             break;
         }
+        if (sig == SIGHUP)
+            reload(&app, reloader, &was);
         int64_t now = now_ms(), mono = mono_ms();
         /* A store that does not answer changes nothing: clearing the cache
          * then would send every cached link to the store that is down. */
@@ -510,6 +553,7 @@ out:
     buf_release(&hostbufs[0]);
     buf_release(&hostbufs[1]);
     config_release(&app.cfg);
+    config_release(&was);
     if (rc == ERR_OK)
         log_at(LOG_INFO, "stopped");
     return rc;

@@ -11,7 +11,7 @@
 #include "base/timeutil.h"
 #include "base/banned.h"
 
-enum log_level log_level = LOG_INFO;
+_Atomic(enum log_level) log_level = LOG_INFO;
 
 static const char *const names[] = {"debug", "info", "warn", "error", "off"};
 

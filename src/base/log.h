@@ -4,14 +4,17 @@
 #ifndef SHORTD_LOG_H
 #define SHORTD_LOG_H
 
+#include <stdatomic.h>
+
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR, LOG_OFF };
 
-extern enum log_level log_level;
+/* Set at start-up, and again on SIGHUP (serve.c) while any thread logs. */
+extern _Atomic(enum log_level) log_level;
 
 /* Checks the level before evaluating the arguments. */
 #define log_at(lvl, ...)                                                                           \
     do {                                                                                           \
-        if ((lvl) >= log_level)                                                                    \
+        if ((lvl) >= atomic_load_explicit(&log_level, memory_order_relaxed))                       \
             log_write((lvl), __VA_ARGS__);                                                         \
     } while (0)
 

@@ -23,6 +23,7 @@
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,8 +70,17 @@ struct shard {
     struct slot slots[SHARD_SLOTS];
 };
 
+/* The limits in force, one immutable set: ratelimit_set_limits (SIGHUP)
+ * publishes a new one whole, so that a take reads a limit and its window from
+ * the same set. A replaced set stays allocated, on the new one's 'older',
+ * until ratelimit_free: a take may still be reading it, and reloads are rare. */
+struct limit_set {
+    struct config_rate r[RL_NCLASSES];
+    struct limit_set *older;
+};
+
 struct ratelimit {
-    struct config_rate limits[RL_NCLASSES];
+    _Atomic(struct limit_set *) limits;
     uint8_t secret[RL_SECRET_BYTES];
     struct rcache *shared; /* NULL: this node only */
     struct shard *shards;  /* NSHARDS */
@@ -149,9 +159,15 @@ static struct shard *shard_of(struct ratelimit *rl, const uint8_t h[HASH_BYTES],
     return &rl->shards[a % NSHARDS];
 }
 
+/* The limit of class 'c' now. */
+static struct config_rate limit_of(const struct ratelimit *rl, int c)
+{
+    return atomic_load_explicit(&rl->limits, memory_order_acquire)->r[c];
+}
+
 static int64_t window_ms_of(const struct ratelimit *rl, int cls)
 {
-    return rl->limits[cls].window * 1000;
+    return limit_of(rl, cls).window * 1000;
 }
 
 /* Moves a slot's counts to window 'w'. */
@@ -209,16 +225,16 @@ static struct slot *claim(const struct ratelimit *rl, struct shard *sh, uint32_t
     return victim;
 }
 
-static bool local_take(struct ratelimit *rl, enum rl_class c, const uint8_t h[HASH_BYTES],
-                       int64_t now, struct rl_info *info)
+static bool local_take(struct ratelimit *rl, enum rl_class c, struct config_rate lim,
+                       const uint8_t h[HASH_BYTES], int64_t now, struct rl_info *info)
 {
-    int64_t W = window_ms_of(rl, c);
+    int64_t W = lim.window * 1000;
     uint32_t start;
     struct shard *sh = shard_of(rl, h, &start);
     pthread_mutex_lock(&sh->mu);
     struct slot *s = claim(rl, sh, start, h, c, now);
     roll(s, now / W);
-    bool ok = ratelimit_decide(rl->limits[c].limit, W, s->prev, s->cur, now % W, info);
+    bool ok = ratelimit_decide(lim.limit, W, s->prev, s->cur, now % W, info);
     if (ok && s->cur < UINT32_MAX)
         s->cur++;
     pthread_mutex_unlock(&sh->mu);
@@ -240,16 +256,16 @@ static void local_block(struct ratelimit *rl, enum rl_class c, const uint8_t h[H
 /* ---- Redis ---- */
 
 /* ERR_OK with the verdict and 'info', or ERR_BUSY: the local table decides. */
-static int shared_take(struct ratelimit *rl, enum rl_class c, const uint8_t h[HASH_BYTES],
+static int shared_take(struct ratelimit *rl, struct config_rate lim, const uint8_t h[HASH_BYTES],
                        int64_t now, struct rl_info *info, bool *ok)
 {
-    int64_t W = window_ms_of(rl, c), w = now / W, e = now % W;
+    int64_t W = lim.window * 1000, w = now / W, e = now % W;
     char hex[HASH_BYTES * 2 + 1];
     sodium_bin2hex(hex, sizeof(hex), h, HASH_BYTES);
     char cur[64], prev[64], limit[24], win[24], el[24];
     snprintf(cur, sizeof(cur), KEY_PREFIX "%s:%" PRId64, hex, w);
     snprintf(prev, sizeof(prev), KEY_PREFIX "%s:%" PRId64, hex, w - 1);
-    snprintf(limit, sizeof(limit), "%" PRId64, rl->limits[c].limit);
+    snprintf(limit, sizeof(limit), "%" PRId64, lim.limit);
     snprintf(win, sizeof(win), "%" PRId64, W);
     snprintf(el, sizeof(el), "%" PRId64, e);
     const char *argv[] = {"EVAL", SCRIPT, "2", cur, prev, limit, win, el};
@@ -262,8 +278,7 @@ static int shared_take(struct ratelimit *rl, enum rl_class c, const uint8_t h[HA
         rep->element[0]->type == REDIS_REPLY_INTEGER &&
         rep->element[1]->type == REDIS_REPLY_INTEGER &&
         rep->element[2]->type == REDIS_REPLY_INTEGER) {
-        ratelimit_decide(rl->limits[c].limit, W, rep->element[1]->integer, rep->element[2]->integer,
-                         e, info);
+        ratelimit_decide(lim.limit, W, rep->element[1]->integer, rep->element[2]->integer, e, info);
         *ok = rep->element[0]->integer == 1;
         if (*ok)
             info->retry_after = 0;
@@ -281,7 +296,7 @@ static int shared_take(struct ratelimit *rl, enum rl_class c, const uint8_t h[HA
 
 bool ratelimit_enabled(const struct ratelimit *rl, enum rl_class c)
 {
-    return rl && c < RL_NCLASSES && rl->limits[c].limit > 0;
+    return rl && c < RL_NCLASSES && limit_of(rl, c).limit > 0;
 }
 
 static void unlimited(struct rl_info *info) { memset(info, 0, sizeof(*info)); }
@@ -289,7 +304,10 @@ static void unlimited(struct rl_info *info) { memset(info, 0, sizeof(*info)); }
 bool ratelimit_take(struct ratelimit *rl, enum rl_class c, const void *key, size_t n,
                     int64_t now_ms, struct rl_info *info)
 {
-    if (!ratelimit_enabled(rl, c)) {
+    struct config_rate lim = {0};
+    if (ratelimit_enabled(rl, c))
+        lim = limit_of(rl, c); /* one set for the whole take */
+    if (lim.limit <= 0) {
         unlimited(info);
         return true;
     }
@@ -297,25 +315,28 @@ bool ratelimit_take(struct ratelimit *rl, enum rl_class c, const void *key, size
     hash_key(rl, c, key, n, h);
     if (rl->shared) {
         bool ok = false;
-        if (shared_take(rl, c, h, now_ms, info, &ok) == ERR_OK) {
+        if (shared_take(rl, lim, h, now_ms, info, &ok) == ERR_OK) {
             if (!ok)
                 local_block(rl, c, h, now_ms, now_ms + info->retry_after * 1000);
             return ok;
         }
     }
-    return local_take(rl, c, h, now_ms, info);
+    return local_take(rl, c, lim, h, now_ms, info);
 }
 
 bool ratelimit_peek(struct ratelimit *rl, enum rl_class c, const void *key, size_t n,
                     int64_t now_ms, struct rl_info *info)
 {
-    if (!ratelimit_enabled(rl, c)) {
+    struct config_rate lim = {0};
+    if (ratelimit_enabled(rl, c))
+        lim = limit_of(rl, c);
+    if (lim.limit <= 0) {
         unlimited(info);
         return true;
     }
     uint8_t h[HASH_BYTES];
     hash_key(rl, c, key, n, h);
-    int64_t W = window_ms_of(rl, c), w = now_ms / W;
+    int64_t W = lim.window * 1000, w = now_ms / W;
     uint32_t start;
     struct shard *sh = shard_of(rl, h, &start);
     pthread_mutex_lock(&sh->mu);
@@ -323,7 +344,7 @@ bool ratelimit_peek(struct ratelimit *rl, enum rl_class c, const void *key, size
     struct slot copy = s ? *s : (struct slot){0};
     pthread_mutex_unlock(&sh->mu);
     roll(&copy, w);
-    bool ok = ratelimit_decide(rl->limits[c].limit, W, copy.prev, copy.cur, now_ms % W, info);
+    bool ok = ratelimit_decide(lim.limit, W, copy.prev, copy.cur, now_ms % W, info);
     if (ok) { /* a peek counts nothing: say what is left before this request */
         info->remaining = info->remaining + 1 > info->limit ? info->limit : info->remaining + 1;
     }
@@ -401,10 +422,8 @@ struct ratelimit *ratelimit_new(const struct config_rate limits[RL_NCLASSES],
     struct ratelimit *rl = calloc(1, sizeof(*rl));
     if (!rl)
         abort();
-    memcpy(rl->limits, limits, sizeof(rl->limits));
-    for (int i = 0; i < RL_NCLASSES; i++)
-        if (rl->limits[i].window < 1)
-            rl->limits[i].window = 60;
+    atomic_init(&rl->limits, NULL);
+    ratelimit_set_limits(rl, limits);
     memcpy(rl->secret, secret, RL_SECRET_BYTES);
     rl->shared = shared;
     rl->shards = calloc(NSHARDS, sizeof(*rl->shards));
@@ -415,10 +434,27 @@ struct ratelimit *ratelimit_new(const struct config_rate limits[RL_NCLASSES],
     return rl;
 }
 
+void ratelimit_set_limits(struct ratelimit *rl, const struct config_rate limits[RL_NCLASSES])
+{
+    struct limit_set *l = calloc(1, sizeof(*l));
+    if (!l)
+        abort();
+    memcpy(l->r, limits, sizeof(l->r));
+    for (int i = 0; i < RL_NCLASSES; i++)
+        if (l->r[i].window < 1)
+            l->r[i].window = 60;
+    l->older = atomic_load(&rl->limits);
+    atomic_store_explicit(&rl->limits, l, memory_order_release);
+}
+
 void ratelimit_free(struct ratelimit *rl)
 {
     if (!rl)
         return;
+    for (struct limit_set *l = atomic_load(&rl->limits), *older; l; l = older) {
+        older = l->older;
+        free(l);
+    }
     for (int i = 0; i < NSHARDS; i++)
         pthread_mutex_destroy(&rl->shards[i].mu);
     free(rl->shards);

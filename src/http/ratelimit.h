@@ -78,6 +78,10 @@ struct rl_info {
 struct ratelimit *ratelimit_new(const struct config_rate limits[RL_NCLASSES],
                                 const uint8_t secret[RL_SECRET_BYTES], struct rcache *shared);
 void ratelimit_free(struct ratelimit *rl); /* NULL is fine */
+/* Replaces the limits (SIGHUP, on the main thread; one caller at a time)
+ * while any thread takes: each take uses the old set or the new one whole.
+ * Counts so far are kept. */
+void ratelimit_set_limits(struct ratelimit *rl, const struct config_rate limits[RL_NCLASSES]);
 /* The limits of a config, by class. */
 void ratelimit_limits(const struct config *cfg, struct config_rate out[RL_NCLASSES]);
 /* Reads the per-install secret from meta, or creates it (one wins among

@@ -76,6 +76,7 @@
     X(clamp_utf8)                                                                                  \
     X(config_example_file)                                                                         \
     X(config_sources)                                                                              \
+    X(config_reload)                                                                               \
     X(fuzzfound_config_long_lines)                                                                 \
     X(geo_lookups)                                                                                 \
     X(geo_unknown_inputs)                                                                          \
@@ -155,6 +156,7 @@
     X(ratelimit_memory)                                                                            \
     X(ratelimit_bounded)                                                                           \
     X(ratelimit_threads)                                                                           \
+    X(ratelimit_reload)                                                                            \
     X(ratelimit_password)                                                                          \
     X(ratelimit_redis)                                                                             \
     X(bus_redis_killed)                                                                            \

@@ -99,3 +99,52 @@ void test_config_sources(void)
     unlink(path);
     config_release(&c);
 }
+
+struct restarts {
+    char names[256];
+};
+
+static void note_restart(const char *name, void *arg)
+{
+    struct restarts *r = arg;
+    size_t n = strlen(r->names);
+    snprintf(r->names + n, sizeof(r->names) - n, "%s%s", n ? " " : "", name);
+}
+
+/* SIGHUP's diff: live settings copied into the running configuration, the
+ * others named and left alone, unchanged ones neither. */
+void test_config_reload(void)
+{
+    struct config was, next, running;
+    char err[256];
+    config_init(&was);
+    config_init(&next);
+    CHECK_EQ_INT(config_set(&was, "threads", "2", err, sizeof(err)), ERR_OK);
+    config_copy(&running, &was);
+    CHECK_EQ_INT(config_set(&running, "base-url", "http://filled.in", err, sizeof(err)), ERR_OK);
+    CHECK_EQ_INT(config_set(&next, "threads", "3", err, sizeof(err)), ERR_OK);
+    CHECK_EQ_INT(config_set(&next, "rate-auth", "5/30", err, sizeof(err)), ERR_OK);
+    CHECK_EQ_INT(config_set(&next, "log-level", "debug", err, sizeof(err)), ERR_OK);
+    CHECK_EQ_INT(config_set(&next, "listen", "127.0.0.1:9", err, sizeof(err)), ERR_OK);
+    CHECK_EQ_INT(config_set(&next, "retention-days", "30", err, sizeof(err)), ERR_OK);
+    struct restarts r = {""};
+    CHECK_EQ_INT(config_reload(&running, &was, &next, note_restart, &r), 3);
+    CHECK_EQ_STR(r.names, "listen threads");
+    CHECK_EQ_INT(running.rate_auth.limit, 5);
+    CHECK_EQ_INT(running.rate_auth.window, 30);
+    CHECK_EQ_STR(running.log_level, "debug");
+    CHECK_EQ_INT(running.retention_days, 30);
+    CHECK_EQ_INT(running.threads, 2);
+    CHECK_EQ_STR(running.listen, "127.0.0.1:8080");
+    CHECK_EQ_STR(running.base_url, "http://filled.in"); /* not in the file: kept */
+    /* The same again: nothing changed. */
+    r.names[0] = '\0';
+    CHECK_EQ_INT(config_reload(&running, &next, &next, note_restart, &r), 0);
+    CHECK_EQ_STR(r.names, "");
+    /* A bad log level is refused where it is set, with the value. */
+    CHECK_EQ_INT(config_set(&next, "log-level", "loud", err, sizeof(err)), ERR_INVALID);
+    CHECK(strstr(err, "'loud'") != NULL);
+    config_release(&was);
+    config_release(&next);
+    config_release(&running);
+}

@@ -182,6 +182,55 @@ void test_ratelimit_threads(void)
     ratelimit_free(rl);
 }
 
+/* SIGHUP's new limits: counts so far are kept, a class can be turned off and
+ * on, and takes on other threads see one set or the other whole. */
+void test_ratelimit_reload(void)
+{
+    struct ratelimit *rl = limiter(3, 60, NULL);
+    int64_t t0 = 1700000000000LL - 1700000000000LL % 60000 + 1000;
+    struct rl_info in;
+    int ok = 0;
+    for (int i = 0; i < 5; i++)
+        ok += ratelimit_take(rl, RL_AUTH, "addr:1.2.3.4", 12, t0, &in);
+    CHECK_EQ_INT(ok, 3);
+    struct config_rate limits[RL_NCLASSES];
+    for (int i = 0; i < RL_NCLASSES; i++)
+        limits[i] = (struct config_rate){5, 60};
+    ratelimit_set_limits(rl, limits);
+    ok = 0;
+    for (int i = 0; i < 5; i++)
+        ok += ratelimit_take(rl, RL_AUTH, "addr:1.2.3.4", 12, t0, &in);
+    CHECK_EQ_INT(ok, 2); /* 5 in all: the 3 taken before count */
+    CHECK_EQ_INT(in.limit, 5);
+    limits[RL_AUTH].limit = 0;
+    ratelimit_set_limits(rl, limits);
+    CHECK(!ratelimit_enabled(rl, RL_AUTH));
+    CHECK(ratelimit_take(rl, RL_AUTH, "addr:1.2.3.4", 12, t0, &in));
+    CHECK_EQ_INT(in.limit, 0);
+
+    /* Four threads take while this one swaps the limits between 1000 and
+     * 2000 per hour: each take sees a whole set, so at most 2000 get in. */
+    limits[RL_CREATE_KEY] = (struct config_rate){1000, 3600};
+    ratelimit_set_limits(rl, limits);
+    struct taker t[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        t[i] = (struct taker){rl, 1700000000000LL - 1700000000000LL % 3600000 + 5, 0};
+        pthread_create(&th[i], NULL, take_many, &t[i]);
+    }
+    for (int i = 0; i < 200; i++) {
+        limits[RL_CREATE_KEY].limit = i % 2 ? 1000 : 2000;
+        ratelimit_set_limits(rl, limits);
+    }
+    int total = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        total += t[i].admitted;
+    }
+    CHECK(total >= 1000 && total <= 2000);
+    ratelimit_free(rl);
+}
+
 void test_ratelimit_password(void)
 {
     struct ratelimit *rl = limiter(100, 60, NULL); /* 3 per link, 5 per client */

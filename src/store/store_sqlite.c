@@ -10,11 +10,14 @@
  * number, so a lookup costs one sqlite3_step on a reset statement. The
  * schema version lives in PRAGMA user_version; open() migrates forward and
  * refuses a file newer than this binary. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/coop.h"
 #include "clicks/dayrow.h"
@@ -697,6 +700,13 @@ static int sq_open(const char *path, struct store **out)
     pthread_once(&once, sqlite_setup);
     if (!*path)
         return log_fail(ERR_INVALID, "empty database path");
+    /* A new database is made readable by its owner alone: its meta table
+     * holds the keys that hash API keys and visitors, and SQLite gives the
+     * -wal and -shm files the database's own mode. An empty file is an
+     * empty database. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0)
+        close(fd);
     struct sqlite_store *s = calloc(1, sizeof(*s));
     if (!s)
         abort();
@@ -1942,4 +1952,72 @@ static int sq_table_count(struct store *st, int table, struct table_count *out)
     sqlite3_finalize(q);
     buf_release(&s);
     return rc;
+}
+
+/* ---- inspection (store.h, for shortd doctor) ---- */
+
+static int64_t inspect_clock_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The first column of the first row of 'query' as an integer or into 'text';
+ * false when the statement fails ('why' gets SQLite's message). */
+static bool inspect_one(sqlite3 *db, const char *query, int64_t *num, char *text, size_t textlen,
+                        struct store_health *h)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, query, -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(q);
+    bool ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
+    if (!ok)
+        snprintf(h->why, sizeof(h->why), "'%s' failed: %s", query, sqlite3_errmsg(db));
+    if (rc == SQLITE_ROW && num)
+        *num = sqlite3_column_type(q, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, 0);
+    if (rc == SQLITE_ROW && text) {
+        const unsigned char *t = sqlite3_column_text(q, 0);
+        snprintf(text, textlen, "%s", t ? (const char *)t : "");
+    }
+    sqlite3_finalize(q);
+    return ok;
+}
+
+int store_sqlite_inspect(const char *path, struct store_health *h)
+{
+    h->schema_wanted = SCHEMA_VERSION;
+    sqlite3 *db = NULL;
+    int64_t t0 = inspect_clock_us();
+    /* Read only, and without SQLITE_OPEN_CREATE: a missing file stays missing. */
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(h->why, sizeof(h->why), "cannot open '%s': %s", path,
+                 db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return ERR_STORAGE;
+    }
+    sqlite3_busy_timeout(db, 2000);
+    int64_t one = 0, version = 0;
+    int64_t t1 = inspect_clock_us();
+    bool ok = inspect_one(db, "SELECT 1", &one, NULL, 0, h);
+    h->query_us = inspect_clock_us() - t1;
+    h->connect_us = t1 - t0;
+    h->reached = ok;
+    ok = ok && inspect_one(db, "PRAGMA user_version", &version, NULL, 0, h) &&
+         inspect_one(db, "PRAGMA journal_mode", NULL, h->journal_mode, sizeof(h->journal_mode), h);
+    h->schema = (int)version;
+    if (ok && h->schema == h->schema_wanted) {
+        ok = inspect_one(db, "SELECT max(created_at) FROM links", &h->newest_link_ms, NULL, 0, h) &&
+             inspect_one(db, "SELECT max(day) FROM link_days", &h->newest_day, NULL, 0, h) &&
+             inspect_one(db,
+                         "SELECT count(*) FROM meta WHERE k = 'journal_pos' OR "
+                         "(k GLOB 'journal_pos:*' AND k NOT GLOB '*:partial')",
+                         &h->journal_marks, NULL, 0, h);
+        if (h->newest_link_ms < 0)
+            h->newest_link_ms = 0;
+    }
+    sqlite3_close(db);
+    return ok ? ERR_OK : ERR_STORAGE;
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1988,10 +1989,38 @@ static bool inspect_one(sqlite3 *db, const char *query, int64_t *num, char *text
 int store_sqlite_inspect(const char *path, struct store_health *h)
 {
     h->schema_wanted = SCHEMA_VERSION;
+    /* The journal mode from the file's header (bytes 18 and 19 are 2 in WAL
+     * mode): a connection that must not write cannot ask for it. */
+    unsigned char head[100];
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(head, 1, sizeof(head), f) : 0;
+    if (f)
+        fclose(f);
+    snprintf(h->journal_mode, sizeof(h->journal_mode), "%s",
+             got < sizeof(head)               ? "none"
+             : head[18] == 2 && head[19] == 2 ? "wal"
+                                              : "rollback");
+    /* Read only, and without SQLITE_OPEN_CREATE: a missing file stays missing.
+     * A read-only connection to a WAL database still makes its -shm file
+     * when there is none; with no -wal file either, no server has the
+     * database open and the file alone holds everything, so it is read as
+     * immutable, which makes nothing. */
+    char wal[1100];
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    struct stat st;
+    bool idle = stat(wal, &st) != 0;
+    char uri[3400] = "file:";
+    size_t n = 5;
+    for (const char *p = path; *p && n + 4 < sizeof(uri); p++) {
+        if (*p == '?' || *p == '#' || *p == '%' || (unsigned char)*p < 0x20)
+            n += (size_t)snprintf(uri + n, sizeof(uri) - n, "%%%02X", (unsigned char)*p);
+        else
+            uri[n++] = *p;
+    }
+    snprintf(uri + n, sizeof(uri) - n, "%s", idle ? "?immutable=1" : "?mode=ro");
     sqlite3 *db = NULL;
     int64_t t0 = inspect_clock_us();
-    /* Read only, and without SQLITE_OPEN_CREATE: a missing file stays missing. */
-    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+    int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
     if (rc != SQLITE_OK) {
         snprintf(h->why, sizeof(h->why), "cannot open '%s': %s", path,
                  db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
@@ -2005,8 +2034,7 @@ int store_sqlite_inspect(const char *path, struct store_health *h)
     h->query_us = inspect_clock_us() - t1;
     h->connect_us = t1 - t0;
     h->reached = ok;
-    ok = ok && inspect_one(db, "PRAGMA user_version", &version, NULL, 0, h) &&
-         inspect_one(db, "PRAGMA journal_mode", NULL, h->journal_mode, sizeof(h->journal_mode), h);
+    ok = ok && inspect_one(db, "PRAGMA user_version", &version, NULL, 0, h);
     h->schema = (int)version;
     if (ok && h->schema == h->schema_wanted) {
         ok = inspect_one(db, "SELECT max(created_at) FROM links", &h->newest_link_ms, NULL, 0, h) &&

@@ -76,6 +76,13 @@
     X(clamp_utf8)                                                                                  \
     X(config_example_file)                                                                         \
     X(config_sources)                                                                              \
+    X(doctor_healthy)                                                                              \
+    X(doctor_config)                                                                               \
+    X(doctor_permissions)                                                                          \
+    X(doctor_journal)                                                                              \
+    X(doctor_clock_behind)                                                                         \
+    X(doctor_listen_taken)                                                                         \
+    X(doctor_unreachable)                                                                          \
     X(fuzzfound_config_long_lines)                                                                 \
     X(geo_lookups)                                                                                 \
     X(geo_unknown_inputs)                                                                          \

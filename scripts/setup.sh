@@ -16,6 +16,9 @@ pkgs=(
     # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes
     clang libclang-rt-14-dev
     faketime        # moves a running server's wall clock (tests/e2e/clock.test.mjs)
+    # the container test (tests/pkg/container.sh): rootful podman, runc where crun
+    # cannot run (hybrid cgroups), and mmdebstrap to make the Debian 12 base image
+    podman runc mmdebstrap
 )
 
 missing=()

@@ -45,6 +45,12 @@ tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-keys.test.mjs || status
 echo "== storage frozen (PostgreSQL, then Redis, SIGSTOPped under load: cached redirects keep their latency)"
 tests/pg.sh tests/redis.sh env SHORTD_E2E_STORE=pg node --test tests/e2e/storage-freeze.test.mjs || status=1
 
+# The Containerfile: a Debian 12 base made by mmdebstrap (cached in
+# build/container/), podman build, then the image must answer a create and a
+# redirect; it skips where podman is missing.
+echo "== container (tests/pkg/container.sh: podman build, run, create and redirect)"
+tests/pkg/container.sh || status=1
+
 # The dashboard in Debian's chromium (playwright-core, from package-lock.json),
 # against the same binary; screenshots land in tests/browser/screenshots/.
 echo "== browser tests (chromium, node --test)"

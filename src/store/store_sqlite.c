@@ -1964,10 +1964,9 @@ static int64_t inspect_clock_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The first column of the first row of 'query' as an integer or into 'text';
+/* The first column of the first row of 'query' as an integer (-1 for NULL);
  * false when the statement fails ('why' gets SQLite's message). */
-static bool inspect_one(sqlite3 *db, const char *query, int64_t *num, char *text, size_t textlen,
-                        struct store_health *h)
+static bool inspect_one(sqlite3 *db, const char *query, int64_t *num, struct store_health *h)
 {
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(db, query, -1, &q, NULL);
@@ -1978,10 +1977,6 @@ static bool inspect_one(sqlite3 *db, const char *query, int64_t *num, char *text
         snprintf(h->why, sizeof(h->why), "'%s' failed: %s", query, sqlite3_errmsg(db));
     if (rc == SQLITE_ROW && num)
         *num = sqlite3_column_type(q, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, 0);
-    if (rc == SQLITE_ROW && text) {
-        const unsigned char *t = sqlite3_column_text(q, 0);
-        snprintf(text, textlen, "%s", t ? (const char *)t : "");
-    }
     sqlite3_finalize(q);
     return ok;
 }
@@ -2030,19 +2025,19 @@ int store_sqlite_inspect(const char *path, struct store_health *h)
     sqlite3_busy_timeout(db, 2000);
     int64_t one = 0, version = 0;
     int64_t t1 = inspect_clock_us();
-    bool ok = inspect_one(db, "SELECT 1", &one, NULL, 0, h);
+    bool ok = inspect_one(db, "SELECT 1", &one, h);
     h->query_us = inspect_clock_us() - t1;
     h->connect_us = t1 - t0;
     h->reached = ok;
-    ok = ok && inspect_one(db, "PRAGMA user_version", &version, NULL, 0, h);
+    ok = ok && inspect_one(db, "PRAGMA user_version", &version, h);
     h->schema = (int)version;
     if (ok && h->schema == h->schema_wanted) {
-        ok = inspect_one(db, "SELECT max(created_at) FROM links", &h->newest_link_ms, NULL, 0, h) &&
-             inspect_one(db, "SELECT max(day) FROM link_days", &h->newest_day, NULL, 0, h) &&
+        ok = inspect_one(db, "SELECT max(created_at) FROM links", &h->newest_link_ms, h) &&
+             inspect_one(db, "SELECT max(day) FROM link_days", &h->newest_day, h) &&
              inspect_one(db,
                          "SELECT count(*) FROM meta WHERE k = 'journal_pos' OR "
                          "(k GLOB 'journal_pos:*' AND k NOT GLOB '*:partial')",
-                         &h->journal_marks, NULL, 0, h);
+                         &h->journal_marks, h);
         if (h->newest_link_ms < 0)
             h->newest_link_ms = 0;
     }

@@ -328,7 +328,8 @@ static void check_secret_file(struct doctor *d, const char *path, const char *wh
         struct finding *f = found(d, DOCTOR_FAIL, "permissions",
                                   "%s '%s' is readable by every user (mode %04o, owner %s)", what,
                                   path, (unsigned)(st.st_mode & 07777), owner);
-        fix(f, "chmod 600 '%s' (and run shortd with umask 077, as its systemd unit does)", path);
+        fix(f, "chmod 600 '%s' (and start shortd with umask 077: UMask=0077 in a systemd unit)",
+            path);
     } else if (st.st_mode & (S_IRGRP | S_IWGRP | S_IWOTH)) {
         struct finding *f = found(d, DOCTOR_WARN, "permissions",
                                   "%s '%s' is open to its group (mode %04o, owner %s)", what, path,

@@ -101,6 +101,25 @@ it('the journal folder of a served store missing: FAIL on the journal line', asy
     assert.match(lineOf(r.stdout, 'journal'), /^FAIL .*does not exist, yet the store has been served/);
 });
 
+it('a clock two hours behind the store: FAIL on the clock line', async () => {
+    // libfaketime (Debian's faketime) moves this one run's wall clock back.
+    const lib = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
+    assert.ok(fs.existsSync(lib), `no ${lib}: run scripts/setup.sh (apt-get install faketime)`);
+    const s = await servedAndStopped();
+    const where = s.store ? ['--store', s.store, '--journal', s.journal] : ['--db', s.db];
+    const r = cli(['doctor', ...where, '--listen', `127.0.0.1:${s.port}`], {
+        env: {
+            LD_PRELOAD: lib,
+            FAKETIME: '-2h',
+            // libfaketime comes before the ASan runtime in the link order.
+            ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
+        },
+    });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(lineOf(r.stdout, 'clock'), /^FAIL .*(the clock is behind|behind PostgreSQL's)/);
+    assert.match(r.stdout, /fix: .*(NTP|set the clock)/);
+});
+
 it('PostgreSQL unreachable: FAIL on the store line, saying it cannot connect', async () => {
     const port = await freePort(); // nothing listens there
     const journal = path.join(tempDir(), 'journal');

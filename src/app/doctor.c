@@ -377,13 +377,29 @@ static void check_permissions(struct doctor *d)
         check_secret_file(d, path, "the first admin key");
     }
     if (d->n == before) {
-        char me[64];
+        char me[64], owner[64] = "";
         user_name(geteuid(), me, sizeof(me));
-        found(d, DOCTOR_OK, "permissions",
-              d->shared ? "no admin key file is readable by others"
-                        : "the database and its files are readable by their owner only, and "
-                          "%s may write them",
-              me);
+        struct stat st;
+        bool file = !d->shared && stat(d->db_path, &st) == 0;
+        if (file)
+            user_name(st.st_uid, owner, sizeof(owner));
+        if (d->shared)
+            found(d, DOCTOR_OK, "permissions", "no admin key file is readable by others");
+        else if (!file)
+            found(d, DOCTOR_OK, "permissions", "no database file yet");
+        else {
+            /* Root may write anything: the check is only worth as much as
+             * the user it runs as. */
+            char note[200] = "";
+            if (geteuid() == 0 && st.st_uid != 0)
+                snprintf(note, sizeof(note),
+                         "; as root, this says nothing of what %s may do: run the doctor as %s",
+                         owner, owner);
+            found(d, DOCTOR_OK, "permissions",
+                  "the database (owner %s) and its files are readable by their owner only, and "
+                  "%s may write them%s",
+                  owner, me, note);
+        }
     }
 }
 
@@ -408,6 +424,25 @@ static bool journal_in_use(const char *dir)
     bool busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     close(fd);
     return busy;
+}
+
+/* The journal's id (clicks.c keeps it in DIR/id and DIR/id.bak, as 32 hex
+ * digits and a CRC): it names the journal's position in the store. */
+static bool journal_read_id(const char *dir, char id[48])
+{
+    for (int i = 0; i < 2; i++) {
+        char path[1200];
+        snprintf(path, sizeof(path), "%s/%s", dir, i ? "id.bak" : "id");
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(id, 1, 32, f);
+        fclose(f);
+        id[n] = '\0';
+        if (n == 32 && strspn(id, "0123456789abcdef") == 32)
+            return true;
+    }
+    return false;
 }
 
 static void check_journal(struct doctor *d)
@@ -467,6 +502,7 @@ static void check_journal(struct doctor *d)
     }
     int segments = 0, strays = 0;
     double bytes = 0;
+    int64_t end = 0; /* the journal's end position */
     bool has_id = false;
     char stray[256] = "";
     struct dirent *e;
@@ -486,6 +522,10 @@ static void check_journal(struct doctor *d)
             if (stat(path, &s) == 0) {
                 segments++;
                 bytes += (double)s.st_size;
+                /* A segment is named after the position of its first byte. */
+                int64_t start = strtoll(e->d_name, NULL, 10);
+                if (start + s.st_size > end)
+                    end = start + s.st_size;
             }
         }
     }
@@ -498,7 +538,7 @@ static void check_journal(struct doctor *d)
                                   strays == 1 ? "" : "s", stray, strays > 1 ? ", ..." : "");
         fix(f, "move them out of the journal folder; shortd neither reads nor removes them");
     }
-    if (segments && !has_id) {
+    if (bytes > 0 && !has_id) {
         struct finding *f = found(d, DOCTOR_WARN, "journal",
                                   "'%s' holds %d segment%s but no id file: the store's position in "
                                   "them is unknown, so the next start counts none of their clicks",
@@ -506,9 +546,37 @@ static void check_journal(struct doctor *d)
         fix(f, "if id and id.bak were deleted by mistake, restore them from a backup before "
                "starting shortd");
     }
+    char id[48], pending[160] = "";
+    if (!busy && has_id && d->store_read && journal_read_id(dir, id)) {
+        const struct store_health *h = &d->health;
+        int m = 0;
+        while (m < h->nmarks && strcmp(h->marks[m].id, id) != 0)
+            m++;
+        if (m < h->nmarks && end > h->marks[m].pos) {
+            snprintf(pending, sizeof(pending),
+                     "; %lld bytes of clicks not yet counted (shortd did not stop cleanly): "
+                     "the next start counts them",
+                     (long long)(end - h->marks[m].pos));
+        } else if (m == h->nmarks && h->journal_marks <= h->nmarks && bytes > 0) {
+            struct finding *f = found(d, DOCTOR_WARN, "journal",
+                                      "'%s' (journal %s, %.1f MiB) has no position in this "
+                                      "store, so the next start counts every click in it into "
+                                      "this store",
+                                      dir, id, bytes / MIB);
+            if (h->journal_marks == 0)
+                fix(f, "right if this database's first run stopped before it stored a click; if "
+                       "the journal was left by another database, move it away before starting "
+                       "shortd");
+            else
+                fix(f, "the store was served with another journal: if this one was left by "
+                       "another database, move it away before starting shortd; if the database "
+                       "was restored from a backup older than the journal, that is right");
+        }
+    }
     if (d->n == before)
-        found(d, DOCTOR_OK, "journal", "'%s': %d segment%s, %.1f MiB%s", dir, segments,
-              segments == 1 ? "" : "s", bytes / MIB, busy ? ", in use by a running shortd" : "");
+        found(d, DOCTOR_OK, "journal", "'%s': %d segment%s, %.1f MiB%s%s", dir, segments,
+              segments == 1 ? "" : "s", bytes / MIB, busy ? ", in use by a running shortd" : "",
+              pending);
 }
 
 /* ---- free disk ---- */

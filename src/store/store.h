@@ -98,6 +98,7 @@ void store_redact(const char *url, char *out, size_t n);
  * through its ops (which migrate a SQLite file, and refuse a PostgreSQL
  * schema they do not know). Filled as far as it got; 'why' says where it
  * stopped (never a password). */
+#define STORE_HEALTH_MARKS 16
 struct store_health {
     bool reached;           /* the file opened, or the server answered */
     int64_t connect_us;     /* time to open or connect */
@@ -109,6 +110,12 @@ struct store_health {
     int64_t newest_link_ms; /* newest links.created_at; 0: no link */
     int64_t newest_day;     /* newest day with counted clicks; -1: none */
     int64_t journal_marks;  /* click journal checkpoints stored (a served store has one) */
+    /* The first STORE_HEALTH_MARKS of them: journal id, position */
+    struct {
+        char id[48];
+        int64_t pos;
+    } marks[STORE_HEALTH_MARKS];
+    int nmarks;
     char why[256];
 };
 /* ERR_OK when every read worked; ERR_STORAGE otherwise, with 'why'. */

@@ -2038,6 +2038,37 @@ static bool inspect_one(PGconn *pg, const char *query, int64_t *num, struct stor
     return ok;
 }
 
+/* The journal positions, as aggregate.c stores them: 8 bytes, little-endian. */
+static bool inspect_marks(PGconn *pg, struct store_health *h)
+{
+    char query[256];
+    snprintf(query, sizeof(query),
+             "SELECT substr(k, 13), v FROM meta WHERE k LIKE 'journal\\_pos:%%' "
+             "AND k NOT LIKE '%%:partial' AND length(v) = 8 ORDER BY k LIMIT %d",
+             STORE_HEALTH_MARKS);
+    /* Binary results: v arrives as its 8 bytes. */
+    PGresult *r = PQexecParams(pg, query, 0, NULL, NULL, NULL, NULL, 1);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok) {
+        const char *msg = PQresultErrorMessage(r);
+        snprintf(h->why, sizeof(h->why), "cannot read the journal positions: %.*s",
+                 (int)strcspn(msg, "\n"), msg);
+    }
+    for (int row = 0; ok && row < PQntuples(r) && h->nmarks < STORE_HEALTH_MARKS; row++) {
+        const unsigned char *v = (const unsigned char *)PQgetvalue(r, row, 1);
+        if (PQgetlength(r, row, 1) != 8)
+            continue;
+        uint64_t pos = 0;
+        for (int i = 7; i >= 0; i--)
+            pos = pos << 8 | v[i];
+        snprintf(h->marks[h->nmarks].id, sizeof(h->marks[0].id), "%.*s", PQgetlength(r, row, 0),
+                 PQgetvalue(r, row, 0));
+        h->marks[h->nmarks++].pos = (int64_t)pos;
+    }
+    PQclear(r);
+    return ok;
+}
+
 int store_pg_inspect(const char *url, int timeout_s, struct store_health *h)
 {
     h->schema_wanted = SCHEMA_VERSION;
@@ -2075,7 +2106,8 @@ int store_pg_inspect(const char *url, int timeout_s, struct store_health *h)
              inspect_one(pg,
                          "SELECT count(*) FROM meta WHERE k = 'journal_pos' OR "
                          "(k LIKE 'journal\\_pos:%' AND k NOT LIKE '%:partial')",
-                         &h->journal_marks, h);
+                         &h->journal_marks, h) &&
+             inspect_marks(pg, h);
         if (h->newest_link_ms < 0)
             h->newest_link_ms = 0;
     }

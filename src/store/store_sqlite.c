@@ -1981,6 +1981,36 @@ static bool inspect_one(sqlite3 *db, const char *query, int64_t *num, struct sto
     return ok;
 }
 
+/* The journal positions, as aggregate.c stores them: 8 bytes, little-endian. */
+static bool inspect_marks(sqlite3 *db, struct store_health *h)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db,
+                                "SELECT substr(k, 13), v FROM meta WHERE k GLOB 'journal_pos:*' "
+                                "AND k NOT GLOB '*:partial' AND length(v) = 8 ORDER BY k LIMIT ?",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(q, 1, STORE_HEALTH_MARKS);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const unsigned char *id = sqlite3_column_text(q, 0);
+        const unsigned char *v = sqlite3_column_blob(q, 1);
+        rc = SQLITE_OK;
+        if (!id || !v || sqlite3_column_bytes(q, 1) != 8)
+            continue;
+        uint64_t pos = 0;
+        for (int i = 7; i >= 0; i--)
+            pos = pos << 8 | v[i];
+        snprintf(h->marks[h->nmarks].id, sizeof(h->marks[0].id), "%s", (const char *)id);
+        h->marks[h->nmarks++].pos = (int64_t)pos;
+    }
+    bool ok = rc == SQLITE_DONE;
+    if (!ok)
+        snprintf(h->why, sizeof(h->why), "cannot read the journal positions: %s",
+                 sqlite3_errmsg(db));
+    sqlite3_finalize(q);
+    return ok;
+}
+
 int store_sqlite_inspect(const char *path, struct store_health *h)
 {
     h->schema_wanted = SCHEMA_VERSION;
@@ -2037,7 +2067,8 @@ int store_sqlite_inspect(const char *path, struct store_health *h)
              inspect_one(db,
                          "SELECT count(*) FROM meta WHERE k = 'journal_pos' OR "
                          "(k GLOB 'journal_pos:*' AND k NOT GLOB '*:partial')",
-                         &h->journal_marks, h);
+                         &h->journal_marks, h) &&
+             inspect_marks(db, h);
         if (h->newest_link_ms < 0)
             h->newest_link_ms = 0;
     }

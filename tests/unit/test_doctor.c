@@ -190,7 +190,7 @@ void test_doctor_journal(void)
     struct store *st = NULL;
     CHECK(store_open(s.db, &st) == ERR_OK);
     if (st) {
-        uint8_t pos[8] = {1};
+        uint8_t pos[8] = {40}; /* little-endian */
         CHECK(st->ops->begin(st) == ERR_OK);
         CHECK(st->ops->meta_put(st, "journal_pos:0123456789abcdef0123456789abcdef", pos, 8) ==
               ERR_OK);
@@ -213,6 +213,44 @@ void test_doctor_journal(void)
     doc = run(NULL, s.db, s.listen, 0, NULL, &rc);
     CHECK_EQ_INT(rc, 0);
     show_on_failure(doc, CHECK_EQ_STR(status_of(doc, "journal", "notes.txt"), "warn"));
+    json_decref(doc);
+    CHECK(unlink(stray) == 0);
+
+    /* A journal of 100 bytes whose id the store knows at position 40: the
+     * 60 after it wait for the next start. */
+    char file[200];
+    snprintf(file, sizeof(file), "%s/id", dir);
+    f = fopen(file, "w");
+    if (f) {
+        fputs("0123456789abcdef0123456789abcdef\n", f);
+        fclose(f);
+    }
+    snprintf(file, sizeof(file), "%s/00000000000000000000.jnl", dir);
+    f = fopen(file, "w");
+    if (f) {
+        for (int i = 0; i < 100; i++)
+            fputc('x', f);
+        fclose(f);
+    }
+    doc = run(NULL, s.db, s.listen, 0, NULL, &rc);
+    CHECK_EQ_INT(rc, 0);
+    show_on_failure(doc, CHECK_EQ_STR(status_of(doc, "journal",
+                                                "60 bytes of clicks not yet "
+                                                "counted"),
+                                      "ok"));
+    json_decref(doc);
+
+    /* The same journal under another id: the store has no position in it. */
+    snprintf(file, sizeof(file), "%s/id", dir);
+    f = fopen(file, "w");
+    if (f) {
+        fputs("ffffffffffffffffffffffffffffffff\n", f);
+        fclose(f);
+    }
+    doc = run(NULL, s.db, s.listen, 0, NULL, &rc);
+    CHECK_EQ_INT(rc, 0);
+    show_on_failure(doc, CHECK_EQ_STR(status_of(doc, "journal", "has no position in this store"),
+                                      "warn"));
     json_decref(doc);
     site_remove(&s);
 }

@@ -66,7 +66,6 @@ struct finding {
 
 struct doctor {
     struct config cfg;
-    bool config_ok;        /* the settings all read; the other checks trust them */
     const char *store_url; /* cfg.store or cfg.db */
     bool shared;           /* PostgreSQL */
     char db_path[1024];    /* the SQLite file, "" for PostgreSQL */
@@ -147,35 +146,43 @@ static void nearest_existing(const char *path, char *out, size_t n)
 
 /* ---- config ---- */
 
+/* One source of settings that did not read: a finding, and false. */
+static bool config_read(struct doctor *d, int rc, const char *err, const char *from)
+{
+    if (rc == ERR_OK)
+        return true;
+    struct finding *f = found(d, DOCTOR_FAIL, "config",
+                              "%s (in %s): shortd serve would refuse to start; the checks below "
+                              "go on without it",
+                              err, from);
+    if (rc == ERR_IO)
+        fix(f, "check --config (or SHORTD_CONFIG): the file must exist and this user read it");
+    else if (rc == ERR_NOTFOUND)
+        fix(f, "remove or correct the setting: 'shortd serve --help' lists every one");
+    else
+        fix(f, "give a value within the bounds 'shortd serve --help' lists");
+    return false;
+}
+
 static void check_config(struct doctor *d, const char *file, int nflags, const char *const *names,
                          const char *const *values)
 {
+    /* Each source is read even when one before it failed, so that the
+     * other checks look at the store and address the flags name. */
     char err[512] = "";
-    int rc = ERR_OK;
-    const char *from = "";
-    if (file) {
-        rc = config_load_file(&d->cfg, file, err, sizeof(err));
-        from = "the config file";
-    }
-    if (rc == ERR_OK) {
-        rc = config_load_env(&d->cfg, err, sizeof(err));
-        from = "the environment (SHORTD_*)";
-    }
-    for (int i = 0; rc == ERR_OK && i < nflags; i++) {
-        rc = config_set(&d->cfg, names[i], values[i], err, sizeof(err));
-        from = "the command line";
-    }
-    if (rc != ERR_OK) {
-        struct finding *f = found(d, DOCTOR_FAIL, "config",
-                                  "%s (in %s); shortd serve would refuse "
-                                  "to start, and the checks below use the settings read before it",
-                                  err, from);
-        fix(f, "%s",
-            rc == ERR_NOTFOUND
-                ? "remove or correct the setting: 'shortd serve --help' lists every one"
-                : "give a value within the bounds 'shortd serve --help' lists");
+    bool ok = true;
+    if (file)
+        ok = config_read(d, config_load_file(&d->cfg, file, err, sizeof(err)), err,
+                         "the config file");
+    ok = config_read(d, config_load_env(&d->cfg, err, sizeof(err)), err,
+                     "the environment (SHORTD_*)") &&
+         ok;
+    for (int i = 0; i < nflags; i++)
+        ok = config_read(d, config_set(&d->cfg, names[i], values[i], err, sizeof(err)), err,
+                         "the command line") &&
+             ok;
+    if (!ok)
         return;
-    }
     if (log_level_parse(d->cfg.log_level) < 0) {
         struct finding *f =
             found(d, DOCTOR_FAIL, "config", "log-level '%s' is not a level", d->cfg.log_level);
@@ -198,7 +205,6 @@ static void check_config(struct doctor *d, const char *file, int nflags, const c
         fix(f, "set journal = /var/lib/shortd/clicks (or --journal DIR) on every node");
         return;
     }
-    d->config_ok = true;
     if (file)
         found(d, DOCTOR_OK, "config", "'%s' and the environment parse; every value is in bounds",
               file);

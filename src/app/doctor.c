@@ -836,10 +836,15 @@ static void check_geoip(struct doctor *d)
         return;
     }
     MMDB_s mmdb;
-    int rc = MMDB_open(d->cfg.geoip_db, MMDB_MODE_MMAP, &mmdb);
+    struct stat st;
+    /* libmaxminddb says only that it could not open a file, not why. */
+    int rc = stat(d->cfg.geoip_db, &st) != 0 ? MMDB_FILE_OPEN_ERROR
+                                             : MMDB_open(d->cfg.geoip_db, MMDB_MODE_MMAP, &mmdb);
     if (rc != MMDB_SUCCESS) {
         struct finding *f = found(d, DOCTOR_FAIL, "geoip", "'%s': %s", d->cfg.geoip_db,
-                                  rc == MMDB_IO_ERROR ? strerror(errno) : MMDB_strerror(rc));
+                                  rc == MMDB_FILE_OPEN_ERROR || rc == MMDB_IO_ERROR
+                                      ? strerror(errno)
+                                      : MMDB_strerror(rc));
         fix(f, "download a GeoLite2-Country or GeoIP2-Country .mmdb file there (geoipupdate), "
                "or remove geoip-db");
         return;

@@ -83,6 +83,7 @@
     X(doctor_clock_behind)                                                                         \
     X(doctor_listen_taken)                                                                         \
     X(doctor_unreachable)                                                                          \
+    X(doctor_geoip)                                                                                \
     X(fuzzfound_config_long_lines)                                                                 \
     X(geo_lookups)                                                                                 \
     X(geo_unknown_inputs)                                                                          \

@@ -327,3 +327,24 @@ void test_doctor_unreachable(void)
     json_decref(doc);
     site_remove(&s);
 }
+
+/* A GeoIP database that is not there, and one that is no MaxMind file. */
+void test_doctor_geoip(void)
+{
+    struct site s;
+    CHECK(site_make(&s));
+    char missing[160];
+    snprintf(missing, sizeof(missing), "%s/GeoLite2-Country.mmdb", s.dir);
+    const char *geo[] = {"geoip-db", missing};
+    int rc = -1;
+    json_t *doc = run(NULL, s.db, s.listen, 1, geo, &rc);
+    CHECK_EQ_INT(rc, 1);
+    show_on_failure(doc, CHECK_EQ_STR(status_of(doc, "geoip", "No such file"), "FAIL"));
+    json_decref(doc);
+    const char *not_mmdb[] = {"geoip-db", s.db};
+    doc = run(NULL, s.db, s.listen, 1, not_mmdb, &rc);
+    CHECK_EQ_INT(rc, 1);
+    show_on_failure(doc, CHECK_EQ_STR(status_of(doc, "geoip", "s.db"), "FAIL"));
+    json_decref(doc);
+    site_remove(&s);
+}

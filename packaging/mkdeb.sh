@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mkdeb.sh OUTDIR - builds the Debian package shortd_VERSION_ARCH.deb into
-# OUTDIR from the release build (make deb runs it after make all), with
+# OUTDIR from the hardened build (make deb runs it after make HARDEN=1), with
 # dpkg-deb alone: the files are `make install PREFIX=/usr` into a staging
 # tree, the maintainer scripts are packaging/deb/, and Depends comes from the
 # shared libraries the binary links (dpkg-shlibdeps).
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 out=${1:-build/deb}
 version=$(cat VERSION)
 arch=$(dpkg --print-architecture)
-commit=$(build/shortd --version | sed -n 's/.*(\(.*\))$/\1/p')
+commit=$(build/hardened/shortd --version | sed -n 's/.*(\(.*\))$/\1/p')
 root=$out/root
 # Who made the package: Debian's DEBFULLNAME and DEBEMAIL, else git's user.
 name=${DEBFULLNAME:-$(git config user.name 2>/dev/null || echo "shortd developers")}
@@ -19,7 +19,7 @@ maintainer="$name <$email>"
 rm -rf "$root" "$out/shlibs"
 mkdir -p "$root/DEBIAN"
 
-make --no-print-directory install DESTDIR="$PWD/$root" PREFIX=/usr \
+make --no-print-directory install HARDEN=1 DESTDIR="$PWD/$root" PREFIX=/usr \
     UNITDIR=/lib/systemd/system >/dev/null
 
 doc=$root/usr/share/doc/shortd
@@ -34,7 +34,7 @@ sed "s/@COMMIT@/$commit/" packaging/deb/copyright.in >"$doc/copyright"
     printf ' -- %s  %s\n' "$maintainer" \
         "$(date -R -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)")"
 } | gzip -9n >"$doc/changelog.gz"
-# The symbols stay in the build tree (build/shortd), as Debian's own
+# The symbols stay in the build tree (build/hardened/shortd), as Debian's own
 # packages keep them in a -dbgsym package.
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/shortd"
 

@@ -21,6 +21,9 @@ pkgs=(
     # the packaging tests (tests/pkg/): the man page rendered, the unit verified,
     # the Debian package checked
     man-db groff-base systemd lintian adduser
+    # the container test (tests/pkg/container.sh): rootful podman, runc where crun
+    # cannot run (hybrid cgroups), and mmdebstrap to make the Debian 12 base image
+    podman runc mmdebstrap
 )
 
 missing=()

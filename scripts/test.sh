@@ -51,6 +51,11 @@ tests/pg.sh tests/redis.sh env SHORTD_E2E_STORE=pg node --test tests/e2e/storage
 echo "== packaging (make install into a DESTDIR, make deb, dpkg -i, run, dpkg --purge)"
 tests/pkg/install.sh || status=1
 tests/pkg/deb.sh || status=1
+# The Containerfile: a Debian 12 base made by mmdebstrap (cached in
+# build/container/), podman build, then the image must answer a create and a
+# redirect; it skips where podman is missing.
+echo "== container (tests/pkg/container.sh: podman build, run, create and redirect)"
+tests/pkg/container.sh || status=1
 
 # The dashboard in Debian's chromium (playwright-core, from package-lock.json),
 # against the same binary; screenshots land in tests/browser/screenshots/.

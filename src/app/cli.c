@@ -15,6 +15,7 @@
 
 #include "app/app.h"
 #include "app/config.h"
+#include "app/doctor.h"
 #include "base/err.h"
 #include "links/links.h"
 #include "base/log.h"
@@ -75,6 +76,7 @@ static int cmd_migrate_store(struct opts *o);
 static int cmd_import(struct opts *o);
 static int cmd_man(struct opts *o);
 static int cmd_complete(struct opts *o);
+static int cmd_doctor(struct opts *o);
 
 #define STORE_OPTS "db store"
 #define PROGRESS_HELP                                                                              \
@@ -130,6 +132,13 @@ static const struct command commands[] = {
      "shortd prune --db PATH [--retention-days N] [--progress auto|always|never]\n"
      "  Removes per-day analytics older than N days (default 400) now; all-time totals stay.\n"
      "  " PROGRESS_HELP},
+    {"doctor", cmd_doctor, "json", "*", 0,
+     "shortd doctor [--config FILE] [--db PATH | --store URL] [--SETTING VALUE ...] [--json]\n"
+     "  Checks an installation with the settings serve would use: the config, the store\n"
+     "  (schema, journal mode, latency), the shared cache, the click journal folder, free\n"
+     "  disk, the clock, file permissions, the listen address and the GeoIP database. One\n"
+     "  line each, ok, warn or FAIL, with how to fix it; exits 1 when any check FAILs.\n"
+     "  Reads only: it creates, migrates and changes nothing."},
     {"config example", cmd_config_example, "", "", 0,
      "shortd config example\n  Prints an example config file with every setting's default."},
     {"man", cmd_man, "", "", 0,
@@ -1358,5 +1367,29 @@ static int cmd_import(struct opts *o)
 out:
     links_free(l);
     st->ops->close(st);
+    return rc;
+}
+
+/* ---- doctor ---- */
+
+static int cmd_doctor(struct opts *o)
+{
+    const char *file = opt(o, "config");
+    if (!file)
+        file = getenv("SHORTD_CONFIG");
+    const char *names[MAX_OPTS], *values[MAX_OPTS];
+    int n = 0;
+    for (int i = 0; i < o->n; i++) {
+        if (!strcmp(o->name[i], "json") || !strcmp(o->name[i], "config"))
+            continue;
+        names[n] = o->name[i];
+        values[n++] = o->value[i] ? o->value[i] : "true";
+    }
+    /* Every finding is printed; the modules' own log lines would repeat them. */
+    log_level = LOG_OFF;
+    struct doctor *d = doctor_new(file && *file ? file : NULL, n, names, values);
+    doctor_run(d);
+    int rc = doctor_print(d, stdout, opt(o, "json") != NULL);
+    doctor_free(d);
     return rc;
 }

@@ -1697,6 +1697,39 @@ static int listen_address(const struct config *cfg, struct sockaddr_storage *ss)
     return check_free(cfg, ss) != ERR_OK ? ERR_IO : ERR_OK;
 }
 
+int server_probe_listen(const char *listen, char *who, size_t cap)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    who[0] = '\0';
+    if (parse_listen(listen, &ss) != ERR_OK)
+        return ERR_INVALID;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(who, cap, "%s", strerror(errno));
+        return ERR_IO;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* TIME_WAIT is no holder */
+    socklen_t len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                             : sizeof(struct sockaddr_in);
+    int rc = bind(fd, (struct sockaddr *)&ss, len);
+    int e = errno;
+    close(fd);
+    if (rc == 0)
+        return ERR_OK;
+    if (e != EADDRINUSE) {
+        snprintf(who, cap, "%s", strerror(e));
+        return ERR_IO;
+    }
+    int port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                              : ((struct sockaddr_in *)&ss)->sin_port);
+    unsigned long inode = listener_inode(port);
+    if (inode)
+        socket_holder(inode, who, cap);
+    return ERR_EXISTS;
+}
+
 int server_check_listen(const struct config *cfg)
 {
     struct sockaddr_storage ss;

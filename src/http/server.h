@@ -5,6 +5,7 @@
 #ifndef SHORTD_SERVER_H
 #define SHORTD_SERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct app;
@@ -37,6 +38,12 @@ int server_new(struct app *app, const struct server_dispatch *d, struct server *
  * must refuse a busy address before it opens (or makes) its store. */
 int server_check_listen(const struct config *cfg);
 void server_free(struct server *s); /* after server_join */
+/* For shortd doctor: whether 'listen' could be bound now, with no takeover.
+ * ERR_OK when free; ERR_EXISTS when taken, 'who' naming the holder ("pid 123
+ * (shortd)") when /proc says; ERR_INVALID for a bad address; ERR_IO for any
+ * other refusal, 'who' with the system's reason. Logs nothing. */
+int server_probe_listen(const char *listen, char *who, size_t cap);
+
 
 int server_start(struct server *s);           /* starts the threads */
 void server_stop_accepting(struct server *s); /* closes the listeners */

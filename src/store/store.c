@@ -87,6 +87,15 @@ int store_open(const char *url, struct store **out)
     return store_sqlite_ops.open(url, out);
 }
 
+int store_inspect(const char *url, int timeout_s, struct store_health *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->newest_day = -1;
+    if (store_is_shared(url))
+        return store_pg_inspect(url, timeout_s, out);
+    return store_sqlite_inspect(strncmp(url, "sqlite:", 7) ? url : url + 7, out);
+}
+
 bool store_is_shared(const char *url)
 {
     return strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0;

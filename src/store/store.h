@@ -94,6 +94,35 @@ bool store_is_shared(const char *url);
 /* Copies 'url' into 'out' with any password replaced by "***", for messages. */
 void store_redact(const char *url, char *out, size_t n);
 
+/* What `shortd doctor` reads of a store, read only, without opening it
+ * through its ops (which migrate a SQLite file, and refuse a PostgreSQL
+ * schema they do not know). Filled as far as it got; 'why' says where it
+ * stopped (never a password). */
+#define STORE_HEALTH_MARKS 16
+struct store_health {
+    bool reached;           /* the file opened, or the server answered */
+    int64_t connect_us;     /* time to open or connect */
+    int64_t query_us;       /* one round trip, SELECT 1 */
+    int schema;             /* the database's schema version; 0: none yet */
+    int schema_wanted;      /* this binary's */
+    char journal_mode[16];  /* SQLite's; "" for PostgreSQL */
+    int64_t server_now_ms;  /* PostgreSQL's now(); 0 for SQLite */
+    int64_t newest_link_ms; /* newest links.created_at; 0: no link */
+    int64_t newest_day;     /* newest day with counted clicks; -1: none */
+    int64_t journal_marks;  /* click journal checkpoints stored (a served store has one) */
+    /* The first STORE_HEALTH_MARKS of them: journal id, position */
+    struct {
+        char id[48];
+        int64_t pos;
+    } marks[STORE_HEALTH_MARKS];
+    int nmarks;
+    char why[256];
+};
+/* ERR_OK when every read worked; ERR_STORAGE otherwise, with 'why'. */
+int store_inspect(const char *url, int timeout_s, struct store_health *out);
+int store_sqlite_inspect(const char *path, struct store_health *out);
+int store_pg_inspect(const char *url, int timeout_s, struct store_health *out);
+
 /* The calling thread's bound on its store calls, on the monotonic clock
  * (timeutil.h's mono_ms; 0: none). A store thread sets it for each job
  * (storeq.h); a backend ends a call that runs past it with ERR_STORAGE

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store/bus.h"
 #include "clicks/dayrow.h"
@@ -2025,4 +2026,107 @@ static int pg_table_count(struct store *st, int table, struct table_count *out)
     out->sum[1] = val_i64(r, 0, 2);
     PQclear(r);
     return ERR_OK;
+}
+
+/* ---- inspection (store.h, for shortd doctor) ---- */
+
+static int64_t inspect_clock_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The first column of the first row of 'query' as an integer; -1 for NULL.
+ * False when it fails ('why' gets the server's first line). */
+static bool inspect_one(PGconn *pg, const char *query, int64_t *num, struct store_health *h)
+{
+    PGresult *r = PQexec(pg, query);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok) {
+        const char *msg = PQresultErrorMessage(r);
+        snprintf(h->why, sizeof(h->why), "'%s' failed: %.*s", query, (int)strcspn(msg, "\n"), msg);
+    } else if (num) {
+        *num = PQntuples(r) < 1 || PQgetisnull(r, 0, 0) ? -1
+                                                        : strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    }
+    PQclear(r);
+    return ok;
+}
+
+/* The journal positions, as aggregate.c stores them: 8 bytes, little-endian. */
+static bool inspect_marks(PGconn *pg, struct store_health *h)
+{
+    char query[256];
+    snprintf(query, sizeof(query),
+             "SELECT substr(k, 13), v FROM meta WHERE k LIKE 'journal\\_pos:%%' "
+             "AND k NOT LIKE '%%:partial' AND length(v) = 8 ORDER BY k LIMIT %d",
+             STORE_HEALTH_MARKS);
+    /* Binary results: v arrives as its 8 bytes. */
+    PGresult *r = PQexecParams(pg, query, 0, NULL, NULL, NULL, NULL, 1);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok) {
+        const char *msg = PQresultErrorMessage(r);
+        snprintf(h->why, sizeof(h->why), "cannot read the journal positions: %.*s",
+                 (int)strcspn(msg, "\n"), msg);
+    }
+    for (int row = 0; ok && row < PQntuples(r) && h->nmarks < STORE_HEALTH_MARKS; row++) {
+        const unsigned char *v = (const unsigned char *)PQgetvalue(r, row, 1);
+        if (PQgetlength(r, row, 1) != 8)
+            continue;
+        uint64_t pos = 0;
+        for (int i = 7; i >= 0; i--)
+            pos = pos << 8 | v[i];
+        snprintf(h->marks[h->nmarks].id, sizeof(h->marks[0].id), "%.*s", PQgetlength(r, row, 0),
+                 PQgetvalue(r, row, 0));
+        h->marks[h->nmarks++].pos = (int64_t)pos;
+    }
+    PQclear(r);
+    return ok;
+}
+
+int store_pg_inspect(const char *url, int timeout_s, struct store_health *h)
+{
+    h->schema_wanted = SCHEMA_VERSION;
+    char timeout[16];
+    snprintf(timeout, sizeof(timeout), "%d", timeout_s > 0 ? timeout_s : 3);
+    static const char *const keys[] = {"fallback_application_name", "connect_timeout", "dbname",
+                                       NULL};
+    const char *values[] = {"shortd-doctor", timeout, url, NULL};
+    int64_t t0 = inspect_clock_us();
+    PGconn *pg = PQconnectdbParams(keys, values, 1);
+    if (!pg)
+        abort();
+    h->connect_us = inspect_clock_us() - t0;
+    if (PQstatus(pg) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(pg);
+        snprintf(h->why, sizeof(h->why), "cannot connect: %.*s", (int)strcspn(msg, "\n"), msg);
+        PQfinish(pg);
+        return ERR_STORAGE;
+    }
+    int64_t one = 0, has = 0, version = 0;
+    int64_t t1 = inspect_clock_us();
+    bool ok = inspect_one(pg, "SELECT 1", &one, h);
+    h->query_us = inspect_clock_us() - t1;
+    h->reached = ok;
+    ok = ok &&
+         inspect_one(pg, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+                     &h->server_now_ms, h) &&
+         inspect_one(pg, "SELECT (to_regclass('schema_version') IS NOT NULL)::int", &has, h);
+    if (ok && has == 1)
+        ok = inspect_one(pg, "SELECT coalesce(max(version), 0) FROM schema_version", &version, h);
+    h->schema = (int)version;
+    if (ok && h->schema == h->schema_wanted) {
+        ok = inspect_one(pg, "SELECT max(created_at) FROM links", &h->newest_link_ms, h) &&
+             inspect_one(pg, "SELECT max(day) FROM link_days", &h->newest_day, h) &&
+             inspect_one(pg,
+                         "SELECT count(*) FROM meta WHERE k = 'journal_pos' OR "
+                         "(k LIKE 'journal\\_pos:%' AND k NOT LIKE '%:partial')",
+                         &h->journal_marks, h) &&
+             inspect_marks(pg, h);
+        if (h->newest_link_ms < 0)
+            h->newest_link_ms = 0;
+    }
+    PQfinish(pg);
+    return ok ? ERR_OK : ERR_STORAGE;
 }

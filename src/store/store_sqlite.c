@@ -10,11 +10,15 @@
  * number, so a lookup costs one sqlite3_step on a reset statement. The
  * schema version lives in PRAGMA user_version; open() migrates forward and
  * refuses a file newer than this binary. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/coop.h"
 #include "clicks/dayrow.h"
@@ -701,6 +705,13 @@ static int sq_open(const char *path, struct store **out)
     pthread_once(&once, sqlite_setup);
     if (!*path)
         return log_fail(ERR_INVALID, "empty database path");
+    /* A new database is made readable by its owner alone: its meta table
+     * holds the keys that hash API keys and visitors, and SQLite gives the
+     * -wal and -shm files the database's own mode. An empty file is an
+     * empty database. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0)
+        close(fd);
     struct sqlite_store *s = calloc(1, sizeof(*s));
     if (!s)
         abort();
@@ -1963,4 +1974,125 @@ static int sq_table_count(struct store *st, int table, struct table_count *out)
     sqlite3_finalize(q);
     buf_release(&s);
     return rc;
+}
+
+/* ---- inspection (store.h, for shortd doctor) ---- */
+
+static int64_t inspect_clock_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The first column of the first row of 'query' as an integer (-1 for NULL);
+ * false when the statement fails ('why' gets SQLite's message). */
+static bool inspect_one(sqlite3 *db, const char *query, int64_t *num, struct store_health *h)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, query, -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(q);
+    bool ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
+    if (!ok)
+        snprintf(h->why, sizeof(h->why), "'%s' failed: %s", query, sqlite3_errmsg(db));
+    if (rc == SQLITE_ROW && num)
+        *num = sqlite3_column_type(q, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return ok;
+}
+
+/* The journal positions, as aggregate.c stores them: 8 bytes, little-endian. */
+static bool inspect_marks(sqlite3 *db, struct store_health *h)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db,
+                                "SELECT substr(k, 13), v FROM meta WHERE k GLOB 'journal_pos:*' "
+                                "AND k NOT GLOB '*:partial' AND length(v) = 8 ORDER BY k LIMIT ?",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(q, 1, STORE_HEALTH_MARKS);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const unsigned char *id = sqlite3_column_text(q, 0);
+        const unsigned char *v = sqlite3_column_blob(q, 1);
+        rc = SQLITE_OK;
+        if (!id || !v || sqlite3_column_bytes(q, 1) != 8)
+            continue;
+        uint64_t pos = 0;
+        for (int i = 7; i >= 0; i--)
+            pos = pos << 8 | v[i];
+        snprintf(h->marks[h->nmarks].id, sizeof(h->marks[0].id), "%s", (const char *)id);
+        h->marks[h->nmarks++].pos = (int64_t)pos;
+    }
+    bool ok = rc == SQLITE_DONE;
+    if (!ok)
+        snprintf(h->why, sizeof(h->why), "cannot read the journal positions: %s",
+                 sqlite3_errmsg(db));
+    sqlite3_finalize(q);
+    return ok;
+}
+
+int store_sqlite_inspect(const char *path, struct store_health *h)
+{
+    h->schema_wanted = SCHEMA_VERSION;
+    /* The journal mode from the file's header (bytes 18 and 19 are 2 in WAL
+     * mode): a connection that must not write cannot ask for it. */
+    unsigned char head[100];
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(head, 1, sizeof(head), f) : 0;
+    if (f)
+        fclose(f);
+    snprintf(h->journal_mode, sizeof(h->journal_mode), "%s",
+             got < sizeof(head)               ? "none"
+             : head[18] == 2 && head[19] == 2 ? "wal"
+                                              : "rollback");
+    /* Read only, and without SQLITE_OPEN_CREATE: a missing file stays missing.
+     * A read-only connection to a WAL database still makes its -shm file
+     * when there is none; with no -wal file either, no server has the
+     * database open and the file alone holds everything, so it is read as
+     * immutable, which makes nothing. */
+    char wal[1100];
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    struct stat st;
+    bool idle = stat(wal, &st) != 0;
+    char uri[3400] = "file:";
+    size_t n = 5;
+    for (const char *p = path; *p && n + 4 < sizeof(uri); p++) {
+        if (*p == '?' || *p == '#' || *p == '%' || (unsigned char)*p < 0x20)
+            n += (size_t)snprintf(uri + n, sizeof(uri) - n, "%%%02X", (unsigned char)*p);
+        else
+            uri[n++] = *p;
+    }
+    snprintf(uri + n, sizeof(uri) - n, "%s", idle ? "?immutable=1" : "?mode=ro");
+    sqlite3 *db = NULL;
+    int64_t t0 = inspect_clock_us();
+    int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(h->why, sizeof(h->why), "cannot open '%s': %s", path,
+                 db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return ERR_STORAGE;
+    }
+    sqlite3_busy_timeout(db, 2000);
+    int64_t one = 0, version = 0;
+    int64_t t1 = inspect_clock_us();
+    bool ok = inspect_one(db, "SELECT 1", &one, h);
+    h->query_us = inspect_clock_us() - t1;
+    h->connect_us = t1 - t0;
+    h->reached = ok;
+    ok = ok && inspect_one(db, "PRAGMA user_version", &version, h);
+    h->schema = (int)version;
+    if (ok && h->schema == h->schema_wanted) {
+        ok = inspect_one(db, "SELECT max(created_at) FROM links", &h->newest_link_ms, h) &&
+             inspect_one(db, "SELECT max(day) FROM link_days", &h->newest_day, h) &&
+             inspect_one(db,
+                         "SELECT count(*) FROM meta WHERE k = 'journal_pos' OR "
+                         "(k GLOB 'journal_pos:*' AND k NOT GLOB '*:partial')",
+                         &h->journal_marks, h) &&
+             inspect_marks(db, h);
+        if (h->newest_link_ms < 0)
+            h->newest_link_ms = 0;
+    }
+    sqlite3_close(db);
+    return ok ? ERR_OK : ERR_STORAGE;
 }

@@ -4,7 +4,8 @@
 # /usr/bin/shortd started the way the unit starts it (as shortd, in
 # /var/lib/shortd, with /etc/shortd/shortd.conf, no new privileges; there is
 # no running systemd here: setpriv, which execs it as runuser would not) makes its admin key, creates a link and redirects it; SIGTERM
-# stops it cleanly; dpkg --purge leaves nothing behind. Needs a release build.
+# stops it cleanly; dpkg --purge leaves nothing behind. make deb builds its own
+# hardened binary (build/hardened).
 # Skipped when not root, or when a shortd package or user is already there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

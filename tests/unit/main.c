@@ -77,6 +77,14 @@
     X(config_example_file)                                                                         \
     X(config_sources)                                                                              \
     X(config_reload)                                                                               \
+    X(doctor_healthy)                                                                              \
+    X(doctor_config)                                                                               \
+    X(doctor_permissions)                                                                          \
+    X(doctor_journal)                                                                              \
+    X(doctor_clock_behind)                                                                         \
+    X(doctor_listen_taken)                                                                         \
+    X(doctor_unreachable)                                                                          \
+    X(doctor_geoip)                                                                                \
     X(fuzzfound_config_long_lines)                                                                 \
     X(geo_lookups)                                                                                 \
     X(geo_unknown_inputs)                                                                          \

@@ -136,6 +136,21 @@ it('GET forms: shorturl with a keyword and a title (json), expand, url-stats, st
     assert.equal(xml.text, '<?xml version="1.0" encoding="UTF-8"?>\n<root><version>1.10.4</version></root>\n');
 });
 
+it('format=jsonp as YOURLS 1.10.4 answers it: with a callback, without one (a bare "(...)"), and with a ' +
+   'bad one', async () => {
+    const cb = await yget({ signature: key, action: 'version', format: 'jsonp', callback: 'cb' });
+    assert.equal(cb.status, 200);
+    assert.match(cb.type, /^application\/javascript/);
+    assert.equal(cb.text, 'cb({"version":"1.10.4","callback":"cb"})');
+    // Checked against the real YOURLS: no callback is no error.
+    const none = await yget({ signature: key, action: 'version', format: 'jsonp' });
+    assert.equal(none.status, 200, none.text);
+    assert.equal(none.text, '({"version":"1.10.4"})');
+    const bad = await yget({ signature: key, action: 'version', format: 'jsonp', callback: 'a(b)' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.text, '{"errorCode":"400","error":"Invalid callback parameter"}');
+});
+
 it('bad input gets YOURLS\'s error and stores nothing', async () => {
     const before = (await api(srv, 'GET', '/api/links?limit=1000', { key })).json.length;
     const nourl = await yget({ signature: key, action: 'shorturl', url: 'not a url', format: 'json' });
@@ -207,8 +222,13 @@ it('a wrong signature is 403 "Please log in", and counts against the auth limit 
     const r = await sharex({ action: 'shorturl', format: 'json', signature: 'sk_wrong', url: 'https://example.com/' });
     assert.equal(r.status, 403);
     assert.deepEqual(JSON.parse(r.text), { message: 'Please log in', errorCode: '403', callback: '' });
-    let last;   // 5 a run: 2 refused before, 1 just now
-    for (let i = 0; i < 3; i++) last = await yget({ action: 'version', format: 'json', signature: 'sk_wrong' });
+    // A failed login always carries a callback, empty when none was sent,
+    // which format=jsonp refuses (as the real YOURLS does).
+    const jsonp = await yget({ action: 'version', format: 'jsonp', signature: 'sk_wrong' });
+    assert.equal(jsonp.status, 400);
+    assert.equal(jsonp.text, '{"errorCode":"400","error":"Invalid callback parameter"}');
+    let last;   // 5 a run: 2 refused before, 2 just now
+    for (let i = 0; i < 2; i++) last = await yget({ action: 'version', format: 'json', signature: 'sk_wrong' });
     assert.equal(last.status, 429);
     assert.equal(last.json.errorCode, '429');
     // The limit is the address's, whatever the API: a Bearer request is refused too.

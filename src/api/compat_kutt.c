@@ -30,6 +30,7 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/apijob.h"
 #include "api/handlers.h"
@@ -60,10 +61,18 @@
 
 /* ---- answers ---- */
 
+/* A JSON answer with Express's content type (res.json adds the charset). */
+static int kjson(struct request *r, int status, json_t *doc)
+{
+    status = http_json(r, status, doc);
+    r->content_type = "application/json; charset=utf-8";
+    return status;
+}
+
 /* Kutt's error: {"error": MESSAGE} with the status. */
 static int kerr(struct request *r, int status, const char *message)
 {
-    return http_json(r, status, json_pack("{s:s}", "error", message));
+    return kjson(r, status, json_pack("{s:s}", "error", message));
 }
 
 /* The router's refusals: Kutt answers a missing or wrong key "Unauthorized."
@@ -82,7 +91,7 @@ static int kutt_error(struct request *r, int status, const char *code, const cha
         snprintf(text, sizeof(text), "Cannot %s %.*s",
                  llhttp_method_name((llhttp_method_t)r->method), len, r->path.p);
         json_t *o = json_pack("{s:s}", "error", text);
-        return http_json(r, 404, o ? o : json_pack("{s:s}", "error", "Not found."));
+        return kjson(r, 404, o ? o : json_pack("{s:s}", "error", "Not found."));
     }
     if (!strcmp(code, "unauthorized") || !strcmp(code, "invalid_key"))
         message = "Unauthorized.";
@@ -501,12 +510,109 @@ static int expire_check(struct request *r, const json_t *v, int64_t *ttl)
     return 0;
 }
 
-/* A target as the validator takes it: trimmed, 1..2040 characters, with
- * http:// added when it names no scheme. 0 with *url set, or 400. */
+/* A label of a host name as utils.urlRegex takes one: letters, digits,
+ * '-' and '_' (any non-ASCII byte counts as a letter), neither first nor
+ * last a '-' or '_'. */
+static bool label_ok(const char *p, size_t n)
+{
+    if (!n || n > 63 || p[0] == '-' || p[0] == '_' || p[n - 1] == '-' || p[n - 1] == '_')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)p[i]) && p[i] != '-' && p[i] != '_' && !(p[i] & 0x80))
+            return false;
+    return true;
+}
+
+/* The host of an http(s) target as utils.urlRegex takes it: a public IPv4
+ * address (not 10/8, 127/8, 169.254/16, 172.16/12 or 192.168/16; first
+ * octet 1..223, last 1..254), or a name of two labels or more whose last
+ * is two letters or more (or an xn-- one, which the regex misses and shortd
+ * takes). No IPv6 literal, no single-label name ("notaurl", "intranet"):
+ * shortd alone would take them, Kutt refuses them, and its clients count on
+ * that answer. */
+static bool kutt_host_ok(const char *h, size_t n)
+{
+    if (n && h[n - 1] == '.')
+        n--;
+    unsigned oct[4], parts = 0;
+    const char *p = h, *end = h + n;
+    while (parts < 4 && p < end && isdigit((unsigned char)*p)) {
+        unsigned v = 0, digits = 0;
+        for (; p < end && isdigit((unsigned char)*p) && digits < 4; p++, digits++)
+            v = v * 10 + (unsigned)(*p - '0');
+        oct[parts++] = v;
+        if (p < end && *p == '.' && parts < 4)
+            p++;
+        else
+            break;
+    }
+    if (parts == 4 && p == end) {
+        if (oct[0] < 1 || oct[0] > 223 || oct[3] < 1 || oct[3] > 254 || oct[1] > 255 ||
+            oct[2] > 255)
+            return false;
+        return !(oct[0] == 10 || oct[0] == 127 || (oct[0] == 169 && oct[1] == 254) ||
+                 (oct[0] == 172 && oct[1] >= 16 && oct[1] <= 31) ||
+                 (oct[0] == 192 && oct[1] == 168));
+    }
+    const char *dot = NULL;
+    for (p = h; p < end; p++)
+        if (*p == '.')
+            dot = p;
+    if (!dot)
+        return false;
+    const char *tld = dot + 1;
+    size_t tn = (size_t)(end - tld);
+    bool letters = tn >= 2;
+    for (size_t i = 0; i < tn && letters; i++)
+        letters = isalpha((unsigned char)tld[i]) || (tld[i] & 0x80);
+    if (!letters && !(tn > 4 && !strncasecmp(tld, "xn--", 4) && label_ok(tld, tn)))
+        return false;
+    for (p = h; p < end;) {
+        const char *q = memchr(p, '.', (size_t)(end - p));
+        size_t ln = q ? (size_t)(q - p) : (size_t)(end - p);
+        if (!label_ok(p, ln))
+            return false;
+        p += ln + (q ? 1 : 0);
+    }
+    return true;
+}
+
+/* Whether an http(s) URL's host passes kutt_host_ok; other schemes are
+ * left to shortd's own check, as Kutt's regex leaves them. */
+static bool kutt_url_ok(const char *u)
+{
+    size_t skip = !strncasecmp(u, "http://", 7) ? 7 : !strncasecmp(u, "https://", 8) ? 8 : 0;
+    if (!skip)
+        return true;
+    const char *h = u + skip;
+    size_t n = strcspn(h, "/?#");
+    const char *at = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (h[i] == '@')
+            at = h + i;
+    if (at) {
+        n -= (size_t)(at + 1 - h);
+        h = at + 1;
+    }
+    if (n && h[0] == '[')
+        return false;
+    const char *colon = memchr(h, ':', n);
+    if (colon) {
+        size_t pn = n - (size_t)(colon + 1 - h);
+        if (pn < 2 || pn > 5 || strspn(colon + 1, "0123456789") < pn)
+            return false;
+        n = (size_t)(colon - h);
+    }
+    return kutt_host_ok(h, n);
+}
+
+/* A target as the validator takes it: a string (else express-validator's
+ * "Invalid value"), trimmed, 1..2040 characters, with http:// added when it
+ * names no scheme, of a host utils.urlRegex takes. 0 with *url set, or 400. */
 static int target_check(struct request *r, const json_t *v, char **url)
 {
     if (!json_is_string(v))
-        return kerr(r, 400, "URL is not valid.");
+        return kerr(r, 400, "Invalid value");
     char *t = trimmed(v);
     size_t n = chars(t);
     if (n < 1 || n > TEXT_MAX) {
@@ -526,6 +632,10 @@ static int target_check(struct request *r, const json_t *v, char **url)
         memcpy(u + 7, t, len + 1);
         free(t);
         t = u;
+    }
+    if (!kutt_url_ok(t)) {
+        free(t);
+        return kerr(r, 400, "URL is not valid.");
     }
     *url = t;
     return 0;
@@ -736,7 +846,7 @@ static int create_respond(struct api_job *j)
         return unavailable(j->r);
     if (c->error)
         return kerr(j->r, c->error_status, c->error);
-    return http_json(j->r, c->reused ? 200 : 201, kutt_link(j->r->app, &c->link));
+    return kjson(j->r, c->reused ? 200 : 201, kutt_link(j->r->app, &c->link));
 }
 
 int handle_kutt_create(struct request *r)
@@ -961,9 +1071,9 @@ int handle_kutt_list(struct request *r)
         json_decref(x.data);
         return unavailable(r);
     }
-    return http_json(r, 200,
-                     json_pack("{s:I,s:I,s:I,s:o}", "total", (json_int_t)x.seen, "limit",
-                               (json_int_t)limit, "skip", (json_int_t)skip, "data", x.data));
+    return kjson(r, 200,
+                 json_pack("{s:I,s:I,s:I,s:o}", "total", (json_int_t)x.seen, "limit",
+                           (json_int_t)limit, "skip", (json_int_t)skip, "data", x.data));
 }
 
 /* ---- one link: its id in the path ---- */
@@ -1034,8 +1144,7 @@ static int delete_respond(struct api_job *j)
         return unavailable(j->r);
     if (!d->found)
         return kerr(j->r, 500, DELETE_MISSING);
-    return http_json(j->r, 200,
-                     json_pack("{s:s}", "message", "Link has been deleted successfully."));
+    return kjson(j->r, 200, json_pack("{s:s}", "message", "Link has been deleted successfully."));
 }
 
 int handle_kutt_delete(struct request *r)
@@ -1139,7 +1248,7 @@ static int patch_respond(struct api_job *j)
         return unavailable(j->r);
     if (pj->error)
         return kerr(j->r, pj->error_status, pj->error);
-    return http_json(j->r, 200, kutt_link(j->r->app, &pj->link));
+    return kjson(j->r, 200, kutt_link(j->r->app, &pj->link));
 }
 
 /* "•••" is how Kutt's form shows a password kept: no change. */
@@ -1257,13 +1366,105 @@ struct period {
 static const int period_dims[4] = {DIM_BROWSER, DIM_OS, DIM_COUNTRY, DIM_REFERRER};
 static const char *const period_dim_names[4] = {"browser", "os", "country", "referrer"};
 
+/* Kutt's browser and OS names (queues/visit.js, lowercased as it stores
+ * them), each listed even at 0 (utils.getInitStats), in its order; shortd's
+ * names map onto them, the rest to "other". */
+static const char *const kutt_browsers[] = {"chrome", "edge",  "firefox", "ie",
+                                            "opera",  "other", "safari"};
+static const char *const kutt_oses[] = {"android", "ios", "linux", "macos", "other", "windows"};
+
+static const char *kutt_browser(const char *v)
+{
+    static const char *const map[][2] = {{"Chrome", "chrome"},   {"Edge", "edge"},
+                                         {"Firefox", "firefox"}, {"Internet Explorer", "ie"},
+                                         {"Opera", "opera"},     {"Safari", "safari"}};
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(v, map[i][0]))
+            return map[i][1];
+    return "other";
+}
+
+static const char *kutt_os(const char *v)
+{
+    static const char *const map[][2] = {{"Android", "android"}, {"iOS", "ios"},
+                                         {"iPadOS", "ios"},      {"Linux", "linux"},
+                                         {"macOS", "macos"},     {"Windows", "windows"}};
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(v, map[i][0]))
+            return map[i][1];
+    return "other";
+}
+
+/* Kutt's name of a country or referrer value: lowercased; a referrer host
+ * without its "www." and with each '.' as "[dot]" (its stats page puts the
+ * dots back); shortd's unknown country "XX" is Kutt's "unknown". */
+static void kutt_value(int dim, const char *v, struct buf *out)
+{
+    if (dim == DIM_COUNTRY && !strcmp(v, "XX"))
+        v = "unknown";
+    if (dim == DIM_REFERRER && !strncasecmp(v, "www.", 4))
+        v += 4;
+    for (; *v; v++) {
+        if (dim == DIM_REFERRER && *v == '.')
+            buf_adds(out, "[dot]");
+        else
+            buf_addc(out, (char)tolower((unsigned char)*v));
+    }
+}
+
+/* Adds n to the count of 'name' in 'counts'. */
+static void count_add(json_t *counts, const char *name, int64_t n)
+{
+    json_t *c = json_object_get(counts, name);
+    json_object_set_new(counts, name, json_integer((c ? json_integer_value(c) : 0) + n));
+}
+
 static int period_dim(int dim, const char *value, int64_t n, void *arg)
 {
     struct period *p = arg;
-    for (int i = 0; i < 4; i++)
-        if (period_dims[i] == dim)
-            json_object_set_new(p->dims[i], value, json_integer(n));
+    for (int i = 0; i < 4; i++) {
+        if (period_dims[i] != dim)
+            continue;
+        if (dim == DIM_BROWSER) {
+            count_add(p->dims[i], kutt_browser(value), n);
+        } else if (dim == DIM_OS) {
+            count_add(p->dims[i], kutt_os(value), n);
+        } else {
+            struct buf b = BUF_INIT;
+            kutt_value(dim, value, &b);
+            count_add(p->dims[i], b.p ? b.p : "", n);
+            buf_release(&b);
+        }
+    }
     return 0;
+}
+
+/* A period's counts before the store's: every browser and OS name at 0,
+ * in Kutt's order (which its stable sort keeps among equal counts). */
+static void period_start(struct period *p)
+{
+    for (int i = 0; i < 4; i++)
+        p->dims[i] = json_object();
+    for (size_t i = 0; i < sizeof(kutt_browsers) / sizeof(kutt_browsers[0]); i++)
+        count_add(p->dims[0], kutt_browsers[i], 0);
+    for (size_t i = 0; i < sizeof(kutt_oses) / sizeof(kutt_oses[0]); i++)
+        count_add(p->dims[1], kutt_oses[i], 0);
+}
+
+/* The clicks no country or referrer was known for, as Kutt's "unknown" and
+ * "direct" (shortd counts only the known ones), so that each adds up to the
+ * period's total as Kutt's do. */
+static void period_finish(struct period *p)
+{
+    static const char *const rest[4] = {NULL, NULL, "unknown", "direct"};
+    for (int i = 2; i < 4; i++) {
+        int64_t known = 0;
+        const char *k;
+        json_t *c;
+        json_object_foreach(p->dims[i], k, c) known += json_integer_value(c);
+        if (p->total > known)
+            count_add(p->dims[i], rest[i], p->total - known);
+    }
 }
 
 /* The day counts of the last year, oldest first. */
@@ -1282,27 +1483,41 @@ static int year_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, 
     return 0;
 }
 
+/* An entry of a stats array and its place among its counts. */
+struct dim_entry {
+    json_t *o;
+    json_int_t value;
+    size_t at;
+};
+
+/* Most first; equal counts in their order (JavaScript's sort is stable). */
 static int cmp_value_desc(const void *a, const void *b)
 {
-    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "value"));
-    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "value"));
-    return x < y ? 1 : x > y ? -1 : 0;
+    const struct dim_entry *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value < y->value ? 1 : -1;
+    return x->at < y->at ? -1 : x->at > y->at;
 }
 
 /* utils.statsObjectToArray: [{name, value}], most first. */
 static json_t *dim_array(json_t *counts)
 {
     size_t n = json_object_size(counts), i = 0;
-    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    struct dim_entry *v = calloc(n ? n : 1, sizeof(*v));
     if (!v)
         abort();
     const char *k;
     json_t *c;
-    json_object_foreach(counts, k, c) { v[i++] = json_pack("{s:s,s:O}", "name", k, "value", c); }
+    json_object_foreach(counts, k, c)
+    {
+        v[i] = (struct dim_entry){json_pack("{s:s,s:O}", "name", k, "value", c),
+                                  json_integer_value(c), i};
+        i++;
+    }
     qsort(v, n, sizeof(*v), cmp_value_desc);
     json_t *a = json_array();
     for (i = 0; i < n; i++)
-        json_array_append_new(a, v[i]);
+        json_array_append_new(a, v[i].o);
     free(v);
     return a;
 }
@@ -1370,10 +1585,10 @@ int handle_kutt_stats(struct request *r)
     }
     free(y);
     for (int p = 0; p < 4; p++) {
-        for (int i = 0; i < 4; i++)
-            ps[p].dims[i] = json_object();
+        period_start(&ps[p]);
         if (rc == ERR_OK)
             rc = st->ops->stats_dims(st, code, today - span[p] + 1, today, period_dim, &ps[p]);
+        period_finish(&ps[p]);
     }
     json_t *o = NULL;
     if (rc == ERR_OK) {
@@ -1401,7 +1616,7 @@ int handle_kutt_stats(struct request *r)
     link_release(&l);
     if (!o)
         return unavailable(r);
-    return http_json(r, 200, o);
+    return kjson(r, 200, o);
 }
 
 /* ---- GET /api/v2/users, GET /api/v2/health ---- */
@@ -1449,9 +1664,9 @@ int handle_kutt_user(struct request *r)
         return unavailable(r);
     }
     struct slice key = http_header(r, "x-api-key");
-    return http_json(r, 200,
-                     json_pack("{s:s#,s:s,s:o}", "apikey", key.p, key.n, "email", r->key.name,
-                               "domains", x.arr));
+    return kjson(r, 200,
+                 json_pack("{s:s#,s:s,s:o}", "apikey", key.p, key.n, "email", r->key.name,
+                           "domains", x.arr));
 }
 
 int handle_kutt_health(struct request *r)

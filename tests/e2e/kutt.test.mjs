@@ -107,6 +107,10 @@ it('links.create makes an ordinary link and answers Kutt\'s link object', async 
     const again = await kutt('POST', '/links', { body: { target, reuse: true } });
     assert.equal(again.status, 200, again.text);
     assert.equal(again.json.id, link.id);
+    // Express's res.json type, as the real Kutt 3.2.3 sends it (errors too).
+    assert.equal(again.headers.get('content-type'), 'application/json; charset=utf-8');
+    const missing = await kutt('POST', '/links', { body: {} });
+    assert.equal(missing.headers.get('content-type'), 'application/json; charset=utf-8');
 });
 
 it('ShareX: its exact request (nulls for what is unset, reuse false) answers `link`', async () => {
@@ -186,9 +190,34 @@ it('links.stats and GET /links/:id/stats answer the periods with the link', asyn
     assert.equal(stats.lastWeek.total, 1);
     assert.equal(stats.lastYear.views[11], 1);
     for (const k of ['browser', 'os', 'country', 'referrer']) assert.ok(Array.isArray(stats.lastDay.stats[k]));
+
+    // The names are Kutt's, as the real Kutt 3.2.3 answers them: every
+    // browser and OS at 0 or more, most first, in its order among equals;
+    // a referrer's host without www. and its dots as [dot]; the clicks of no
+    // known country or referrer as "unknown" and "direct".
+    const iphone = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 ' +
+        '(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1';
+    const v2 = await visit(srv, link.address, {
+        headers: { 'user-agent': iphone, referer: 'https://www.News.example.org/page' },
+    });
+    assert.equal(v2.status, 302);
+    const named = await poll(async () => {
+        const s = await kutt('GET', `/links/${link.id}/stats`);
+        return s.json.lastDay.total >= 2 ? s.json.lastDay.stats : null;
+    });
+    const pairs = (a) => a.map((x) => [x.name, x.value]);
+    assert.deepEqual(pairs(named.browser), [['chrome', 1], ['safari', 1], ['edge', 0], ['firefox', 0],
+        ['ie', 0], ['opera', 0], ['other', 0]]);
+    assert.deepEqual(pairs(named.os), [['ios', 1], ['linux', 1], ['android', 0], ['macos', 0], ['other', 0],
+        ['windows', 0]]);
+    // (Kutt orders equal referrers by their first visit, which shortd does
+    // not keep: only the counts are compared.)
+    assert.deepEqual(pairs(named.referrer).sort(), [['direct', 1], ['news[dot]example[dot]org', 1]]);
+    assert.deepEqual(named.country, [{ name: 'unknown', value: 2 }]);
+
     const get = await kutt('GET', `/links/${link.id}/stats`);
     assert.equal(get.status, 200, get.text);
-    assert.equal(get.json.lastMonth.total, 1);
+    assert.equal(get.json.lastMonth.total, 2);
     // The link is still there: DELETE .../stats only reads.
     assert.equal((await visit(srv, link.address)).status, 302);
 });
@@ -287,6 +316,14 @@ it('bad input gets Kutt\'s error and stores nothing; a wrong key is 401', async 
         [{ target: 'https://example.com/x', reuse: 'maybe' }, 'Reuse must be boolean.'],
         [{ target: 'https://example.com/x', domain: 'not-mine.example' }, 'You can\'t use this domain.'],
         [{ target: `${BASE}/abc` }, 'sho.example.test URLs are not allowed.'],
+        // Hosts Kutt's URL pattern refuses (checked against the real Kutt
+        // 3.2.3), though shortd's own API takes them: one label, a private
+        // address, a one-letter top-level name.
+        [{ target: 'notaurl' }, 'URL is not valid.'],
+        [{ target: 'http://intranet/x' }, 'URL is not valid.'],
+        [{ target: 'http://10.0.0.1/x' }, 'URL is not valid.'],
+        [{ target: 'https://example.c/x' }, 'URL is not valid.'],
+        [{ target: 5 }, 'Invalid value'],
     ];
     for (const [body, message] of cases) {
         const e = await rejection(client().links().create(body));

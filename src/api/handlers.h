@@ -56,6 +56,7 @@ int handle_bitly_countries(struct request *r);
 int handle_bitly_referrers(struct request *r);
 int handle_bitly_user(struct request *r);
 int handle_bitly_groups(struct request *r);
+int handle_bitly_group_bitlinks(struct request *r);
 struct api_dialect;
 extern const struct api_dialect bitly_dialect;
 

@@ -95,6 +95,7 @@ static const struct route routes[] = {
     {"GET",   "/v4/bitlinks/:host/:code/referrers",   handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
     {"GET",   "/v4/user",                             handle_bitly_user,            ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
     {"GET",   "/v4/groups",                           handle_bitly_groups,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/groups/:group_guid/bitlinks",      handle_bitly_group_bitlinks,  ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
     /* Shlink REST v3 (compat_shlink.c): answers in Shlink's shapes */
     {"POST",   "/rest/v3/short-urls",            handle_shlink_create,   ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &shlink_dialect},
     {"GET",    "/rest/v3/short-urls",            handle_shlink_list,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},

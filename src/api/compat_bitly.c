@@ -31,11 +31,13 @@
 
 #include "api/apijob.h"
 #include "api/handlers.h"
+#include "api/idem.h"
 #include "api/owner.h"
 #include "api/report.h"
 #include "api/router.h"
 #include "app/app.h"
 #include "base/err.h"
+#include "base/jsonout.h"
 #include "base/pct.h"
 #include "base/timeutil.h"
 #include "clicks/analytics.h"
@@ -106,8 +108,8 @@ static json_t *path_resource(const struct request *r)
 
 /* Bitly's error object: 'message' its code (NOT_FOUND, INVALID_ARG_...),
  * 'field' (or NULL) the one field error it lists. */
-static int fail(struct request *r, int status, const char *message, const char *description,
-                const char *field, const char *error_code)
+static json_t *fail_doc(const struct request *r, const char *message, const char *description,
+                        const char *field, const char *error_code)
 {
     json_t *o = json_pack("{s:s,s:s,s:s}", "message", message, "description", description,
                           "resource", resource_of(r));
@@ -115,7 +117,13 @@ static int fail(struct request *r, int status, const char *message, const char *
         json_object_set_new(o, "errors",
                             json_pack("[{s:s,s:s,s:s}]", "field", field, "message", description,
                                       "error_code", error_code));
-    return http_json(r, status, o);
+    return o;
+}
+
+static int fail(struct request *r, int status, const char *message, const char *description,
+                const char *field, const char *error_code)
+{
+    return http_json(r, status, fail_doc(r, message, description, field, error_code));
 }
 
 static int not_found(struct request *r)
@@ -357,8 +365,10 @@ struct create_job {
     int64_t owner, now;
     struct link link;
     bool full; /* POST /v4/bitlinks: the whole object */
+    struct idem idem;
     bool reused, created;
-    int refused; /* REFUSED_*, or 0 */
+    bool mismatch; /* the Idempotency-Key was used with another request */
+    int refused;   /* REFUSED_*, or 0 */
 };
 
 #define REFUSED_BLOCKED 1      /* the destination's host is blocked */
@@ -370,12 +380,12 @@ static void create_release(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     link_input_release(&c->in);
     link_release(&c->link);
+    idem_release(&c->idem);
     free(c);
 }
 
-static int create_run(struct wjob *wj, struct store *st)
+static int create_do(struct create_job *c, struct store *st)
 {
-    struct create_job *c = (struct create_job *)wj;
     if (c->in.domain) {
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
@@ -396,6 +406,49 @@ static int create_run(struct wjob *wj, struct store *st)
     return rc;
 }
 
+/* The answer of a create that ran, and its status (any thread). */
+static json_t *create_answer(const struct create_job *c, int *status)
+{
+    const struct request *r = c->base.r;
+    *status = 400;
+    if (c->refused == REFUSED_BLOCKED)
+        return fail_doc(r, "INVALID_ARG_LONG_URL", "The long URL's host is blocked.", "long_url",
+                        "invalid");
+    if (c->refused == REFUSED_DOMAIN)
+        return fail_doc(r, "INVALID_ARG_DOMAIN", "The domain is not registered.", "domain",
+                        "invalid");
+    if (c->refused) {
+        *status = 403;
+        return fail_doc(r, "FORBIDDEN", "The domain is registered to another key.", NULL, NULL);
+    }
+    *status = c->reused ? 200 : 201;
+    return bitlink_json(r->app, &c->link, c->full);
+}
+
+/* With an Idempotency-Key, the answer is made here and remembered with the
+ * key (idem.h): a replay, or the first answer, is then j->raw. */
+static int create_run(struct wjob *wj, struct store *st)
+{
+    struct create_job *c = (struct create_job *)wj;
+    struct api_job *j = &c->base;
+    if (c->idem.key) {
+        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
+        c->mismatch = rc == ERR_EXISTS;
+        if (rc != ERR_NOTFOUND)
+            return c->mismatch ? ERR_OK : rc;
+    }
+    int rc = create_do(c, st);
+    if (rc != ERR_OK || !c->idem.key)
+        return rc;
+    json_t *doc = create_answer(c, &j->status);
+    struct buf b = BUF_INIT;
+    jsonout(&b, doc);
+    json_decref(doc);
+    rc = idem_finish(st, c->owner, &c->idem, c->now, j->status, b.p);
+    j->raw = buf_detach(&b, NULL);
+    return rc;
+}
+
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
@@ -409,15 +462,18 @@ static int create_respond(struct api_job *j)
     struct request *r = j->r;
     if (j->job.rc != ERR_OK)
         return unavailable(r);
-    if (c->refused == REFUSED_BLOCKED)
-        return fail(r, 400, "INVALID_ARG_LONG_URL", "The long URL's host is blocked.", "long_url",
-                    "invalid");
-    if (c->refused == REFUSED_DOMAIN)
-        return fail(r, 400, "INVALID_ARG_DOMAIN", "The domain is not registered.", "domain",
-                    "invalid");
-    if (c->refused)
-        return fail(r, 403, "FORBIDDEN", "The domain is registered to another key.", NULL, NULL);
-    return http_json(r, c->reused ? 200 : 201, bitlink_json(r->app, &c->link, c->full));
+    if (c->mismatch)
+        return fail(r, 422, "UNPROCESSABLE_ENTITY",
+                    "This Idempotency-Key was used with a different request.", NULL, NULL);
+    if (j->replayed)
+        http_add_header(r, "Idempotent-Replayed", "true", 4);
+    if (j->raw) { /* remembered with its Idempotency-Key */
+        http_body(r, j->status, "application/json", j->raw, strlen(j->raw));
+        return j->status;
+    }
+    int status;
+    json_t *doc = create_answer(c, &status);
+    return http_json(r, status, doc);
 }
 
 /* Reads a create's body into a shortd create body (*out); 0, or the status
@@ -479,9 +535,16 @@ static int create(struct request *r, bool full)
         free(c);
         return field_refused(r, field, why);
     }
+    if (idem_read(r, c->now, &c->idem) != ERR_OK) {
+        link_input_release(&c->in);
+        free(c);
+        return fail(r, 400, "INVALID_ARG_IDEMPOTENCY_KEY",
+                    "Idempotency-Key must be 1 to 255 visible ASCII characters.", NULL, NULL);
+    }
     c->full = full;
     c->owner = r->key.id;
-    c->base.job.single_write = true;
+    /* Without an Idempotency-Key a create writes one row: no savepoint. */
+    c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;
     c->base.respond = create_respond;
     c->base.release = create_release;

@@ -34,10 +34,12 @@
 
 #include "api/apijob.h"
 #include "api/handlers.h"
+#include "api/idem.h"
 #include "api/owner.h"
 #include "api/router.h"
 #include "app/app.h"
 #include "base/err.h"
+#include "base/jsonout.h"
 #include "base/timeutil.h"
 #include "clicks/analytics.h"
 #include "http/server.h"
@@ -787,8 +789,10 @@ struct create_job {
     struct api_job base;
     struct link_input in;
     int64_t owner, now;
+    struct idem idem;
     struct link link;
     bool reused, created;
+    bool mismatch;     /* the Idempotency-Key was used with another request */
     const char *error; /* a refusal's message (static) ... */
     int error_status;  /* ... and status */
 };
@@ -798,12 +802,23 @@ static void create_release(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     link_input_release(&c->in);
     link_release(&c->link);
+    idem_release(&c->idem);
     free(c);
 }
 
-static int create_run(struct wjob *wj, struct store *st)
+/* The answer of a create that ran, and its status (any thread). */
+static json_t *create_answer(const struct create_job *c, const struct app *app, int *status)
 {
-    struct create_job *c = (struct create_job *)wj;
+    if (c->error) {
+        *status = c->error_status;
+        return json_pack("{s:s}", "error", c->error);
+    }
+    *status = c->reused ? 200 : 201;
+    return kutt_link(app, &c->link);
+}
+
+static int create_do(struct create_job *c, struct store *st)
+{
     struct app *app = c->base.r->app;
     if (c->in.domain) {
         int64_t owner = -1;
@@ -832,6 +847,30 @@ static int create_run(struct wjob *wj, struct store *st)
     return rc;
 }
 
+/* With an Idempotency-Key, the answer is made here and remembered with the
+ * key (idem.h): a replay, or the first answer, is then j->raw. */
+static int create_run(struct wjob *wj, struct store *st)
+{
+    struct create_job *c = (struct create_job *)wj;
+    struct api_job *j = &c->base;
+    if (c->idem.key) {
+        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
+        c->mismatch = rc == ERR_EXISTS;
+        if (rc != ERR_NOTFOUND)
+            return c->mismatch ? ERR_OK : rc;
+    }
+    int rc = create_do(c, st);
+    if (rc != ERR_OK || !c->idem.key)
+        return rc;
+    json_t *doc = create_answer(c, j->r->app, &j->status);
+    struct buf b = BUF_INIT;
+    jsonout(&b, doc);
+    json_decref(doc);
+    rc = idem_finish(st, c->owner, &c->idem, c->now, j->status, b.p);
+    j->raw = buf_detach(&b, NULL);
+    return rc;
+}
+
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
@@ -844,9 +883,17 @@ static int create_respond(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     if (j->job.rc != ERR_OK)
         return unavailable(j->r);
-    if (c->error)
-        return kerr(j->r, c->error_status, c->error);
-    return kjson(j->r, c->reused ? 200 : 201, kutt_link(j->r->app, &c->link));
+    if (c->mismatch)
+        return kerr(j->r, 422, "This Idempotency-Key was used with a different request.");
+    if (j->replayed)
+        http_add_header(j->r, "Idempotent-Replayed", "true", 4);
+    if (j->raw) { /* remembered with its Idempotency-Key */
+        http_body(j->r, j->status, "application/json; charset=utf-8", j->raw, strlen(j->raw));
+        return j->status;
+    }
+    int status;
+    json_t *doc = create_answer(c, j->r->app, &status);
+    return kjson(j->r, status, doc);
 }
 
 int handle_kutt_create(struct request *r)
@@ -936,8 +983,15 @@ int handle_kutt_create(struct request *r)
         status = refused(r, field, why);
         goto out;
     }
+    if (idem_read(r, c->now, &c->idem) != ERR_OK) {
+        link_input_release(&c->in);
+        free(c);
+        status = kerr(r, 400, "Idempotency-Key must be 1 to 255 visible ASCII characters.");
+        goto out;
+    }
     c->owner = r->key.id;
-    c->base.job.single_write = true;
+    /* Without an Idempotency-Key a create writes one row: no savepoint. */
+    c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;
     c->base.respond = create_respond;
     c->base.release = create_release;

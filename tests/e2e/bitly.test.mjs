@@ -344,6 +344,36 @@ it("paths and methods /v4 does not serve get Bitly's NOT_FOUND and METHOD_NOT_AL
     assert.equal((await bitly.info(b.link)).id, b.id, 'the bitlink is unchanged');
 });
 
+it('Idempotency-Key: the same shorten again replays its answer, another under the key is refused, and ' +
+   'a concurrent pair makes one link', async () => {
+    const urls = async () => (await listed(key)).map((l) => l.url);
+    const post = (path, body, idem) => api(srv, 'POST', path, { key, body, headers: { 'Idempotency-Key': idem } });
+    const url = `https://example.com/bitly/idem/${unique('i')}`;
+    const idem = unique('idem-key');
+    const first = await post('/v4/bitlinks', { long_url: url, title: 'Once' }, idem);
+    assert.equal(first.status, 201, first.text);
+    // Without the key the same URL answers the existing bitlink with 200:
+    // the replay is the first answer, 201.
+    const again = await post('/v4/bitlinks', { long_url: url, title: 'Once' }, idem);
+    assert.deepEqual([again.status, again.text], [201, first.text]);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    const mismatch = await post('/v4/bitlinks', { long_url: `${url}/other` }, idem);
+    assert.equal(mismatch.status, 422, mismatch.text);
+    assert.deepEqual(mismatch.json, { message: 'UNPROCESSABLE_ENTITY',
+        description: 'This Idempotency-Key was used with a different request.', resource: 'bitlinks' });
+    assert.ok(!(await urls()).includes(`${url}/other`), 'nothing stored');
+    const bad = await post('/v4/shorten', { long_url: `${url}/bad` }, 'a\tb');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.message, 'INVALID_ARG_IDEMPOTENCY_KEY');
+
+    const url2 = `https://example.com/bitly/idem/${unique('c')}`;
+    const pairKey = unique('idem-pair');
+    const pair = await Promise.all([1, 2].map(() => post('/v4/shorten', { long_url: url2 }, pairKey)));
+    assert.deepEqual(pair.map((p) => p.status), [201, 201], pair.map((p) => p.text).join('\n'));
+    assert.equal(pair[0].text, pair[1].text);
+    assert.equal((await urls()).filter((u) => u === url2).length, 1, 'one link');
+});
+
 it("bad input gets Bitly's error and stores nothing; a wrong or missing token is FORBIDDEN", async () => {
     const before = (await listed(key)).length;
     let e = await bitlyError(bitly.shorten('not a url'));

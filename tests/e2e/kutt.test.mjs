@@ -48,8 +48,8 @@ async function rejection(promise) {
 }
 
 /* Raw Kutt requests, for what the client does not send. */
-async function kutt(method, path, { k = key, body } = {}) {
-    const headers = { 'content-type': 'application/json' };
+async function kutt(method, path, { k = key, body, headers: extra = {} } = {}) {
+    const headers = { 'content-type': 'application/json', ...extra };
     if (k) headers['x-api-key'] = k;
     const res = await fetch(`${srv.url}/api/v2${path}`, {
         method, headers, body: body === undefined ? undefined : JSON.stringify(body),
@@ -300,6 +300,47 @@ it('paths and methods /api/v2 does not serve get Kutt\'s 404; shortd\'s /api kee
     const own = await api(srv, 'GET', '/api/v2x/links', { key });
     assert.equal(own.status, 404);
     assert.equal(own.json.error.code, 'not_found');
+});
+
+it('Idempotency-Key: the same create again replays its answer, another under the key is refused, and ' +
+   'a concurrent pair makes one link', async () => {
+    const targets = async () => (await api(srv, 'GET', '/api/links?limit=1000', { key })).json.map((l) => l.url);
+    const target = `https://example.com/kutt/idem/${unique('i')}`;
+    const idem = { 'Idempotency-Key': unique('idem-key') };
+    const first = await kutt('POST', '/links', { body: { target, description: 'once' }, headers: idem });
+    assert.equal(first.status, 201, first.text);
+    assert.equal(first.headers.get('idempotent-replayed'), null);
+    // Without the key (and without reuse) the same body makes a second link.
+    const again = await kutt('POST', '/links', { body: { target, description: 'once' }, headers: idem });
+    assert.deepEqual([again.status, again.text], [201, first.text]);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal((await targets()).filter((u) => u === target).length, 1);
+    const other = `${target}/other`;
+    const mismatch = await kutt('POST', '/links', { body: { target: other }, headers: idem });
+    assert.deepEqual([mismatch.status, mismatch.json],
+        [422, { error: 'This Idempotency-Key was used with a different request.' }]);
+    assert.ok(!(await targets()).includes(other), 'nothing stored');
+    const bad = await kutt('POST', '/links', { body: { target: other }, headers: { 'Idempotency-Key': 'a b' } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error, /Idempotency-Key/);
+
+    // A refusal is remembered too: the same key answers it again.
+    const taken = { 'Idempotency-Key': unique('idem-taken') };
+    const alias = unique('kt');
+    await client().links().create({ target, customurl: alias });
+    const refused = await kutt('POST', '/links', { body: { target: other, customurl: alias }, headers: taken });
+    assert.deepEqual([refused.status, refused.json], [500, { error: 'Custom URL is already in use.' }]);
+    const refusedAgain = await kutt('POST', '/links', { body: { target: other, customurl: alias }, headers: taken });
+    assert.deepEqual([refusedAgain.status, refusedAgain.text], [500, refused.text]);
+
+    const target2 = `https://example.com/kutt/idem/${unique('c')}`;
+    const pairKey = { 'Idempotency-Key': unique('idem-pair') };
+    const pair = await Promise.all([1, 2].map(() =>
+        kutt('POST', '/links', { body: { target: target2 }, headers: pairKey })));
+    assert.deepEqual(pair.map((p) => p.status), [201, 201], pair.map((p) => p.text).join('\n'));
+    assert.equal(pair[0].json.id, pair[1].json.id);
+    assert.equal((await targets()).filter((u) => u === target2).length, 1, 'one link');
 });
 
 it('bad input gets Kutt\'s error and stores nothing; a wrong key is 401', async () => {

@@ -1678,18 +1678,17 @@ int handle_kutt_stats(struct request *r)
 struct domains_ctx {
     const struct app *app;
     json_t *arr;
-    const char *home;
 };
 
-static int domain_one(const char *host, int64_t owner, int64_t created_at, void *arg)
+/* A domain's id: a keyed hash of its host, as a UUID (stable, and found
+ * again among the key's domains by DELETE /domains/:id). */
+static void domain_id(const struct app *app, const char *host, char id[ID_LEN + 1])
 {
-    (void)owner;
-    struct domains_ctx *x = arg;
-    /* A domain's id: a keyed hash of its host, as a UUID (no route takes it). */
     uint8_t key[32], h[16];
-    id_key(x->app, key);
+    id_key(app, key);
     crypto_generichash(h, sizeof(h), (const uint8_t *)host, strlen(host), key, 32);
-    char id[ID_LEN + 1], *o = id;
+    sodium_memzero(key, sizeof(key));
+    char *o = id;
     static const char hex[] = "0123456789abcdef";
     for (int i = 0; i < 16; i++) {
         if (i == 4 || i == 6 || i == 8 || i == 10)
@@ -1698,10 +1697,25 @@ static int domain_one(const char *host, int64_t owner, int64_t created_at, void 
         *o++ = hex[h[i] & 15];
     }
     *o = '\0';
-    json_array_append_new(x->arr,
-                          json_pack("{s:s,s:s,s:b,s:o,s:s,s:o}", "id", id, "address", host,
-                                    "banned", 0, "created_at", time_json(created_at), "homepage",
-                                    x->home, "updated_at", time_json(created_at)));
+}
+
+/* utils.sanitize.domain, in Kutt's order; the homepage is Kutt's default
+ * (its DEFAULT_DOMAIN: shortd's host), a custom domain's root being shortd's. */
+static json_t *kutt_domain(const struct app *app, const char *host, int64_t created_at)
+{
+    char id[ID_LEN + 1], home[256];
+    domain_id(app, host, id);
+    default_host(app, home, sizeof(home));
+    return json_pack("{s:s,s:b,s:s,s:s,s:o,s:o}", "id", id, "banned", 0, "address", host,
+                     "homepage", home, "created_at", time_json(created_at), "updated_at",
+                     time_json(created_at));
+}
+
+static int domain_one(const char *host, int64_t owner, int64_t created_at, void *arg)
+{
+    (void)owner;
+    struct domains_ctx *x = arg;
+    json_array_append_new(x->arr, kutt_domain(x->app, host, created_at));
     return 0;
 }
 
@@ -1709,9 +1723,7 @@ static int domain_one(const char *host, int64_t owner, int64_t created_at, void 
  * users have, and the custom domains it registered. */
 int handle_kutt_user(struct request *r)
 {
-    char home[256];
-    default_host(r->app, home, sizeof(home));
-    struct domains_ctx x = {.app = r->app, .arr = json_array(), .home = home};
+    struct domains_ctx x = {.app = r->app, .arr = json_array()};
     struct store *st = r->app->store;
     if (st->ops->domain_list(st, r->key.id, domain_one, &x) != ERR_OK) {
         json_decref(x.arr);
@@ -1721,6 +1733,188 @@ int handle_kutt_user(struct request *r)
     return kjson(r, 200,
                  json_pack("{s:s#,s:s,s:o}", "apikey", key.p, key.n, "email", r->key.name,
                            "domains", x.arr));
+}
+
+/* ---- POST /api/v2/domains, DELETE /api/v2/domains/:id ---- */
+
+struct domain_job {
+    struct api_job base;
+    char *host;          /* add: the host; delete: the one found */
+    char id[ID_LEN + 1]; /* delete: the id asked */
+    int64_t owner, now;
+    bool add;
+    const char *error; /* a refusal's message (static), 400 */
+};
+
+static void domain_release(struct api_job *j)
+{
+    struct domain_job *d = (struct domain_job *)j;
+    free(d->host);
+    free(d);
+}
+
+/* The key's domain whose id is d->id, into d->host. */
+static int domain_find_one(const char *host, int64_t owner, int64_t created_at, void *arg)
+{
+    (void)owner;
+    (void)created_at;
+    struct domain_job *d = arg;
+    char id[ID_LEN + 1];
+    domain_id(d->base.r->app, host, id);
+    if (strcmp(id, d->id) != 0)
+        return 0;
+    d->host = xstrdup(host);
+    return 1;
+}
+
+static int domain_run(struct wjob *wj, struct store *st)
+{
+    struct domain_job *d = (struct domain_job *)wj;
+    int rc;
+    if (!d->add) {
+        rc = st->ops->domain_list(st, d->owner, domain_find_one, d);
+        if (rc == ERR_OK && d->host)
+            rc = st->ops->domain_del(st, d->host, d->owner);
+        if (rc == ERR_NOTFOUND || (rc == ERR_OK && !d->host)) {
+            d->error = "Could not delete the domain.";
+            return ERR_OK;
+        }
+        return rc;
+    }
+    /* Kutt refuses a domain any user has, its own caller included. */
+    int64_t owner = -1;
+    rc = st->ops->domain_get(st, d->host, &owner);
+    if (rc == ERR_NOTFOUND)
+        rc = st->ops->domain_add(st, d->host, d->owner, d->now);
+    else if (rc == ERR_OK)
+        rc = ERR_EXISTS;
+    if (rc == ERR_EXISTS) { /* (or another node's owner came first) */
+        d->error = "You can't add this domain.";
+        return ERR_OK;
+    }
+    return rc;
+}
+
+/* Links may not point at a registered domain (it is shortd): as
+ * api_domains.c, every node counts them again. */
+static void domain_after_commit(struct api_job *j)
+{
+    struct domain_job *d = (struct domain_job *)j;
+    if (!d->error)
+        blocklist_changed(j->r->app);
+}
+
+static int domain_respond(struct api_job *j)
+{
+    struct domain_job *d = (struct domain_job *)j;
+    if (j->job.rc != ERR_OK)
+        return unavailable(j->r);
+    if (d->error)
+        return kerr(j->r, 400, d->error);
+    if (!d->add)
+        return kjson(j->r, 200, json_pack("{s:s}", "message", "Domain deleted successfully"));
+    return kjson(j->r, 200, kutt_domain(j->r->app, d->host, d->now));
+}
+
+static int domain_submit(struct request *r, struct domain_job *d)
+{
+    d->owner = r->key.id;
+    d->now = now_ms();
+    d->base.job.single_write = !d->add; /* adding reads, then inserts */
+    d->base.after_commit = domain_after_commit;
+    d->base.respond = domain_respond;
+    d->base.release = domain_release;
+    return api_job_submit(r, &d->base, domain_run);
+}
+
+/* validators.addDomain: an address of 3 to 64 characters that Kutt's URL
+ * pattern takes as a host (with http:// added), without its www.; not
+ * shortd's own host; a host shortd's custom domains take. shortd keeps no
+ * homepage of a domain (its root is shortd's): one given is refused. */
+int handle_kutt_domain_add(struct request *r)
+{
+    int status = body_json(r);
+    if (status)
+        return status;
+    json_t *address = json_object_get(r->json, "address");
+    json_t *homepage = json_object_get(r->json, "homepage");
+    if (falsy(address) || !json_is_string(address))
+        return kerr(r, 400, "Domain is not valid.");
+    size_t n = chars(json_string_value(address));
+    if (n < 3 || n > 64)
+        return kerr(r, 400, "Domain length must be between 3 and 64.");
+    char *t = trimmed(address);
+    struct buf u = BUF_INIT;
+    const char *sep = strstr(t, "://");
+    if (!sep)
+        buf_adds(&u, "http://");
+    buf_adds(&u, t);
+    free(t);
+    bool ok = kutt_url_ok(u.p) &&
+              (!strncasecmp(u.p, "http://", 7) || !strncasecmp(u.p, "https://", 8));
+    char *host = NULL;
+    if (ok) {
+        const char *h = strstr(u.p, "://") + 3;
+        size_t hn = strcspn(h, "/?#");
+        const char *at = memchr(h, '@', hn);
+        while (at) { /* userinfo: the last '@' ends it */
+            hn -= (size_t)(at + 1 - h);
+            h = at + 1;
+            at = memchr(h, '@', hn);
+        }
+        hn = strcspn(h, ":/?#") < hn ? strcspn(h, ":/?#") : hn;
+        if (hn > 4 && !strncasecmp(h, "www.", 4)) {
+            h += 4;
+            hn -= 4;
+        }
+        host = malloc(hn + 1);
+        if (!host)
+            abort();
+        for (size_t i = 0; i < hn; i++)
+            host[i] = (char)tolower((unsigned char)h[i]);
+        host[hn] = '\0';
+        if (hn && host[hn - 1] == '.')
+            host[hn - 1] = '\0';
+    }
+    buf_release(&u);
+    const char *why = NULL;
+    if (!ok || links_domain_check(host, strlen(host), &why) != ERR_OK) {
+        free(host);
+        return kerr(r, 400, "Domain is not valid.");
+    }
+    char home[256];
+    default_host(r->app, home, sizeof(home));
+    home[strcspn(home, ":")] = '\0';
+    if (!strcmp(host, home)) {
+        free(host);
+        return kerr(r, 400, "You can't use the default domain.");
+    }
+    if (!falsy(homepage)) {
+        free(host);
+        return kerr(r, 400, "Homepage is not supported: a custom domain's root is shortd's own.");
+    }
+    struct domain_job *d = calloc(1, sizeof(*d));
+    if (!d)
+        abort();
+    d->host = host;
+    d->add = true;
+    return domain_submit(r, d);
+}
+
+/* validators.removeDomain: an id of 36 characters; one the key has none of
+ * is Kutt's 400 "Could not delete the domain.". */
+int handle_kutt_domain_delete(struct request *r)
+{
+    struct slice id = r->params[0];
+    if (id.n != ID_LEN)
+        return kerr(r, 400, "ID is invalid.");
+    struct domain_job *d = calloc(1, sizeof(*d));
+    if (!d)
+        abort();
+    memcpy(d->id, id.p, ID_LEN);
+    for (int i = 0; i < ID_LEN; i++)
+        d->id[i] = (char)tolower((unsigned char)d->id[i]);
+    return domain_submit(r, d);
 }
 
 int handle_kutt_health(struct request *r)

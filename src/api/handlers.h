@@ -106,6 +106,8 @@ int handle_kutt_patch(struct request *r);
 int handle_kutt_delete(struct request *r);
 int handle_kutt_stats(struct request *r);
 int handle_kutt_user(struct request *r);
+int handle_kutt_domain_add(struct request *r);
+int handle_kutt_domain_delete(struct request *r);
 int handle_kutt_health(struct request *r);
 
 #endif

@@ -74,6 +74,8 @@ static const struct route routes[] = {
     {"GET",    "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
     {"DELETE", "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
     {"GET",    "/api/v2/users",                  handle_kutt_user,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"POST",   "/api/v2/domains",                handle_kutt_domain_add, ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/domains/:id",            handle_kutt_domain_delete, ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
     {"GET",    "/api/v2/health",                 handle_kutt_health,     ROUTE_LOOP | ROUTE_CORS, &kutt_dialect},
     /* Bitly v4 (compat_bitly.c): a bitlink "host/code" is one percent-encoded
      * segment or two; the one-segment routes come first, so that

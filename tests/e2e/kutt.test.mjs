@@ -289,10 +289,60 @@ it('health and users info', async () => {
     assert.deepEqual(info.domains, []);
 });
 
+it('domains.create and domains.remove register and drop a custom domain of shortd\'s, in Kutt\'s shapes',
+   async () => {
+    const host = `${unique('d')}.example.net`.toLowerCase();
+    const d = await client().domains().create({ address: `www.${host.toUpperCase()}/some/path` });
+    assert.match(d.id, UUID);
+    assert.equal(d.address, host, 'its host, without www., as Kutt keeps it');
+    assert.equal(d.banned, false);
+    assert.equal(d.homepage, 'sho.example.test', 'Kutt\'s default homepage: the default domain');
+    assert.ok(d.created_at instanceof Date && !Number.isNaN(d.created_at.getTime()));
+    // It is a custom domain of shortd's: listed by /api/domains, in users
+    // info with the same id, and links can be made on it.
+    const own = await api(srv, 'GET', '/api/domains', { key });
+    assert.ok(own.json.some((x) => x.host === host), own.text);
+    const info = await client().users().info();
+    assert.deepEqual(info.domains.map((x) => [x.id, x.address]), [[d.id, host]]);
+    const link = await client().links().create({ target: 'https://example.com/on-domain', domain: host });
+    assert.equal(link.link, `https://${host}/${link.address}`);
+
+    // Kutt refuses a domain that anyone has, the caller's own included.
+    for (const k of [key, otherKey]) {
+        const again = await kutt('POST', '/domains', { k, body: { address: host } });
+        assert.deepEqual([again.status, again.json], [400, { error: 'You can\'t add this domain.' }]);
+    }
+    // Its validators' words for bad input; nothing registered.
+    for (const [body, error] of [
+        [{}, 'Domain is not valid.'],
+        [{ address: 'ab' }, 'Domain length must be between 3 and 64.'],
+        [{ address: 'intranet' }, 'Domain is not valid.'],
+        [{ address: '10.1.2.3' }, 'Domain is not valid.'],
+        [{ address: 'sho.example.test' }, 'You can\'t use the default domain.'],
+        [{ address: `x.${host}`, homepage: 'https://example.net/' },
+            'Homepage is not supported: a custom domain\'s root is shortd\'s own.'],
+    ]) {
+        const e = await rejection(client().domains().create(body));
+        assert.deepEqual([e.cause.status, e.cause.data], [400, { error }], JSON.stringify(body));
+    }
+    assert.deepEqual((await api(srv, 'GET', '/api/domains', { key })).json.map((x) => x.host), [host]);
+
+    // Another key cannot remove it; an id that is none is Kutt's 400.
+    let e = await rejection(client(otherKey).domains().remove(d.id));
+    assert.deepEqual([e.cause.status, e.cause.data], [400, { error: 'Could not delete the domain.' }]);
+    e = await rejection(client().domains().remove('not-an-id'));
+    assert.deepEqual([e.cause.status, e.cause.data], [400, { error: 'ID is invalid.' }]);
+    assert.equal(await client().domains().remove(d.id), 'Domain deleted successfully');
+    assert.deepEqual((await api(srv, 'GET', '/api/domains', { key })).json, []);
+    e = await rejection(client().domains().remove(d.id));
+    assert.deepEqual([e.cause.status, e.cause.data], [400, { error: 'Could not delete the domain.' }]);
+});
+
 it('paths and methods /api/v2 does not serve get Kutt\'s 404; shortd\'s /api keeps its own', async () => {
     const before = await codes();
-    const domains = await kutt('POST', '/domains', { body: { address: 'links.example.org' } });
-    assert.deepEqual([domains.status, domains.json], [404, { error: 'Cannot POST /api/v2/domains' }]);
+    const domains = await kutt('GET', '/domains');
+    assert.deepEqual([domains.status, domains.json], [404, { error: 'Cannot GET /api/v2/domains' }]);
+    assert.equal(domains.headers.get('allow'), 'POST');
     const put = await kutt('PUT', '/links', { body: { target: 'https://example.com/put' } });
     assert.deepEqual([put.status, put.json], [404, { error: 'Cannot PUT /api/v2/links' }]);
     assert.equal(put.headers.get('allow'), 'POST, GET');

@@ -674,6 +674,55 @@ static int shorten_respond(struct api_job *j)
     return status;
 }
 
+/* yourls_sanitize_title, in place: PHP's strip_tags (a '<' that a blank
+ * does not follow opens a tag, closed by a '>' outside quotes; "<!--"
+ * opens a comment closed by "-->"), then each run of blanks as one space,
+ * trimmed. Written here since it is PHP's own behaviour, which no C library
+ * has; it keeps what YOURLS would store (and show) of a title. */
+static void title_clean(char *t)
+{
+    char *o = t;
+    const char *p = t;
+    while (*p) {
+        if (p[0] == '<' && p[1] && !isspace((unsigned char)p[1])) {
+            if (!strncmp(p, "<!--", 4)) {
+                const char *end = strstr(p + 4, "-->");
+                p = end ? end + 3 : p + strlen(p);
+                continue;
+            }
+            char quote = 0;
+            int depth = 1;
+            for (p++; *p && depth; p++) {
+                if (quote) {
+                    quote = *p == quote ? 0 : quote;
+                } else if (*p == '"' || *p == '\'') {
+                    quote = *p;
+                } else if (*p == '<') {
+                    depth++;
+                } else if (*p == '>') {
+                    depth--;
+                }
+            }
+            continue;
+        }
+        *o++ = *p++;
+    }
+    *o = '\0';
+    /* \s+ -> ' ', then trim */
+    o = t;
+    for (p = t; *p; p++) {
+        if (isspace((unsigned char)*p)) {
+            if (o > t && o[-1] != ' ')
+                *o++ = ' ';
+        } else {
+            *o++ = *p;
+        }
+    }
+    if (o > t && o[-1] == ' ')
+        o--;
+    *o = '\0';
+}
+
 /* A title longer than shortd keeps is cut at a character's start (YOURLS
  * sanitizes titles rather than refusing them). */
 static void title_cut(char *t)
@@ -717,7 +766,9 @@ static int action_shorturl(struct request *r, struct out *o)
         json_t *a = json_string(keyword);
         json_object_set_new(body, "alias", a ? a : json_integer(0));
     }
-    if (title) {
+    if (title)
+        title_clean(title);
+    if (title && *title) { /* nothing left: no title (shortd shows the URL) */
         title_cut(title);
         json_t *t = json_string(title); /* NULL when it is no UTF-8 */
         if (t)

@@ -136,6 +136,22 @@ it('GET forms: shorturl with a keyword and a title (json), expand, url-stats, st
     assert.equal(xml.text, '<?xml version="1.0" encoding="UTF-8"?>\n<root><version>1.10.4</version></root>\n');
 });
 
+it('a title is kept as YOURLS 1.10.4 keeps it: tags stripped, blanks folded, trimmed', async () => {
+    // Each as the real YOURLS answered it.
+    for (const [title, kept] of [
+        ['  Caf\u00e9 <b>bold</b>\n\tnews  ', 'Caf\u00e9 bold news'],
+        ['a < b > c', 'a < b > c'],
+        ['<a href="x>y">link</a> <!-- c -->end', 'link end'],
+    ]) {
+        const url = `https://example.com/title/${unique('t')}`;
+        const r = await yget({ signature: key, action: 'shorturl', url, title, format: 'json' });
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.json.title, kept, JSON.stringify(title));
+        const own = await api(srv, 'GET', `/api/links/${r.json.url.keyword}`, { key });
+        assert.equal(own.json.title, kept, 'stored so');
+    }
+});
+
 it('format=jsonp as YOURLS 1.10.4 answers it: with a callback, without one (a bare "(...)"), and with a ' +
    'bad one', async () => {
     const cb = await yget({ signature: key, action: 'version', format: 'jsonp', callback: 'cb' });

@@ -1164,8 +1164,8 @@ int handle_bitly_group_bitlinks(struct request *r)
 {
     char guid[GUID_LEN + 1];
     guid_of(r->key.id, 'B', guid);
-    if (!slice_eq(r->params[0], guid)) /* another key's group, or none */
-        return fail(r, 404, "NOT_FOUND", "The requested group was not found.", NULL, NULL);
+    if (!slice_eq(r->params[0], guid)) /* another key's group, or none: as group_guid in a create */
+        return fail(r, 403, "FORBIDDEN", "The group is not this key's.", NULL, NULL);
     struct group_list g = {.app = r->app, .size = LIST_SIZE_DEFAULT, .page = 1};
     int64_t before = 0, after_s = 0, modified = 0;
     if (!query_int(r, "size", &g.size) || g.size < 1 || g.size > LIST_SIZE_MAX)

@@ -313,9 +313,10 @@ it("groups/{guid}/bitlinks lists the group's bitlinks, newest first, in Bitly's 
     const theirs = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { encoding_login: 'someone' }, 'GET');
     assert.equal(theirs.pagination.total, 0);
 
-    // Another key's group is Bitly's NOT_FOUND; a bad parameter its INVALID_ARG_*.
+    // Another key's group is FORBIDDEN (as a group_guid in a create); a bad
+    // parameter Bitly's INVALID_ARG_*.
     let e = await bitlyError(bitly.bitlyRequest(`groups/${guid}/bitlinks`, {}, 'GET'));
-    assert.deepEqual([e.message, e.resource], ['NOT_FOUND', 'groups']);
+    assert.deepEqual([e.message, e.resource], ['FORBIDDEN', 'groups']);
     for (const [params, message] of [[{ size: 0 }, 'INVALID_ARG_SIZE'], [{ size: 101 }, 'INVALID_ARG_SIZE'],
         [{ page: 'two' }, 'INVALID_ARG_PAGE'], [{ archived: 'maybe' }, 'INVALID_ARG_ARCHIVED'],
         [{ created_after: 'yesterday' }, 'INVALID_ARG_CREATED_AFTER']]) {

@@ -14,6 +14,7 @@
 #include "base/err.h"
 #include "api/router.h"
 #include "api/handlers.h"
+#include "api/idem.h"
 #include "links/links.h"
 #include "base/log.h"
 #include "api/owner.h"
@@ -26,7 +27,6 @@
 
 #define LIST_DEFAULT 50
 #define LIST_MAX 1000
-#define IDEM_KEY_MAX 255
 #define FILTER_MAX 128 /* bytes of a tag or q filter */
 #define BULK_MAX 1000  /* links in one POST /api/links/bulk */
 
@@ -141,59 +141,26 @@ static int submit_hashed(struct request *r, struct api_job *job, char **slot,
 
 /* ---- create ---- */
 
-/* An Idempotency-Key as a create (single or bulk) carries it. */
-struct idem {
-    char *key;               /* NULL when none */
-    uint8_t fingerprint[32]; /* of path and body */
-    int64_t since;           /* records older than this are forgotten */
-};
-
-/* Inside the job's transaction, before anything is written: ERR_OK when the
- * job is answered already (a replay, or 422 for another body under the key),
- * ERR_NOTFOUND when it is to run (the key is now claimed by this
- * transaction: a request with the same key on another node waits here until
- * this one commits, then finds its answer), or a storage error. */
-static int idem_start(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
+/* idem_start for shortd's own creates: another request under the key is
+ * 422 idempotency_mismatch. */
+static int idem_begin(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
                       int64_t now)
 {
-    struct idem_rec rec;
-    int rc = st->ops->idem_get(st, owner, k->key, k->since, &rec);
-    if (rc == ERR_NOTFOUND) {
-        /* (An expired record in the way is simply replaced.) */
-        struct idem_rec claim = {.status = 0, .created_at = now};
-        memcpy(claim.fingerprint, k->fingerprint, 32);
-        rc = st->ops->idem_claim(st, owner, k->key, &claim);
-        if (rc == ERR_EXISTS)
-            rc = st->ops->idem_get(st, owner, k->key, k->since, &rec);
-        else if (rc == ERR_OK)
-            rc = ERR_NOTFOUND;
-    }
-    if (rc == ERR_OK && rec.status == 0) {
-        free(rec.body); /* claimed, never answered (cannot outlive its transaction) */
-        rc = ERR_NOTFOUND;
-    }
-    if (rc != ERR_OK)
-        return rc;
-    if (sodium_memcmp(rec.fingerprint, k->fingerprint, 32) != 0) {
-        free(rec.body);
-        return api_job_error(j, 422, "idempotency_mismatch", NULL,
-                             "this Idempotency-Key was used with a different request");
-    }
-    j->status = rec.status;
-    j->raw = rec.body;
-    j->replayed = true;
-    return ERR_OK;
+    int rc = idem_start(j, st, owner, k, now);
+    if (rc == ERR_EXISTS)
+        return api_job_error(j, 422, "idempotency_mismatch", NULL, IDEM_MISMATCH);
+    return rc;
 }
 
 /* The answer is remembered with the key, in the same transaction. */
-static int idem_finish(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
-                       int64_t now)
+static int idem_end(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
+                    int64_t now)
 {
-    struct idem_rec rec = {.status = j->status, .created_at = now};
-    memcpy(rec.fingerprint, k->fingerprint, 32);
-    rec.body = json_dumps(j->answer, JSON_COMPACT);
-    int rc = st->ops->idem_put(st, owner, k->key, &rec);
-    free(rec.body);
+    char *body = json_dumps(j->answer, JSON_COMPACT);
+    if (!body)
+        abort();
+    int rc = idem_finish(st, owner, k, now, j->status, body);
+    free(body);
     return rc;
 }
 
@@ -201,26 +168,9 @@ static int idem_finish(struct api_job *j, struct store *st, int64_t owner, const
  * already written. */
 static int idem_header(struct request *r, int64_t now, struct idem *k)
 {
-    struct slice h = http_header(r, "idempotency-key");
-    if (!h.p)
-        return 0;
-    if (h.n < 1 || h.n > IDEM_KEY_MAX)
-        goto bad;
-    for (size_t i = 0; i < h.n; i++)
-        if (h.p[i] < 0x21 || h.p[i] > 0x7e)
-            goto bad;
-    k->key = slice_dup(h);
-    crypto_generichash_state st;
-    crypto_generichash_init(&st, NULL, 0, 32);
-    crypto_generichash_update(&st, (const unsigned char *)r->path.p, r->path.n);
-    crypto_generichash_update(&st, (const unsigned char *)"\n", 1);
-    crypto_generichash_update(&st, (const unsigned char *)r->body.p, r->body.n);
-    crypto_generichash_final(&st, k->fingerprint, 32);
-    k->since = now - r->app->cfg.idempotency_ttl * 1000;
+    if (idem_read(r, now, k) != ERR_OK)
+        return http_error(r, 400, "invalid_header", "Idempotency-Key", IDEM_BAD_HEADER);
     return 0;
-bad:
-    return http_error(r, 400, "invalid_header", "Idempotency-Key",
-                      "Idempotency-Key must be 1 to 255 visible ASCII characters");
 }
 
 /* What a create that did not happen answers. */
@@ -280,7 +230,7 @@ static int create_run(struct wjob *wj, struct store *st)
     struct api_job *j = &c->base;
     struct app *app = j->r->app;
     if (c->idem.key) {
-        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
+        int rc = idem_begin(j, st, c->owner, &c->idem, c->now);
         if (rc != ERR_NOTFOUND)
             return rc;
     }
@@ -317,7 +267,7 @@ static int create_run(struct wjob *wj, struct store *st)
         if (c->idem.key) /* the answer is remembered with the key */
             j->answer = link_json(app, &c->link, c->now);
     }
-    return c->idem.key ? idem_finish(j, st, c->owner, &c->idem, c->now) : ERR_OK;
+    return c->idem.key ? idem_end(j, st, c->owner, &c->idem, c->now) : ERR_OK;
 }
 
 static void create_after_commit(struct api_job *j)
@@ -419,7 +369,7 @@ static int bulk_run(struct wjob *wj, struct store *st)
     struct api_job *j = &b->base;
     struct app *app = j->r->app;
     if (b->idem.key) {
-        int rc = idem_start(j, st, b->owner, &b->idem, b->now);
+        int rc = idem_begin(j, st, b->owner, &b->idem, b->now);
         if (rc != ERR_NOTFOUND)
             return rc;
     }
@@ -447,7 +397,7 @@ static int bulk_run(struct wjob *wj, struct store *st)
     if (!b->idem.key)
         return ERR_OK;
     j->answer = bulk_answer(b, app);
-    return idem_finish(j, st, b->owner, &b->idem, b->now);
+    return idem_end(j, st, b->owner, &b->idem, b->now);
 }
 
 static void bulk_after_commit(struct api_job *j)

@@ -23,6 +23,7 @@
  * (apijob.h) and link_changed after the commit. Where a rule of shortd's
  * refuses what Bitly would take (archiving, deep links, a unit other than
  * day), the client gets Bitly's error for it. */
+#include <ctype.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,13 @@
 
 #include "api/apijob.h"
 #include "api/handlers.h"
+#include "api/idem.h"
 #include "api/owner.h"
 #include "api/report.h"
 #include "api/router.h"
 #include "app/app.h"
 #include "base/err.h"
+#include "base/jsonout.h"
 #include "base/pct.h"
 #include "base/timeutil.h"
 #include "clicks/analytics.h"
@@ -105,8 +108,8 @@ static json_t *path_resource(const struct request *r)
 
 /* Bitly's error object: 'message' its code (NOT_FOUND, INVALID_ARG_...),
  * 'field' (or NULL) the one field error it lists. */
-static int fail(struct request *r, int status, const char *message, const char *description,
-                const char *field, const char *error_code)
+static json_t *fail_doc(const struct request *r, const char *message, const char *description,
+                        const char *field, const char *error_code)
 {
     json_t *o = json_pack("{s:s,s:s,s:s}", "message", message, "description", description,
                           "resource", resource_of(r));
@@ -114,7 +117,13 @@ static int fail(struct request *r, int status, const char *message, const char *
         json_object_set_new(o, "errors",
                             json_pack("[{s:s,s:s,s:s}]", "field", field, "message", description,
                                       "error_code", error_code));
-    return http_json(r, status, o);
+    return o;
+}
+
+static int fail(struct request *r, int status, const char *message, const char *description,
+                const char *field, const char *error_code)
+{
+    return http_json(r, status, fail_doc(r, message, description, field, error_code));
 }
 
 static int not_found(struct request *r)
@@ -356,8 +365,10 @@ struct create_job {
     int64_t owner, now;
     struct link link;
     bool full; /* POST /v4/bitlinks: the whole object */
+    struct idem idem;
     bool reused, created;
-    int refused; /* REFUSED_*, or 0 */
+    bool mismatch; /* the Idempotency-Key was used with another request */
+    int refused;   /* REFUSED_*, or 0 */
 };
 
 #define REFUSED_BLOCKED 1      /* the destination's host is blocked */
@@ -369,12 +380,12 @@ static void create_release(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     link_input_release(&c->in);
     link_release(&c->link);
+    idem_release(&c->idem);
     free(c);
 }
 
-static int create_run(struct wjob *wj, struct store *st)
+static int create_do(struct create_job *c, struct store *st)
 {
-    struct create_job *c = (struct create_job *)wj;
     if (c->in.domain) {
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
@@ -395,6 +406,49 @@ static int create_run(struct wjob *wj, struct store *st)
     return rc;
 }
 
+/* The answer of a create that ran, and its status (any thread). */
+static json_t *create_answer(const struct create_job *c, int *status)
+{
+    const struct request *r = c->base.r;
+    *status = 400;
+    if (c->refused == REFUSED_BLOCKED)
+        return fail_doc(r, "INVALID_ARG_LONG_URL", "The long URL's host is blocked.", "long_url",
+                        "invalid");
+    if (c->refused == REFUSED_DOMAIN)
+        return fail_doc(r, "INVALID_ARG_DOMAIN", "The domain is not registered.", "domain",
+                        "invalid");
+    if (c->refused) {
+        *status = 403;
+        return fail_doc(r, "FORBIDDEN", "The domain is registered to another key.", NULL, NULL);
+    }
+    *status = c->reused ? 200 : 201;
+    return bitlink_json(r->app, &c->link, c->full);
+}
+
+/* With an Idempotency-Key, the answer is made here and remembered with the
+ * key (idem.h): a replay, or the first answer, is then j->raw. */
+static int create_run(struct wjob *wj, struct store *st)
+{
+    struct create_job *c = (struct create_job *)wj;
+    struct api_job *j = &c->base;
+    if (c->idem.key) {
+        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
+        c->mismatch = rc == ERR_EXISTS;
+        if (rc != ERR_NOTFOUND)
+            return c->mismatch ? ERR_OK : rc;
+    }
+    int rc = create_do(c, st);
+    if (rc != ERR_OK || !c->idem.key)
+        return rc;
+    json_t *doc = create_answer(c, &j->status);
+    struct buf b = BUF_INIT;
+    jsonout(&b, doc);
+    json_decref(doc);
+    rc = idem_finish(st, c->owner, &c->idem, c->now, j->status, b.p);
+    j->raw = buf_detach(&b, NULL);
+    return rc;
+}
+
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
@@ -408,15 +462,18 @@ static int create_respond(struct api_job *j)
     struct request *r = j->r;
     if (j->job.rc != ERR_OK)
         return unavailable(r);
-    if (c->refused == REFUSED_BLOCKED)
-        return fail(r, 400, "INVALID_ARG_LONG_URL", "The long URL's host is blocked.", "long_url",
-                    "invalid");
-    if (c->refused == REFUSED_DOMAIN)
-        return fail(r, 400, "INVALID_ARG_DOMAIN", "The domain is not registered.", "domain",
-                    "invalid");
-    if (c->refused)
-        return fail(r, 403, "FORBIDDEN", "The domain is registered to another key.", NULL, NULL);
-    return http_json(r, c->reused ? 200 : 201, bitlink_json(r->app, &c->link, c->full));
+    if (c->mismatch)
+        return fail(r, 422, "UNPROCESSABLE_ENTITY",
+                    "This Idempotency-Key was used with a different request.", NULL, NULL);
+    if (j->replayed)
+        http_add_header(r, "Idempotent-Replayed", "true", 4);
+    if (j->raw) { /* remembered with its Idempotency-Key */
+        http_body(r, j->status, "application/json", j->raw, strlen(j->raw));
+        return j->status;
+    }
+    int status;
+    json_t *doc = create_answer(c, &status);
+    return http_json(r, status, doc);
 }
 
 /* Reads a create's body into a shortd create body (*out); 0, or the status
@@ -478,9 +535,16 @@ static int create(struct request *r, bool full)
         free(c);
         return field_refused(r, field, why);
     }
+    if (idem_read(r, c->now, &c->idem) != ERR_OK) {
+        link_input_release(&c->in);
+        free(c);
+        return fail(r, 400, "INVALID_ARG_IDEMPOTENCY_KEY",
+                    "Idempotency-Key must be 1 to 255 visible ASCII characters.", NULL, NULL);
+    }
     c->full = full;
     c->owner = r->key.id;
-    c->base.job.single_write = true;
+    /* Without an Idempotency-Key a create writes one row: no savepoint. */
+    c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;
     c->base.respond = create_respond;
     c->base.release = create_release;
@@ -921,4 +985,269 @@ int handle_bitly_groups(struct request *r)
                           "organization", ref.p);
     buf_release(&ref);
     return http_json(r, 200, json_pack("{s:[o]}", "groups", g));
+}
+
+/* ---- GET /v4/groups/{group_guid}/bitlinks: the group's bitlinks ---- */
+
+#define LIST_SIZE_DEFAULT 50 /* Bitly's `size` default */
+#define LIST_SIZE_MAX 100    /* and its most */
+#define LIST_SCAN_MAX 10000  /* links one listing reads (its `total` stops there) */
+#define LIST_TAGS_MAX 16     /* `tags` values one listing takes */
+
+/* The listing's filters, as getBitlinksByGroup's parameters give them. */
+struct group_list {
+    const struct app *app;
+    int64_t size, page;
+    int64_t created_before, created_after, modified_after; /* ms; 0: none */
+    bool none;                                             /* a filter no link can pass */
+    char *tags[LIST_TAGS_MAX];
+    int ntags;
+    json_t *links;
+    int64_t matched; /* links that pass, up to LIST_SCAN_MAX */
+    bool any;        /* the store's page had a row */
+    char last_code[CODE_MAX + 1];
+    int64_t last_created;
+};
+
+/* Each value of query parameter 'name' (a form array: name=a&name=b),
+ * decoded, to 'fn'; false when one is not decodable or fn refuses it. */
+static bool query_each(const struct request *r, const char *name,
+                       bool (*fn)(const char *v, void *arg), void *arg)
+{
+    struct slice q = r->query;
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < q.n;) {
+        const char *p = q.p + i;
+        const char *amp = memchr(p, '&', q.n - i);
+        size_t n = amp ? (size_t)(amp - p) : q.n - i;
+        i += n + 1;
+        if (n <= nl || memcmp(p, name, nl) != 0 || p[nl] != '=')
+            continue;
+        char v[PARAM_MAX];
+        long vn = pct_form_decode(p + nl + 1, n - nl - 1, v, PARAM_MAX - 1);
+        if (vn < 0 || memchr(v, '\0', (size_t)vn))
+            return false;
+        v[vn] = '\0';
+        if (!fn(v, arg))
+            return false;
+    }
+    return true;
+}
+
+static bool tag_add(const char *v, void *arg)
+{
+    struct group_list *g = arg;
+    if (!*v)
+        return true;
+    if (g->ntags == LIST_TAGS_MAX)
+        return false;
+    g->tags[g->ntags++] = xstrdup(v);
+    return true;
+}
+
+/* encoding_login: the key's name is its login (GET /v4/user). */
+struct login_match {
+    const char *login;
+    bool asked, matched;
+};
+
+static bool login_check(const char *v, void *arg)
+{
+    struct login_match *m = arg;
+    m->asked = true;
+    m->matched = m->matched || strcmp(v, m->login) == 0;
+    return true;
+}
+
+/* Whether the link's tags hold one of the listing's. */
+static bool tags_match(const struct group_list *g, const struct link *l)
+{
+    if (!g->ntags)
+        return true;
+    json_t *tags = l->tags ? json_loads(l->tags, 0, NULL) : NULL;
+    bool hit = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tags, i, t)
+    {
+        for (int k = 0; k < g->ntags && !hit; k++)
+            hit = json_is_string(t) && strcmp(json_string_value(t), g->tags[k]) == 0;
+    }
+    json_decref(tags);
+    return hit;
+}
+
+static int group_list_one(const struct link *l, void *arg)
+{
+    struct group_list *g = arg;
+    g->any = true;
+    memcpy(g->last_code, l->code, sizeof(g->last_code));
+    g->last_created = l->created_at;
+    if (!l->url)
+        return 0;
+    int64_t modified = l->changed_at > l->created_at ? l->changed_at : l->created_at;
+    if ((g->created_before && l->created_at >= g->created_before) ||
+        (g->created_after && l->created_at <= g->created_after) ||
+        (g->modified_after && modified <= g->modified_after) || !tags_match(g, l))
+        return 0;
+    int64_t first = (g->page - 1) * g->size;
+    if (g->matched >= first && g->matched < first + g->size)
+        json_array_append_new(g->links, bitlink_json(g->app, l, true));
+    g->matched++;
+    return g->matched >= LIST_SCAN_MAX;
+}
+
+/* An integer query parameter (Unix seconds, a size, a page): true with *v
+ * set, or with *v untouched when it is absent; false when it is no
+ * integer. */
+static bool query_int(const struct request *r, const char *name, int64_t *v)
+{
+    char s[PARAM_MAX];
+    if (!query_str(r, name, s))
+        return true;
+    char *end;
+    long long n = strtoll(s, &end, 10);
+    if (*end || end == s || n < 0 || n > 100000000000LL)
+        return false;
+    *v = n;
+    return true;
+}
+
+/* An on|off|both filter: 'on' is a property no shortd link has (archived,
+ * a deep link, a custom bitlink), so it lists none. false for another word. */
+static bool query_switch(const struct request *r, const char *name, bool *none)
+{
+    char s[PARAM_MAX];
+    if (!query_str(r, name, s))
+        return true;
+    if (!strcmp(s, "on"))
+        *none = true;
+    return !strcmp(s, "on") || !strcmp(s, "off") || !strcmp(s, "both");
+}
+
+/* The URL of page 'page' of this listing: the request's own query with its
+ * `page` replaced. */
+static json_t *page_url(const struct request *r, const char *guid, int64_t page)
+{
+    struct buf b = BUF_INIT;
+    buf_printf(&b, "%s/v4/groups/%s/bitlinks?", r->app->cfg.base_url, guid);
+    struct slice q = r->query;
+    for (size_t i = 0; i < q.n;) {
+        const char *p = q.p + i;
+        const char *amp = memchr(p, '&', q.n - i);
+        size_t n = amp ? (size_t)(amp - p) : q.n - i;
+        i += n + 1;
+        if (!n || (n >= 5 && !memcmp(p, "page=", 5)) || (n == 4 && !memcmp(p, "page", 4)))
+            continue;
+        buf_add(&b, p, n);
+        buf_addc(&b, '&');
+    }
+    buf_printf(&b, "page=%lld", (long long)page);
+    json_t *s = json_stringn(b.p, b.len);
+    buf_release(&b);
+    return s ? s : json_string("");
+}
+
+/* Bitly's answer for a parameter it refuses: 400 INVALID_ARG_<NAME>. */
+static int arg_refused(struct request *r, const char *name, const char *why)
+{
+    char message[64], description[128];
+    snprintf(message, sizeof(message), "INVALID_ARG_");
+    for (size_t i = strlen(message), k = 0; name[k] && i < sizeof(message) - 1; i++, k++)
+        message[i] = (char)toupper((unsigned char)name[k]), message[i + 1] = '\0';
+    snprintf(description, sizeof(description), "The value provided for %s is invalid: %s.", name,
+             why);
+    return fail(r, 400, message, description, name, "invalid");
+}
+
+int handle_bitly_group_bitlinks(struct request *r)
+{
+    char guid[GUID_LEN + 1];
+    guid_of(r->key.id, 'B', guid);
+    if (!slice_eq(r->params[0], guid)) /* another key's group, or none: as group_guid in a create */
+        return fail(r, 403, "FORBIDDEN", "The group is not this key's.", NULL, NULL);
+    struct group_list g = {.app = r->app, .size = LIST_SIZE_DEFAULT, .page = 1};
+    int64_t before = 0, after_s = 0, modified = 0;
+    if (!query_int(r, "size", &g.size) || g.size < 1 || g.size > LIST_SIZE_MAX)
+        return arg_refused(r, "size", "a whole number from 1 to 100");
+    if (!query_int(r, "page", &g.page) || g.page < 1 || g.page > LIST_SCAN_MAX)
+        return arg_refused(r, "page", "a whole number from 1");
+    if (!query_int(r, "created_before", &before))
+        return arg_refused(r, "created_before", "a Unix time in seconds");
+    if (!query_int(r, "created_after", &after_s))
+        return arg_refused(r, "created_after", "a Unix time in seconds");
+    if (!query_int(r, "modified_after", &modified))
+        return arg_refused(r, "modified_after", "a Unix time in seconds");
+    g.created_before = before * 1000;
+    g.created_after = after_s * 1000;
+    g.modified_after = modified * 1000;
+    static const char *const switches[] = {"archived", "deeplinks", "domain_deeplinks",
+                                           "custom_bitlink"};
+    for (size_t i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
+        if (!query_switch(r, switches[i], &g.none))
+            return arg_refused(r, switches[i], "one of on, off and both");
+    /* No shortd link is in a campaign or a channel. */
+    struct slice v;
+    if ((http_query_param(r, "campaign_guid", &v) && v.n) ||
+        (http_query_param(r, "channel_guid", &v) && v.n))
+        g.none = true;
+    struct login_match login = {.login = r->key.name};
+    if (!query_each(r, "encoding_login", login_check, &login))
+        return arg_refused(r, "encoding_login", "not text");
+    if (login.asked && !login.matched)
+        g.none = true;
+    char search[PARAM_MAX] = "";
+    query_str(r, "query", search);
+    int status = 0;
+    if (!query_each(r, "tags", tag_add, &g)) {
+        status = arg_refused(r, "tags", "at most 16 tags of text");
+        goto out;
+    }
+
+    g.links = json_array();
+    if (!g.none) {
+        if (router_heavy_enter(r)) { /* its Retry-After is written: the body is Bitly's */
+            json_decref(g.links);
+            status = fail(r, 429, "RATE_LIMIT_EXCEEDED",
+                          "This key already runs its share of searches; try again.", NULL, NULL);
+            goto out;
+        }
+        char cursor[CODE_MAX + 1] = "";
+        struct link_query q = {.owner = r->key.id,
+                               .states = 1u << LINK_DISABLED,
+                               .want_live = true,
+                               .want_expired = true,
+                               .want_exhausted = true,
+                               .now = now_ms(),
+                               .limit = 1000,
+                               .after_code = cursor,
+                               .q = *search ? search : NULL};
+        struct store *st = r->app->store;
+        int rc;
+        for (;;) {
+            g.any = false;
+            rc = st->ops->link_list(st, &q, group_list_one, &g);
+            if (rc != ERR_OK || !g.any || g.matched >= LIST_SCAN_MAX)
+                break;
+            memcpy(cursor, g.last_code, sizeof(cursor));
+            q.after_created = g.last_created;
+        }
+        router_heavy_leave(r->app, r->key.id);
+        if (rc != ERR_OK) {
+            json_decref(g.links);
+            status = unavailable(r);
+            goto out;
+        }
+    }
+    int64_t pages = (g.matched + g.size - 1) / g.size;
+    json_t *pagination =
+        json_pack("{s:o,s:o,s:I,s:I,s:I}", "prev",
+                  g.page > 1 ? page_url(r, guid, g.page - 1) : json_string(""), "next",
+                  g.page < pages ? page_url(r, guid, g.page + 1) : json_string(""), "size",
+                  (json_int_t)g.size, "page", (json_int_t)g.page, "total", (json_int_t)g.matched);
+    status = http_json(r, 200, json_pack("{s:o,s:o}", "links", g.links, "pagination", pagination));
+out:
+    for (int i = 0; i < g.ntags; i++)
+        free(g.tags[i]);
+    return status;
 }

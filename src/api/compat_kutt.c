@@ -30,13 +30,16 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/apijob.h"
 #include "api/handlers.h"
+#include "api/idem.h"
 #include "api/owner.h"
 #include "api/router.h"
 #include "app/app.h"
 #include "base/err.h"
+#include "base/jsonout.h"
 #include "base/timeutil.h"
 #include "clicks/analytics.h"
 #include "http/server.h"
@@ -60,10 +63,18 @@
 
 /* ---- answers ---- */
 
+/* A JSON answer with Express's content type (res.json adds the charset). */
+static int kjson(struct request *r, int status, json_t *doc)
+{
+    status = http_json(r, status, doc);
+    r->content_type = "application/json; charset=utf-8";
+    return status;
+}
+
 /* Kutt's error: {"error": MESSAGE} with the status. */
 static int kerr(struct request *r, int status, const char *message)
 {
-    return http_json(r, status, json_pack("{s:s}", "error", message));
+    return kjson(r, status, json_pack("{s:s}", "error", message));
 }
 
 /* The router's refusals: Kutt answers a missing or wrong key "Unauthorized."
@@ -82,7 +93,7 @@ static int kutt_error(struct request *r, int status, const char *code, const cha
         snprintf(text, sizeof(text), "Cannot %s %.*s",
                  llhttp_method_name((llhttp_method_t)r->method), len, r->path.p);
         json_t *o = json_pack("{s:s}", "error", text);
-        return http_json(r, 404, o ? o : json_pack("{s:s}", "error", "Not found."));
+        return kjson(r, 404, o ? o : json_pack("{s:s}", "error", "Not found."));
     }
     if (!strcmp(code, "unauthorized") || !strcmp(code, "invalid_key"))
         message = "Unauthorized.";
@@ -501,12 +512,109 @@ static int expire_check(struct request *r, const json_t *v, int64_t *ttl)
     return 0;
 }
 
-/* A target as the validator takes it: trimmed, 1..2040 characters, with
- * http:// added when it names no scheme. 0 with *url set, or 400. */
+/* A label of a host name as utils.urlRegex takes one: letters, digits,
+ * '-' and '_' (any non-ASCII byte counts as a letter), neither first nor
+ * last a '-' or '_'. */
+static bool label_ok(const char *p, size_t n)
+{
+    if (!n || n > 63 || p[0] == '-' || p[0] == '_' || p[n - 1] == '-' || p[n - 1] == '_')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)p[i]) && p[i] != '-' && p[i] != '_' && !(p[i] & 0x80))
+            return false;
+    return true;
+}
+
+/* The host of an http(s) target as utils.urlRegex takes it: a public IPv4
+ * address (not 10/8, 127/8, 169.254/16, 172.16/12 or 192.168/16; first
+ * octet 1..223, last 1..254), or a name of two labels or more whose last
+ * is two letters or more (or an xn-- one, which the regex misses and shortd
+ * takes). No IPv6 literal, no single-label name ("notaurl", "intranet"):
+ * shortd alone would take them, Kutt refuses them, and its clients count on
+ * that answer. */
+static bool kutt_host_ok(const char *h, size_t n)
+{
+    if (n && h[n - 1] == '.')
+        n--;
+    unsigned oct[4], parts = 0;
+    const char *p = h, *end = h + n;
+    while (parts < 4 && p < end && isdigit((unsigned char)*p)) {
+        unsigned v = 0, digits = 0;
+        for (; p < end && isdigit((unsigned char)*p) && digits < 4; p++, digits++)
+            v = v * 10 + (unsigned)(*p - '0');
+        oct[parts++] = v;
+        if (p < end && *p == '.' && parts < 4)
+            p++;
+        else
+            break;
+    }
+    if (parts == 4 && p == end) {
+        if (oct[0] < 1 || oct[0] > 223 || oct[3] < 1 || oct[3] > 254 || oct[1] > 255 ||
+            oct[2] > 255)
+            return false;
+        return !(oct[0] == 10 || oct[0] == 127 || (oct[0] == 169 && oct[1] == 254) ||
+                 (oct[0] == 172 && oct[1] >= 16 && oct[1] <= 31) ||
+                 (oct[0] == 192 && oct[1] == 168));
+    }
+    const char *dot = NULL;
+    for (p = h; p < end; p++)
+        if (*p == '.')
+            dot = p;
+    if (!dot)
+        return false;
+    const char *tld = dot + 1;
+    size_t tn = (size_t)(end - tld);
+    bool letters = tn >= 2;
+    for (size_t i = 0; i < tn && letters; i++)
+        letters = isalpha((unsigned char)tld[i]) || (tld[i] & 0x80);
+    if (!letters && !(tn > 4 && !strncasecmp(tld, "xn--", 4) && label_ok(tld, tn)))
+        return false;
+    for (p = h; p < end;) {
+        const char *q = memchr(p, '.', (size_t)(end - p));
+        size_t ln = q ? (size_t)(q - p) : (size_t)(end - p);
+        if (!label_ok(p, ln))
+            return false;
+        p += ln + (q ? 1 : 0);
+    }
+    return true;
+}
+
+/* Whether an http(s) URL's host passes kutt_host_ok; other schemes are
+ * left to shortd's own check, as Kutt's regex leaves them. */
+static bool kutt_url_ok(const char *u)
+{
+    size_t skip = !strncasecmp(u, "http://", 7) ? 7 : !strncasecmp(u, "https://", 8) ? 8 : 0;
+    if (!skip)
+        return true;
+    const char *h = u + skip;
+    size_t n = strcspn(h, "/?#");
+    const char *at = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (h[i] == '@')
+            at = h + i;
+    if (at) {
+        n -= (size_t)(at + 1 - h);
+        h = at + 1;
+    }
+    if (n && h[0] == '[')
+        return false;
+    const char *colon = memchr(h, ':', n);
+    if (colon) {
+        size_t pn = n - (size_t)(colon + 1 - h);
+        if (pn < 2 || pn > 5 || strspn(colon + 1, "0123456789") < pn)
+            return false;
+        n = (size_t)(colon - h);
+    }
+    return kutt_host_ok(h, n);
+}
+
+/* A target as the validator takes it: a string (else express-validator's
+ * "Invalid value"), trimmed, 1..2040 characters, with http:// added when it
+ * names no scheme, of a host utils.urlRegex takes. 0 with *url set, or 400. */
 static int target_check(struct request *r, const json_t *v, char **url)
 {
     if (!json_is_string(v))
-        return kerr(r, 400, "URL is not valid.");
+        return kerr(r, 400, "Invalid value");
     char *t = trimmed(v);
     size_t n = chars(t);
     if (n < 1 || n > TEXT_MAX) {
@@ -526,6 +634,10 @@ static int target_check(struct request *r, const json_t *v, char **url)
         memcpy(u + 7, t, len + 1);
         free(t);
         t = u;
+    }
+    if (!kutt_url_ok(t)) {
+        free(t);
+        return kerr(r, 400, "URL is not valid.");
     }
     *url = t;
     return 0;
@@ -677,8 +789,10 @@ struct create_job {
     struct api_job base;
     struct link_input in;
     int64_t owner, now;
+    struct idem idem;
     struct link link;
     bool reused, created;
+    bool mismatch;     /* the Idempotency-Key was used with another request */
     const char *error; /* a refusal's message (static) ... */
     int error_status;  /* ... and status */
 };
@@ -688,12 +802,23 @@ static void create_release(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     link_input_release(&c->in);
     link_release(&c->link);
+    idem_release(&c->idem);
     free(c);
 }
 
-static int create_run(struct wjob *wj, struct store *st)
+/* The answer of a create that ran, and its status (any thread). */
+static json_t *create_answer(const struct create_job *c, const struct app *app, int *status)
 {
-    struct create_job *c = (struct create_job *)wj;
+    if (c->error) {
+        *status = c->error_status;
+        return json_pack("{s:s}", "error", c->error);
+    }
+    *status = c->reused ? 200 : 201;
+    return kutt_link(app, &c->link);
+}
+
+static int create_do(struct create_job *c, struct store *st)
+{
     struct app *app = c->base.r->app;
     if (c->in.domain) {
         int64_t owner = -1;
@@ -722,6 +847,30 @@ static int create_run(struct wjob *wj, struct store *st)
     return rc;
 }
 
+/* With an Idempotency-Key, the answer is made here and remembered with the
+ * key (idem.h): a replay, or the first answer, is then j->raw. */
+static int create_run(struct wjob *wj, struct store *st)
+{
+    struct create_job *c = (struct create_job *)wj;
+    struct api_job *j = &c->base;
+    if (c->idem.key) {
+        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
+        c->mismatch = rc == ERR_EXISTS;
+        if (rc != ERR_NOTFOUND)
+            return c->mismatch ? ERR_OK : rc;
+    }
+    int rc = create_do(c, st);
+    if (rc != ERR_OK || !c->idem.key)
+        return rc;
+    json_t *doc = create_answer(c, j->r->app, &j->status);
+    struct buf b = BUF_INIT;
+    jsonout(&b, doc);
+    json_decref(doc);
+    rc = idem_finish(st, c->owner, &c->idem, c->now, j->status, b.p);
+    j->raw = buf_detach(&b, NULL);
+    return rc;
+}
+
 static void create_after_commit(struct api_job *j)
 {
     struct create_job *c = (struct create_job *)j;
@@ -734,9 +883,17 @@ static int create_respond(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     if (j->job.rc != ERR_OK)
         return unavailable(j->r);
-    if (c->error)
-        return kerr(j->r, c->error_status, c->error);
-    return http_json(j->r, c->reused ? 200 : 201, kutt_link(j->r->app, &c->link));
+    if (c->mismatch)
+        return kerr(j->r, 422, "This Idempotency-Key was used with a different request.");
+    if (j->replayed)
+        http_add_header(j->r, "Idempotent-Replayed", "true", 4);
+    if (j->raw) { /* remembered with its Idempotency-Key */
+        http_body(j->r, j->status, "application/json; charset=utf-8", j->raw, strlen(j->raw));
+        return j->status;
+    }
+    int status;
+    json_t *doc = create_answer(c, j->r->app, &status);
+    return kjson(j->r, status, doc);
 }
 
 int handle_kutt_create(struct request *r)
@@ -826,8 +983,15 @@ int handle_kutt_create(struct request *r)
         status = refused(r, field, why);
         goto out;
     }
+    if (idem_read(r, c->now, &c->idem) != ERR_OK) {
+        link_input_release(&c->in);
+        free(c);
+        status = kerr(r, 400, "Idempotency-Key must be 1 to 255 visible ASCII characters.");
+        goto out;
+    }
     c->owner = r->key.id;
-    c->base.job.single_write = true;
+    /* Without an Idempotency-Key a create writes one row: no savepoint. */
+    c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;
     c->base.respond = create_respond;
     c->base.release = create_release;
@@ -961,9 +1125,9 @@ int handle_kutt_list(struct request *r)
         json_decref(x.data);
         return unavailable(r);
     }
-    return http_json(r, 200,
-                     json_pack("{s:I,s:I,s:I,s:o}", "total", (json_int_t)x.seen, "limit",
-                               (json_int_t)limit, "skip", (json_int_t)skip, "data", x.data));
+    return kjson(r, 200,
+                 json_pack("{s:I,s:I,s:I,s:o}", "total", (json_int_t)x.seen, "limit",
+                           (json_int_t)limit, "skip", (json_int_t)skip, "data", x.data));
 }
 
 /* ---- one link: its id in the path ---- */
@@ -1034,8 +1198,7 @@ static int delete_respond(struct api_job *j)
         return unavailable(j->r);
     if (!d->found)
         return kerr(j->r, 500, DELETE_MISSING);
-    return http_json(j->r, 200,
-                     json_pack("{s:s}", "message", "Link has been deleted successfully."));
+    return kjson(j->r, 200, json_pack("{s:s}", "message", "Link has been deleted successfully."));
 }
 
 int handle_kutt_delete(struct request *r)
@@ -1139,7 +1302,7 @@ static int patch_respond(struct api_job *j)
         return unavailable(j->r);
     if (pj->error)
         return kerr(j->r, pj->error_status, pj->error);
-    return http_json(j->r, 200, kutt_link(j->r->app, &pj->link));
+    return kjson(j->r, 200, kutt_link(j->r->app, &pj->link));
 }
 
 /* "•••" is how Kutt's form shows a password kept: no change. */
@@ -1257,13 +1420,105 @@ struct period {
 static const int period_dims[4] = {DIM_BROWSER, DIM_OS, DIM_COUNTRY, DIM_REFERRER};
 static const char *const period_dim_names[4] = {"browser", "os", "country", "referrer"};
 
+/* Kutt's browser and OS names (queues/visit.js, lowercased as it stores
+ * them), each listed even at 0 (utils.getInitStats), in its order; shortd's
+ * names map onto them, the rest to "other". */
+static const char *const kutt_browsers[] = {"chrome", "edge",  "firefox", "ie",
+                                            "opera",  "other", "safari"};
+static const char *const kutt_oses[] = {"android", "ios", "linux", "macos", "other", "windows"};
+
+static const char *kutt_browser(const char *v)
+{
+    static const char *const map[][2] = {{"Chrome", "chrome"},   {"Edge", "edge"},
+                                         {"Firefox", "firefox"}, {"Internet Explorer", "ie"},
+                                         {"Opera", "opera"},     {"Safari", "safari"}};
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(v, map[i][0]))
+            return map[i][1];
+    return "other";
+}
+
+static const char *kutt_os(const char *v)
+{
+    static const char *const map[][2] = {{"Android", "android"}, {"iOS", "ios"},
+                                         {"iPadOS", "ios"},      {"Linux", "linux"},
+                                         {"macOS", "macos"},     {"Windows", "windows"}};
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(v, map[i][0]))
+            return map[i][1];
+    return "other";
+}
+
+/* Kutt's name of a country or referrer value: lowercased; a referrer host
+ * without its "www." and with each '.' as "[dot]" (its stats page puts the
+ * dots back); shortd's unknown country "XX" is Kutt's "unknown". */
+static void kutt_value(int dim, const char *v, struct buf *out)
+{
+    if (dim == DIM_COUNTRY && !strcmp(v, "XX"))
+        v = "unknown";
+    if (dim == DIM_REFERRER && !strncasecmp(v, "www.", 4))
+        v += 4;
+    for (; *v; v++) {
+        if (dim == DIM_REFERRER && *v == '.')
+            buf_adds(out, "[dot]");
+        else
+            buf_addc(out, (char)tolower((unsigned char)*v));
+    }
+}
+
+/* Adds n to the count of 'name' in 'counts'. */
+static void count_add(json_t *counts, const char *name, int64_t n)
+{
+    json_t *c = json_object_get(counts, name);
+    json_object_set_new(counts, name, json_integer((c ? json_integer_value(c) : 0) + n));
+}
+
 static int period_dim(int dim, const char *value, int64_t n, void *arg)
 {
     struct period *p = arg;
-    for (int i = 0; i < 4; i++)
-        if (period_dims[i] == dim)
-            json_object_set_new(p->dims[i], value, json_integer(n));
+    for (int i = 0; i < 4; i++) {
+        if (period_dims[i] != dim)
+            continue;
+        if (dim == DIM_BROWSER) {
+            count_add(p->dims[i], kutt_browser(value), n);
+        } else if (dim == DIM_OS) {
+            count_add(p->dims[i], kutt_os(value), n);
+        } else {
+            struct buf b = BUF_INIT;
+            kutt_value(dim, value, &b);
+            count_add(p->dims[i], b.p ? b.p : "", n);
+            buf_release(&b);
+        }
+    }
     return 0;
+}
+
+/* A period's counts before the store's: every browser and OS name at 0,
+ * in Kutt's order (which its stable sort keeps among equal counts). */
+static void period_start(struct period *p)
+{
+    for (int i = 0; i < 4; i++)
+        p->dims[i] = json_object();
+    for (size_t i = 0; i < sizeof(kutt_browsers) / sizeof(kutt_browsers[0]); i++)
+        count_add(p->dims[0], kutt_browsers[i], 0);
+    for (size_t i = 0; i < sizeof(kutt_oses) / sizeof(kutt_oses[0]); i++)
+        count_add(p->dims[1], kutt_oses[i], 0);
+}
+
+/* The clicks no country or referrer was known for, as Kutt's "unknown" and
+ * "direct" (shortd counts only the known ones), so that each adds up to the
+ * period's total as Kutt's do. */
+static void period_finish(struct period *p)
+{
+    static const char *const rest[4] = {NULL, NULL, "unknown", "direct"};
+    for (int i = 2; i < 4; i++) {
+        int64_t known = 0;
+        const char *k;
+        json_t *c;
+        json_object_foreach(p->dims[i], k, c) known += json_integer_value(c);
+        if (p->total > known)
+            count_add(p->dims[i], rest[i], p->total - known);
+    }
 }
 
 /* The day counts of the last year, oldest first. */
@@ -1282,27 +1537,41 @@ static int year_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, 
     return 0;
 }
 
+/* An entry of a stats array and its place among its counts. */
+struct dim_entry {
+    json_t *o;
+    json_int_t value;
+    size_t at;
+};
+
+/* Most first; equal counts in their order (JavaScript's sort is stable). */
 static int cmp_value_desc(const void *a, const void *b)
 {
-    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "value"));
-    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "value"));
-    return x < y ? 1 : x > y ? -1 : 0;
+    const struct dim_entry *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value < y->value ? 1 : -1;
+    return x->at < y->at ? -1 : x->at > y->at;
 }
 
 /* utils.statsObjectToArray: [{name, value}], most first. */
 static json_t *dim_array(json_t *counts)
 {
     size_t n = json_object_size(counts), i = 0;
-    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    struct dim_entry *v = calloc(n ? n : 1, sizeof(*v));
     if (!v)
         abort();
     const char *k;
     json_t *c;
-    json_object_foreach(counts, k, c) { v[i++] = json_pack("{s:s,s:O}", "name", k, "value", c); }
+    json_object_foreach(counts, k, c)
+    {
+        v[i] = (struct dim_entry){json_pack("{s:s,s:O}", "name", k, "value", c),
+                                  json_integer_value(c), i};
+        i++;
+    }
     qsort(v, n, sizeof(*v), cmp_value_desc);
     json_t *a = json_array();
     for (i = 0; i < n; i++)
-        json_array_append_new(a, v[i]);
+        json_array_append_new(a, v[i].o);
     free(v);
     return a;
 }
@@ -1370,10 +1639,10 @@ int handle_kutt_stats(struct request *r)
     }
     free(y);
     for (int p = 0; p < 4; p++) {
-        for (int i = 0; i < 4; i++)
-            ps[p].dims[i] = json_object();
+        period_start(&ps[p]);
         if (rc == ERR_OK)
             rc = st->ops->stats_dims(st, code, today - span[p] + 1, today, period_dim, &ps[p]);
+        period_finish(&ps[p]);
     }
     json_t *o = NULL;
     if (rc == ERR_OK) {
@@ -1401,7 +1670,7 @@ int handle_kutt_stats(struct request *r)
     link_release(&l);
     if (!o)
         return unavailable(r);
-    return http_json(r, 200, o);
+    return kjson(r, 200, o);
 }
 
 /* ---- GET /api/v2/users, GET /api/v2/health ---- */
@@ -1409,18 +1678,17 @@ int handle_kutt_stats(struct request *r)
 struct domains_ctx {
     const struct app *app;
     json_t *arr;
-    const char *home;
 };
 
-static int domain_one(const char *host, int64_t owner, int64_t created_at, void *arg)
+/* A domain's id: a keyed hash of its host, as a UUID (stable, and found
+ * again among the key's domains by DELETE /domains/:id). */
+static void domain_id(const struct app *app, const char *host, char id[ID_LEN + 1])
 {
-    (void)owner;
-    struct domains_ctx *x = arg;
-    /* A domain's id: a keyed hash of its host, as a UUID (no route takes it). */
     uint8_t key[32], h[16];
-    id_key(x->app, key);
+    id_key(app, key);
     crypto_generichash(h, sizeof(h), (const uint8_t *)host, strlen(host), key, 32);
-    char id[ID_LEN + 1], *o = id;
+    sodium_memzero(key, sizeof(key));
+    char *o = id;
     static const char hex[] = "0123456789abcdef";
     for (int i = 0; i < 16; i++) {
         if (i == 4 || i == 6 || i == 8 || i == 10)
@@ -1429,10 +1697,25 @@ static int domain_one(const char *host, int64_t owner, int64_t created_at, void 
         *o++ = hex[h[i] & 15];
     }
     *o = '\0';
-    json_array_append_new(x->arr,
-                          json_pack("{s:s,s:s,s:b,s:o,s:s,s:o}", "id", id, "address", host,
-                                    "banned", 0, "created_at", time_json(created_at), "homepage",
-                                    x->home, "updated_at", time_json(created_at)));
+}
+
+/* utils.sanitize.domain, in Kutt's order; the homepage is Kutt's default
+ * (its DEFAULT_DOMAIN: shortd's host), a custom domain's root being shortd's. */
+static json_t *kutt_domain(const struct app *app, const char *host, int64_t created_at)
+{
+    char id[ID_LEN + 1], home[256];
+    domain_id(app, host, id);
+    default_host(app, home, sizeof(home));
+    return json_pack("{s:s,s:b,s:s,s:s,s:o,s:o}", "id", id, "banned", 0, "address", host,
+                     "homepage", home, "created_at", time_json(created_at), "updated_at",
+                     time_json(created_at));
+}
+
+static int domain_one(const char *host, int64_t owner, int64_t created_at, void *arg)
+{
+    (void)owner;
+    struct domains_ctx *x = arg;
+    json_array_append_new(x->arr, kutt_domain(x->app, host, created_at));
     return 0;
 }
 
@@ -1440,18 +1723,198 @@ static int domain_one(const char *host, int64_t owner, int64_t created_at, void 
  * users have, and the custom domains it registered. */
 int handle_kutt_user(struct request *r)
 {
-    char home[256];
-    default_host(r->app, home, sizeof(home));
-    struct domains_ctx x = {.app = r->app, .arr = json_array(), .home = home};
+    struct domains_ctx x = {.app = r->app, .arr = json_array()};
     struct store *st = r->app->store;
     if (st->ops->domain_list(st, r->key.id, domain_one, &x) != ERR_OK) {
         json_decref(x.arr);
         return unavailable(r);
     }
     struct slice key = http_header(r, "x-api-key");
-    return http_json(r, 200,
-                     json_pack("{s:s#,s:s,s:o}", "apikey", key.p, key.n, "email", r->key.name,
-                               "domains", x.arr));
+    return kjson(r, 200,
+                 json_pack("{s:s#,s:s,s:o}", "apikey", key.p, key.n, "email", r->key.name,
+                           "domains", x.arr));
+}
+
+/* ---- POST /api/v2/domains, DELETE /api/v2/domains/:id ---- */
+
+struct domain_job {
+    struct api_job base;
+    char *host;          /* add: the host; delete: the one found */
+    char id[ID_LEN + 1]; /* delete: the id asked */
+    int64_t owner, now;
+    bool add;
+    const char *error; /* a refusal's message (static), 400 */
+};
+
+static void domain_release(struct api_job *j)
+{
+    struct domain_job *d = (struct domain_job *)j;
+    free(d->host);
+    free(d);
+}
+
+/* The key's domain whose id is d->id, into d->host. */
+static int domain_find_one(const char *host, int64_t owner, int64_t created_at, void *arg)
+{
+    (void)owner;
+    (void)created_at;
+    struct domain_job *d = arg;
+    char id[ID_LEN + 1];
+    domain_id(d->base.r->app, host, id);
+    if (strcmp(id, d->id) != 0)
+        return 0;
+    d->host = xstrdup(host);
+    return 1;
+}
+
+static int domain_run(struct wjob *wj, struct store *st)
+{
+    struct domain_job *d = (struct domain_job *)wj;
+    int rc;
+    if (!d->add) {
+        rc = st->ops->domain_list(st, d->owner, domain_find_one, d);
+        if (rc == ERR_OK && d->host)
+            rc = st->ops->domain_del(st, d->host, d->owner);
+        if (rc == ERR_NOTFOUND || (rc == ERR_OK && !d->host)) {
+            d->error = "Could not delete the domain.";
+            return ERR_OK;
+        }
+        return rc;
+    }
+    /* Kutt refuses a domain any user has, its own caller included. */
+    int64_t owner = -1;
+    rc = st->ops->domain_get(st, d->host, &owner);
+    if (rc == ERR_NOTFOUND)
+        rc = st->ops->domain_add(st, d->host, d->owner, d->now);
+    else if (rc == ERR_OK)
+        rc = ERR_EXISTS;
+    if (rc == ERR_EXISTS) { /* (or another node's owner came first) */
+        d->error = "You can't add this domain.";
+        return ERR_OK;
+    }
+    return rc;
+}
+
+/* Links may not point at a registered domain (it is shortd): as
+ * api_domains.c, every node counts them again. */
+static void domain_after_commit(struct api_job *j)
+{
+    struct domain_job *d = (struct domain_job *)j;
+    if (!d->error)
+        blocklist_changed(j->r->app);
+}
+
+static int domain_respond(struct api_job *j)
+{
+    struct domain_job *d = (struct domain_job *)j;
+    if (j->job.rc != ERR_OK)
+        return unavailable(j->r);
+    if (d->error)
+        return kerr(j->r, 400, d->error);
+    if (!d->add)
+        return kjson(j->r, 200, json_pack("{s:s}", "message", "Domain deleted successfully"));
+    return kjson(j->r, 200, kutt_domain(j->r->app, d->host, d->now));
+}
+
+static int domain_submit(struct request *r, struct domain_job *d)
+{
+    d->owner = r->key.id;
+    d->now = now_ms();
+    d->base.job.single_write = !d->add; /* adding reads, then inserts */
+    d->base.after_commit = domain_after_commit;
+    d->base.respond = domain_respond;
+    d->base.release = domain_release;
+    return api_job_submit(r, &d->base, domain_run);
+}
+
+/* validators.addDomain: an address of 3 to 64 characters that Kutt's URL
+ * pattern takes as a host (with http:// added), without its www.; not
+ * shortd's own host; a host shortd's custom domains take. shortd keeps no
+ * homepage of a domain (its root is shortd's): one given is refused. */
+int handle_kutt_domain_add(struct request *r)
+{
+    int status = body_json(r);
+    if (status)
+        return status;
+    json_t *address = json_object_get(r->json, "address");
+    json_t *homepage = json_object_get(r->json, "homepage");
+    if (falsy(address) || !json_is_string(address))
+        return kerr(r, 400, "Domain is not valid.");
+    size_t n = chars(json_string_value(address));
+    if (n < 3 || n > 64)
+        return kerr(r, 400, "Domain length must be between 3 and 64.");
+    char *t = trimmed(address);
+    struct buf u = BUF_INIT;
+    const char *sep = strstr(t, "://");
+    if (!sep)
+        buf_adds(&u, "http://");
+    buf_adds(&u, t);
+    free(t);
+    bool ok = kutt_url_ok(u.p) &&
+              (!strncasecmp(u.p, "http://", 7) || !strncasecmp(u.p, "https://", 8));
+    char *host = NULL;
+    if (ok) {
+        const char *h = strstr(u.p, "://") + 3;
+        size_t hn = strcspn(h, "/?#");
+        const char *at = memchr(h, '@', hn);
+        while (at) { /* userinfo: the last '@' ends it */
+            hn -= (size_t)(at + 1 - h);
+            h = at + 1;
+            at = memchr(h, '@', hn);
+        }
+        hn = strcspn(h, ":/?#") < hn ? strcspn(h, ":/?#") : hn;
+        if (hn > 4 && !strncasecmp(h, "www.", 4)) {
+            h += 4;
+            hn -= 4;
+        }
+        host = malloc(hn + 1);
+        if (!host)
+            abort();
+        for (size_t i = 0; i < hn; i++)
+            host[i] = (char)tolower((unsigned char)h[i]);
+        host[hn] = '\0';
+        if (hn && host[hn - 1] == '.')
+            host[hn - 1] = '\0';
+    }
+    buf_release(&u);
+    const char *why = NULL;
+    if (!ok || links_domain_check(host, strlen(host), &why) != ERR_OK) {
+        free(host);
+        return kerr(r, 400, "Domain is not valid.");
+    }
+    char home[256];
+    default_host(r->app, home, sizeof(home));
+    home[strcspn(home, ":")] = '\0';
+    if (!strcmp(host, home)) {
+        free(host);
+        return kerr(r, 400, "You can't use the default domain.");
+    }
+    if (!falsy(homepage)) {
+        free(host);
+        return kerr(r, 400, "Homepage is not supported: a custom domain's root is shortd's own.");
+    }
+    struct domain_job *d = calloc(1, sizeof(*d));
+    if (!d)
+        abort();
+    d->host = host;
+    d->add = true;
+    return domain_submit(r, d);
+}
+
+/* validators.removeDomain: an id of 36 characters; one the key has none of
+ * is Kutt's 400 "Could not delete the domain.". */
+int handle_kutt_domain_delete(struct request *r)
+{
+    struct slice id = r->params[0];
+    if (id.n != ID_LEN)
+        return kerr(r, 400, "ID is invalid.");
+    struct domain_job *d = calloc(1, sizeof(*d));
+    if (!d)
+        abort();
+    memcpy(d->id, id.p, ID_LEN);
+    for (int i = 0; i < ID_LEN; i++)
+        d->id[i] = (char)tolower((unsigned char)d->id[i]);
+    return domain_submit(r, d);
 }
 
 int handle_kutt_health(struct request *r)

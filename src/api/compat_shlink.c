@@ -32,10 +32,12 @@
 
 #include "api/apijob.h"
 #include "api/handlers.h"
+#include "api/idem.h"
 #include "api/owner.h"
 #include "api/router.h"
 #include "app/app.h"
 #include "base/err.h"
+#include "base/jsonout.h"
 #include "base/pct.h"
 #include "base/timeutil.h"
 #include "clicks/analytics.h"
@@ -55,8 +57,9 @@
 /* Shlink's problem details: 'type' is Shlink's error code (its URL is
  * built here), or NULL for a refusal Shlink has no code for (about:blank,
  * RFC 7807's). 'extra' (stolen, may be NULL) adds its fields. */
-static int problem(struct request *r, int status, const char *type, const char *title,
-                   const char *detail, json_t *extra)
+/* The problem document itself (any thread); 'extra' is stolen. */
+static json_t *problem_doc(int status, const char *type, const char *title, const char *detail,
+                           json_t *extra)
 {
     char t[128];
     snprintf(t, sizeof(t), "%s%s", type ? ERROR_BASE : "about:blank", type ? type : "");
@@ -65,13 +68,27 @@ static int problem(struct request *r, int status, const char *type, const char *
     if (extra)
         json_object_update(doc, extra);
     json_decref(extra);
+    return doc;
+}
+
+/* A JSON answer: a short URL's application/json, or, for an error status,
+ * application/problem+json. 'doc' is stolen. */
+static int shlink_json(struct request *r, int status, json_t *doc)
+{
     char *s = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
     if (!s)
         abort();
-    http_body(r, status, "application/problem+json", s, strlen(s));
+    http_body(r, status, status < 400 ? "application/json" : "application/problem+json", s,
+              strlen(s));
     free(s);
     return status;
+}
+
+static int problem(struct request *r, int status, const char *type, const char *title,
+                   const char *detail, json_t *extra)
+{
+    return shlink_json(r, status, problem_doc(status, type, title, detail, extra));
 }
 
 /* invalid-data naming the offending fields (a JSON array, stolen). */
@@ -305,9 +322,11 @@ struct create_job {
     struct api_job base;
     struct link_input in;
     int64_t owner, now;
+    struct idem idem;
     struct link link;
     bool created;
-    int refused; /* ERR_EXISTS (slug), ERR_FORBIDDEN (url), ERR_NOTFOUND (domain) */
+    bool mismatch; /* the Idempotency-Key was used with another request */
+    int refused;   /* ERR_EXISTS (slug), ERR_FORBIDDEN (url), ERR_NOTFOUND (domain) */
 };
 
 static void create_release(struct api_job *j)
@@ -315,12 +334,12 @@ static void create_release(struct api_job *j)
     struct create_job *c = (struct create_job *)j;
     link_input_release(&c->in);
     link_release(&c->link);
+    idem_release(&c->idem);
     free(c);
 }
 
-static int create_run(struct wjob *wj, struct store *st)
+static int create_do(struct create_job *c, struct store *st)
 {
-    struct create_job *c = (struct create_job *)wj;
     if (c->in.domain) {
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
@@ -350,12 +369,10 @@ static void create_after_commit(struct api_job *j)
         link_changed(j->r->app, &c->link, c->in.alias ? LINK_NEW_ALIAS : LINK_NEW, c->now);
 }
 
-static int create_respond(struct api_job *j)
+/* The answer of a create that ran, and its status (any thread). */
+static json_t *create_answer(const struct create_job *c, const struct app *app, int *status)
 {
-    struct create_job *c = (struct create_job *)j;
-    struct request *r = j->r;
-    if (j->job.rc != ERR_OK)
-        return unavailable(r);
+    *status = 400;
     if (c->refused == ERR_EXISTS) {
         char detail[CODE_MAX + 300];
         snprintf(detail, sizeof(detail), "Provided slug \"%s\" is already in use%s%s%s.",
@@ -364,11 +381,64 @@ static int create_respond(struct api_job *j)
         json_t *extra = json_pack("{s:s}", "customSlug", c->in.alias);
         if (c->in.domain)
             json_object_set_new(extra, "domain", json_string(c->in.domain));
-        return problem(r, 400, "non-unique-slug", "Invalid custom slug", detail, extra);
+        return problem_doc(400, "non-unique-slug", "Invalid custom slug", detail, extra);
     }
     if (c->refused)
-        return invalid1(r, c->refused == ERR_NOTFOUND ? "domain" : "longUrl");
-    return http_json(r, 200, short_url_json(r->app, &c->link));
+        return problem_doc(400, "invalid-data", "Invalid data", "Provided data is not valid",
+                           json_pack("{s:[s]}", "invalidElements",
+                                     c->refused == ERR_NOTFOUND ? "domain" : "longUrl"));
+    *status = 200;
+    return short_url_json(app, &c->link);
+}
+
+/* With an Idempotency-Key, the answer is made here and remembered with the
+ * key (idem.h): a replay, or the first answer, is then j->raw. */
+static int create_run(struct wjob *wj, struct store *st)
+{
+    struct create_job *c = (struct create_job *)wj;
+    struct api_job *j = &c->base;
+    if (c->idem.key) {
+        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
+        c->mismatch = rc == ERR_EXISTS;
+        if (rc != ERR_NOTFOUND)
+            return c->mismatch ? ERR_OK : rc;
+    }
+    int rc = create_do(c, st);
+    if (rc != ERR_OK || !c->idem.key)
+        return rc;
+    json_t *doc = create_answer(c, j->r->app, &j->status);
+    if (j->status < 400) { /* written as http_json and problem() write them */
+        struct buf b = BUF_INIT;
+        jsonout(&b, doc);
+        j->raw = buf_detach(&b, NULL);
+    } else {
+        j->raw = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    }
+    json_decref(doc);
+    if (!j->raw)
+        abort();
+    return idem_finish(st, c->owner, &c->idem, c->now, j->status, j->raw);
+}
+
+static int create_respond(struct api_job *j)
+{
+    struct create_job *c = (struct create_job *)j;
+    struct request *r = j->r;
+    if (j->job.rc != ERR_OK)
+        return unavailable(r);
+    if (c->mismatch)
+        return problem(r, 422, NULL, "Unprocessable Entity",
+                       "This Idempotency-Key was used with a different request.", NULL);
+    if (j->replayed)
+        http_add_header(r, "Idempotent-Replayed", "true", 4);
+    if (j->raw) { /* remembered with its Idempotency-Key */
+        http_body(r, j->status, j->status < 400 ? "application/json" : "application/problem+json",
+                  j->raw, strlen(j->raw));
+        return j->status;
+    }
+    int status;
+    json_t *doc = create_answer(c, r->app, &status);
+    return status < 400 ? http_json(r, status, doc) : shlink_json(r, status, doc);
 }
 
 int handle_shlink_create(struct request *r)
@@ -412,8 +482,15 @@ int handle_shlink_create(struct request *r)
         free(c);
         return invalid1(r, shlink_field(field));
     }
+    if (idem_read(r, now, &c->idem) != ERR_OK) {
+        link_input_release(&c->in);
+        free(c);
+        return problem(r, 400, NULL, "Bad Request",
+                       "Idempotency-Key must be 1 to 255 visible ASCII characters.", NULL);
+    }
     c->owner = r->key.id;
-    c->base.job.single_write = true;
+    /* Without an Idempotency-Key a create writes one row: no savepoint. */
+    c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;
     c->base.respond = create_respond;
     c->base.release = create_release;

@@ -30,6 +30,7 @@
 
 #include "api/apijob.h"
 #include "api/handlers.h"
+#include "api/idem.h"
 #include "api/owner.h"
 #include "api/router.h"
 #include "app/app.h"
@@ -198,13 +199,16 @@ static int answer(struct request *r, const struct out *o, json_t *doc, const cha
     const char *type;
     if (strcmp(fmt, "jsonp") == 0) {
         type = "application/javascript; charset=utf-8";
-        if (!callback_ok(o->callback)) {
+        /* No callback at all is no error in YOURLS: its "(...)" is written
+         * as is. One given (the login failure always gives one) must pass. */
+        const char *cb = json_string_value(json_object_get(doc, "callback"));
+        if (cb && !callback_ok(cb)) {
             json_decref(doc);
             doc = json_pack("{s:s,s:s}", "errorCode", "400", "error", "Invalid callback parameter");
             status = 400;
             json_php(&b, doc);
         } else {
-            buf_printf(&b, "%s(", o->callback);
+            buf_printf(&b, "%s(", cb ? cb : "");
             json_php(&b, doc);
             buf_addc(&b, ')');
         }
@@ -519,9 +523,11 @@ struct shorten_job {
     struct out out;
     struct link_input in;
     int64_t owner, now;
+    struct idem idem;
     struct link link;
     bool reused, created;
-    int refused; /* ERR_EXISTS (keyword), ERR_FORBIDDEN (blocked), or 0 */
+    bool mismatch; /* the Idempotency-Key was used with another request */
+    int refused;   /* ERR_EXISTS (keyword), ERR_FORBIDDEN (blocked), or 0 */
 };
 
 static void shorten_release(struct api_job *j)
@@ -530,12 +536,14 @@ static void shorten_release(struct api_job *j)
     out_release(&s->out);
     link_input_release(&s->in);
     link_release(&s->link);
+    idem_release(&s->idem);
     free(s);
 }
 
-static int shorten_run(struct wjob *wj, struct store *st)
+static json_t *shorten_doc(const struct shorten_job *s, const struct app *app, char **simple);
+
+static int shorten_do(struct shorten_job *s, struct store *st)
 {
-    struct shorten_job *s = (struct shorten_job *)wj;
     int rc =
         links_create(s->base.r->app->links, st, &s->in, s->owner, s->now, &s->link, &s->reused);
     if (rc == ERR_EXISTS || rc == ERR_FORBIDDEN) {
@@ -544,6 +552,36 @@ static int shorten_run(struct wjob *wj, struct store *st)
     }
     s->created = rc == ERR_OK && !s->reused;
     return rc;
+}
+
+/* With an Idempotency-Key, the answer is made here and remembered with the
+ * key (idem.h) as {"doc": ..., "simple": ...}, which answer() writes in the
+ * format asked (the same: it is part of the fingerprint); a replay, or the
+ * first answer, is then j->raw. */
+static int shorten_run(struct wjob *wj, struct store *st)
+{
+    struct shorten_job *s = (struct shorten_job *)wj;
+    struct api_job *j = &s->base;
+    if (s->idem.key) {
+        int rc = idem_start(j, st, s->owner, &s->idem, s->now);
+        s->mismatch = rc == ERR_EXISTS;
+        if (rc != ERR_NOTFOUND)
+            return s->mismatch ? ERR_OK : rc;
+    }
+    int rc = shorten_do(s, st);
+    if (rc != ERR_OK || !s->idem.key)
+        return rc;
+    char *simple = NULL;
+    json_t *doc = shorten_doc(s, j->r->app, &simple);
+    const char *code = json_string_value(json_object_get(doc, "statusCode"));
+    j->status = code ? atoi(code) : 200;
+    json_t *rec = json_pack("{s:o,s:s}", "doc", doc, "simple", simple);
+    free(simple);
+    j->raw = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(rec);
+    if (!j->raw)
+        abort();
+    return idem_finish(st, s->owner, &s->idem, s->now, j->status, j->raw);
 }
 
 static void shorten_after_commit(struct api_job *j)
@@ -560,24 +598,20 @@ static json_t *fail(const char *code, const char *message, const char *status)
                      "errorCode", status, "statusCode", status);
 }
 
-static int shorten_respond(struct api_job *j)
+/* The answer of a shorturl that ran, and its `simple` text (malloc'd);
+ * any thread. */
+static json_t *shorten_doc(const struct shorten_job *s, const struct app *app, char **simple)
 {
-    struct shorten_job *s = (struct shorten_job *)j;
-    struct request *r = j->r;
-    struct app *app = r->app;
-    if (j->job.rc != ERR_OK) {
-        http_add_header(r, "Retry-After", "1", 1);
-        return answer(r, &s->out, fail("error:db", "Error saving url to database", "503"), "");
-    }
     if (s->refused == ERR_EXISTS) {
         char msg[CODE_MAX + 64];
         snprintf(msg, sizeof(msg), "Short URL %s already exists in database or is reserved",
                  s->in.alias);
-        return answer(r, &s->out, fail("error:keyword", msg, "400"), "");
+        *simple = xstrdup("");
+        return fail("error:keyword", msg, "400");
     }
     if (s->refused) {
-        return answer(r, &s->out,
-                      fail("error:nourl", "URL is not allowed (its host is blocked)", "400"), "");
+        *simple = xstrdup("");
+        return fail("error:nourl", "URL is not allowed (its host is blocked)", "400");
     }
     struct buf su = BUF_INIT, msg = BUF_INIT;
     short_url(app, &s->link, &su);
@@ -604,10 +638,89 @@ static int shorten_respond(struct api_job *j)
     json_object_set_new(doc, "url", url);
     json_object_set_new(doc, "title", json_string(title_of(&s->link)));
     json_object_set_new(doc, "shorturl", json_stringn(su.p, su.len));
-    int status = answer(r, &s->out, doc, su.p);
-    buf_release(&su);
+    *simple = buf_detach(&su, NULL);
     buf_release(&msg);
+    return doc;
+}
+
+static int shorten_respond(struct api_job *j)
+{
+    struct shorten_job *s = (struct shorten_job *)j;
+    struct request *r = j->r;
+    if (j->job.rc != ERR_OK) {
+        http_add_header(r, "Retry-After", "1", 1);
+        return answer(r, &s->out, fail("error:db", "Error saving url to database", "503"), "");
+    }
+    if (s->mismatch)
+        return answer(r, &s->out,
+                      fail("error:idempotency",
+                           "This Idempotency-Key was used with a different request", "422"),
+                      "");
+    if (j->replayed)
+        http_add_header(r, "Idempotent-Replayed", "true", 4);
+    char *simple = NULL;
+    json_t *doc = NULL;
+    if (j->raw) { /* remembered with its Idempotency-Key */
+        json_t *rec = json_loads(j->raw, 0, NULL);
+        doc = json_incref(json_object_get(rec, "doc"));
+        const char *t = json_string_value(json_object_get(rec, "simple"));
+        simple = xstrdup(t ? t : "");
+        json_decref(rec);
+    }
+    if (!doc)
+        doc = shorten_doc(s, r->app, &simple);
+    int status = answer(r, &s->out, doc, simple);
+    free(simple);
     return status;
+}
+
+/* yourls_sanitize_title, in place: PHP's strip_tags (a '<' that a blank
+ * does not follow opens a tag, closed by a '>' outside quotes; "<!--"
+ * opens a comment closed by "-->"), then each run of blanks as one space,
+ * trimmed. Written here since it is PHP's own behaviour, which no C library
+ * has; it keeps what YOURLS would store (and show) of a title. */
+static void title_clean(char *t)
+{
+    char *o = t;
+    const char *p = t;
+    while (*p) {
+        if (p[0] == '<' && p[1] && !isspace((unsigned char)p[1])) {
+            if (!strncmp(p, "<!--", 4)) {
+                const char *end = strstr(p + 4, "-->");
+                p = end ? end + 3 : p + strlen(p);
+                continue;
+            }
+            char quote = 0;
+            int depth = 1;
+            for (p++; *p && depth; p++) {
+                if (quote) {
+                    quote = *p == quote ? 0 : quote;
+                } else if (*p == '"' || *p == '\'') {
+                    quote = *p;
+                } else if (*p == '<') {
+                    depth++;
+                } else if (*p == '>') {
+                    depth--;
+                }
+            }
+            continue;
+        }
+        *o++ = *p++;
+    }
+    *o = '\0';
+    /* \s+ -> ' ', then trim */
+    o = t;
+    for (p = t; *p; p++) {
+        if (isspace((unsigned char)*p)) {
+            if (o > t && o[-1] != ' ')
+                *o++ = ' ';
+        } else {
+            *o++ = *p;
+        }
+    }
+    if (o > t && o[-1] == ' ')
+        o--;
+    *o = '\0';
 }
 
 /* A title longer than shortd keeps is cut at a character's start (YOURLS
@@ -623,6 +736,26 @@ static void title_cut(char *t)
     t[n] = '\0';
 }
 
+/* The fingerprint of a shorturl under an Idempotency-Key: the parameters
+ * that shape its answer, decoded (a multipart form's boundary differs from
+ * one sending to the next; the signature of a timestamped one too). */
+static void shorten_fingerprint(const struct request *r, struct idem *k)
+{
+    static const char *const names[] = {"action", "url",      "keyword", "title",
+                                        "format", "callback", "jsonp"};
+    enum { N = sizeof(names) / sizeof(names[0]) };
+    char *v[N];
+    struct slice parts[N];
+    for (size_t i = 0; i < N; i++) {
+        size_t n = 0;
+        v[i] = param(r, names[i], &n);
+        parts[i] = (struct slice){v[i], v[i] ? n : 0};
+    }
+    idem_fingerprint(k, parts, N);
+    for (size_t i = 0; i < N; i++)
+        free(v[i]);
+}
+
 static int action_shorturl(struct request *r, struct out *o)
 {
     char *url = param_str(r, "url"), *keyword = param_str(r, "keyword");
@@ -633,7 +766,9 @@ static int action_shorturl(struct request *r, struct out *o)
         json_t *a = json_string(keyword);
         json_object_set_new(body, "alias", a ? a : json_integer(0));
     }
-    if (title) {
+    if (title)
+        title_clean(title);
+    if (title && *title) { /* nothing left: no title (shortd shows the URL) */
         title_cut(title);
         json_t *t = json_string(title); /* NULL when it is no UTF-8 */
         if (t)
@@ -669,10 +804,21 @@ static int action_shorturl(struct request *r, struct out *o)
         free(s);
         return answer(r, o, doc, "");
     }
+    if (idem_read(r, s->now, &s->idem) != ERR_OK) {
+        link_input_release(&s->in);
+        free(s);
+        return answer(r, o,
+                      fail("error:idempotency",
+                           "Idempotency-Key must be 1 to 255 visible ASCII characters", "400"),
+                      "");
+    }
+    if (s->idem.key) /* what the request asks, whatever its form's encoding */
+        shorten_fingerprint(r, &s->idem);
     s->out = *o; /* the job owns them now */
     *o = (struct out){0};
     s->owner = r->key.id;
-    s->base.job.single_write = true;
+    /* Without an Idempotency-Key a create writes one row: no savepoint. */
+    s->base.job.single_write = !s->idem.key;
     s->base.after_commit = shorten_after_commit;
     s->base.respond = shorten_respond;
     s->base.release = shorten_release;

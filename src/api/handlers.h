@@ -56,6 +56,7 @@ int handle_bitly_countries(struct request *r);
 int handle_bitly_referrers(struct request *r);
 int handle_bitly_user(struct request *r);
 int handle_bitly_groups(struct request *r);
+int handle_bitly_group_bitlinks(struct request *r);
 struct api_dialect;
 extern const struct api_dialect bitly_dialect;
 
@@ -105,6 +106,8 @@ int handle_kutt_patch(struct request *r);
 int handle_kutt_delete(struct request *r);
 int handle_kutt_stats(struct request *r);
 int handle_kutt_user(struct request *r);
+int handle_kutt_domain_add(struct request *r);
+int handle_kutt_domain_delete(struct request *r);
 int handle_kutt_health(struct request *r);
 
 #endif

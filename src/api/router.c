@@ -74,6 +74,8 @@ static const struct route routes[] = {
     {"GET",    "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
     {"DELETE", "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
     {"GET",    "/api/v2/users",                  handle_kutt_user,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"POST",   "/api/v2/domains",                handle_kutt_domain_add, ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/domains/:id",            handle_kutt_domain_delete, ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
     {"GET",    "/api/v2/health",                 handle_kutt_health,     ROUTE_LOOP | ROUTE_CORS, &kutt_dialect},
     /* Bitly v4 (compat_bitly.c): a bitlink "host/code" is one percent-encoded
      * segment or two; the one-segment routes come first, so that
@@ -95,6 +97,7 @@ static const struct route routes[] = {
     {"GET",   "/v4/bitlinks/:host/:code/referrers",   handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
     {"GET",   "/v4/user",                             handle_bitly_user,            ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
     {"GET",   "/v4/groups",                           handle_bitly_groups,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/groups/:group_guid/bitlinks",      handle_bitly_group_bitlinks,  ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
     /* Shlink REST v3 (compat_shlink.c): answers in Shlink's shapes */
     {"POST",   "/rest/v3/short-urls",            handle_shlink_create,   ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &shlink_dialect},
     {"GET",    "/rest/v3/short-urls",            handle_shlink_list,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},

@@ -258,9 +258,80 @@ it('user and groups: one group per key, its guid stable, taken as group_guid', a
     assert.ok(!(await listed(key)).some((l) => l.url === `${url}/x`), 'nothing stored');
 });
 
+it("groups/{guid}/bitlinks lists the group's bitlinks, newest first, in Bitly's pages and filters",
+   async () => {
+    // A key of its own, so that the listing holds exactly what is made here.
+    const k = createKey(srv, 'bitly-lister');
+    const sdk = new BitlyClient(k);
+    const { groups } = await sdk.bitlyRequest('groups', {}, 'GET');
+    const guid = groups[0].guid;
+    const tag = unique('t');
+    const made = [];
+    for (let i = 0; i < 5; i++) {
+        const url = `https://example.com/bitly/list/${unique('l')}`;
+        const body = { long_url: url, title: `item ${i}`, ...(i % 2 ? { tags: [tag] } : {}) };
+        made.push(await sdk.bitlyRequest('bitlinks', body));
+    }
+    await bitly.shorten(`https://example.com/bitly/list/${unique('other')}`); // another key's
+
+    const p1 = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { size: 2 }, 'GET');
+    assert.deepEqual(p1.links.map((b) => b.id), [made[4].id, made[3].id], 'newest first');
+    p1.links.forEach((b, i) => assertBitlink(b, made[4 - i].long_url));
+    assert.equal(p1.links[0].title, 'item 4');
+    assert.deepEqual(p1.links[1].tags, [tag]);
+    assert.equal(p1.pagination.prev, '');
+    assert.equal(p1.pagination.next, `${BASE}/v4/groups/${guid}/bitlinks?size=2&page=2`);
+    assert.deepEqual([p1.pagination.size, p1.pagination.page, p1.pagination.total], [2, 1, 5]);
+
+    // Following `next` (its path on the test server) gives the next page.
+    const next = await api(srv, 'GET', p1.pagination.next.slice(BASE.length), { key: k });
+    assert.equal(next.status, 200, next.text);
+    assert.deepEqual(next.json.links.map((b) => b.id), [made[2].id, made[1].id]);
+    assert.equal(next.json.pagination.prev, `${BASE}/v4/groups/${guid}/bitlinks?size=2&page=1`);
+    const p3 = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { size: 2, page: 3 }, 'GET');
+    assert.deepEqual(p3.links.map((b) => b.id), [made[0].id]);
+    assert.equal(p3.pagination.next, '');
+    const all = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, {}, 'GET');
+    assert.deepEqual([all.links.length, all.pagination.size, all.pagination.page], [5, 50, 1], 'defaults');
+
+    // Filters: query, tags, created_after/before, archived, encoding_login.
+    const q = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { query: 'item 2' }, 'GET');
+    assert.deepEqual(q.links.map((b) => b.id), [made[2].id]);
+    const t = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { tags: [tag, 'none'] }, 'GET');
+    assert.deepEqual(t.links.map((b) => b.id), [made[3].id, made[1].id]);
+    assert.equal(t.pagination.total, 2);
+    const future = Math.floor(Date.now() / 1000) + 3600;
+    const later = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { created_after: future }, 'GET');
+    assert.deepEqual([later.links, later.pagination.total], [[], 0]);
+    const earlier = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { created_before: future }, 'GET');
+    assert.equal(earlier.pagination.total, 5);
+    const archived = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { archived: 'on' }, 'GET');
+    assert.deepEqual(archived.links, [], 'no shortd link is archived');
+    assert.equal((await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { archived: 'both' }, 'GET')).pagination.total, 5);
+    const mine = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { encoding_login: 'bitly-lister' }, 'GET');
+    assert.equal(mine.pagination.total, 5);
+    const theirs = await sdk.bitlyRequest(`groups/${guid}/bitlinks`, { encoding_login: 'someone' }, 'GET');
+    assert.equal(theirs.pagination.total, 0);
+
+    // Another key's group is FORBIDDEN (as a group_guid in a create); a bad
+    // parameter Bitly's INVALID_ARG_*.
+    let e = await bitlyError(bitly.bitlyRequest(`groups/${guid}/bitlinks`, {}, 'GET'));
+    assert.deepEqual([e.message, e.resource], ['FORBIDDEN', 'groups']);
+    for (const [params, message] of [[{ size: 0 }, 'INVALID_ARG_SIZE'], [{ size: 101 }, 'INVALID_ARG_SIZE'],
+        [{ page: 'two' }, 'INVALID_ARG_PAGE'], [{ archived: 'maybe' }, 'INVALID_ARG_ARCHIVED'],
+        [{ created_after: 'yesterday' }, 'INVALID_ARG_CREATED_AFTER']]) {
+        e = await bitlyError(sdk.bitlyRequest(`groups/${guid}/bitlinks`, params, 'GET'));
+        assert.equal(e.message, message, JSON.stringify(params));
+        assert.equal(e.resource, 'groups');
+        assert.deepEqual(e.errors.map((f) => f.field), [Object.keys(params)[0]]);
+    }
+    const raw = await api(srv, 'GET', `/v4/groups/${guid}/bitlinks?size=0`, { key: k });
+    assert.equal(raw.status, 400);
+});
+
 it("paths and methods /v4 does not serve get Bitly's NOT_FOUND and METHOD_NOT_ALLOWED", async () => {
     const { groups } = await bitly.bitlyRequest('groups', {}, 'GET');
-    let e = await bitlyError(bitly.bitlyRequest(`groups/${groups[0].guid}/bitlinks`, {}, 'GET'));
+    let e = await bitlyError(bitly.bitlyRequest(`groups/${groups[0].guid}/tags`, {}, 'GET'));
     assert.deepEqual([e.message, e.resource], ['NOT_FOUND', 'groups']);
     e = await bitlyError(bitly.bitlyRequest('organizations', {}, 'GET'));
     assert.deepEqual([e.message, e.resource], ['NOT_FOUND', 'organizations']);
@@ -272,6 +343,36 @@ it("paths and methods /v4 does not serve get Bitly's NOT_FOUND and METHOD_NOT_AL
     assert.equal(raw.headers.get('allow'), 'GET, PATCH');
     assert.equal(raw.json.message, 'METHOD_NOT_ALLOWED');
     assert.equal((await bitly.info(b.link)).id, b.id, 'the bitlink is unchanged');
+});
+
+it('Idempotency-Key: the same shorten again replays its answer, another under the key is refused, and ' +
+   'a concurrent pair makes one link', async () => {
+    const urls = async () => (await listed(key)).map((l) => l.url);
+    const post = (path, body, idem) => api(srv, 'POST', path, { key, body, headers: { 'Idempotency-Key': idem } });
+    const url = `https://example.com/bitly/idem/${unique('i')}`;
+    const idem = unique('idem-key');
+    const first = await post('/v4/bitlinks', { long_url: url, title: 'Once' }, idem);
+    assert.equal(first.status, 201, first.text);
+    // Without the key the same URL answers the existing bitlink with 200:
+    // the replay is the first answer, 201.
+    const again = await post('/v4/bitlinks', { long_url: url, title: 'Once' }, idem);
+    assert.deepEqual([again.status, again.text], [201, first.text]);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    const mismatch = await post('/v4/bitlinks', { long_url: `${url}/other` }, idem);
+    assert.equal(mismatch.status, 422, mismatch.text);
+    assert.deepEqual(mismatch.json, { message: 'UNPROCESSABLE_ENTITY',
+        description: 'This Idempotency-Key was used with a different request.', resource: 'bitlinks' });
+    assert.ok(!(await urls()).includes(`${url}/other`), 'nothing stored');
+    const bad = await post('/v4/shorten', { long_url: `${url}/bad` }, 'a\tb');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.message, 'INVALID_ARG_IDEMPOTENCY_KEY');
+
+    const url2 = `https://example.com/bitly/idem/${unique('c')}`;
+    const pairKey = unique('idem-pair');
+    const pair = await Promise.all([1, 2].map(() => post('/v4/shorten', { long_url: url2 }, pairKey)));
+    assert.deepEqual(pair.map((p) => p.status), [201, 201], pair.map((p) => p.text).join('\n'));
+    assert.equal(pair[0].text, pair[1].text);
+    assert.equal((await urls()).filter((u) => u === url2).length, 1, 'one link');
 });
 
 it("bad input gets Bitly's error and stores nothing; a wrong or missing token is FORBIDDEN", async () => {

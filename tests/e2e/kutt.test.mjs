@@ -48,8 +48,8 @@ async function rejection(promise) {
 }
 
 /* Raw Kutt requests, for what the client does not send. */
-async function kutt(method, path, { k = key, body } = {}) {
-    const headers = { 'content-type': 'application/json' };
+async function kutt(method, path, { k = key, body, headers: extra = {} } = {}) {
+    const headers = { 'content-type': 'application/json', ...extra };
     if (k) headers['x-api-key'] = k;
     const res = await fetch(`${srv.url}/api/v2${path}`, {
         method, headers, body: body === undefined ? undefined : JSON.stringify(body),
@@ -107,6 +107,10 @@ it('links.create makes an ordinary link and answers Kutt\'s link object', async 
     const again = await kutt('POST', '/links', { body: { target, reuse: true } });
     assert.equal(again.status, 200, again.text);
     assert.equal(again.json.id, link.id);
+    // Express's res.json type, as the real Kutt 3.2.3 sends it (errors too).
+    assert.equal(again.headers.get('content-type'), 'application/json; charset=utf-8');
+    const missing = await kutt('POST', '/links', { body: {} });
+    assert.equal(missing.headers.get('content-type'), 'application/json; charset=utf-8');
 });
 
 it('ShareX: its exact request (nulls for what is unset, reuse false) answers `link`', async () => {
@@ -186,9 +190,34 @@ it('links.stats and GET /links/:id/stats answer the periods with the link', asyn
     assert.equal(stats.lastWeek.total, 1);
     assert.equal(stats.lastYear.views[11], 1);
     for (const k of ['browser', 'os', 'country', 'referrer']) assert.ok(Array.isArray(stats.lastDay.stats[k]));
+
+    // The names are Kutt's, as the real Kutt 3.2.3 answers them: every
+    // browser and OS at 0 or more, most first, in its order among equals;
+    // a referrer's host without www. and its dots as [dot]; the clicks of no
+    // known country or referrer as "unknown" and "direct".
+    const iphone = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 ' +
+        '(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1';
+    const v2 = await visit(srv, link.address, {
+        headers: { 'user-agent': iphone, referer: 'https://www.News.example.org/page' },
+    });
+    assert.equal(v2.status, 302);
+    const named = await poll(async () => {
+        const s = await kutt('GET', `/links/${link.id}/stats`);
+        return s.json.lastDay.total >= 2 ? s.json.lastDay.stats : null;
+    });
+    const pairs = (a) => a.map((x) => [x.name, x.value]);
+    assert.deepEqual(pairs(named.browser), [['chrome', 1], ['safari', 1], ['edge', 0], ['firefox', 0],
+        ['ie', 0], ['opera', 0], ['other', 0]]);
+    assert.deepEqual(pairs(named.os), [['ios', 1], ['linux', 1], ['android', 0], ['macos', 0], ['other', 0],
+        ['windows', 0]]);
+    // (Kutt orders equal referrers by their first visit, which shortd does
+    // not keep: only the counts are compared.)
+    assert.deepEqual(pairs(named.referrer).sort(), [['direct', 1], ['news[dot]example[dot]org', 1]]);
+    assert.deepEqual(named.country, [{ name: 'unknown', value: 2 }]);
+
     const get = await kutt('GET', `/links/${link.id}/stats`);
     assert.equal(get.status, 200, get.text);
-    assert.equal(get.json.lastMonth.total, 1);
+    assert.equal(get.json.lastMonth.total, 2);
     // The link is still there: DELETE .../stats only reads.
     assert.equal((await visit(srv, link.address)).status, 302);
 });
@@ -260,10 +289,60 @@ it('health and users info', async () => {
     assert.deepEqual(info.domains, []);
 });
 
+it('domains.create and domains.remove register and drop a custom domain of shortd\'s, in Kutt\'s shapes',
+   async () => {
+    const host = `${unique('d')}.example.net`.toLowerCase();
+    const d = await client().domains().create({ address: `www.${host.toUpperCase()}/some/path` });
+    assert.match(d.id, UUID);
+    assert.equal(d.address, host, 'its host, without www., as Kutt keeps it');
+    assert.equal(d.banned, false);
+    assert.equal(d.homepage, 'sho.example.test', 'Kutt\'s default homepage: the default domain');
+    assert.ok(d.created_at instanceof Date && !Number.isNaN(d.created_at.getTime()));
+    // It is a custom domain of shortd's: listed by /api/domains, in users
+    // info with the same id, and links can be made on it.
+    const own = await api(srv, 'GET', '/api/domains', { key });
+    assert.ok(own.json.some((x) => x.host === host), own.text);
+    const info = await client().users().info();
+    assert.deepEqual(info.domains.map((x) => [x.id, x.address]), [[d.id, host]]);
+    const link = await client().links().create({ target: 'https://example.com/on-domain', domain: host });
+    assert.equal(link.link, `https://${host}/${link.address}`);
+
+    // Kutt refuses a domain that anyone has, the caller's own included.
+    for (const k of [key, otherKey]) {
+        const again = await kutt('POST', '/domains', { k, body: { address: host } });
+        assert.deepEqual([again.status, again.json], [400, { error: 'You can\'t add this domain.' }]);
+    }
+    // Its validators' words for bad input; nothing registered.
+    for (const [body, error] of [
+        [{}, 'Domain is not valid.'],
+        [{ address: 'ab' }, 'Domain length must be between 3 and 64.'],
+        [{ address: 'intranet' }, 'Domain is not valid.'],
+        [{ address: '10.1.2.3' }, 'Domain is not valid.'],
+        [{ address: 'sho.example.test' }, 'You can\'t use the default domain.'],
+        [{ address: `x.${host}`, homepage: 'https://example.net/' },
+            'Homepage is not supported: a custom domain\'s root is shortd\'s own.'],
+    ]) {
+        const e = await rejection(client().domains().create(body));
+        assert.deepEqual([e.cause.status, e.cause.data], [400, { error }], JSON.stringify(body));
+    }
+    assert.deepEqual((await api(srv, 'GET', '/api/domains', { key })).json.map((x) => x.host), [host]);
+
+    // Another key cannot remove it; an id that is none is Kutt's 400.
+    let e = await rejection(client(otherKey).domains().remove(d.id));
+    assert.deepEqual([e.cause.status, e.cause.data], [400, { error: 'Could not delete the domain.' }]);
+    e = await rejection(client().domains().remove('not-an-id'));
+    assert.deepEqual([e.cause.status, e.cause.data], [400, { error: 'ID is invalid.' }]);
+    assert.equal(await client().domains().remove(d.id), 'Domain deleted successfully');
+    assert.deepEqual((await api(srv, 'GET', '/api/domains', { key })).json, []);
+    e = await rejection(client().domains().remove(d.id));
+    assert.deepEqual([e.cause.status, e.cause.data], [400, { error: 'Could not delete the domain.' }]);
+});
+
 it('paths and methods /api/v2 does not serve get Kutt\'s 404; shortd\'s /api keeps its own', async () => {
     const before = await codes();
-    const domains = await kutt('POST', '/domains', { body: { address: 'links.example.org' } });
-    assert.deepEqual([domains.status, domains.json], [404, { error: 'Cannot POST /api/v2/domains' }]);
+    const domains = await kutt('GET', '/domains');
+    assert.deepEqual([domains.status, domains.json], [404, { error: 'Cannot GET /api/v2/domains' }]);
+    assert.equal(domains.headers.get('allow'), 'POST');
     const put = await kutt('PUT', '/links', { body: { target: 'https://example.com/put' } });
     assert.deepEqual([put.status, put.json], [404, { error: 'Cannot PUT /api/v2/links' }]);
     assert.equal(put.headers.get('allow'), 'POST, GET');
@@ -271,6 +350,47 @@ it('paths and methods /api/v2 does not serve get Kutt\'s 404; shortd\'s /api kee
     const own = await api(srv, 'GET', '/api/v2x/links', { key });
     assert.equal(own.status, 404);
     assert.equal(own.json.error.code, 'not_found');
+});
+
+it('Idempotency-Key: the same create again replays its answer, another under the key is refused, and ' +
+   'a concurrent pair makes one link', async () => {
+    const targets = async () => (await api(srv, 'GET', '/api/links?limit=1000', { key })).json.map((l) => l.url);
+    const target = `https://example.com/kutt/idem/${unique('i')}`;
+    const idem = { 'Idempotency-Key': unique('idem-key') };
+    const first = await kutt('POST', '/links', { body: { target, description: 'once' }, headers: idem });
+    assert.equal(first.status, 201, first.text);
+    assert.equal(first.headers.get('idempotent-replayed'), null);
+    // Without the key (and without reuse) the same body makes a second link.
+    const again = await kutt('POST', '/links', { body: { target, description: 'once' }, headers: idem });
+    assert.deepEqual([again.status, again.text], [201, first.text]);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal((await targets()).filter((u) => u === target).length, 1);
+    const other = `${target}/other`;
+    const mismatch = await kutt('POST', '/links', { body: { target: other }, headers: idem });
+    assert.deepEqual([mismatch.status, mismatch.json],
+        [422, { error: 'This Idempotency-Key was used with a different request.' }]);
+    assert.ok(!(await targets()).includes(other), 'nothing stored');
+    const bad = await kutt('POST', '/links', { body: { target: other }, headers: { 'Idempotency-Key': 'a b' } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error, /Idempotency-Key/);
+
+    // A refusal is remembered too: the same key answers it again.
+    const taken = { 'Idempotency-Key': unique('idem-taken') };
+    const alias = unique('kt');
+    await client().links().create({ target, customurl: alias });
+    const refused = await kutt('POST', '/links', { body: { target: other, customurl: alias }, headers: taken });
+    assert.deepEqual([refused.status, refused.json], [500, { error: 'Custom URL is already in use.' }]);
+    const refusedAgain = await kutt('POST', '/links', { body: { target: other, customurl: alias }, headers: taken });
+    assert.deepEqual([refusedAgain.status, refusedAgain.text], [500, refused.text]);
+
+    const target2 = `https://example.com/kutt/idem/${unique('c')}`;
+    const pairKey = { 'Idempotency-Key': unique('idem-pair') };
+    const pair = await Promise.all([1, 2].map(() =>
+        kutt('POST', '/links', { body: { target: target2 }, headers: pairKey })));
+    assert.deepEqual(pair.map((p) => p.status), [201, 201], pair.map((p) => p.text).join('\n'));
+    assert.equal(pair[0].json.id, pair[1].json.id);
+    assert.equal((await targets()).filter((u) => u === target2).length, 1, 'one link');
 });
 
 it('bad input gets Kutt\'s error and stores nothing; a wrong key is 401', async () => {
@@ -287,6 +407,14 @@ it('bad input gets Kutt\'s error and stores nothing; a wrong key is 401', async 
         [{ target: 'https://example.com/x', reuse: 'maybe' }, 'Reuse must be boolean.'],
         [{ target: 'https://example.com/x', domain: 'not-mine.example' }, 'You can\'t use this domain.'],
         [{ target: `${BASE}/abc` }, 'sho.example.test URLs are not allowed.'],
+        // Hosts Kutt's URL pattern refuses (checked against the real Kutt
+        // 3.2.3), though shortd's own API takes them: one label, a private
+        // address, a one-letter top-level name.
+        [{ target: 'notaurl' }, 'URL is not valid.'],
+        [{ target: 'http://intranet/x' }, 'URL is not valid.'],
+        [{ target: 'http://10.0.0.1/x' }, 'URL is not valid.'],
+        [{ target: 'https://example.c/x' }, 'URL is not valid.'],
+        [{ target: 5 }, 'Invalid value'],
     ];
     for (const [body, message] of cases) {
         const e = await rejection(client().links().create(body));

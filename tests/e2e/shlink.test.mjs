@@ -173,6 +173,53 @@ it('getShortUrlVisits, getVisitsOverview and health', async () => {
     assert.match(rest.headers.get('content-type'), /^application\/health\+json/);
 });
 
+it('Idempotency-Key: the same create again replays its answer, another under the key is refused, and ' +
+   'a concurrent pair makes one link', async () => {
+    const urls = async () => (await api(srv, 'GET', '/api/links?limit=1000', { key })).json.map((l) => l.url);
+    const post = async (body, idem) => {
+        const res = await fetch(`${srv.url}/rest/v3/short-urls`, {
+            method: 'POST', body: JSON.stringify(body),
+            headers: { 'X-Api-Key': key, 'Content-Type': 'application/json', 'Idempotency-Key': idem },
+        });
+        const text = await res.text();
+        return { status: res.status, text, json: JSON.parse(text), headers: res.headers };
+    };
+    const longUrl = `https://example.com/shlink/idem/${unique('i')}`;
+    const idem = unique('idem-key');
+    const first = await post({ longUrl, title: 'Once' }, idem);
+    assert.equal(first.status, 200, first.text);
+    // Without the key the same body makes a second short URL.
+    const again = await post({ longUrl, title: 'Once' }, idem);
+    assert.deepEqual([again.status, again.text], [200, first.text]);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.headers.get('content-type'), 'application/json');
+    assert.equal((await urls()).filter((u) => u === longUrl).length, 1);
+    const mismatch = await post({ longUrl: `${longUrl}/other` }, idem);
+    assert.equal(mismatch.status, 422, mismatch.text);
+    assert.match(mismatch.headers.get('content-type'), /^application\/problem\+json/);
+    assert.deepEqual(mismatch.json, { type: 'about:blank', title: 'Unprocessable Entity',
+        detail: 'This Idempotency-Key was used with a different request.', status: 422 });
+    assert.ok(!(await urls()).includes(`${longUrl}/other`), 'nothing stored');
+
+    // A refusal is remembered too, in its problem+json.
+    const slug = unique('sl');
+    assert.equal((await post({ longUrl, customSlug: slug }, unique('idem-slug'))).status, 200);
+    const takenKey = unique('idem-taken');
+    const taken = await post({ longUrl: `${longUrl}/2`, customSlug: slug }, takenKey);
+    assert.equal(taken.status, 400);
+    assert.equal(taken.json.type, `${ERR}non-unique-slug`);
+    const takenAgain = await post({ longUrl: `${longUrl}/2`, customSlug: slug }, takenKey);
+    assert.deepEqual([takenAgain.status, takenAgain.text], [400, taken.text]);
+    assert.match(takenAgain.headers.get('content-type'), /^application\/problem\+json/);
+
+    const url2 = `https://example.com/shlink/idem/${unique('c')}`;
+    const pairKey = unique('idem-pair');
+    const pair = await Promise.all([1, 2].map(() => post({ longUrl: url2 }, pairKey)));
+    assert.deepEqual(pair.map((p) => p.status), [200, 200], pair.map((p) => p.text).join('\n'));
+    assert.equal(pair[0].json.shortCode, pair[1].json.shortCode);
+    assert.equal((await urls()).filter((u) => u === url2).length, 1, 'one link');
+});
+
 it('bad input gets Shlink\'s problem+json and stores nothing', async () => {
     const before = await countLinks();
     const future = new Date(Date.now() + 86400_000).toISOString();

@@ -136,6 +136,87 @@ it('GET forms: shorturl with a keyword and a title (json), expand, url-stats, st
     assert.equal(xml.text, '<?xml version="1.0" encoding="UTF-8"?>\n<root><version>1.10.4</version></root>\n');
 });
 
+it('a title is kept as YOURLS 1.10.4 keeps it: tags stripped, blanks folded, trimmed', async () => {
+    // Each as the real YOURLS answered it.
+    for (const [title, kept] of [
+        ['  Caf\u00e9 <b>bold</b>\n\tnews  ', 'Caf\u00e9 bold news'],
+        ['a < b > c', 'a < b > c'],
+        ['<a href="x>y">link</a> <!-- c -->end', 'link end'],
+    ]) {
+        const url = `https://example.com/title/${unique('t')}`;
+        const r = await yget({ signature: key, action: 'shorturl', url, title, format: 'json' });
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.json.title, kept, JSON.stringify(title));
+        const own = await api(srv, 'GET', `/api/links/${r.json.url.keyword}`, { key });
+        assert.equal(own.json.title, kept, 'stored so');
+    }
+});
+
+it('format=jsonp as YOURLS 1.10.4 answers it: with a callback, without one (a bare "(...)"), and with a ' +
+   'bad one', async () => {
+    const cb = await yget({ signature: key, action: 'version', format: 'jsonp', callback: 'cb' });
+    assert.equal(cb.status, 200);
+    assert.match(cb.type, /^application\/javascript/);
+    assert.equal(cb.text, 'cb({"version":"1.10.4","callback":"cb"})');
+    // Checked against the real YOURLS: no callback is no error.
+    const none = await yget({ signature: key, action: 'version', format: 'jsonp' });
+    assert.equal(none.status, 200, none.text);
+    assert.equal(none.text, '({"version":"1.10.4"})');
+    const bad = await yget({ signature: key, action: 'version', format: 'jsonp', callback: 'a(b)' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.text, '{"errorCode":"400","error":"Invalid callback parameter"}');
+});
+
+it('Idempotency-Key: the same shorturl again replays its answer, another under the key is refused, and ' +
+   'a concurrent pair makes one link', async () => {
+    /* ShareX's multipart POST with an Idempotency-Key: each sending has a
+     * boundary of its own. */
+    const post = async (fields, idem) => {
+        const form = new FormData();
+        for (const [k, v] of Object.entries(fields)) form.append(k, v);
+        const res = await fetch(`${srv.url}/yourls-api.php`, {
+            method: 'POST', body: form, headers: { 'Idempotency-Key': idem },
+        });
+        return { status: res.status, text: await res.text(), replayed: res.headers.get('idempotent-replayed'),
+            type: res.headers.get('content-type') };
+    };
+    const urlsOf = async () => (await api(srv, 'GET', '/api/links?limit=1000', { key })).json.map((l) => l.url);
+    const url = `https://example.com/idem/${unique('i')}`;
+    const idem = unique('idem-key');
+    const fields = { action: 'shorturl', format: 'json', signature: key, url };
+    const first = await post(fields, idem);
+    assert.equal(first.status, 200, first.text);
+    assert.equal(JSON.parse(first.text).status, 'success');
+    assert.equal(first.replayed, null);
+    // Without the key the same URL would be error:url (unique URLs): the
+    // replay is the first answer, byte for byte.
+    const again = await post(fields, idem);
+    assert.deepEqual([again.status, again.text, again.type], [200, first.text, first.type]);
+    assert.equal(again.replayed, 'true');
+    // The same key with another request: YOURLS's failure shape, nothing stored.
+    const other = `${url}/other`;
+    const mismatch = await post({ ...fields, url: other }, idem);
+    assert.equal(mismatch.status, 422, mismatch.text);
+    assert.deepEqual(JSON.parse(mismatch.text), {
+        status: 'fail', code: 'error:idempotency',
+        message: 'This Idempotency-Key was used with a different request', errorCode: '422', statusCode: '422',
+    });
+    assert.ok(!(await urlsOf()).includes(other), 'nothing stored');
+    const bad = await post(fields, 'two words');
+    assert.equal(bad.status, 400);
+    assert.equal(JSON.parse(bad.text).code, 'error:idempotency');
+
+    // Two at once under one key: one link, made once, and the same answer.
+    const url2 = `https://example.com/idem/${unique('c')}`;
+    const idem2 = unique('idem-pair');
+    const pair = await Promise.all([1, 2].map(() =>
+        post({ action: 'shorturl', format: 'simple', signature: key, url: url2 }, idem2)));
+    assert.deepEqual(pair.map((p) => p.status), [200, 200], JSON.stringify(pair));
+    assert.equal(pair[0].text, pair[1].text);
+    assert.deepEqual(pair.map((p) => p.replayed).sort(), ['true', null].sort());
+    assert.equal((await urlsOf()).filter((u) => u === url2).length, 1, 'one link');
+});
+
 it('bad input gets YOURLS\'s error and stores nothing', async () => {
     const before = (await api(srv, 'GET', '/api/links?limit=1000', { key })).json.length;
     const nourl = await yget({ signature: key, action: 'shorturl', url: 'not a url', format: 'json' });
@@ -207,8 +288,13 @@ it('a wrong signature is 403 "Please log in", and counts against the auth limit 
     const r = await sharex({ action: 'shorturl', format: 'json', signature: 'sk_wrong', url: 'https://example.com/' });
     assert.equal(r.status, 403);
     assert.deepEqual(JSON.parse(r.text), { message: 'Please log in', errorCode: '403', callback: '' });
-    let last;   // 5 a run: 2 refused before, 1 just now
-    for (let i = 0; i < 3; i++) last = await yget({ action: 'version', format: 'json', signature: 'sk_wrong' });
+    // A failed login always carries a callback, empty when none was sent,
+    // which format=jsonp refuses (as the real YOURLS does).
+    const jsonp = await yget({ action: 'version', format: 'jsonp', signature: 'sk_wrong' });
+    assert.equal(jsonp.status, 400);
+    assert.equal(jsonp.text, '{"errorCode":"400","error":"Invalid callback parameter"}');
+    let last;   // 5 a run: 2 refused before, 2 just now
+    for (let i = 0; i < 2; i++) last = await yget({ action: 'version', format: 'json', signature: 'sk_wrong' });
     assert.equal(last.status, 429);
     assert.equal(last.json.errorCode, '429');
     // The limit is the address's, whatever the API: a Bearer request is refused too.

@@ -477,7 +477,7 @@ void test_compat_bitly_unserved(void)
         return;
     struct hx_resp resp;
     char path[256];
-    snprintf(path, sizeof(path), "/v4/groups/Ba1bc23dE4F/bitlinks");
+    snprintf(path, sizeof(path), "/v4/groups/Ba1bc23dE4F/tags");
     CHECK_EQ_INT(hx_request(f.h, "GET", path, f.mine, NULL, &resp), 404);
     bitly_error(&resp, "NOT_FOUND", "groups");
     hx_resp_release(&resp);

@@ -92,7 +92,7 @@ void test_compat_kutt_create(void)
                       "\"customurl\":\"kutt1\"}",
                       &resp),
                  201);
-    CHECK_EQ_STR(resp.content_type, "application/json");
+    CHECK_EQ_STR(resp.content_type, "application/json; charset=utf-8");
     CHECK(is_uuid(hx_json_str(&resp, "id")));
     CHECK_EQ_STR(hx_json_str(&resp, "address"), "kutt1");
     CHECK_EQ_STR(hx_json_str(&resp, "target"), "http://example.com/k1"); /* http:// added */
@@ -160,7 +160,11 @@ void test_compat_kutt_bad_input(void)
     } cases[] = {
         {"{}", "Target is missing."},
         {"{\"target\":\"\"}", "Target is missing."},
-        {"{\"target\":42}", "URL is not valid."},
+        {"{\"target\":42}", "Invalid value"},
+        {"{\"target\":\"notaurl\"}", "URL is not valid."},
+        {"{\"target\":\"http://192.168.1.1/x\"}", "URL is not valid."},
+        {"{\"target\":\"http://[2001:db8::1]/x\"}", "URL is not valid."},
+        {"{\"target\":\"http://example.com:1/x\"}", "URL is not valid."},
         {"{\"target\":\"https://example.com/x\",\"expire_in\":\"2 fortnights\"}",
          "Expire format is invalid. Valid examples: 1m, 8h, 42 days."},
         {"{\"target\":\"https://example.com/x\",\"expire_in\":\"59s\"}",

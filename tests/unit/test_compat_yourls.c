@@ -372,15 +372,19 @@ void test_compat_yourls_formats(void)
     CHECK_EQ_INT(yget(h, key, "action=version&format=jsonp&jsonp=f", &resp), 200);
     CHECK_EQ_STR(resp.body, "f({\"version\":\"1.10.4\",\"callback\":\"f\"})");
     hx_resp_release(&resp);
-    /* a callback that is no plain name, or none */
+    /* a callback that is no plain name, or an empty one */
     const char *bad[] = {"action=version&format=jsonp&callback=alert(1)",
                          "action=version&format=jsonp&callback=a%5Cu2028",
-                         "action=version&format=jsonp"};
+                         "action=version&format=jsonp&callback="};
     for (int i = 0; i < 3; i++) {
         CHECK_EQ_INT(yget(h, key, bad[i], &resp), 400);
         CHECK_EQ_STR(resp.body, "{\"errorCode\":\"400\",\"error\":\"Invalid callback parameter\"}");
         hx_resp_release(&resp);
     }
+    /* none at all: YOURLS 1.10.4 checks no callback and writes "(...)" */
+    CHECK_EQ_INT(yget(h, key, "action=version&format=jsonp", &resp), 200);
+    CHECK_EQ_STR(resp.body, "({\"version\":\"1.10.4\"})");
+    hx_resp_release(&resp);
     /* the callback shows in json too, as YOURLS adds it to every answer */
     CHECK_EQ_INT(yget(h, key, "action=version&format=json&callback=z", &resp), 200);
     CHECK_EQ_STR(hx_json_str(&resp, "callback"), "z");

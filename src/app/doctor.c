@@ -183,12 +183,6 @@ static void check_config(struct doctor *d, const char *file, int nflags, const c
              ok;
     if (!ok)
         return;
-    if (log_level_parse(d->cfg.log_level) < 0) {
-        struct finding *f =
-            found(d, DOCTOR_FAIL, "config", "log-level '%s' is not a level", d->cfg.log_level);
-        fix(f, "set log-level to debug, info, warn, error or off");
-        return;
-    }
     const char *url = d->cfg.store ? d->cfg.store : d->cfg.db;
     if (strstr(url, "://") && !store_is_shared(url)) {
         struct finding *f = found(d, DOCTOR_FAIL, "config",

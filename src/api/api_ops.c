@@ -1,6 +1,6 @@
 /* api_ops.c - what operators and load balancers ask: /healthz (the process
  * answers), /readyz (the store answers and the click journal writes),
- * /metrics (Prometheus text), and the home page redirect. */
+ * /metrics (Prometheus text), the home page redirect and /robots.txt. */
 #include <jansson.h>
 #include <string.h>
 
@@ -26,6 +26,20 @@ int handle_home(struct request *r)
     http_add_header(r, "Location", home, strlen(home));
     http_add_header(r, "Cache-Control", "no-store", 8);
     return 302;
+}
+
+/* Short links stay crawlable (link previews fetch them); the API and the
+ * dashboard are no pages to index. */
+static const char robots_default[] = "User-agent: *\nDisallow: /api/\nDisallow: /dashboard\n";
+
+int handle_robots(struct request *r)
+{
+    const struct app *app = r->app;
+    http_add_header(r, "Cache-Control", "public, max-age=3600", 20);
+    if (app->robots)
+        return http_body(r, 200, "text/plain; charset=utf-8", app->robots, app->robots_len);
+    return http_body(r, 200, "text/plain; charset=utf-8", robots_default,
+                     sizeof(robots_default) - 1);
 }
 
 int handle_healthz(struct request *r)

@@ -68,8 +68,13 @@ int handle_blocklist_list(struct request *r);
 int handle_blocklist_add(struct request *r);
 int handle_blocklist_delete(struct request *r);
 
+/* notfound.c: a path nothing serves: 302 to `regular-404-redirect` for a
+ * GET or HEAD outside /api/ when it is set, else 404 "no such path". */
+int handle_no_route(struct request *r);
+
 /* api_ops.c */
 int handle_home(struct request *r);
+int handle_robots(struct request *r); /* GET /robots.txt: `robots-txt`, or the default */
 int handle_healthz(struct request *r);
 int handle_readyz(struct request *r);
 int handle_metrics(struct request *r);

@@ -35,7 +35,8 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct route routes[] = {
     /* method   pattern                          handler                 flags */
-    {"GET",    "/",                              handle_home,            ROUTE_LOOP},
+    {"GET",    "/",                              handle_home,            ROUTE_LOOP | ROUTE_INDEX},
+    {"GET",    "/robots.txt",                    handle_robots,          ROUTE_LOOP | ROUTE_INDEX},
     {"GET",    "/dashboard",                     handle_dashboard,       ROUTE_LOOP},
     {"GET",    "/static/:file",                  handle_static,          ROUTE_LOOP},
     {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
@@ -429,11 +430,17 @@ static int prechecked(struct request *r)
     return 0;
 }
 
+/* Every answer but a short link's, the home page's and robots.txt: the API
+ * and the dashboard are no pages for a search engine (ROUTE_INDEX). */
+static void no_index(struct request *r) { http_add_header(r, "X-Robots-Tag", "noindex", 7); }
+
 /* A precheck's refusal is an answer of its route: the CORS headers too. */
 static int precheck_refused(struct request *r, int status)
 {
     if (status > 0 && is_cors(r->route))
         cors_add_headers(r);
+    if (status > 0 && !(r->route->flags & ROUTE_INDEX))
+        no_index(r);
     return status;
 }
 
@@ -655,6 +662,8 @@ int router_dispatch(struct request *r)
         r->route_id = i + 2;
         if (is_cors(rt))
             cors_add_headers(r);
+        if (!(rt->flags & ROUTE_INDEX))
+            no_index(r);
         if (!(rt->flags & ROUTE_LOOP))
             return offload(r, run_route, OFF_API);
         return run_route(r);
@@ -663,6 +672,7 @@ int router_dispatch(struct request *r)
     if (cors && r->method == HTTP_OPTIONS && http_header(r, "origin").p)
         return cors_preflight(r, allow);
     const struct api_dialect *dialect = path_dialect(r->path);
+    no_index(r);
     if (path_matched) {
         if (cors)
             cors_add_headers(r);
@@ -680,7 +690,7 @@ int router_dispatch(struct request *r)
      * is no short link either: nothing is there, whatever the method. */
     if (is_single_segment(r->path) && !is_reserved((struct slice){r->path.p + 1, r->path.n - 1}))
         return http_error(r, 405, "method_not_allowed", NULL, "short links answer GET and HEAD");
-    return http_error(r, 404, "not_found", NULL, "no such path");
+    return handle_no_route(r);
 }
 
 const struct server_dispatch router_entry = {.route = router_dispatch, .precheck = router_precheck};

@@ -44,6 +44,8 @@ struct app {
     struct hostlist *hosts;        /* default short hosts; NULL: every host is one */
     struct metrics *metrics;
     struct server *server;
+    char *robots; /* /robots.txt as read from `robots-txt` at start; NULL: the default */
+    size_t robots_len;
     atomic_bool stopping;
     /* Links in the store (tombstones included), counted by the main thread
      * every LINKS_COUNT_MS for /metrics: a count over ten million rows is

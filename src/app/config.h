@@ -16,12 +16,15 @@ struct config_rate {
 };
 
 struct config {
-    char *listen;   /* ADDR:PORT */
-    char *db;       /* SQLite file */
-    char *store;    /* store URL; overrides db when set */
-    char *base_url; /* short URLs start with this; default http://LISTEN */
-    char *home;     /* where GET / redirects */
-    char *hosts;    /* default short hosts, comma-separated; NULL: any host */
+    char *listen;               /* ADDR:PORT */
+    char *db;                   /* SQLite file */
+    char *store;                /* store URL; overrides db when set */
+    char *base_url;             /* short URLs start with this; default http://LISTEN */
+    char *home;                 /* where GET / redirects */
+    char *invalid_redirect;     /* where a code that opens nothing redirects; NULL: a page */
+    char *regular_404_redirect; /* where any other unknown path redirects; NULL: 404 */
+    char *robots_txt;           /* file served as /robots.txt; NULL: the default */
+    char *hosts;                /* default short hosts, comma-separated; NULL: any host */
     char *log_level;
     char *config;          /* the config file that was read, if any */
     char *journal;         /* click journal directory; default DB.clicks */

@@ -326,6 +326,54 @@ static void reload(struct app *app, const struct serve_reload *rl, struct config
            app->cfg.config ? "'" : "", live, live == 1 ? "" : "s");
 }
 
+/* The visitor settings (notfound.c, /robots.txt): each fallback must be an
+ * http(s) URL that can stand in a Location header, and the robots-txt file
+ * is read once, here. ERR_OK, or the reason in 'err'. */
+#define ROBOTS_MAX (500 * 1024) /* what Google reads of a robots.txt at most */
+
+static int visitor_settings(struct app *app, char *err, size_t errlen)
+{
+    const struct config *cfg = &app->cfg;
+    const char *names[] = {"invalid-short-url-redirect", "regular-404-redirect"};
+    const char *urls[] = {cfg->invalid_redirect, cfg->regular_404_redirect};
+    for (int i = 0; i < 2; i++) {
+        if (!urls[i] || !*urls[i])
+            continue;
+        struct urlcheck_opts o = {0};
+        struct buf out = BUF_INIT, host = BUF_INIT;
+        const char *why = NULL;
+        int rc = urlcheck(urls[i], strlen(urls[i]), &o, &out, &host, &why);
+        buf_release(&out);
+        buf_release(&host);
+        if (rc != ERR_OK) {
+            snprintf(err, errlen, "setting '%s': '%s' %s", names[i], urls[i], why);
+            return ERR_INVALID;
+        }
+    }
+    if (!cfg->robots_txt)
+        return ERR_OK;
+    FILE *f = fopen(cfg->robots_txt, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read robots-txt '%s': %s", cfg->robots_txt, strerror(errno));
+        return ERR_IO;
+    }
+    char *text = malloc(ROBOTS_MAX + 1);
+    if (!text)
+        abort();
+    size_t n = fread(text, 1, ROBOTS_MAX + 1, f);
+    bool failed = ferror(f);
+    fclose(f);
+    if (failed || n > ROBOTS_MAX) {
+        free(text);
+        snprintf(err, errlen, "cannot read robots-txt '%s': %s", cfg->robots_txt,
+                 failed ? "read error" : "larger than 500 KiB");
+        return ERR_IO;
+    }
+    app->robots = text;
+    app->robots_len = n;
+    return ERR_OK;
+}
+
 /* For /metrics (app.h). */
 static void count_links(struct app *app)
 {
@@ -377,6 +425,10 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
         goto out;
     }
     if (cors_check(app.cfg.cors_origins, herr, sizeof(herr)) != ERR_OK) {
+        log_at(LOG_ERROR, "%s", herr);
+        goto out;
+    }
+    if (visitor_settings(&app, herr, sizeof(herr)) != ERR_OK) {
         log_at(LOG_ERROR, "%s", herr);
         goto out;
     }
@@ -552,6 +604,7 @@ out:
         app.store->ops->close(app.store);
     buf_release(&hostbufs[0]);
     buf_release(&hostbufs[1]);
+    free(app.robots);
     config_release(&app.cfg);
     config_release(&was);
     if (rc == ERR_OK)

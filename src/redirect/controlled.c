@@ -152,7 +152,7 @@ static void reserve_on_loop(struct task *t)
     if (j->job.rc != ERR_OK) {
         status = redirect_unavailable(r);
     } else if (j->result != ERR_OK) {
-        status = redirect_gone(r);
+        status = redirect_gone(r, GONE_USED_UP);
     } else {
         status = deliver(r, &j->link, j->now, j->via_gate);
     }
@@ -220,8 +220,9 @@ static int controlled_live(struct request *r, int rc, struct link *l, int64_t no
         return rc;
     }
     if (!link_is_live(l, now) || (l->max_clicks > 0 && l->used >= l->max_clicks)) {
+        enum gone_why why = link_is_live(l, now) ? GONE_USED_UP : gone_why_of(l->state);
         link_release(l);
-        *status = redirect_gone(r);
+        *status = redirect_gone(r, why);
         return ERR_GONE;
     }
     return ERR_OK;

@@ -21,9 +21,9 @@
 const char gate_csp[] = "default-src 'none'; style-src 'sha256-" GATE_STYLE_SHA256 "'; "
                         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-static void add_html(struct buf *out, const char *s)
+static void add_html_n(struct buf *out, const char *s, size_t n)
 {
-    for (; *s; s++) {
+    for (const char *end = s + n; s < end; s++) {
         switch (*s) {
         case '&': buf_adds(out, "&amp;"); break;
         case '<': buf_adds(out, "&lt;"); break;
@@ -34,6 +34,8 @@ static void add_html(struct buf *out, const char *s)
         }
     }
 }
+
+static void add_html(struct buf *out, const char *s) { add_html_n(out, s, strlen(s)); }
 
 void gate_render(struct buf *out, const char *code, const char *message)
 {
@@ -74,6 +76,27 @@ void gate_render_continue(struct buf *out, const char *code, const char *url)
                   "<body><main>\n<h1>Opening the link</h1>\n<p><a rel=\"noreferrer\" href=\"");
     add_html(out, url);
     buf_adds(out, "\">Continue</a></p>\n</main></body></html>\n");
+}
+
+void gate_render_notice(struct buf *out, struct slice code, const char *heading, const char *before,
+                        const char *after)
+{
+    buf_adds(out, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+                  "<meta name=\"robots\" content=\"noindex, nofollow\">"
+                  "<meta name=\"referrer\" content=\"no-referrer\">\n<title>");
+    add_html_n(out, code.p, code.n);
+    buf_adds(out, " \xc2\xb7 ");
+    add_html(out, heading);
+    buf_adds(out, "</title>\n<style>" GATE_STYLE "</style></head>\n<body><main>\n<h1>");
+    add_html(out, heading);
+    buf_adds(out, "</h1>\n<p>");
+    add_html(out, before);
+    buf_adds(out, "<code>/");
+    add_html_n(out, code.p, code.n);
+    buf_adds(out, "</code>");
+    add_html(out, after);
+    buf_adds(out, "</p>\n</main></body></html>\n");
 }
 
 int gate_form_password(const char *body, size_t n, char *out, size_t outn, size_t *len)

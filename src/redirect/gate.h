@@ -30,6 +30,12 @@ void gate_render(struct buf *out, const char *code, const char *message);
  * Debian's chromium). A meta refresh is a new navigation, not the form's. */
 void gate_render_continue(struct buf *out, const char *code, const char *url);
 
+/* A page that only tells, under the same gate_csp: why a link opens
+ * nothing (notfound.c). 'code' (any bytes) is shown in the title and in the
+ * text, between 'before' and 'after'; every piece is HTML-escaped. */
+void gate_render_notice(struct buf *out, struct slice code, const char *heading, const char *before,
+                        const char *after);
+
 /* Reads `password` from an application/x-www-form-urlencoded body ('+' is a
  * space, %XX a byte; other fields are ignored) into 'out', NUL-terminated,
  * its length in *len (it may be 0, and may contain any byte). ERR_INVALID

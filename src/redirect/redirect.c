@@ -170,16 +170,6 @@ void redirect_record_click(struct request *r, struct slice code, int64_t now, ui
     clicks_record(app->clicks, worker_index(worker_current()), &e);
 }
 
-int redirect_not_found(struct request *r)
-{
-    return redirect_text(r, 404, "Not Found: no link has this code\n");
-}
-
-int redirect_gone(struct request *r)
-{
-    return redirect_text(r, 410, "Gone: this link has expired or was removed\n");
-}
-
 /* The answer for a link as cached or stored; no click is recorded here. */
 static int answer(struct request *r, const struct cache_view *v, const struct hostcheck *h,
                   int64_t now)
@@ -188,7 +178,7 @@ static int answer(struct request *r, const struct cache_view *v, const struct ho
     if (v->miss || !host_allows(h, v->domain, v->domain_len))
         return redirect_not_found(r);
     if (v->state != LINK_ACTIVE || !v->url || (v->expires_at && v->expires_at <= now))
-        return redirect_gone(r);
+        return redirect_gone(r, gone_why_of(v->state));
     if (v->controlled)
         return REDIRECT_CONTROLLED;
     redirect_location(r, v->url, v->url_len, cfg->pass_query);

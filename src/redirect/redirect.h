@@ -28,11 +28,26 @@ void hostcheck_of(const struct request *r, struct hostcheck *h);
 /* Whether a link on custom domain 'domain' (NULL: none) answers this Host. */
 bool host_allows(const struct hostcheck *h, const char *domain, size_t dn);
 
+/* Why a code opens nothing: what its answer says (notfound.c). */
+enum gone_why {
+    GONE_UNKNOWN, /* 404: no link has this code (or not on this host) */
+    GONE_EXPIRED, /* 410 from here on */
+    GONE_DELETED,
+    GONE_DISABLED,
+    GONE_USED_UP, /* its click limit is reached */
+};
+/* The 410 reason of a stored state (enum link_state): deleted, disabled,
+ * else expired. */
+enum gone_why gone_why_of(int state);
+
 /* The short plain-text answers, never cached; each returns its status. */
 int redirect_text(struct request *r, int status, const char *msg);
-int redirect_not_found(struct request *r);   /* 404 */
-int redirect_gone(struct request *r);        /* 410 */
 int redirect_unavailable(struct request *r); /* 503 with Retry-After */
+/* notfound.c: the answer for a code that opens nothing, never cached: a
+ * redirect to the invalid-link fallback when one is set, else for a browser
+ * (Accept names text/html) a page saying why, else the plain text. */
+int redirect_not_found(struct request *r);               /* 404 */
+int redirect_gone(struct request *r, enum gone_why why); /* 410 */
 
 /* Location: the destination, with the request's query string appended to
  * the destination's own when 'pass_query'. */

@@ -239,6 +239,9 @@
     X(redirect_click_limit)                                                                        \
     X(redirect_utm)                                                                                \
     X(redirect_hosts)                                                                              \
+    X(redirect_visitor_pages)                                                                      \
+    X(redirect_fallbacks)                                                                          \
+    X(redirect_robots)                                                                             \
     X(api_stats_link)                                                                              \
     X(api_stats_top)                                                                               \
     X(api_stats_service)                                                                           \

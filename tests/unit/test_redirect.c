@@ -15,6 +15,7 @@
 #include "base/timeutil.h"
 #include "harness.h"
 #include "redirect/cache.h"
+#include "redirect/gate.h"
 #include "redirect/hosts.h"
 #include "test.h"
 
@@ -511,5 +512,201 @@ void test_redirect_hosts(void)
     check_clicks(h, auth, plain, 0, 0);
     hostlist_free(app->hosts);
     app->hosts = NULL;
+    hx_free(h);
+}
+
+/* ---- what visitors get when a code opens nothing (notfound.c) ---- */
+
+#define HTML "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+/* GET /CODE as a browser: the status, and its page (HTML, under the gate's
+ * CSP, never cached) holding 'says'; and as curl: the same status and the
+ * plain text of before, byte for byte. */
+static void check_page(struct hx *h, const char *code, int status, const char *says,
+                       const char *text)
+{
+    const char *browser[] = {BROWSER, HTML, NULL}, *curl[] = {"User-Agent: curl/8.5.0", NULL};
+    char target[256];
+    snprintf(target, sizeof(target), "/%s", code);
+    struct hx_resp resp;
+    if (!CHECK_EQ_INT(hx_request(h, "GET", target, browser, NULL, &resp), status))
+        test_note("code %s", code);
+    CHECK_EQ_STR(resp.content_type, "text/html; charset=utf-8");
+    CHECK_EQ_STR(hx_header(&resp, "Content-Security-Policy"), gate_csp);
+    CHECK_EQ_STR(hx_header(&resp, "Cache-Control"), "no-store");
+    CHECK(hx_header(&resp, "X-Robots-Tag") == NULL);
+    if (!CHECK(resp.body && strstr(resp.body, says)))
+        test_note("page of %s: %s", code, resp.body ? resp.body : "(none)");
+    CHECK(resp.body && !strstr(resp.body, "<script"));
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "HEAD", target, browser, NULL, &resp), status);
+    CHECK_EQ_INT(resp.body_len, 0);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", target, curl, NULL, &resp), status);
+    CHECK_EQ_STR(resp.content_type, "text/plain; charset=utf-8");
+    CHECK_EQ_STR(resp.body, text);
+    CHECK(hx_header(&resp, "Content-Security-Policy") == NULL);
+    hx_resp_release(&resp);
+}
+
+#define NOT_FOUND_TEXT "Not Found: no link has this code\n"
+#define GONE_TEXT "Gone: this link has expired or was removed\n"
+
+/* Unknown, expired, deleted, disabled, used up: a browser gets a page saying
+ * which (cached or read from the store alike), anyone else the old text. */
+void test_redirect_visitor_pages(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], admin[HX_AUTH_MAX], del[HX_CODE_MAX], off[HX_CODE_MAX],
+        ttl[HX_CODE_MAX], used[HX_CODE_MAX], locked[HX_CODE_MAX], target[128];
+    hx_auth(h, false, auth);
+    hx_auth(h, true, admin);
+    const char *mine[] = {auth, NULL}, *admins[] = {admin, NULL};
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/del\"}", del), 201);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/off\"}", off), 201);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/ttl\",\"ttl\":1}", ttl), 201);
+    int64_t created = mono_ms();
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/u\",\"max_clicks\":1}", used),
+                 201);
+    CHECK_EQ_INT(hx_create(h, auth,
+                           "{\"url\":\"https://example.com/l\",\"max_clicks\":1,"
+                           "\"password\":\"sesame-sesame\",\"ttl\":1}",
+                           locked),
+                 201);
+    struct hx_resp resp;
+    snprintf(target, sizeof(target), "/api/links/%s", del);
+    CHECK_EQ_INT(hx_request(h, "DELETE", target, mine, NULL, &resp), 204);
+    hx_resp_release(&resp);
+    snprintf(target, sizeof(target), "/api/links/%s/disable", off);
+    CHECK_EQ_INT(hx_request(h, "POST", target, admins, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(visit(h, "GET", used, NULL, NULL), 302);
+
+    check_page(h, "zzzzzzz", 404, "Link not found", NOT_FOUND_TEXT);
+    check_page(h, "no!such", 404, "Link not found", NOT_FOUND_TEXT); /* cannot be a code */
+    check_page(h, del, 410, "This link was deleted", GONE_TEXT);
+    check_page(h, off, 410, "This link was disabled", GONE_TEXT);
+    check_page(h, used, 410, "This link is used up", GONE_TEXT);
+    int64_t waited = mono_ms() - created;
+    if (waited < 1100)
+        sleep_ms((int)(1100 - waited));
+    check_page(h, ttl, 410, "This link has expired", GONE_TEXT);
+    cache_remove(hx_app(h)->cache, ttl, strlen(ttl)); /* read from the store too */
+    check_page(h, ttl, 410, "This link has expired", GONE_TEXT);
+    /* A controlled link (read whole from the store) that expired: not "used up". */
+    check_page(h, locked, 410, "This link has expired", GONE_TEXT);
+
+    /* Whatever the address holds is shown as text, never as markup. */
+    const char *browser[] = {BROWSER, HTML, NULL};
+    CHECK_EQ_INT(hx_request(h, "GET", "/<b>\"x'&y<i>", browser, NULL, &resp), 404);
+    CHECK(resp.body && strstr(resp.body, "<title>&lt;b&gt;&quot;x&#39;&amp;y&lt;i&gt; "));
+    CHECK(resp.body && strstr(resp.body, "<code>/&lt;b&gt;&quot;x&#39;&amp;y&lt;i&gt;</code>"));
+    CHECK(resp.body && !strstr(resp.body, "<b>") && !strstr(resp.body, "<i>"));
+    hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* The fallbacks by setting: a code that opens nothing redirects to
+ * invalid-short-url-redirect (every client, as Shlink), any other unknown
+ * path outside /api/ to regular-404-redirect; live links are untouched. */
+void test_redirect_fallbacks(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX], del[HX_CODE_MAX], loc[512], target[128];
+    hx_auth(h, false, auth);
+    const char *mine[] = {auth, NULL};
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/live\"}", code), 201);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/del\"}", del), 201);
+    struct hx_resp resp;
+    snprintf(target, sizeof(target), "/api/links/%s", del);
+    CHECK_EQ_INT(hx_request(h, "DELETE", target, mine, NULL, &resp), 204);
+    hx_resp_release(&resp);
+    /* Unset: the 404 of before for a path nothing serves. */
+    CHECK_EQ_INT(hx_request(h, "GET", "/no/such/path", NULL, NULL, &resp), 404);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "not_found");
+    hx_resp_release(&resp);
+
+    struct config *cfg = &hx_app(h)->cfg;
+    cfg->invalid_redirect = xstrdup("https://www.example.org/missing");
+    cfg->regular_404_redirect = xstrdup("https://www.example.org/404");
+    const char *browser[] = {BROWSER, HTML, NULL};
+    CHECK_EQ_INT(visit(h, "GET", "zzzzzzz", NULL, loc), 302);
+    CHECK_EQ_STR(loc, "https://www.example.org/missing");
+    CHECK_EQ_INT(visit(h, "GET", "zzzzzzz", browser, loc), 302);
+    CHECK_EQ_STR(loc, "https://www.example.org/missing");
+    CHECK_EQ_INT(visit(h, "HEAD", del, NULL, loc), 302);
+    CHECK_EQ_STR(loc, "https://www.example.org/missing");
+    CHECK_EQ_INT(visit(h, "GET", code, NULL, loc), 302);
+    CHECK_EQ_STR(loc, "https://example.com/live");
+    CHECK_EQ_INT(hx_request(h, "GET", "/no/such/path", NULL, NULL, &resp), 302);
+    CHECK_EQ_STR(hx_header(&resp, "Location"), "https://www.example.org/404");
+    CHECK_EQ_STR(hx_header(&resp, "Cache-Control"), "no-store");
+    hx_resp_release(&resp);
+    /* Not for the API, nor for another method. */
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/nothing", mine, NULL, &resp), 404);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "not_found");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "DELETE", "/no/such/path", NULL, NULL, &resp), 404);
+    hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* /robots.txt: the default keeps crawlers out of the API and the dashboard
+ * only; the file's text when robots-txt was read. The API's and the
+ * dashboard's answers carry X-Robots-Tag: noindex; redirects do not. */
+void test_redirect_robots(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX], target[128];
+    hx_auth(h, false, auth);
+    const char *mine[] = {auth, NULL};
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/r\"}", code), 201);
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "GET", "/robots.txt", NULL, NULL, &resp), 200);
+    CHECK_EQ_STR(resp.content_type, "text/plain; charset=utf-8");
+    CHECK_EQ_STR(resp.body, "User-agent: *\nDisallow: /api/\nDisallow: /dashboard\n");
+    CHECK(hx_header(&resp, "X-Robots-Tag") == NULL);
+    hx_resp_release(&resp);
+    struct app *app = hx_app(h);
+    app->robots = xstrdup("User-agent: *\nDisallow: /\n");
+    app->robots_len = strlen(app->robots);
+    CHECK_EQ_INT(hx_request(h, "GET", "/robots.txt", NULL, NULL, &resp), 200);
+    CHECK_EQ_STR(resp.body, "User-agent: *\nDisallow: /\n");
+    hx_resp_release(&resp);
+    free(app->robots);
+    app->robots = NULL;
+    /* No alias may take it. */
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/x\",\"alias\":\"robots.txt\"}",
+                           target),
+                 400);
+
+    /* noindex: the API (answers and refusals) and the dashboard ... */
+    const char *const paths[] = {"/api/links", "/api/openapi.json", "/dashboard", "/healthz"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        CHECK_EQ_INT(hx_request(h, "GET", paths[i], mine, NULL, &resp), 200);
+        if (!CHECK_EQ_STR(hx_header(&resp, "X-Robots-Tag"), "noindex"))
+            test_note("path %s", paths[i]);
+        hx_resp_release(&resp);
+    }
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/links", NULL, NULL, &resp), 401);
+    CHECK_EQ_STR(hx_header(&resp, "X-Robots-Tag"), "noindex");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/no/such/path", NULL, NULL, &resp), 404);
+    CHECK_EQ_STR(hx_header(&resp, "X-Robots-Tag"), "noindex");
+    hx_resp_release(&resp);
+    /* ... not a short link's redirect, nor the home page's. */
+    snprintf(target, sizeof(target), "/%s", code);
+    CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 302);
+    CHECK(hx_header(&resp, "X-Robots-Tag") == NULL);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/", NULL, NULL, &resp), 302);
+    CHECK(hx_header(&resp, "X-Robots-Tag") == NULL);
+    hx_resp_release(&resp);
     hx_free(h);
 }

@@ -1,6 +1,6 @@
 /* api_ops.c - what operators and load balancers ask: /healthz (the process
  * answers), /readyz (the store answers and the click journal writes),
- * /metrics (Prometheus text), the home page redirect and /robots.txt. */
+ * /metrics (Prometheus text) and /robots.txt. */
 #include <jansson.h>
 #include <string.h>
 
@@ -19,14 +19,6 @@
 #include "store/storeq.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
-
-int handle_home(struct request *r)
-{
-    const char *home = r->app->cfg.home;
-    http_add_header(r, "Location", home, strlen(home));
-    http_add_header(r, "Cache-Control", "no-store", 8);
-    return 302;
-}
 
 /* Short links stay crawlable (link previews fetch them); the API and the
  * dashboard are no pages to index. */

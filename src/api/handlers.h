@@ -36,6 +36,7 @@ int handle_link_history(struct request *r);
 /* api_domains.c */
 int handle_domain_add(struct request *r);
 int handle_domain_list(struct request *r);
+int handle_domain_patch(struct request *r); /* its not-found redirects */
 int handle_domain_delete(struct request *r);
 
 /* api_stats.c */
@@ -71,9 +72,10 @@ int handle_blocklist_delete(struct request *r);
 /* notfound.c: a path nothing serves: 302 to `regular-404-redirect` for a
  * GET or HEAD outside /api/ when it is set, else 404 "no such path". */
 int handle_no_route(struct request *r);
+/* GET /: 302 to the domain's base URL redirect, else to `home` */
+int handle_home(struct request *r);
 
 /* api_ops.c */
-int handle_home(struct request *r);
 int handle_robots(struct request *r); /* GET /robots.txt: `robots-txt`, or the default */
 int handle_healthz(struct request *r);
 int handle_readyz(struct request *r);

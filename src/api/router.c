@@ -57,6 +57,7 @@ static const struct route routes[] = {
     {"POST",   "/api/domains",                   handle_domain_add,      ROUTE_AUTH | ROUTE_JSON},
     {"GET",    "/api/domains",                   handle_domain_list,     ROUTE_AUTH},
     {"DELETE", "/api/domains/:host",             handle_domain_delete,   ROUTE_AUTH},
+    {"PATCH",  "/api/domains/:host",             handle_domain_patch,    ROUTE_AUTH | ROUTE_JSON},
     {"POST",   "/api/links/:code/disable",       handle_link_disable,    ROUTE_ADMIN},
     {"POST",   "/api/links/:code/enable",        handle_link_enable,     ROUTE_ADMIN},
     {"GET",    "/api/admin/blocklist",           handle_blocklist_list,  ROUTE_ADMIN},

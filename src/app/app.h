@@ -15,6 +15,7 @@ struct bus;
 struct classify;
 struct clientaddr;
 struct clicks;
+struct fallbacks;
 struct geo;
 struct hostlist;
 struct links;
@@ -44,6 +45,7 @@ struct app {
     struct hostlist *hosts;        /* default short hosts; NULL: every host is one */
     struct metrics *metrics;
     struct server *server;
+    struct fallbacks *fallbacks; /* custom domains' not-found redirects (notfound.h) */
     char *robots; /* /robots.txt as read from `robots-txt` at start; NULL: the default */
     size_t robots_len;
     atomic_bool stopping;

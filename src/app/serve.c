@@ -37,6 +37,7 @@
 #include "base/err.h"
 #include "clicks/geo.h"
 #include "redirect/hosts.h"
+#include "redirect/notfound.h"
 #include "links/links.h"
 #include "base/log.h"
 #include "http/metrics.h"
@@ -180,6 +181,7 @@ static void on_invalidate(const char *code, size_t n, void *arg)
         return; /* the loops may be gone: nothing is posted to them */
     if (code && bus_is_blocklist(code, n)) {
         links_blocklist_changed(app->links);
+        fallbacks_mark_stale(app->fallbacks); /* the domains too (tiers.h) */
         return;
     }
     if (code && bus_is_keys(code, n)) {
@@ -188,6 +190,7 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     }
     if (!code) { /* a change may have been missed too */
         links_blocklist_changed(app->links);
+        fallbacks_mark_stale(app->fallbacks);
         links_forget_keys(app->links);
     }
     if (n > CODE_MAX)
@@ -450,6 +453,11 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
         goto out;
     if (links_new(app.store, router_reserved(), self, &app.links) != ERR_OK)
         goto out;
+    app.fallbacks = fallbacks_new();
+    if (fallbacks_load(app.fallbacks, app.store) != ERR_OK) {
+        log_at(LOG_ERROR, "cannot read the custom domains' not-found redirects");
+        goto out;
+    }
     if (app.cfg.geoip_db && geo_open(app.cfg.geoip_db, &app.geo) != ERR_OK)
         goto out;
     if (classify_new((size_t)app.cfg.ua_cache, &app.classify) != ERR_OK)
@@ -547,6 +555,13 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
             gen = g;
             cache_clear(app.cache);
             links_forget_keys(app.links);
+            fallbacks_mark_stale(app.fallbacks);
+        }
+        /* Another node changed a domain: its redirects are read again. */
+        if (fallbacks_take_stale(app.fallbacks) &&
+            fallbacks_load(app.fallbacks, app.store) != ERR_OK) {
+            log_at(LOG_WARN, "cannot read the custom domains' not-found redirects; trying again");
+            fallbacks_mark_stale(app.fallbacks);
         }
         if (mono < next_second)
             continue;
@@ -600,6 +615,7 @@ out:
         cache_thread_unregister();
     metrics_free(app.metrics);
     links_free(app.links);
+    fallbacks_free(app.fallbacks);
     if (app.store)
         app.store->ops->close(app.store);
     buf_release(&hostbufs[0]);

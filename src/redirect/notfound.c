@@ -14,14 +14,21 @@
  *   3. anyone else gets the plain text of before, byte for byte.
  * None of these answers is cached by anyone (Cache-Control: no-store): the
  * code may be taken, or the link enabled, a moment later. */
+#include "redirect/notfound.h"
+
 #include <llhttp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/handlers.h"
 #include "app/app.h"
 #include "redirect/gate.h"
+#include "redirect/hosts.h"
 #include "redirect/redirect.h"
 #include "store/store_links.h"
+#include "base/err.h"
 #include "base/banned.h"
 
 enum gone_why gone_why_of(int state)
@@ -39,12 +46,167 @@ static bool wants_html(const struct request *r)
     return accept.p && memmem(accept.p, accept.n, "text/html", 9);
 }
 
-/* 302 to 'url', never cached. */
-static int fallback(struct request *r, const char *url)
+/* ---- the table: a plain array, replaced or edited under one mutex; it
+ * holds only the domains that set a redirect, and only answers that were
+ * 404, 410 or the home page's read it ---- */
+
+struct fallback_row {
+    char *host;
+    char *url[3]; /* by enum fallback_kind; NULL: unset */
+};
+
+struct fallbacks {
+    pthread_mutex_t mu;
+    struct fallback_row *rows;
+    size_t n, cap;
+    atomic_bool stale;
+};
+
+struct fallbacks *fallbacks_new(void)
 {
-    http_add_header(r, "Location", url, strlen(url));
+    struct fallbacks *f = calloc(1, sizeof(*f));
+    if (!f)
+        abort();
+    pthread_mutex_init(&f->mu, NULL);
+    return f;
+}
+
+static void row_release(struct fallback_row *row)
+{
+    free(row->host);
+    for (int k = 0; k < 3; k++)
+        free(row->url[k]);
+}
+
+static void rows_free(struct fallback_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        row_release(&rows[i]);
+    free(rows);
+}
+
+void fallbacks_free(struct fallbacks *f)
+{
+    if (!f)
+        return;
+    rows_free(f->rows, f->n);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+static char *dup_set(const char *s) { return s && *s ? xstrdup(s) : NULL; }
+
+/* Appends host's row, unless it sets nothing. */
+static void rows_add(struct fallback_row **rows, size_t *n, size_t *cap, const char *host,
+                     const struct domain_redirects *d)
+{
+    struct fallback_row row = {
+        .url = {dup_set(d->base_url), dup_set(d->regular_404), dup_set(d->invalid)}};
+    if (!row.url[0] && !row.url[1] && !row.url[2])
+        return;
+    row.host = xstrdup(host);
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 8;
+        *rows = realloc(*rows, *cap * sizeof(**rows));
+        if (!*rows)
+            abort();
+    }
+    (*rows)[(*n)++] = row;
+}
+
+struct loading {
+    struct fallback_row *rows;
+    size_t n, cap;
+};
+
+static int load_cb(const char *host, int64_t owner, const struct domain_redirects *d, void *arg)
+{
+    (void)owner;
+    struct loading *l = arg;
+    rows_add(&l->rows, &l->n, &l->cap, host, d);
+    return 0;
+}
+
+int fallbacks_load(struct fallbacks *f, struct store *st)
+{
+    struct loading l = {0};
+    int rc = st->ops->domain_redirects_list(st, -1, load_cb, &l);
+    if (rc != ERR_OK) {
+        rows_free(l.rows, l.n);
+        return rc;
+    }
+    pthread_mutex_lock(&f->mu);
+    struct fallback_row *old = f->rows;
+    size_t oldn = f->n;
+    f->rows = l.rows;
+    f->n = l.n;
+    f->cap = l.cap;
+    pthread_mutex_unlock(&f->mu);
+    rows_free(old, oldn);
+    return ERR_OK;
+}
+
+void fallbacks_set(struct fallbacks *f, const char *host, const struct domain_redirects *d)
+{
+    if (!f)
+        return;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n; i++) {
+        if (strcmp(f->rows[i].host, host) == 0) {
+            row_release(&f->rows[i]);
+            f->rows[i] = f->rows[--f->n];
+            break;
+        }
+    }
+    if (d)
+        rows_add(&f->rows, &f->n, &f->cap, host, d);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fallbacks_mark_stale(struct fallbacks *f) { atomic_store(&f->stale, true); }
+
+bool fallbacks_take_stale(struct fallbacks *f) { return atomic_exchange(&f->stale, false); }
+
+bool fallbacks_get(struct fallbacks *f, const char *host, size_t n, enum fallback_kind kind,
+                   struct buf *out)
+{
+    buf_reset(out);
+    if (!f || !n)
+        return false;
+    bool found = false;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n && !found; i++) {
+        const struct fallback_row *row = &f->rows[i];
+        if (strlen(row->host) == n && memcmp(row->host, host, n) == 0 && row->url[kind]) {
+            buf_adds(out, row->url[kind]);
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    return found;
+}
+
+/* ---- the answers ---- */
+
+/* 302 to the request's domain's 'kind' fallback, else to 'setting': false
+ * when neither is set. */
+static bool fallback(struct request *r, enum fallback_kind kind, const char *setting, int *status)
+{
+    char host[HOST_NAME_MAX_LEN + 1];
+    size_t n = host_of_header(r->host, host);
+    struct buf url = BUF_INIT;
+    if (!fallbacks_get(r->app->fallbacks, host, n, kind, &url)) {
+        if (!setting || !*setting) {
+            buf_release(&url);
+            return false;
+        }
+        buf_adds(&url, setting);
+    }
+    http_add_header(r, "Location", url.p, url.len);
     http_add_header(r, "Cache-Control", "no-store", 8);
-    return 302;
+    buf_release(&url);
+    *status = 302;
+    return true;
 }
 
 /* What the page says for each reason: heading, then the text around the
@@ -71,9 +233,8 @@ static const struct {
 
 static int answer(struct request *r, int status, enum gone_why why)
 {
-    const char *to = r->app->cfg.invalid_redirect;
-    if (to && *to)
-        return fallback(r, to);
+    if (fallback(r, FALLBACK_INVALID, r->app->cfg.invalid_redirect, &status))
+        return status;
     if (!wants_html(r))
         return redirect_text(r, status, says[why].text);
     /* The code as the visitor typed it: the path's one segment. */
@@ -97,9 +258,18 @@ int redirect_gone(struct request *r, enum gone_why why)
 /* Not under /api/: an API client is told what is wrong, not sent away. */
 int handle_no_route(struct request *r)
 {
-    const char *to = r->app->cfg.regular_404_redirect;
     bool api = r->path.n >= 5 && memcmp(r->path.p, "/api/", 5) == 0;
-    if (to && *to && !api && (r->method == HTTP_GET || r->method == HTTP_HEAD))
-        return fallback(r, to);
+    int status;
+    if (!api && (r->method == HTTP_GET || r->method == HTTP_HEAD) &&
+        fallback(r, FALLBACK_REGULAR_404, r->app->cfg.regular_404_redirect, &status))
+        return status;
+    return http_error(r, 404, "not_found", NULL, "no such path");
+}
+
+int handle_home(struct request *r)
+{
+    int status;
+    if (fallback(r, FALLBACK_BASE_URL, r->app->cfg.home, &status))
+        return status;
     return http_error(r, 404, "not_found", NULL, "no such path");
 }

@@ -93,6 +93,15 @@ struct idem_rec {
 typedef int (*link_cb)(const struct link *l, void *arg);
 typedef int (*change_cb)(const struct link_change *c, void *arg);
 typedef int (*domain_cb)(const char *host, int64_t owner, int64_t created_at, void *arg);
+/* A custom domain's not-found redirects (Shlink's), NULL where unset: the
+ * settings' then apply (notfound.h). */
+struct domain_redirects {
+    const char *base_url;    /* GET / on the domain */
+    const char *regular_404; /* any other path nothing serves */
+    const char *invalid;     /* a code that opens nothing */
+};
+typedef int (*redirects_cb)(const char *host, int64_t owner, const struct domain_redirects *d,
+                            void *arg);
 
 #define STORE_OPS_LINKS                                                                              \
     /* Links */                                                                                      \
@@ -133,6 +142,11 @@ typedef int (*domain_cb)(const char *host, int64_t owner, int64_t created_at, vo
     int (*domain_get)(struct store * st, const char *host, int64_t *owner); /* ERR_NOTFOUND */       \
     int (*domain_del)(struct store * st, const char *host, int64_t owner);  /* ERR_NOTFOUND */       \
     int (*domain_list)(struct store * st, int64_t owner, domain_cb cb, void *arg); /* -1: all */     \
+    /* Their not-found redirects: set (all three; ERR_NOTFOUND when the owner                      \
+     * has no such domain) and listed (every domain of 'owner', -1: all). */ \
+    int (*domain_redirects_set)(struct store * st, const char *host, int64_t owner,                  \
+                                const struct domain_redirects *d);                                   \
+    int (*domain_redirects_list)(struct store * st, int64_t owner, redirects_cb cb, void *arg);      \
                                                                                                      \
     /* Idempotency keys, scoped to an API key */                                                     \
     int (*idem_get)(struct store * st, int64_t key_id, const char *idem, int64_t since,              \

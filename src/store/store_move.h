@@ -108,8 +108,10 @@ static const struct store_table store_tables[TABLE__COUNT] = {
          {"uniques", COL_INT}, {"dims", COL_BLOB}, {"visitors", COL_BLOB},
          {"recent", COL_BLOB}}},
     [TABLE_DOMAINS] = {
-        "domains", 3, 1, true, NULL, {NULL, NULL},
-        {{"host", COL_TEXT}, {"owner", COL_INT}, {"created_at", COL_INT}}},
+        "domains", 6, 1, true, NULL, {NULL, NULL},
+        {{"host", COL_TEXT}, {"owner", COL_INT}, {"created_at", COL_INT},
+         {"base_url_redirect", COL_TEXT}, {"regular_404_redirect", COL_TEXT},
+         {"invalid_short_url_redirect", COL_TEXT}}},
     [TABLE_LINK_HISTORY] = {
         "link_history", 6, 2, false, NULL, {NULL, NULL},
         {{"code", COL_TEXT}, {"seq", COL_INT}, {"old_url", COL_TEXT}, {"new_url", COL_TEXT},

@@ -114,6 +114,8 @@ enum stmt {
     S_DOMAIN_GET,
     S_DOMAIN_DEL,
     S_DOMAIN_LIST,
+    S_DOMAIN_REDIRECTS_SET,
+    S_DOMAIN_REDIRECTS_LIST,
     S__COUNT
 };
 
@@ -236,6 +238,12 @@ static const char *const sql[S__COUNT] = {
     [S_DOMAIN_DEL] = "DELETE FROM domains WHERE host = $1 AND owner = $2",
     [S_DOMAIN_LIST] = "SELECT host, owner, created_at FROM domains "
                       "WHERE $1::bigint < 0 OR owner = $1::bigint ORDER BY host",
+    [S_DOMAIN_REDIRECTS_SET] = "UPDATE domains SET base_url_redirect = $3, "
+                               "regular_404_redirect = $4, invalid_short_url_redirect = $5 "
+                               "WHERE host = $1 AND owner = $2",
+    [S_DOMAIN_REDIRECTS_LIST] = "SELECT host, owner, base_url_redirect, regular_404_redirect, "
+                                "invalid_short_url_redirect FROM domains "
+                                "WHERE $1::bigint < 0 OR owner = $1::bigint ORDER BY host",
 };
 
 struct conn {
@@ -1083,6 +1091,41 @@ static int pg_domain_list(struct store *st, int64_t owner, domain_cb cb, void *a
     return ERR_OK;
 }
 
+static int pg_domain_redirects_set(struct store *st, const char *host, int64_t owner,
+                                   const struct domain_redirects *d)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    p_i64(&p, owner);
+    p_text(&p, d->base_url);
+    p_text(&p, d->regular_404);
+    p_text(&p, d->invalid);
+    int n = 0;
+    int rc = run_count(st, S_DOMAIN_REDIRECTS_SET, &p, "domain redirects set", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_domain_redirects_list(struct store *st, int64_t owner, redirects_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    PGresult *r = NULL;
+    int rc = run(st, S_DOMAIN_REDIRECTS_LIST, &p, "domain redirects list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct domain_redirects d = {
+            .base_url = PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2),
+            .regular_404 = PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
+            .invalid = PQgetisnull(r, i, 4) ? NULL : PQgetvalue(r, i, 4),
+        };
+        if (cb(PQgetvalue(r, i, 0), val_i64(r, i, 1), &d, arg))
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
 static int pg_link_find_live(struct store *st, int64_t owner, const char *url, int64_t now,
                              struct link *out)
 {
@@ -1761,6 +1804,8 @@ const struct store_ops store_pg_ops = {
     .domain_get = pg_domain_get,
     .domain_del = pg_domain_del,
     .domain_list = pg_domain_list,
+    .domain_redirects_set = pg_domain_redirects_set,
+    .domain_redirects_list = pg_domain_redirects_list,
     .agg_days = pg_agg_days,
     .prune_days = pg_prune_days,
     .prune_visitors = pg_prune_visitors,

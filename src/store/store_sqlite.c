@@ -108,6 +108,8 @@ enum stmt {
     S_DOMAIN_GET,
     S_DOMAIN_DEL,
     S_DOMAIN_LIST,
+    S_DOMAIN_REDIRECTS_SET,
+    S_DOMAIN_REDIRECTS_LIST,
     S__COUNT
 };
 
@@ -211,6 +213,12 @@ static const char *const sql[S__COUNT] = {
     [S_DOMAIN_DEL] = "DELETE FROM domains WHERE host = ?1 AND owner = ?2",
     [S_DOMAIN_LIST] = "SELECT host, owner, created_at FROM domains "
                       "WHERE ?1 < 0 OR owner = ?1 ORDER BY host",
+    [S_DOMAIN_REDIRECTS_SET] = "UPDATE domains SET base_url_redirect = ?3, "
+                               "regular_404_redirect = ?4, invalid_short_url_redirect = ?5 "
+                               "WHERE host = ?1 AND owner = ?2",
+    [S_DOMAIN_REDIRECTS_LIST] = "SELECT host, owner, base_url_redirect, regular_404_redirect, "
+                                "invalid_short_url_redirect FROM domains "
+                                "WHERE ?1 < 0 OR owner = ?1 ORDER BY host",
 };
 
 struct conn {
@@ -1074,6 +1082,49 @@ static int sq_domain_list(struct store *st, int64_t owner, domain_cb cb, void *a
     return ERR_OK;
 }
 
+static int sq_domain_redirects_set(struct store *st, const char *host, int64_t owner,
+                                   const struct domain_redirects *d)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_REDIRECTS_SET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, owner);
+    const char *v[3] = {d->base_url, d->regular_404, d->invalid};
+    for (int i = 0; i < 3; i++) {
+        if (v[i])
+            sqlite3_bind_text(q, 3 + i, v[i], -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(q, 3 + i);
+    }
+    int rc = run_done(q, "domain redirects set");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_domain_redirects_list(struct store *st, int64_t owner, redirects_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_DOMAIN_REDIRECTS_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, owner);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct domain_redirects d = {
+            .base_url = (const char *)sqlite3_column_text(q, 2),
+            .regular_404 = (const char *)sqlite3_column_text(q, 3),
+            .invalid = (const char *)sqlite3_column_text(q, 4),
+        };
+        if (cb((const char *)sqlite3_column_text(q, 0), sqlite3_column_int64(q, 1), &d, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "domain redirects list");
+    finish(q);
+    return ERR_OK;
+}
+
 static int sq_link_find_live(struct store *st, int64_t owner, const char *url, int64_t now,
                              struct link *out)
 {
@@ -1767,6 +1818,8 @@ const struct store_ops store_sqlite_ops = {
     .domain_get = sq_domain_get,
     .domain_del = sq_domain_del,
     .domain_list = sq_domain_list,
+    .domain_redirects_set = sq_domain_redirects_set,
+    .domain_redirects_list = sq_domain_redirects_list,
     .meta_del = sq_meta_del,
     .meta_add = sq_meta_add,
     .idem_claim = sq_idem_claim,

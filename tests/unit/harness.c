@@ -28,6 +28,7 @@
 #include "http/server.h"
 #include "links/links.h"
 #include "redirect/cache.h"
+#include "redirect/notfound.h"
 #include "store/store.h"
 #include "store/store_keys.h"
 #include "store/store_links.h"
@@ -55,6 +56,8 @@
       (st, code, limit, cb, arg))                                                                  \
     X(domain_get, (struct store * st, const char *host, int64_t *owner), (st, host, owner))        \
     X(domain_list, (struct store * st, int64_t owner, domain_cb cb, void *arg),                    \
+      (st, owner, cb, arg))                                                                        \
+    X(domain_redirects_list, (struct store * st, int64_t owner, redirects_cb cb, void *arg),       \
       (st, owner, cb, arg))                                                                        \
     X(block_list, (struct store * st, host_cb cb, void *arg), (st, cb, arg))                       \
     X(stats_days,                                                                                  \
@@ -151,6 +154,9 @@ static bool assemble(struct hx *h)
     static const char *const self[] = {"sho.rt", NULL}; /* links keeps it */
     if (!CHECK_EQ_INT(links_new(app->store, router_reserved(), self, &app->links), ERR_OK) ||
         !CHECK_EQ_INT(classify_new((size_t)app->cfg.ua_cache, &app->classify), ERR_OK))
+        return false;
+    app->fallbacks = fallbacks_new();
+    if (!CHECK_EQ_INT(fallbacks_load(app->fallbacks, app->store), ERR_OK))
         return false;
     app->aggregate = aggregate_new(app->classify, self);
     int nroutes = 0;
@@ -273,6 +279,7 @@ void hx_free(struct hx *h)
     }
     metrics_free(app->metrics);
     links_free(app->links);
+    fallbacks_free(app->fallbacks);
     if (app->store) {
         app->store->ops = h->real;
         app->store->ops->close(app->store);

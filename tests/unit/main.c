@@ -242,6 +242,7 @@
     X(redirect_visitor_pages)                                                                      \
     X(redirect_fallbacks)                                                                          \
     X(redirect_robots)                                                                             \
+    X(redirect_domain_fallbacks)                                                                   \
     X(api_stats_link)                                                                              \
     X(api_stats_top)                                                                               \
     X(api_stats_service)                                                                           \

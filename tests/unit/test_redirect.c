@@ -17,6 +17,7 @@
 #include "redirect/cache.h"
 #include "redirect/gate.h"
 #include "redirect/hosts.h"
+#include "redirect/notfound.h"
 #include "test.h"
 
 #include "base/banned.h"
@@ -707,6 +708,118 @@ void test_redirect_robots(void)
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", "/", NULL, NULL, &resp), 302);
     CHECK(hx_header(&resp, "X-Robots-Tag") == NULL);
+    hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* PATCH /api/domains/HOST: a custom domain's own not-found redirects, which
+ * win over the settings on that host only; shown by GET /api/domains, kept
+ * when the body leaves them out, removed by null, gone with the domain. */
+void test_redirect_domain_fallbacks(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], other[HX_AUTH_MAX], loc[512];
+    hx_auth(h, false, auth);
+    hx_auth(h, false, other);
+    const char *mine[] = {auth, NULL}, *theirs[] = {other, NULL};
+    const char *on_go[] = {"Host: go.example:8080", NULL};
+    const char *on_go_browser[] = {"Host: go.example", BROWSER, HTML, NULL};
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/domains", mine, "{\"host\":\"go.example\"}", &resp),
+                 201);
+    CHECK(json_is_null(json_object_get(resp.json, "invalid_short_url_redirect")));
+    hx_resp_release(&resp);
+    /* Nothing set: the page, and home for GET /. */
+    CHECK_EQ_INT(visit(h, "GET", "zzzzzzz", on_go_browser, NULL), 404);
+    CHECK_EQ_INT(hx_request(h, "GET", "/", on_go, NULL, &resp), 302);
+    CHECK_EQ_STR(hx_header(&resp, "Location"), "/dashboard");
+    hx_resp_release(&resp);
+
+    CHECK_EQ_INT(hx_request(h, "PATCH", "/api/domains/go.example", mine,
+                            "{\"invalid_short_url_redirect\":\"https://Go.Example.org/oops\","
+                            "\"regular_404_redirect\":\"https://go.example.org/404\","
+                            "\"base_url_redirect\":\"https://go.example.org/\"}",
+                            &resp),
+                 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "host"), "go.example");
+    CHECK_EQ_STR(hx_json_str(&resp, "invalid_short_url_redirect"), "https://go.example.org/oops");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(visit(h, "GET", "zzzzzzz", on_go_browser, loc), 302);
+    CHECK_EQ_STR(loc, "https://go.example.org/oops");
+    CHECK_EQ_INT(visit(h, "HEAD", "zzzzzzz", on_go, loc), 302);
+    CHECK_EQ_STR(loc, "https://go.example.org/oops");
+    CHECK_EQ_INT(hx_request(h, "GET", "/a/b", on_go, NULL, &resp), 302);
+    CHECK_EQ_STR(hx_header(&resp, "Location"), "https://go.example.org/404");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/", on_go, NULL, &resp), 302);
+    CHECK_EQ_STR(hx_header(&resp, "Location"), "https://go.example.org/");
+    hx_resp_release(&resp);
+    /* The main host keeps its own answers, then the settings'. */
+    CHECK_EQ_INT(visit(h, "GET", "zzzzzzz", NULL, NULL), 404);
+    hx_app(h)->cfg.invalid_redirect = xstrdup("https://main.example/missing");
+    CHECK_EQ_INT(visit(h, "GET", "zzzzzzz", NULL, loc), 302);
+    CHECK_EQ_STR(loc, "https://main.example/missing");
+    CHECK_EQ_INT(visit(h, "GET", "zzzzzzz", on_go, loc), 302);
+    CHECK_EQ_STR(loc, "https://go.example.org/oops");
+
+    /* Left out: kept; null: removed (the setting applies again). */
+    CHECK_EQ_INT(hx_request(h, "PATCH", "/api/domains/go.example", mine,
+                            "{\"invalid_short_url_redirect\":null}", &resp),
+                 200);
+    CHECK(json_is_null(json_object_get(resp.json, "invalid_short_url_redirect")));
+    CHECK_EQ_STR(hx_json_str(&resp, "base_url_redirect"), "https://go.example.org/");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(visit(h, "GET", "zzzzzzz", on_go, loc), 302);
+    CHECK_EQ_STR(loc, "https://main.example/missing");
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/domains", mine, NULL, &resp), 200);
+    json_t *d0 = json_array_get(resp.json, 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(d0, "host")), "go.example");
+    CHECK_EQ_STR(json_string_value(json_object_get(d0, "regular_404_redirect")),
+                 "https://go.example.org/404");
+    CHECK(json_is_null(json_object_get(d0, "invalid_short_url_redirect")));
+    hx_resp_release(&resp);
+
+    /* The table as loaded from the store (at start, after another node's
+     * change): forgotten here, read again. */
+    struct fallbacks *fb = hx_app(h)->fallbacks;
+    fallbacks_set(fb, "go.example", NULL);
+    CHECK_EQ_INT(hx_request(h, "GET", "/a/b", on_go, NULL, &resp), 404);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(fallbacks_load(fb, hx_app(h)->store), ERR_OK);
+    CHECK_EQ_INT(hx_request(h, "GET", "/a/b", on_go, NULL, &resp), 302);
+    CHECK_EQ_STR(hx_header(&resp, "Location"), "https://go.example.org/404");
+    hx_resp_release(&resp);
+
+    /* Refused: a stranger's domain, an unknown field, a URL that is none. */
+    CHECK_EQ_INT(hx_request(h, "PATCH", "/api/domains/go.example", theirs,
+                            "{\"regular_404_redirect\":null}", &resp),
+                 404);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "PATCH", "/api/domains/go.example", mine,
+                            "{\"not_found_redirect\":\"https://a.example/\"}", &resp),
+                 400);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.field"), "not_found_redirect");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "PATCH", "/api/domains/go.example", mine,
+                            "{\"base_url_redirect\":\"javascript:alert(1)\"}", &resp),
+                 400);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.field"), "base_url_redirect");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "PATCH", "/api/domains/go.example", mine,
+                            "{\"base_url_redirect\":\"https://a.example/\\r\\nSet-Cookie: x=1\"}",
+                            &resp),
+                 400);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "PATCH", "/api/domains/go.example", mine, "{}", &resp), 400);
+    hx_resp_release(&resp);
+    hx_unavailable(h, "domain_redirects_list", 0, "GET", "/api/domains", mine, NULL);
+
+    /* A removed domain's redirects go with it. */
+    CHECK_EQ_INT(hx_request(h, "DELETE", "/api/domains/go.example", mine, NULL, &resp), 204);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/a/b", on_go, NULL, &resp), 404);
     hx_resp_release(&resp);
     hx_free(h);
 }

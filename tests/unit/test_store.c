@@ -1838,6 +1838,8 @@ static void upgrade_checks(struct backend *b)
     if (b->pg) {
         snprintf(sql, sizeof(sql),
                  "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "ALTER TABLE domains DROP COLUMN base_url_redirect, "
+                 "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
                  "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
@@ -1847,7 +1849,11 @@ static void upgrade_checks(struct backend *b)
         CHECK(from < 3 && to >= 3);
     } else {
         snprintf(sql, sizeof(sql),
-                 "%s ALTER TABLE links DROP COLUMN imported_clicks; PRAGMA user_version = 2;",
+                 "%s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "ALTER TABLE domains DROP COLUMN base_url_redirect; "
+                 "ALTER TABLE domains DROP COLUMN regular_404_redirect; "
+                 "ALTER TABLE domains DROP COLUMN invalid_short_url_redirect; "
+                 "PRAGMA user_version = 2;",
                  v1_tables);
         if (!CHECK(sqlite_admin(b, sql)))
             return;
@@ -2176,6 +2182,16 @@ static int collect_change(const struct link_change *ch, void *arg)
     return ++c->calls == c->stop_after;
 }
 
+static int collect_redirects(const char *host, int64_t owner, const struct domain_redirects *d,
+                             void *arg)
+{
+    struct collect *c = arg;
+    buf_printf(&c->s, "%s%s:%lld[%s|%s|%s]", c->s.len ? "," : "", host, (long long)owner,
+               d->base_url ? d->base_url : "-", d->regular_404 ? d->regular_404 : "-",
+               d->invalid ? d->invalid : "-");
+    return 0;
+}
+
 static int collect_domain(const char *host, int64_t owner, int64_t created_at, void *arg)
 {
     struct collect *c = arg;
@@ -2264,6 +2280,22 @@ static void controls_checks(struct backend *b)
     buf_reset(&c.s);
     CHECK_EQ_INT(st->ops->domain_list(st, 7, collect_domain, &c), ERR_OK);
     CHECK_EQ_STR(buf_cstr(&c.s), "go.example:7@10");
+    /* Their not-found redirects: NULL until set, set by the owner only. */
+    buf_reset(&c.s);
+    CHECK_EQ_INT(st->ops->domain_redirects_list(st, -1, collect_redirects, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "b.example:8[-|-|-],go.example:7[-|-|-]");
+    struct domain_redirects dr = {"https://home.example/", NULL, "https://gone.example/?a=1"};
+    CHECK_EQ_INT(st->ops->domain_redirects_set(st, "go.example", 8, &dr), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->domain_redirects_set(st, "x.example", 7, &dr), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->domain_redirects_set(st, "go.example", 7, &dr), ERR_OK);
+    buf_reset(&c.s);
+    CHECK_EQ_INT(st->ops->domain_redirects_list(st, 7, collect_redirects, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "go.example:7[https://home.example/|-|https://gone.example/?a=1]");
+    dr = (struct domain_redirects){NULL, "https://404.example/", NULL};
+    CHECK_EQ_INT(st->ops->domain_redirects_set(st, "go.example", 7, &dr), ERR_OK);
+    buf_reset(&c.s);
+    CHECK_EQ_INT(st->ops->domain_redirects_list(st, -1, collect_redirects, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "b.example:8[-|-|-],go.example:7[-|https://404.example/|-]");
     CHECK_EQ_INT(st->ops->domain_del(st, "go.example", 8), ERR_NOTFOUND);
     CHECK_EQ_INT(st->ops->domain_del(st, "go.example", 7), ERR_OK);
     CHECK_EQ_INT(st->ops->domain_get(st, "go.example", &owner), ERR_NOTFOUND);

@@ -1,5 +1,5 @@
-// reserved.test.mjs - single-segment paths kept from aliases (robots.txt,
-// favicon.ico, admin...) that no route serves answer 404 to every method, as
+// reserved.test.mjs - single-segment paths kept from aliases (favicon.ico,
+// admin, login...; robots.txt is served now) that no route serves answer 404 to every method, as
 // a JSON error; short codes keep their own answers (404 unknown, 405 for a
 // method they do not take).
 
@@ -18,7 +18,7 @@ after(async () => {
     if (srv) await srv.stop();
 });
 
-const RESERVED = ['/robots.txt', '/favicon.ico', '/admin', '/ADMIN', '/api', '/static', '/login', '/.well-known',
+const RESERVED = ['/favicon.ico', '/admin', '/ADMIN', '/api', '/static', '/login', '/.well-known',
     '/stats', '/qr'];
 
 it('GET and HEAD of a reserved path no route serves answer 404, not 405', async () => {
@@ -33,7 +33,7 @@ it('GET and HEAD of a reserved path no route serves answer 404, not 405', async 
 });
 
 it('other methods of a reserved path answer 404 too', async () => {
-    for (const p of ['/robots.txt', '/admin']) {
+    for (const p of ['/favicon.ico', '/admin']) {
         for (const m of ['POST', 'PUT', 'DELETE']) {
             const r = await api(srv, m, p, { body: {} });
             assert.equal(r.status, 404, `${m} ${p}: ${r.text}`);

@@ -17,6 +17,8 @@
  * 6. A link with controls (password, A/B variants, max_clicks) is flagged in
  *    the cache and read whole from the store, on a store thread too, then
  *    answered by controlled.c. Plain links pay nothing for them.
+ * 7. Every 404 and 410 is answered by notfound.c (a page for a browser, or
+ *    a fallback redirect when one is set): a live link never reaches it.
  * The click event carries the raw headers analytics needs; classification
  * happens later, off this path. The client's address (clientaddr.h: the
  * peer, or behind a trusted proxy its X-Forwarded-For) only ever enters a

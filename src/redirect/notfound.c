@@ -59,6 +59,7 @@ struct fallbacks {
     pthread_mutex_t mu;
     struct fallback_row *rows;
     size_t n, cap;
+    atomic_size_t rows_n; /* n, for a lookup that finds none without the lock */
     atomic_bool stale;
 };
 
@@ -141,6 +142,7 @@ int fallbacks_load(struct fallbacks *f, struct store *st)
     f->rows = l.rows;
     f->n = l.n;
     f->cap = l.cap;
+    atomic_store(&f->rows_n, f->n);
     pthread_mutex_unlock(&f->mu);
     rows_free(old, oldn);
     return ERR_OK;
@@ -160,6 +162,7 @@ void fallbacks_set(struct fallbacks *f, const char *host, const struct domain_re
     }
     if (d)
         rows_add(&f->rows, &f->n, &f->cap, host, d);
+    atomic_store(&f->rows_n, f->n);
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -171,8 +174,8 @@ bool fallbacks_get(struct fallbacks *f, const char *host, size_t n, enum fallbac
                    struct buf *out)
 {
     buf_reset(out);
-    if (!f || !n)
-        return false;
+    if (!f || !n || !atomic_load(&f->rows_n))
+        return false; /* the usual case: no domain sets any */
     bool found = false;
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->n && !found; i++) {

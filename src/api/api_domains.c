@@ -139,8 +139,10 @@ static int domain_run(struct wjob *wj, struct store *st)
 static void domain_after_commit(struct api_job *j)
 {
     struct domain_job *d = (struct domain_job *)j;
-    if (!d->add)
+    if (!d->add) {
         fallbacks_set(j->r->app->fallbacks, d->host, NULL);
+        fallbacks_mark_stale(j->r->app->fallbacks);
+    }
     blocklist_changed(j->r->app);
 }
 
@@ -250,7 +252,8 @@ static int redirects_run(struct wjob *wj, struct store *st)
     return ERR_OK;
 }
 
-/* This node's table at once; the others when the bus tells them. */
+/* This node's table at once (and read again by the main thread: notfound.h);
+ * the others when the bus tells them. */
 static void redirects_after_commit(struct api_job *j)
 {
     struct redirects_job *d = (struct redirects_job *)j;
@@ -258,6 +261,7 @@ static void redirects_after_commit(struct api_job *j)
         return;
     struct domain_redirects now = {d->url[0], d->url[1], d->url[2]};
     fallbacks_set(j->r->app->fallbacks, d->host, &now);
+    fallbacks_mark_stale(j->r->app->fallbacks);
     blocklist_changed(j->r->app);
 }
 

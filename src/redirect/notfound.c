@@ -4,10 +4,11 @@
  * Only the paths that answered 404 or 410 before come here (redirect.c,
  * controlled.c, the router's last resort), so a live link's answer never
  * pays for any of it. In order:
- *   1. a fallback URL (Shlink's "not-found redirects"): the setting
+ *   1. a fallback URL (Shlink's "not-found redirects"): the request's
+ *      custom domain's own (the table below), else the setting:
  *      `invalid-short-url-redirect` for a code, `regular-404-redirect` for
- *      any other path nothing serves: a 302 for every client, as Shlink
- *      does, since the operator asked for it;
+ *      any other path nothing serves (and `home` for GET /). A 302 for
+ *      every client, as Shlink does, since the operator asked for it;
  *   2. a browser (its Accept names text/html) gets a small page saying
  *      which, with the status as before, in the gate's style and under its
  *      Content-Security-Policy (gate.h: no script, one hashed style block);
@@ -166,9 +167,13 @@ void fallbacks_set(struct fallbacks *f, const char *host, const struct domain_re
     pthread_mutex_unlock(&f->mu);
 }
 
-void fallbacks_mark_stale(struct fallbacks *f) { atomic_store(&f->stale, true); }
+void fallbacks_mark_stale(struct fallbacks *f)
+{
+    if (f)
+        atomic_store(&f->stale, true);
+}
 
-bool fallbacks_take_stale(struct fallbacks *f) { return atomic_exchange(&f->stale, false); }
+bool fallbacks_take_stale(struct fallbacks *f) { return f && atomic_exchange(&f->stale, false); }
 
 bool fallbacks_get(struct fallbacks *f, const char *host, size_t n, enum fallback_kind kind,
                    struct buf *out)

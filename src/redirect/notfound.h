@@ -30,7 +30,10 @@ int fallbacks_load(struct fallbacks *f, struct store *st);
 /* After this node's commit: 'host' now has 'd' (NULL: removed). NULL 'f':
  * nothing to do. */
 void fallbacks_set(struct fallbacks *f, const char *host, const struct domain_redirects *d);
-/* Another node changed the domains: fallbacks_take_stale says so once. */
+/* The store's domains changed (another node's change, or this node's: the
+ * table is then read again after the commit, so that a load that raced
+ * with fallbacks_set cannot keep an older copy): fallbacks_take_stale says
+ * so once. NULL 'f': nothing to do, never stale. */
 void fallbacks_mark_stale(struct fallbacks *f);
 bool fallbacks_take_stale(struct fallbacks *f);
 

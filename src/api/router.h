@@ -27,8 +27,7 @@
 #define ROUTE_JSON (1u << 2)   /* body must be a JSON object; parsed into r->json */
 #define ROUTE_LOOP (1u << 3)   /* needs no store: answered on the event loop */
 #define ROUTE_CREATE (1u << 4) /* creates links: the `create` rate limits count it, not `read` */
-#define ROUTE_INDEX                                                                                \
-    (1u << 11) /* crawlers may index it: no X-Robots-Tag (every other answer has one) */
+#define ROUTE_INDEX (1u << 11) /* crawlers may index it: no X-Robots-Tag */
 #define ROUTE_CORS                                                                                 \
     (1u << 5) /* other sites' pages may call it (cors-origins, cors.h); every
                                  * route under /api/ is, flagged or not */

@@ -16,7 +16,8 @@ PKGS    := libuv sqlite3 libsodium jansson liburcu-memb libmaxminddb zlib libpcr
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
 BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -Ibuild/gen -I/usr/share/include/llhttp
-LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+# libcsv (Debian's libcsv-dev) ships no .pc file
+LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcsv -lm -pthread
 
 V       ?=
 Q        = $(if $(V),,@)

@@ -11,6 +11,7 @@ pkgs=(
     postgresql libpq-dev redis-server libhiredis-dev
     libqrencode-dev libpng-dev
     libssl-dev      # libcrypto: the MD5 and SHA-1 of YOURLS's timestamped signatures
+    libcsv-dev      # CSV parsing of `shortd import` (src/import/csvread.c)
     sqlite3 curl nodejs
     chromium zbar-tools
     # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes

@@ -30,6 +30,8 @@
 #include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "store/writer.h"
+#include "base/progress.h"
+#include "import/import.h"
 #include "base/banned.h"
 
 #define VERSION "0.1.0"
@@ -69,6 +71,7 @@ static int cmd_prune(struct opts *o);
 static int cmd_version(struct opts *o);
 static int cmd_migrate(struct opts *o);
 static int cmd_migrate_store(struct opts *o);
+static int cmd_import(struct opts *o);
 
 #define STORE_OPTS "db store"
 
@@ -133,6 +136,24 @@ static const struct command commands[] = {
      "  and idempotency records; then counts both and prints the counts. Safe to rerun: a\n"
      "  rerun writes only what changed since. Run the last pass with the source stopped,\n"
      "  before any node serves the target. Each transaction writes N rows (default 2000)."},
+    {"import", cmd_import, "dry-run json", STORE_OPTS " owner on-conflict batch-rows progress", 2,
+     "shortd import FORMAT SOURCE [--db PATH | --store URL] [--owner KEY_ID]\n"
+     "              [--on-conflict skip|keep|fail] [--dry-run] [--batch-rows N] [--json]\n"
+     "              [--progress auto|always|never]\n"
+     "  Takes over another shortener's links and click history (FORMAT below). Every code is\n"
+     "  kept exactly, even ones shortd's alias rules refuse (they stay working as legacy\n"
+     "  codes); new links belong to KEY_ID (default: the first admin key). Visits are counted\n"
+     "  again through shortd's classifier (bots apart); totals no visit accounts for are kept\n"
+     "  as imported clicks. A bad row is reported with its place and skipped. A code the store\n"
+     "  has with the same destination is left alone, so a second run changes nothing; with\n"
+     "  another destination, --on-conflict says what happens:\n"
+     "    skip  the store's link stays, the row is reported (the default)\n"
+     "    keep  the source's destination replaces it, recorded in the link's history\n"
+     "    fail  nothing at all is written: the conflicts are listed, the exit status is 1\n"
+     "  --dry-run reports what would happen and writes nothing. Safe while a server runs on\n"
+     "  the same store: each transaction of N rows (default 5000) is served at once. The\n"
+     "  summary goes to stderr (--json: also as JSON on stdout). Formats:\n"
+     "IMPORT_FORMATS"},
 };
 #define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 
@@ -300,6 +321,13 @@ int cli_main(int argc, char **argv)
     }
     for (int i = used; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            if (c->fn == cmd_import) {
+                const char *u = c->usage;
+                printf("usage: %.*s", (int)(strstr(u, "IMPORT_FORMATS") - u), u);
+                for (const struct import_format *f = import_formats; f->name; f++)
+                    printf("    %-7s %s\n", f->name, f->what);
+                return 0;
+            }
             printf("usage: %s\n", c->usage);
             if (c->fn == cmd_serve) {
                 printf("\nSettings (flag, or SHORTD_NAME in the environment, or name = value "
@@ -1001,4 +1029,107 @@ static int cmd_migrate_store(struct opts *o)
     }
     printf("verified: the target holds every row of the source\n");
     return 0;
+}
+
+/* ---- import ---- */
+
+static int cmd_import(struct opts *o)
+{
+    const struct import_format *f = import_format_find(o->pos[0]);
+    if (!f) {
+        fprintf(stderr, "shortd: unknown import format '%s'; the formats are:\n", o->pos[0]);
+        for (const struct import_format *x = import_formats; x->name; x++)
+            fprintf(stderr, "  %-7s %s\n", x->name, x->what);
+        return 2;
+    }
+    struct import_opts io = {0};
+    const char *c = opt(o, "on-conflict") ? opt(o, "on-conflict") : "skip";
+    if (!strcmp(c, "skip"))
+        io.conflict = IMPORT_SKIP;
+    else if (!strcmp(c, "keep"))
+        io.conflict = IMPORT_KEEP;
+    else if (!strcmp(c, "fail"))
+        io.conflict = IMPORT_FAIL;
+    else
+        return fail("--on-conflict must be skip, keep or fail");
+    int mode = progress_mode_parse(opt(o, "progress") ? opt(o, "progress") : "auto");
+    if (mode < 0)
+        return fail("--progress must be auto, always or never");
+    io.progress = mode;
+    long long batch;
+    int bad = opt_int(o, "batch-rows", 1, 1000000, IMPORT_BATCH_ROWS, &batch);
+    if (bad)
+        return bad;
+    io.batch_rows = (size_t)batch;
+    io.dry_run = opt(o, "dry-run") != NULL;
+    struct store *st;
+    struct links *l;
+    if (open_links(o, false, &st, &l))
+        return 1;
+    int rc = 0;
+    if (opt(o, "owner")) {
+        long long owner;
+        if ((rc = opt_int(o, "owner", 1, INT64_MAX, 0, &owner)))
+            goto out;
+        io.owner = owner;
+    } else {
+        struct first_admin a = {0};
+        st->ops->key_list(st, find_admin, &a);
+        io.owner = a.id;
+        if (!io.owner) {
+            rc = fail("no admin key exists yet: give --owner KEY_ID");
+            goto out;
+        }
+    }
+    struct import_summary sum;
+    int irc = import_run(st, l, f, o->pos[1], &io, &sum);
+    const char *dry = io.dry_run || sum.failed_on_conflict ? " (dry run: nothing written)" : "";
+    fprintf(stderr,
+            "import: %s '%s'%s\n"
+            "  links imported     %lld\n"
+            "  already there      %lld\n"
+            "  conflicts          %lld (%s)\n"
+            "  refused rows       %lld\n"
+            "  visits imported    %lld (bots %lld), dropped %lld (their links were there)\n"
+            "  tallies            %lld rows, %lld clicks\n"
+            "  imported totals    %lld clicks with no visit to show\n"
+            "  domains added      %lld\n",
+            f->name, o->pos[1], dry, (long long)sum.links_imported, (long long)sum.links_there,
+            (long long)sum.conflicts,
+            io.conflict == IMPORT_KEEP   ? "replaced by the source's"
+            : io.conflict == IMPORT_FAIL ? "nothing written if any"
+                                         : "the store's kept",
+            (long long)sum.refused, (long long)sum.visits, (long long)sum.visit_bots,
+            (long long)sum.visits_dropped, (long long)sum.tallies, (long long)sum.tally_clicks,
+            (long long)sum.imported_clicks, (long long)sum.domains_added);
+    if (opt(o, "json")) {
+        json_t *j = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}",
+                              "format", f->name, "dry_run", io.dry_run || sum.failed_on_conflict,
+                              "links_imported", (json_int_t)sum.links_imported, "already_there",
+                              (json_int_t)sum.links_there, "conflicts", (json_int_t)sum.conflicts,
+                              "replaced", (json_int_t)sum.replaced, "refused",
+                              (json_int_t)sum.refused, "visits", (json_int_t)sum.visits,
+                              "visit_bots", (json_int_t)sum.visit_bots, "visits_dropped",
+                              (json_int_t)sum.visits_dropped, "tallies", (json_int_t)sum.tallies,
+                              "tally_clicks", (json_int_t)sum.tally_clicks, "imported_clicks",
+                              (json_int_t)sum.imported_clicks, "domains_added",
+                              (json_int_t)sum.domains_added, "ok",
+                              irc == ERR_OK && !sum.failed_on_conflict);
+        json_dumpf(j, stdout, JSON_COMPACT);
+        fputc('\n', stdout);
+        json_decref(j);
+    }
+    if (irc != ERR_OK)
+        rc = fail("the import stopped: %s; what was committed stays, and running the same "
+                  "command again carries on",
+                  err_str(irc));
+    else if (sum.failed_on_conflict)
+        rc = fail("%lld conflict%s (listed above): nothing was written", (long long)sum.conflicts,
+                  sum.conflicts == 1 ? "" : "s");
+    if (rc == 2)
+        rc = 1;
+out:
+    links_free(l);
+    st->ops->close(st);
+    return rc;
 }

@@ -229,19 +229,14 @@ static void count_dim(struct dayrow *r, int dim, const char *v)
         dayrow_tally(r, dim, v, strlen(v), 1);
 }
 
-void aggregate_add(struct aggregate *a, const struct click_event *e)
+void aggregate_fold(struct classify *cl, const char *const *self_hosts, bool hurry,
+                    struct dayrow *r, const struct click_event *e)
 {
-    struct table *t = &a->t;
-    size_t n = e->code.n < CODE_MAX ? e->code.n : CODE_MAX;
-    int64_t day = day_number(e->ts);
-    struct dayrow *r = &lday_get(t, e->code.p, n, day)->row;
-    t->events++;
-
     struct ua_info ua;
-    if (a->hurry)
-        (void)classify_ua_hurried(a->cl, e->ua.p, e->ua.n, &ua);
+    if (hurry)
+        (void)classify_ua_hurried(cl, e->ua.p, e->ua.n, &ua);
     else
-        classify_ua(a->cl, e->ua.p, e->ua.n, &ua);
+        classify_ua(cl, e->ua.p, e->ua.n, &ua);
     if (e->flags & EVENT_PREFETCH) {
         r->bots++;
         count_dim(r, DIM_BOT_KIND, "prefetch");
@@ -258,9 +253,10 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
         dayrow_visitor(r, e->visitor);
     char host[DIM_MAX + 1], lang[16], src[DIM_MAX + 1], med[DIM_MAX + 1], camp[DIM_MAX + 1];
     enum ref_group group;
-    classify_referrer(e->referer.p, e->referer.n, a->self_hosts, host, &group);
+    classify_referrer(e->referer.p, e->referer.n, self_hosts, host, &group);
     classify_language(e->lang.p, e->lang.n, lang);
     classify_utm(e->query.p, e->query.n, src, med, camp);
+    int64_t day = day_number(e->ts);
     int64_t secs = e->ts / 1000;
     int hour = (int)((secs % 86400 + 86400) % 86400 / 3600);
     int dow = (int)((day % 7 + 7 + 3) % 7) + 1; /* 1970-01-01 was a Thursday (4) */
@@ -287,6 +283,16 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     }
     const char *text[4] = {host, e->country, device_name(ua.device), ua.browser};
     dayrow_remember(r, e->ts, text);
+}
+
+void aggregate_add(struct aggregate *a, const struct click_event *e)
+{
+    struct table *t = &a->t;
+    size_t n = e->code.n < CODE_MAX ? e->code.n : CODE_MAX;
+    int64_t day = day_number(e->ts);
+    struct dayrow *r = &lday_get(t, e->code.p, n, day)->row;
+    t->events++;
+    aggregate_fold(a->cl, a->self_hosts, a->hurry, r, e);
 }
 
 void aggregate_set_hurry(struct aggregate *a, bool on) { a->hurry = on; }

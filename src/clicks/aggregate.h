@@ -24,6 +24,12 @@ void aggregate_free(struct aggregate *a);
 
 /* Classifies and counts one event. */
 void aggregate_add(struct aggregate *a, const struct click_event *e);
+/* What aggregate_add does to the event's link day 'r', for a caller that
+ * keeps its own rows (the importer, import.h): the same classification, so
+ * imported clicks have the same dimensions and bots apart as served ones. */
+struct dayrow;
+void aggregate_fold(struct classify *cl, const char *const *self_hosts, bool hurry,
+                    struct dayrow *r, const struct click_event *e);
 /* While on, aggregate_add classifies user agents in a hurry
  * (classify_ua_hurried): for when the fold is far behind. Off at first. */
 void aggregate_set_hurry(struct aggregate *a, bool on);

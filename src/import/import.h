@@ -86,6 +86,11 @@ struct import_tally {
     const struct import_tally_value *values;
     size_t nvalues;
     struct import_where where;
+    /* Added for sources that keep them (shortd's own export): bot clicks of
+     * the period, and its unique visitors (kept as the day's count, since
+     * no visitor hash comes with them). 0: none, or unknown. */
+    int64_t bots;
+    int64_t uniques;
 };
 
 /* Handing records over. Each returns ERR_OK, or an error that stops the
@@ -103,6 +108,9 @@ void import_refuse(struct import_sink *s, struct import_where where, const char 
 /* Progress: the reader says how far through its source it is, in units of
  * its choice ('total' 0 when it cannot know). */
 void import_progress(struct import_sink *s, uint64_t done, uint64_t total);
+/* The unit of import_progress's counts, for the progress line ("rows" unless
+ * set; a static string). */
+void import_progress_unit(struct import_sink *s, const char *unit);
 
 /* Readers */
 
@@ -112,12 +120,72 @@ void import_progress(struct import_sink *s, uint64_t done, uint64_t total);
 typedef int (*import_reader)(const char *source, struct import_sink *s);
 
 struct import_format {
-    const char *name;  /* "yourls", "kutt", "shlink", "bitly", "csv", "shortd" */
-    const char *what;  /* one line for --help: what SOURCE may be */
+    const char *name; /* "yourls", "kutt", "shlink", "bitly", "csv", "shortd" */
+    const char *what; /* one line for --help: what SOURCE may be */
     import_reader read;
 };
 
 /* The formats, ending with a NULL name. */
 extern const struct import_format import_formats[];
+/* The format named 'name', NULL when there is none. */
+const struct import_format *import_format_find(const char *name);
+
+/* The readers of formats.c's table (one file each). */
+int import_read_yourls(const char *source, struct import_sink *s);
+int import_read_kutt(const char *source, struct import_sink *s);
+int import_read_shlink(const char *source, struct import_sink *s);
+int import_read_bitly(const char *source, struct import_sink *s);
+int import_read_csv(const char *source, struct import_sink *s);
+int import_read_shortd(const char *source, struct import_sink *s);
+
+/* Running an import (the CLI's `shortd import`) */
+
+/* What to do with a code the store has with another destination. */
+enum import_conflict {
+    IMPORT_SKIP, /* keep the store's link, report the row */
+    IMPORT_KEEP, /* the source's destination replaces it (with a history row) */
+    IMPORT_FAIL, /* write nothing at all: a dry pass first, then stop if any */
+};
+
+struct links;
+struct store;
+
+struct import_opts {
+    int64_t owner; /* API key id the new links get */
+    enum import_conflict conflict;
+    bool dry_run;      /* everything but the writes */
+    size_t batch_rows; /* records a transaction (IMPORT_BATCH_ROWS when 0) */
+    int progress;      /* enum progress_mode (base/progress.h) */
+    bool quiet;        /* no line per refused row or conflict on stderr */
+};
+
+#define IMPORT_BATCH_ROWS 5000
+
+/* What an import did (or with dry_run would do). */
+struct import_summary {
+    int64_t links_imported;  /* new links */
+    int64_t links_there;     /* the store had them with the same destination */
+    int64_t conflicts;       /* the store had them with another destination... */
+    int64_t replaced;        /* ... and of those, replaced (--on-conflict keep) */
+    int64_t refused;         /* rows refused, links, visits or tallies alike */
+    int64_t visits;          /* visits counted into the history ... */
+    int64_t visit_bots;      /* ... of them bots */
+    int64_t visits_dropped;  /* visits of links that were there already */
+    int64_t tallies;         /* tally rows counted */
+    int64_t tally_clicks;    /* clicks they held */
+    int64_t imported_clicks; /* source totals no visit or tally accounted for */
+    int64_t domains_added;   /* custom domains the store lacked */
+    bool failed_on_conflict; /* IMPORT_FAIL found conflicts: nothing written */
+};
+
+/* Reads 'source' with format 'f' into 'st' through 'l' (links.h: the
+ * store's secrets and rules). Refused rows and conflicts are reported on
+ * stderr as they come (unless quiet) and counted in 'out'. ERR_OK when the
+ * source was read to its end (refused rows and conflicts included; with
+ * IMPORT_FAIL and conflicts, nothing is written and out->failed_on_conflict
+ * is set); an error when the source could not be read or the store failed,
+ * after which what was committed stays and a rerun carries on. */
+int import_run(struct store *st, struct links *l, const struct import_format *f, const char *source,
+               const struct import_opts *o, struct import_summary *out);
 
 #endif

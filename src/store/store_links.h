@@ -98,6 +98,9 @@ typedef int (*domain_cb)(const char *host, int64_t owner, int64_t created_at, vo
     int (*link_find_live)(struct store * st, int64_t owner, const char *url, int64_t now,            \
                           struct link *out);                                                         \
     int (*link_set_state)(struct store * st, const char *code, int state, int64_t now);              \
+    /* Adds to a link's kept all-time totals (negative: takes away) the                            \
+     * clicks an import brings without their days (import.h). ERR_NOTFOUND. */ \
+    int (*link_imported)(struct store * st, const char *code, int64_t clicks, int64_t bots);         \
     int (*link_list)(struct store * st, const struct link_query *q, link_cb cb, void *arg);          \
     /* Where a page of a search stops: the rows-th link of q's owner after                         \
      * q's cursor, in the list's order and whatever its state (no other                            \

@@ -80,6 +80,7 @@ enum stmt {
     S_LINK_FIND_LIVE,
     S_LINK_DELETE,
     S_LINK_SET_STATE,
+    S_LINK_IMPORTED,
     S_LINK_COUNT,
     S_LINK_SWEEP,
     S_DAYS_ADD,
@@ -146,6 +147,8 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = $2, " SQL_LINK_DATA_NULL
                       " WHERE code = $1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = $2, changed_at = $3 WHERE code = $1",
+    [S_LINK_IMPORTED] = "UPDATE links SET clicks = clicks + $2, bot_clicks = bot_clicks + $3 "
+                        "WHERE code = $1",
     [S_LINK_COUNT] = "SELECT count(*) FROM links",
     /* SKIP LOCKED: two nodes sweeping at once take different rows. */
     [S_LINK_SWEEP] = "UPDATE links SET " SQL_LINK_DATA_NULL " WHERE code IN (SELECT code "
@@ -1101,6 +1104,17 @@ static int pg_link_set_state(struct store *st, const char *code, int state, int6
     return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
 }
 
+static int pg_link_imported(struct store *st, const char *code, int64_t clicks, int64_t bots)
+{
+    struct params p = {0};
+    p_text(&p, code);
+    p_i64(&p, clicks);
+    p_i64(&p, bots);
+    int n = 0;
+    int rc = run_count(st, S_LINK_IMPORTED, &p, "link imported", &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
 /* Parameters of a statement made by sqlgen.c. */
 static void stmt_params(const struct sql_stmt *s, struct params *p)
 {
@@ -1732,6 +1746,7 @@ const struct store_ops store_pg_ops = {
     .link_insert = pg_link_insert,
     .link_find_live = pg_link_find_live,
     .link_set_state = pg_link_set_state,
+    .link_imported = pg_link_imported,
     .link_list = pg_link_list,
     .link_list_floor = pg_link_list_floor,
     .link_count = pg_link_count,

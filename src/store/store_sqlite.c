@@ -61,6 +61,7 @@ enum stmt {
     S_LINK_FIND_LIVE,
     S_LINK_DELETE,
     S_LINK_SET_STATE,
+    S_LINK_IMPORTED,
     S_LINK_COUNT,
     S_LINK_SWEEP,
     S_META_DEL,
@@ -124,6 +125,8 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, " SQL_LINK_DATA_NULL
                       " WHERE code = ?1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = ?2, changed_at = ?3 WHERE code = ?1",
+    [S_LINK_IMPORTED] = "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 "
+                        "WHERE code = ?1",
     /* Rows of links are never deleted (a deleted link stays as a tombstone)
      * and never inserted with an id, so SQLite gives each new row the largest
      * id plus one (a rolled-back insert hands its id on), and the ids are 1..N.
@@ -1087,6 +1090,20 @@ static int sq_link_set_state(struct store *st, const char *code, int state, int6
     return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
 }
 
+static int sq_link_imported(struct store *st, const char *code, int64_t clicks, int64_t bots)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_IMPORTED);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, clicks);
+    sqlite3_bind_int64(q, 3, bots);
+    int rc = run_done(q, "link imported");
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
 /* Binds parameter i (from 1) to a value that outlives the statement. */
 static void bind_param(sqlite3_stmt *q, int i, const struct store_value *v)
 {
@@ -1723,6 +1740,7 @@ const struct store_ops store_sqlite_ops = {
     .link_insert = sq_link_insert,
     .link_find_live = sq_link_find_live,
     .link_set_state = sq_link_set_state,
+    .link_imported = sq_link_imported,
     .link_list = sq_link_list,
     .link_list_floor = sq_link_list_floor,
     .link_count = sq_link_count,

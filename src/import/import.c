@@ -1,0 +1,730 @@
+/* import.c - the import sink: checks each record a reader hands over,
+ * applies the conflict rule, re-counts visits through the click pipeline's
+ * own classification and writes through the store in large transactions.
+ *
+ * DESIGN
+ * Codes: every code the source gives is remembered for the run (a hash
+ * table of code → what became of it), so a visit or tally of a code the
+ * source never gave is refused, one of a link that was there already is
+ * dropped, and a code given twice is refused the second time.
+ *
+ * Totals and crashes: a new link is inserted with its source totals as
+ * imported totals (link_imported), in the transaction of its insert. Its
+ * visits and tallies are folded into day rows per (code, day) in memory and
+ * stored with agg_days when the transaction commits; the same transaction
+ * takes as many clicks back from the link's imported totals as its days
+ * gained (never more than there are). So at every commit a link's all-time
+ * total is its source's (or more, when the visits outnumber it), and a run
+ * killed at any point and run again counts no visit twice: the rerun finds
+ * the link there with the same destination and drops its visits. What the
+ * killed run had not stored of its history stays in the imported totals.
+ *
+ * Transactions: 'batch_rows' records each (links, visits, tallies alike),
+ * which also bumps the change generation so serving nodes drop their caches
+ * and answer the new codes at once. A dry run does everything but the
+ * writes; --on-conflict fail runs one dry pass first and writes only when it
+ * found no conflict. */
+#include "import/import.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/router.h"
+#include "base/buf.h"
+#include "base/bump.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "base/progress.h"
+#include "base/timeutil.h"
+#include "clicks/aggregate.h"
+#include "clicks/classify.h"
+#include "clicks/dayrow.h"
+#include "clicks/event.h"
+#include "links/codes.h"
+#include "links/links.h"
+#include "links/urlcheck.h"
+#include "store/store.h"
+#include "base/banned.h"
+
+/* What became of a code of the source */
+enum fate {
+    FATE_NEW,      /* inserted by this run: its visits count */
+    FATE_THERE,    /* the store had it with the same destination */
+    FATE_CONFLICT, /* the store had it with another (kept, or replaced) */
+    FATE_REFUSED,  /* the record was refused */
+};
+
+struct code_ent {
+    char *code; /* NULL: free slot */
+    uint8_t fate;
+    int64_t line;        /* where the source first gave it */
+    int64_t remain;      /* imported clicks not yet taken back by days ... */
+    int64_t remain_bots; /* ... and bot clicks (bot days take these first) */
+};
+
+/* One link day being folded */
+struct iday {
+    struct code_ent *ent;
+    int64_t day;
+    struct dayrow row;
+    struct iday *next_in_slot;
+};
+
+struct import_sink {
+    struct store *st;
+    struct links *links;
+    const struct import_opts *o;
+    struct import_summary *sum;
+    bool write; /* false: a dry run (or the dry pass of --on-conflict fail) */
+    int64_t now;
+    struct classify *cl;
+    const char *const *reserved;
+
+    struct code_ent *codes;
+    size_t ncodes, codes_cap; /* cap a power of two */
+
+    struct bump *mem; /* iday and their rows, cleared at each commit */
+    struct iday **days;
+    size_t ndays, days_cap;
+
+    bool in_tx;
+    size_t rows; /* records in the open transaction */
+    int failed;  /* the store's error that stopped the import */
+    int64_t records;
+    struct progress *pg;
+};
+
+/* ---- the code table ---- */
+
+static uint64_t hash_str(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static struct code_ent *code_find(struct import_sink *s, const char *code, bool add)
+{
+    if (add && (s->ncodes + 1) * 4 > s->codes_cap * 3) {
+        size_t cap = s->codes_cap ? 2 * s->codes_cap : 1024;
+        struct code_ent *t = calloc(cap, sizeof(*t));
+        if (!t)
+            abort();
+        for (size_t i = 0; i < s->codes_cap; i++) {
+            if (!s->codes[i].code)
+                continue;
+            size_t j = hash_str(s->codes[i].code, strlen(s->codes[i].code)) & (cap - 1);
+            while (t[j].code)
+                j = (j + 1) & (cap - 1);
+            t[j] = s->codes[i];
+        }
+        free(s->codes);
+        s->codes = t;
+        s->codes_cap = cap;
+    }
+    if (!s->codes_cap)
+        return NULL;
+    size_t j = hash_str(code, strlen(code)) & (s->codes_cap - 1);
+    while (s->codes[j].code) {
+        if (!strcmp(s->codes[j].code, code))
+            return &s->codes[j];
+        j = (j + 1) & (s->codes_cap - 1);
+    }
+    if (!add)
+        return NULL;
+    s->codes[j].code = xstrdup(code);
+    s->ncodes++;
+    return &s->codes[j];
+}
+
+/* ---- reporting ---- */
+
+static void where_text(struct import_where w, char *out, size_t n)
+{
+    if (w.table)
+        snprintf(out, n, "%s row %lld", w.table, (long long)w.n);
+    else if (w.n)
+        snprintf(out, n, "line %lld", (long long)w.n);
+    else
+        snprintf(out, n, "source");
+}
+
+static void say(struct import_sink *s, struct import_where w, const char *what, const char *fmt,
+                va_list ap)
+{
+    if (s->o->quiet)
+        return;
+    char place[96];
+    where_text(w, place, sizeof(place));
+    progress_clear(s->pg);
+    fprintf(stderr, "import: %s: %s", place, what);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void import_refuse(struct import_sink *s, struct import_where where, const char *fmt, ...)
+{
+    s->sum->refused++;
+    va_list ap;
+    va_start(ap, fmt);
+    say(s, where, "refused: ", fmt, ap);
+    va_end(ap);
+}
+
+static void conflict(struct import_sink *s, struct import_where where, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void conflict(struct import_sink *s, struct import_where where, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say(s, where, "conflict: ", fmt, ap);
+    va_end(ap);
+}
+
+void import_progress(struct import_sink *s, uint64_t done, uint64_t total)
+{
+    progress_update(s->pg, done, total);
+}
+
+void import_progress_unit(struct import_sink *s, const char *unit)
+{
+    progress_set_unit(s->pg, unit);
+}
+
+/* ---- transactions ---- */
+
+static int cmp_iday(const void *a, const void *b)
+{
+    const struct iday *x = *(struct iday *const *)a, *y = *(struct iday *const *)b;
+    int c = strcmp(x->ent->code, y->ent->code);
+    if (c)
+        return c;
+    return x->day < y->day ? -1 : x->day > y->day;
+}
+
+/* How much of a link's imported totals days of 'clicks' and 'bots' account
+ * for: clicks take imported clicks; bots take imported bot clicks, and once
+ * those are gone, imported clicks (a source whose total counts everyone). */
+static void take_back(const struct code_ent *e, int64_t clicks, int64_t bots, int64_t *back,
+                      int64_t *back_bots)
+{
+    *back_bots = bots < e->remain_bots ? bots : e->remain_bots;
+    int64_t rest = clicks + bots - *back_bots;
+    *back = rest < e->remain ? rest : e->remain;
+}
+
+/* Stores the folded days (sorted by code and day, as agg_days wants) and
+ * takes what they gained back from their links' imported totals. */
+static int store_days(struct import_sink *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->days_cap; i++)
+        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
+            n++;
+    if (!n)
+        return ERR_OK;
+    struct iday **v = malloc(n * sizeof(*v));
+    struct day_delta *dd = malloc(n * sizeof(*dd));
+    if (!v || !dd)
+        abort();
+    n = 0;
+    for (size_t i = 0; i < s->days_cap; i++)
+        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
+            v[n++] = d;
+    qsort(v, n, sizeof(*v), cmp_iday);
+    for (size_t i = 0; i < n; i++)
+        dd[i] = (struct day_delta){v[i]->ent->code, v[i]->day, &v[i]->row};
+    int rc = s->st->ops->agg_days(s->st, dd, n);
+    for (size_t i = 0; rc == ERR_OK && i < n;) {
+        struct code_ent *e = v[i]->ent;
+        int64_t clicks = 0, bots = 0;
+        for (; i < n && v[i]->ent == e; i++) {
+            clicks += v[i]->row.clicks;
+            bots += v[i]->row.bots;
+        }
+        int64_t back = 0, back_bots = 0;
+        take_back(e, clicks, bots, &back, &back_bots);
+        if (back || back_bots)
+            rc = s->st->ops->link_imported(s->st, e->code, -back, -back_bots);
+        if (rc == ERR_OK) {
+            e->remain -= back;
+            e->remain_bots -= back_bots;
+        }
+    }
+    free(v);
+    free(dd);
+    return rc;
+}
+
+static void days_clear(struct import_sink *s)
+{
+    for (size_t i = 0; i < s->days_cap; i++)
+        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
+            dayrow_release(&d->row);
+    if (s->days)
+        memset(s->days, 0, s->days_cap * sizeof(*s->days));
+    s->ndays = 0;
+    bump_clear(s->mem);
+}
+
+static int bump_generation(struct store *st)
+{
+    struct buf v = BUF_INIT;
+    int64_t g = 0;
+    int rc = st->ops->meta_get(st, "generation", &v);
+    if (rc == ERR_OK && v.len == sizeof(g))
+        memcpy(&g, v.p, sizeof(g));
+    buf_release(&v);
+    if (rc != ERR_OK && rc != ERR_NOTFOUND)
+        return rc;
+    g++;
+    return st->ops->meta_put(st, "generation", &g, sizeof(g));
+}
+
+/* Commits the open transaction with the days folded so far. */
+static int commit(struct import_sink *s)
+{
+    if (!s->write) {
+        /* A dry run's remainders are what a real run would leave */
+        for (size_t i = 0; i < s->days_cap; i++)
+            for (struct iday *d = s->days[i]; d; d = d->next_in_slot) {
+                int64_t back, back_bots;
+                take_back(d->ent, d->row.clicks, d->row.bots, &back, &back_bots);
+                d->ent->remain -= back;
+                d->ent->remain_bots -= back_bots;
+            }
+        days_clear(s);
+        s->rows = 0;
+        return ERR_OK;
+    }
+    if (!s->in_tx && !s->ndays)
+        return ERR_OK;
+    int rc = s->in_tx ? ERR_OK : s->st->ops->begin(s->st);
+    s->in_tx = rc == ERR_OK;
+    if (rc == ERR_OK)
+        rc = store_days(s);
+    if (rc == ERR_OK)
+        rc = bump_generation(s->st);
+    if (rc == ERR_OK)
+        rc = s->st->ops->commit(s->st);
+    else if (s->in_tx)
+        s->st->ops->rollback(s->st);
+    s->in_tx = false;
+    days_clear(s);
+    s->rows = 0;
+    if (rc != ERR_OK && !s->failed)
+        s->failed = log_fail(rc, "the import's transaction failed: %s", err_str(rc));
+    return rc;
+}
+
+/* Opens a transaction if none is open; commits when it holds enough rows. */
+static int need_tx(struct import_sink *s)
+{
+    if (s->failed)
+        return s->failed;
+    if (!s->write || s->in_tx)
+        return ERR_OK;
+    int rc = s->st->ops->begin(s->st);
+    if (rc != ERR_OK)
+        return s->failed = log_fail(rc, "cannot begin the import's transaction");
+    s->in_tx = true;
+    return ERR_OK;
+}
+
+static int counted(struct import_sink *s)
+{
+    s->records++;
+    size_t max = s->o->batch_rows ? s->o->batch_rows : IMPORT_BATCH_ROWS;
+    if (++s->rows >= max)
+        return commit(s);
+    return ERR_OK;
+}
+
+/* ---- links ---- */
+
+static bool is_reserved(struct import_sink *s, const char *code)
+{
+    for (const char *const *r = s->reserved; *r; r++)
+        if (!strcasecmp(*r, code))
+            return true;
+    return false;
+}
+
+/* Why 'l' cannot be a link, or NULL; its URL as stored goes to 'url'. */
+static const char *check_link(struct import_sink *s, const struct import_link *l, struct buf *url,
+                              char *why, size_t n)
+{
+    if (!l->code || !*l->code)
+        return "no code";
+    size_t len = strlen(l->code);
+    if (!code_is_plausible(l->code, len)) {
+        snprintf(why, n, "code '%.40s' is not 1 to %d of the characters 0-9 A-Z a-z _ -", l->code,
+                 CODE_MAX);
+        return why;
+    }
+    if (is_reserved(s, l->code)) {
+        snprintf(why, n, "code '%s' is a reserved path of shortd", l->code);
+        return why;
+    }
+    if (!l->url || !*l->url) {
+        snprintf(why, n, "code '%s' has no destination", l->code);
+        return why;
+    }
+    static const char *const no_hosts[] = {NULL};
+    struct urlcheck_opts uo = {.self_hosts = no_hosts, .blocked = NULL};
+    struct buf host = BUF_INIT;
+    const char *uwhy = NULL;
+    int rc = urlcheck(l->url, strlen(l->url), &uo, url, &host, &uwhy);
+    buf_release(&host);
+    if (rc != ERR_OK) {
+        snprintf(why, n, "code '%s': destination %s", l->code, uwhy ? uwhy : "is not valid");
+        return why;
+    }
+    if (l->domain && *l->domain) {
+        const char *dwhy = NULL;
+        if (links_domain_check(l->domain, strlen(l->domain), &dwhy) != ERR_OK) {
+            snprintf(why, n, "code '%s': domain '%.80s' %s", l->code, l->domain, dwhy);
+            return why;
+        }
+    }
+    if (l->tags && *l->tags) {
+        json_t *t = json_loads(l->tags, 0, NULL);
+        bool ok = json_is_array(t);
+        json_decref(t);
+        if (!ok) {
+            snprintf(why, n, "code '%s': tags are not a JSON array", l->code);
+            return why;
+        }
+    }
+    return NULL;
+}
+
+static int insert_link(struct import_sink *s, const struct import_link *l, const char *url)
+{
+    struct store *st = s->st;
+    int rc;
+    char domain[256] = "";
+    if (l->domain && *l->domain) {
+        size_t n = strlen(l->domain);
+        for (size_t i = 0; i < n && i < sizeof(domain) - 1; i++)
+            domain[i] = (char)((l->domain[i] >= 'A' && l->domain[i] <= 'Z') ? l->domain[i] + 32
+                                                                            : l->domain[i]);
+        domain[n < sizeof(domain) ? n : sizeof(domain) - 1] = '\0';
+        int64_t owner;
+        rc = st->ops->domain_get(st, domain, &owner);
+        if (rc == ERR_NOTFOUND) {
+            rc = st->ops->domain_add(st, domain, s->o->owner, s->now);
+            if (rc == ERR_OK || rc == ERR_EXISTS)
+                s->sum->domains_added += rc == ERR_OK;
+            rc = rc == ERR_EXISTS ? ERR_OK : rc;
+        }
+        if (rc != ERR_OK)
+            return rc;
+    }
+    struct link k = {0};
+    memcpy(k.code, l->code, strlen(l->code) + 1);
+    k.owner = s->o->owner;
+    k.url = (char *)url;
+    k.title = (char *)(l->title && *l->title ? l->title : NULL);
+    k.tags = (char *)(l->tags && *l->tags ? l->tags : NULL);
+    k.created_at = l->created_at > 0 ? l->created_at * 1000 : s->now;
+    k.expires_at = l->expires_at > 0 ? l->expires_at * 1000 : 0;
+    k.changed_at = s->now;
+    k.state = l->disabled ? LINK_DISABLED : LINK_ACTIVE;
+    k.permanent = l->permanent;
+    k.password = (char *)(l->password && *l->password ? l->password : NULL);
+    k.domain = *domain ? domain : NULL;
+    k.max_clicks = l->max_clicks > 0 ? l->max_clicks : 0;
+    rc = st->ops->link_insert(st, &k);
+    if (rc == ERR_OK && (l->clicks > 0 || l->bot_clicks > 0))
+        rc = st->ops->link_imported(st, l->code, l->clicks > 0 ? l->clicks : 0,
+                                    l->bot_clicks > 0 ? l->bot_clicks : 0);
+    return rc;
+}
+
+static int replace_url(struct import_sink *s, struct link *old, const char *url,
+                       const struct import_link *l, bool *done)
+{
+    struct link_patch p = {.fields = PATCH_URL};
+    struct buf norm = BUF_INIT, host = BUF_INIT;
+    const char *why = NULL;
+    struct urlcheck_opts uo = {.self_hosts = NULL, .blocked = NULL};
+    int rc = urlcheck(url, strlen(url), &uo, &norm, &host, &why);
+    if (rc == ERR_OK) {
+        p.url = buf_detach(&norm, NULL);
+        p.host = buf_detach(&host, NULL);
+        const char *field = NULL;
+        rc = s->st->ops->savepoint(s->st);
+        if (rc == ERR_OK) {
+            rc = links_edit(s->links, s->st, old, &p, s->now, s->o->owner, &field);
+            s->st->ops->savepoint_end(s->st, rc == ERR_OK);
+        }
+    }
+    buf_release(&norm);
+    buf_release(&host);
+    link_patch_release(&p);
+    *done = rc == ERR_OK;
+    if (rc == ERR_FORBIDDEN || rc == ERR_INVALID || rc == ERR_MISMATCH) {
+        import_refuse(s, l->where, "code '%s': cannot replace its destination: %s", l->code,
+                      rc == ERR_FORBIDDEN ? "the host is blocked" : err_str(rc));
+        return ERR_OK;
+    }
+    return rc;
+}
+
+int import_link(struct import_sink *s, const struct import_link *l)
+{
+    int rc = need_tx(s);
+    if (rc != ERR_OK)
+        return rc;
+    struct buf url = BUF_INIT;
+    char why[256];
+    const char *bad = check_link(s, l, &url, why, sizeof(why));
+    if (bad) {
+        if (l->code && *l->code && code_is_plausible(l->code, strlen(l->code))) {
+            struct code_ent *e = code_find(s, l->code, true);
+            if (e->fate != FATE_NEW || !e->line) {
+                e->fate = FATE_REFUSED;
+                e->line = l->where.n;
+            }
+        }
+        import_refuse(s, l->where, "%s", bad);
+        buf_release(&url);
+        return ERR_OK;
+    }
+    struct code_ent *e = code_find(s, l->code, true);
+    if (e->line) {
+        char first[96];
+        where_text((struct import_where){l->where.table, e->line}, first, sizeof(first));
+        import_refuse(s, l->where, "code '%s' was given before (%s)", l->code, first);
+        buf_release(&url);
+        return ERR_OK;
+    }
+    e->line = l->where.n ? l->where.n : -1;
+    struct link old = {0};
+    rc = s->st->ops->link_get(s->st, l->code, &old);
+    if (rc == ERR_NOTFOUND) {
+        e->fate = FATE_NEW;
+        e->remain = l->clicks > 0 ? l->clicks : 0;
+        e->remain_bots = l->bot_clicks > 0 ? l->bot_clicks : 0;
+        const char *field = NULL;
+        rc = links_check_blocked(s->links, s->st, url.p, NULL, &field);
+        if (rc == ERR_FORBIDDEN) {
+            e->fate = FATE_REFUSED;
+            import_refuse(s, l->where, "code '%s': destination host is blocked", l->code);
+            rc = ERR_OK;
+        } else if (rc == ERR_OK && s->write) {
+            rc = insert_link(s, l, url.p);
+        }
+        if (rc == ERR_OK && e->fate == FATE_NEW)
+            s->sum->links_imported++;
+    } else if (rc == ERR_OK) {
+        bool same = old.url && !strcmp(old.url, url.p);
+        e->fate = same ? FATE_THERE : FATE_CONFLICT;
+        if (same) {
+            s->sum->links_there++;
+        } else {
+            s->sum->conflicts++;
+            char *was = xstrdup(old.url ? old.url : "(deleted)");
+            if (s->o->conflict == IMPORT_KEEP && old.url && old.state != LINK_DELETED) {
+                bool done = true;
+                if (s->write)
+                    rc = replace_url(s, &old, url.p, l, &done);
+                if (rc == ERR_OK && done) {
+                    s->sum->replaced++;
+                    conflict(s, l->where, "code '%s' pointed at %s; now at %s", l->code, was,
+                             url.p);
+                }
+            } else {
+                conflict(s, l->where, "code '%s' is taken (%s), kept; the source has %s", l->code,
+                         was, url.p);
+            }
+            free(was);
+        }
+        link_release(&old);
+    }
+    buf_release(&url);
+    if (rc != ERR_OK)
+        return s->failed = log_fail(rc, "cannot import code '%s': %s", l->code, err_str(rc));
+    return counted(s);
+}
+
+/* ---- visits and tallies ---- */
+
+/* The code's entry when its visits count: refused (not in the source) or
+ * dropped (the link was there) otherwise, NULL then. */
+static struct code_ent *visit_target(struct import_sink *s, const char *code, struct import_where w,
+                                     int64_t n)
+{
+    struct code_ent *e = code && *code ? code_find(s, code, false) : NULL;
+    if (!e) {
+        import_refuse(s, w, "code '%.40s' is not a link of the source", code ? code : "");
+        return NULL;
+    }
+    if (e->fate != FATE_NEW) {
+        s->sum->visits_dropped += n;
+        return NULL;
+    }
+    return e;
+}
+
+static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t day)
+{
+    if ((s->ndays + 1) * 2 > s->days_cap) {
+        size_t cap = s->days_cap ? 2 * s->days_cap : 1024;
+        struct iday **t = calloc(cap, sizeof(*t));
+        if (!t)
+            abort();
+        for (size_t i = 0; i < s->days_cap; i++)
+            for (struct iday *d = s->days[i], *nx; d; d = nx) {
+                nx = d->next_in_slot;
+                size_t j = (((uintptr_t)d->ent >> 4) * 31 + (uint64_t)d->day) & (cap - 1);
+                d->next_in_slot = t[j];
+                t[j] = d;
+            }
+        free(s->days);
+        s->days = t;
+        s->days_cap = cap;
+    }
+    size_t j = (((uintptr_t)e >> 4) * 31 + (uint64_t)day) & (s->days_cap - 1);
+    for (struct iday *d = s->days[j]; d; d = d->next_in_slot)
+        if (d->ent == e && d->day == day)
+            return &d->row;
+    struct iday *d = bump_alloc(s->mem, sizeof(*d));
+    d->ent = e;
+    d->day = day;
+    dayrow_init_bump(&d->row, s->mem);
+    d->next_in_slot = s->days[j];
+    s->days[j] = d;
+    s->ndays++;
+    return &d->row;
+}
+
+static struct slice sl(const char *p) { return (struct slice){p ? p : "", p ? strlen(p) : 0}; }
+
+int import_visit(struct import_sink *s, const struct import_visit *v)
+{
+    int rc = need_tx(s);
+    if (rc != ERR_OK)
+        return rc;
+    struct code_ent *e = visit_target(s, v->code, v->where, 1);
+    if (!e)
+        return counted(s);
+    if (v->at <= 0) {
+        import_refuse(s, v->where, "visit of '%s' has no time", v->code);
+        return counted(s);
+    }
+    struct click_event ev = {.ts = v->at * 1000,
+                             .code = sl(v->code),
+                             .ua = sl(v->user_agent),
+                             .referer = sl(v->referrer),
+                             .lang = sl(v->language),
+                             .query = sl(v->query)};
+    if (v->country && strlen(v->country) == 2) {
+        ev.country[0] = (char)(v->country[0] & ~0x20);
+        ev.country[1] = (char)(v->country[1] & ~0x20);
+    }
+    /* The same limits a served click's event has (event.h) */
+    ev.ua.n = ev.ua.n < EVENT_UA_MAX ? ev.ua.n : EVENT_UA_MAX;
+    ev.referer.n = ev.referer.n < EVENT_REFERER_MAX ? ev.referer.n : EVENT_REFERER_MAX;
+    ev.lang.n = ev.lang.n < EVENT_LANG_MAX ? ev.lang.n : EVENT_LANG_MAX;
+    ev.query.n = ev.query.n < EVENT_QUERY_MAX ? ev.query.n : EVENT_QUERY_MAX;
+    struct dayrow *r = day_of(s, e, day_number(ev.ts));
+    int64_t bots = r->bots;
+    aggregate_fold(s->cl, NULL, false, r, &ev);
+    s->sum->visits++;
+    s->sum->visit_bots += r->bots - bots;
+    return counted(s);
+}
+
+int import_tally(struct import_sink *s, const struct import_tally *t)
+{
+    int rc = need_tx(s);
+    if (rc != ERR_OK)
+        return rc;
+    struct code_ent *e = visit_target(s, t->code, t->where, t->clicks);
+    if (!e)
+        return counted(s);
+    if (t->at <= 0 || t->clicks < 0 || t->bots < 0) {
+        import_refuse(s, t->where, "tally of '%s' has no time or a negative count", t->code);
+        return counted(s);
+    }
+    struct dayrow *r = day_of(s, e, day_number(t->at * 1000));
+    r->clicks += t->clicks;
+    r->bots += t->bots > 0 ? t->bots : 0;
+    r->uniques_base += t->uniques > 0 ? t->uniques : 0;
+    for (size_t i = 0; i < t->nvalues; i++) {
+        const struct import_tally_value *x = &t->values[i];
+        if (x->dim < 0 || x->dim >= DIM__COUNT || !x->value || !*x->value || x->n <= 0)
+            continue;
+        char v[DIM_MAX + 1];
+        size_t n = clamp_utf8(x->value, strlen(x->value), v);
+        dayrow_tally(r, x->dim, v, n, x->n);
+    }
+    s->sum->tallies++;
+    s->sum->tally_clicks += t->clicks + (t->bots > 0 ? t->bots : 0);
+    return counted(s);
+}
+
+/* ---- running ---- */
+
+static int run_pass(struct store *st, struct links *l, const struct import_format *f,
+                    const char *source, const struct import_opts *o, bool write,
+                    struct import_summary *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct import_sink s = {.st = st,
+                            .links = l,
+                            .o = o,
+                            .sum = out,
+                            .write = write,
+                            .now = now_ms(),
+                            .reserved = router_reserved(),
+                            .mem = bump_new()};
+    int rc = classify_new(4096, &s.cl);
+    if (rc != ERR_OK) {
+        bump_free(s.mem);
+        return rc;
+    }
+    s.pg = progress_new("import", "rows", o->progress);
+    rc = f->read(source, &s);
+    if (s.failed)
+        rc = s.failed;
+    if (rc == ERR_OK)
+        rc = commit(&s);
+    else if (s.in_tx)
+        st->ops->rollback(st);
+    progress_end(s.pg);
+    for (size_t i = 0; i < s.codes_cap; i++) {
+        if (s.codes[i].code && s.codes[i].fate == FATE_NEW)
+            out->imported_clicks += s.codes[i].remain + s.codes[i].remain_bots;
+        free(s.codes[i].code);
+    }
+    days_clear(&s);
+    free(s.days);
+    free(s.codes);
+    bump_free(s.mem);
+    classify_free(s.cl);
+    return rc;
+}
+
+int import_run(struct store *st, struct links *l, const struct import_format *f, const char *source,
+               const struct import_opts *o, struct import_summary *out)
+{
+    if (o->conflict == IMPORT_FAIL && !o->dry_run) {
+        /* The dry pass reports each row; the writing one then only counts */
+        int rc = run_pass(st, l, f, source, o, false, out);
+        if (rc != ERR_OK || out->conflicts) {
+            out->failed_on_conflict = rc == ERR_OK;
+            return rc;
+        }
+        struct import_opts quiet = *o;
+        quiet.quiet = true;
+        return run_pass(st, l, f, source, &quiet, true, out);
+    }
+    return run_pass(st, l, f, source, o, !o->dry_run, out);
+}

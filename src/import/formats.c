@@ -8,13 +8,21 @@
 #include "base/banned.h"
 
 const struct import_format import_formats[] = {
-    {"yourls", "a mysqldump of yourls_url and yourls_log, or CSV of those tables",
+    {"yourls",
+     "a mysqldump (.sql or .sql.gz) of yourls_url and yourls_log, any table prefix,\n"
+     "            or their CSV as phpMyAdmin exports it (a header row): a folder holding\n"
+     "            yourls_url.csv [and yourls_log.csv], or URL.csv[,LOG.csv]. Times\n"
+     "            without a zone are UTC, as YOURLS writes them",
      import_read_yourls},
     {"kutt", "Kutt's SQLite database file (db/data) or a postgres:// URL of its database",
      import_read_kutt},
     {"shlink", "the CSV Shlink's web client exports, or a postgres:// URL of its database",
      import_read_shlink},
-    {"bitly", "the CSV export of Bitly's web app", import_read_bitly},
+    {"bitly",
+     "the CSV export of Bitly's web app: columns by name in any order (Bitlink or\n"
+     "            Link, Long URL or Destination URL, Title, Created, Tags, Custom\n"
+     "            Bitlinks, Clicks or Engagements); a custom domain's links keep it",
+     import_read_bitly},
     {"csv", "CSV with a header: code,url,title,tags,created_at,expires_at,clicks", import_read_csv},
     {"shortd", "the JSON of `shortd export --format json`", import_read_shortd},
     {NULL, NULL, NULL},
@@ -37,12 +45,6 @@ static int not_built(const char *name, struct import_sink *s)
     return ERR_INVALID;
 }
 
-int import_read_yourls(const char *source, struct import_sink *s)
-{
-    (void)source;
-    return not_built("yourls", s);
-}
-
 int import_read_kutt(const char *source, struct import_sink *s)
 {
     (void)source;
@@ -53,10 +55,4 @@ int import_read_shlink(const char *source, struct import_sink *s)
 {
     (void)source;
     return not_built("shlink", s);
-}
-
-int import_read_bitly(const char *source, struct import_sink *s)
-{
-    (void)source;
-    return not_built("bitly", s);
 }

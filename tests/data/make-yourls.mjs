@@ -17,6 +17,7 @@
 //   --prefix P      the table prefix (default yourls_)
 //   --seed S        the random seed (default 1)
 //   --plain         no awkward rows: only generated links and visits
+//   --start DAY     the first day of the links (YYYY-MM-DD; default 70 days ago)
 //   --expect FILE   writes what an import must find (JSON): totals, and for
 //                   up to 10,000 links each link with its clicks and days
 //
@@ -32,7 +33,7 @@ import path from 'node:path';
 
 function parseArgs(argv) {
   const o = {links: 100, visits: 1000, out: null, format: 'dump', prefix: 'yourls_', seed: 1,
-             plain: false, expect: null, lineBytes: 1000000};
+             plain: false, expect: null, lineBytes: 1000000, start: null};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = () => argv[++i];
     if (a === '--links') o.links = Number(v());
@@ -44,6 +45,7 @@ function parseArgs(argv) {
     else if (a === '--plain') o.plain = true;
     else if (a === '--expect') o.expect = v();
     else if (a === '--line-bytes') o.lineBytes = Number(v());
+    else if (a === '--start') o.start = v();
     else throw new Error(`make-yourls: unknown argument '${a}'`);
   }
   if (!o.out) throw new Error('make-yourls: --out FILE is needed');
@@ -75,8 +77,8 @@ const AGENTS = [
 ];
 const REFERRERS = ['direct', 'direct', 'https://www.google.com/', 'https://t.co/abc', 'https://news.ycombinator.com/item?id=1'];
 const COUNTRIES = ['US', 'FR', 'DE', '', 'JP'];
-const DAY0 = Date.UTC(2024, 0, 1) / 1000; // links and visits from 2024-01-01 on, 60 days
-const DAYS = 60;
+const DAYS = 60; // links and visits spread over 60 days from --start
+let DAY0;
 
 // The awkward links, first in the url table: [keyword, url, title].
 const AWKWARD = [
@@ -157,6 +159,10 @@ class Inserts {
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
+  // By default 70 days ago (UTC midnight): recent enough that a server's
+  // retention (retention-days, 400 by default) keeps every imported day.
+  DAY0 = o.start ? Date.parse(o.start + 'T00:00:00Z') / 1000
+                 : Math.floor(Date.now() / 86400000) * 86400 - 70 * 86400;
   const rand = rng(o.seed);
   const n = o.links;
   const links = []; // [keyword, url, title, created] of the awkward ones

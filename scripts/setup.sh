@@ -17,6 +17,7 @@ pkgs=(
     # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes
     clang libclang-rt-14-dev
     faketime        # moves a running server's wall clock (tests/e2e/clock.test.mjs)
+    mariadb-server  # a real mariadb-dump of YOURLS's tables (tests/e2e/import-yourls.test.mjs)
 )
 
 missing=()

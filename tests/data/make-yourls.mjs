@@ -5,12 +5,18 @@
 //   node tests/data/make-yourls.mjs --links N --visits M --out FILE [options]
 //
 //   --format dump   (default) a mysqldump file in the exact shape MariaDB's
-//                   mysqldump 10.19 writes: header comments, /*!40101 ... */
-//                   lines, DROP TABLE, CREATE TABLE as YOURLS's installer
-//                   creates its tables (includes/functions-install.php of
-//                   YOURLS 1.10.4), LOCK TABLES, extended INSERTs cut near
-//                   --line-bytes (mysqldump's net_buffer_length), tables in
-//                   name order (yourls_log before yourls_url)
+//                   mariadb-dump 10.19 (MariaDB 10.11.19, Debian 12) writes
+//                   of the tables YOURLS 1.10.4's installer creates
+//                   (includes/functions-install.php): the sandbox-mode line,
+//                   header comments, /*!40101 ... */ lines, DROP TABLE,
+//                   CREATE TABLE, LOCK TABLES, extended INSERTs with a row a
+//                   line, cut near --line-bytes (net_buffer_length), tables
+//                   in name order (yourls_log before yourls_url). Checked by
+//                   loading it into MariaDB and dumping it again: the same
+//                   text but for the dump's date and the order of the url
+//                   rows (mariadb-dump writes them in keyword order).
+//   --flavor mysql  MySQL's mysqldump shape instead: each extended INSERT on
+//                   one line, thousands of rows long
 //   --format csv    FILE is a folder: yourls_url.csv and yourls_log.csv as
 //                   phpMyAdmin exports a table (every field in double quotes,
 //                   quotes doubled, NULL bare, a header row)
@@ -33,7 +39,8 @@ import path from 'node:path';
 
 function parseArgs(argv) {
   const o = {links: 100, visits: 1000, out: null, format: 'dump', prefix: 'yourls_', seed: 1,
-             plain: false, expect: null, lineBytes: 1000000, start: null};
+             plain: false, expect: null, lineBytes: 1000000, start: null,
+             flavor: 'mariadb'};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = () => argv[++i];
     if (a === '--links') o.links = Number(v());
@@ -46,10 +53,12 @@ function parseArgs(argv) {
     else if (a === '--expect') o.expect = v();
     else if (a === '--line-bytes') o.lineBytes = Number(v());
     else if (a === '--start') o.start = v();
+    else if (a === '--flavor') o.flavor = v();
     else throw new Error(`make-yourls: unknown argument '${a}'`);
   }
   if (!o.out) throw new Error('make-yourls: --out FILE is needed');
   if (!['dump', 'csv'].includes(o.format)) throw new Error(`make-yourls: no format '${o.format}'`);
+  if (!['mariadb', 'mysql'].includes(o.flavor)) throw new Error(`make-yourls: no flavor '${o.flavor}'`);
   return o;
 }
 
@@ -128,21 +137,26 @@ class Out {
 }
 
 // Extended INSERTs: rows joined by ',' until the line is near its limit.
-// Rows never hold a newline (escaped), so each statement is one line; 'pos'
-// is the dump's line count, shared with the text around the statements.
+// Extended INSERTs: rows joined by ',' until the statement is near its
+// limit. MariaDB's mariadb-dump puts each row on a line of its own, MySQL's
+// mysqldump all on the statement's line; rows never hold a newline (escaped),
+// so 'pos', the dump's line count shared with the text around, stays exact.
 class Inserts {
-  constructor(out, table, lineBytes, pos) {
+  constructor(out, table, lineBytes, pos, rowLines) {
     this.out = out; this.table = table; this.max = lineBytes; this.len = 0; this.pos = pos;
+    this.rowLines = rowLines;
   }
   // Adds a row; returns the line it is on.
   async row(values) {
     const text = '(' + values.join(',') + ')';
     if (this.len && this.len + text.length + 1 > this.max) await this.close();
     if (!this.len) {
-      await this.out.add(`INSERT INTO \`${this.table}\` VALUES `);
+      await this.out.add(`INSERT INTO \`${this.table}\` VALUES${this.rowLines ? '\n' : ' '}`);
+      if (this.rowLines) this.pos.line++;
       this.len = 30;
     } else {
-      await this.out.add(',');
+      await this.out.add(this.rowLines ? ',\n' : ',');
+      if (this.rowLines) this.pos.line++;
     }
     await this.out.add(text);
     this.len += text.length + 1;
@@ -204,13 +218,21 @@ async function main() {
   const text = async (t) => { await out.add(t); pos.line += (t.match(/\n/g) || []).length; };
 
   if (o.format === 'dump') {
-    await text(`-- MariaDB dump 10.19  Distrib 10.11.6-MariaDB, for debian-linux-gnu (x86_64)
+    await text(o.flavor === 'mariadb' ? `/*M!999999\\- enable the sandbox mode */ 
+-- MariaDB dump 10.19  Distrib 10.11.19-MariaDB, for debian-linux-gnu (x86_64)
 --
 -- Host: localhost    Database: yourls
 -- ------------------------------------------------------
--- Server version\t10.11.6-MariaDB-0+deb12u1
+-- Server version\t10.11.19-MariaDB-0+deb12u1
 
-/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;
+` : `-- MySQL dump 10.13  Distrib 8.0.40, for Linux (x86_64)
+--
+-- Host: localhost    Database: yourls
+-- ------------------------------------------------------
+-- Server version\t8.0.40
+
+`);
+    await text(`/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;
 /*!40101 SET @OLD_CHARACTER_SET_RESULTS=@@CHARACTER_SET_RESULTS */;
 /*!40101 SET @OLD_COLLATION_CONNECTION=@@COLLATION_CONNECTION */;
 /*!40101 SET NAMES utf8mb4 */;
@@ -227,7 +249,7 @@ async function main() {
 
 DROP TABLE IF EXISTS \`${tableLog}\`;
 /*!40101 SET @saved_cs_client     = @@character_set_client */;
-/*!40101 SET character_set_client = utf8 */;
+/*!40101 SET character_set_client = utf8mb4 */;
 CREATE TABLE \`${tableLog}\` (
   \`click_id\` int(11) NOT NULL AUTO_INCREMENT,
   \`click_time\` datetime NOT NULL,
@@ -238,7 +260,7 @@ CREATE TABLE \`${tableLog}\` (
   \`country_code\` char(2) NOT NULL,
   PRIMARY KEY (\`click_id\`),
   KEY \`shorturl\` (\`shorturl\`)
-) ENGINE=InnoDB AUTO_INCREMENT=${o.visits + 2} DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+) ENGINE=InnoDB AUTO_INCREMENT=${o.visits + (o.plain ? 1 : 3)} DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 /*!40101 SET character_set_client = @saved_cs_client */;
 
 --
@@ -248,7 +270,7 @@ CREATE TABLE \`${tableLog}\` (
 LOCK TABLES \`${tableLog}\` WRITE;
 /*!40000 ALTER TABLE \`${tableLog}\` DISABLE KEYS */;
 `);
-    ins = new Inserts(out, tableLog, o.lineBytes, pos);
+    ins = new Inserts(out, tableLog, o.lineBytes, pos, o.flavor === 'mariadb');
   } else {
     await out.add('"click_id","click_time","shorturl","referrer","user_agent","ip_address","country_code"\n');
   }
@@ -300,7 +322,7 @@ UNLOCK TABLES;
 
 DROP TABLE IF EXISTS \`${tableOptions}\`;
 /*!40101 SET @saved_cs_client     = @@character_set_client */;
-/*!40101 SET character_set_client = utf8 */;
+/*!40101 SET character_set_client = utf8mb4 */;
 CREATE TABLE \`${tableOptions}\` (
   \`option_id\` bigint(20) unsigned NOT NULL AUTO_INCREMENT,
   \`option_name\` varchar(64) NOT NULL DEFAULT '',
@@ -316,7 +338,7 @@ CREATE TABLE \`${tableOptions}\` (
 
 LOCK TABLES \`${tableOptions}\` WRITE;
 /*!40000 ALTER TABLE \`${tableOptions}\` DISABLE KEYS */;
-INSERT INTO \`${tableOptions}\` VALUES (1,'version','1.10.4'),(2,'db_version','507'),(3,'next_id','${n}'),(4,'active_plugins','a:0:{}');
+INSERT INTO \`${tableOptions}\` VALUES${o.flavor === 'mariadb' ? '\n' : ' '}(1,'version','1.10.4'),${o.flavor === 'mariadb' ? '\n' : ''}(2,'db_version','507'),${o.flavor === 'mariadb' ? '\n' : ''}(3,'next_id','${n}'),${o.flavor === 'mariadb' ? '\n' : ''}(4,'active_plugins','a:0:{}');
 /*!40000 ALTER TABLE \`${tableOptions}\` ENABLE KEYS */;
 UNLOCK TABLES;
 
@@ -326,10 +348,10 @@ UNLOCK TABLES;
 
 DROP TABLE IF EXISTS \`${tableUrl}\`;
 /*!40101 SET @saved_cs_client     = @@character_set_client */;
-/*!40101 SET character_set_client = utf8 */;
+/*!40101 SET character_set_client = utf8mb4 */;
 CREATE TABLE \`${tableUrl}\` (
-  \`keyword\` varchar(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
-  \`url\` text CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  \`keyword\` varchar(100) NOT NULL DEFAULT '',
+  \`url\` text NOT NULL,
   \`title\` text CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci DEFAULT NULL,
   \`timestamp\` timestamp NOT NULL DEFAULT current_timestamp(),
   \`ip\` varchar(41) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL,
@@ -348,7 +370,7 @@ CREATE TABLE \`${tableUrl}\` (
 LOCK TABLES \`${tableUrl}\` WRITE;
 /*!40000 ALTER TABLE \`${tableUrl}\` DISABLE KEYS */;
 `);
-    ins = new Inserts(out, tableUrl, o.lineBytes, pos);
+    ins = new Inserts(out, tableUrl, o.lineBytes, pos, o.flavor === 'mariadb');
   } else {
     await out.end();
     out = new Out(urlCsv);

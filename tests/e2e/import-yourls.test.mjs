@@ -7,12 +7,12 @@
 // history with the bots apart, the bad row is reported with its line, and a
 // second run imports nothing. On PostgreSQL too (SHORTD_E2E_STORE=pg).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
-import { ROOT, api, cli, it, startServer, tempDir } from './harness.mjs';
+import { ROOT, api, cli, it, poll, startServer, tempDir } from './harness.mjs';
 
 const GEN = path.join(ROOT, 'tests/data/make-yourls.mjs');
 
@@ -80,7 +80,7 @@ it('a YOURLS mysqldump: codes, totals, days and bots as the source has them; a r
     const dir = tempDir();
     const [dump, expect] = makeYourls(dir, 'yourls.sql');
     const text = fs.readFileSync(dump, 'utf8');
-    assert.match(text, /^-- MariaDB dump 10\.19/);
+    assert.match(text, /^\/\*M!999999\\- enable the sandbox mode \*\/ \n-- MariaDB dump 10\.19 /);
     assert.ok(text.indexOf('INSERT INTO `yourls_log`') < text.indexOf('INSERT INTO `yourls_url`'),
         'the log comes first, as mysqldump orders tables by name');
     assert.ok((text.match(/^INSERT INTO `yourls_url`/gm) || []).length > 1, 'several extended INSERTs');
@@ -111,9 +111,9 @@ it('a YOURLS mysqldump: codes, totals, days and bots as the source has them; a r
     await server.stop();
 });
 
-it('a gzip dump with another table prefix and --complete-insert column lists', async () => {
+it('a gzip dump in MySQL\'s one-line shape, another table prefix, --complete-insert column lists', async () => {
     const dir = tempDir();
-    const [dump, expect] = makeYourls(dir, 'y.sql', ['--prefix', 'short_', '--seed', '7']);
+    const [dump, expect] = makeYourls(dir, 'y.sql', ['--prefix', 'short_', '--seed', '7', '--flavor', 'mysql']);
     // --complete-insert: every INSERT names its columns
     const cols = {
         short_url: '(`keyword`, `url`, `title`, `timestamp`, `ip`, `clicks`)',
@@ -179,4 +179,67 @@ it('a damaged statement is reported with its line and the rest is imported', asy
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /holds no INSERT INTO a YOURLS url table/);
     await server2.stop();
+});
+
+/* A throwaway MariaDB server on a socket in 'dir' (no network); null when
+ * MariaDB is not installed. */
+async function startMariadb(dir) {
+    if (spawnSync('mariadbd', ['--version']).status !== 0) return null;
+    const data = path.join(dir, 'mariadb');
+    const user = process.getuid() === 0 ? ['--user=root'] : [];
+    const init = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, ...user,
+        '--auth-root-authentication-method=normal'], { encoding: 'utf8' });
+    assert.equal(init.status, 0, `mariadb-install-db: ${init.stderr}`);
+    const sock = path.join(dir, 'mariadb.sock');
+    const proc = spawn('mariadbd', ['--no-defaults', `--datadir=${data}`, `--socket=${sock}`, '--skip-networking',
+        ...user, `--pid-file=${path.join(dir, 'mariadb.pid')}`, `--log-error=${path.join(dir, 'mariadb.err')}`,
+        '--innodb-buffer-pool-size=32M', '--innodb-flush-log-at-trx-commit=0'], { stdio: 'ignore' });
+    const up = await poll(() => fs.existsSync(sock), { timeoutMs: 30_000 });
+    assert.ok(up, 'mariadbd made no socket within 30 s');
+    const sql = (args, input) => {
+        const r = spawnSync('mariadb', ['--no-defaults', '-S', sock, '-u', 'root', ...args],
+            { encoding: 'utf8', input, maxBuffer: 1 << 28 });
+        assert.equal(r.status, 0, `mariadb ${args.join(' ')}: ${r.stderr}`);
+        return r.stdout;
+    };
+    return {
+        sql,
+        dump: (args) => {
+            const r = spawnSync('mariadb-dump', ['--no-defaults', '-S', sock, '-u', 'root', ...args],
+                { encoding: 'utf8', maxBuffer: 1 << 28 });
+            assert.equal(r.status, 0, `mariadb-dump: ${r.stderr}`);
+            return r.stdout;
+        },
+        stop: () => new Promise((resolve) => { proc.on('close', resolve); proc.kill('SIGTERM'); }),
+    };
+}
+
+it('the dump of a real MariaDB holding the YOURLS tables (mariadb-dump, both of its shapes)', async (t) => {
+    const dir = tempDir();
+    const db = await startMariadb(dir);
+    if (!db) return t.skip('MariaDB is not installed (scripts/setup.sh installs mariadb-server)');
+    try {
+        const [dump, expect] = makeYourls(dir, 'gen.sql');
+        db.sql(['-e', 'CREATE DATABASE yourls']);
+        db.sql(['yourls'], fs.readFileSync(dump, 'utf8'));
+        const shapes = { 'real.sql': [], 'real-complete.sql': ['--complete-insert', '--skip-extended-insert'] };
+        for (const [name, args] of Object.entries(shapes)) {
+            const text = db.dump([...args, 'yourls']);
+            fs.writeFileSync(path.join(dir, name), text);
+            const badLine = text.split('\n').findIndex((l) => l.includes("'badrow','not a url at all'")) + 1;
+            assert.ok(badLine > 0);
+            const server = await startServer();
+            const r = importYourls(server, path.join(dir, name));
+            assert.equal(r.code, 0, r.stderr);
+            assert.equal(r.summary.links_imported, expect.links, `${name}: ${r.stderr}`);
+            assert.equal(r.summary.visits, expect.visits);
+            assert.equal(r.summary.visit_bots, expect.bots);
+            assert.match(r.stderr, new RegExp(`line ${badLine}: refused: code 'badrow'`));
+            await checkHistory(server, expect);
+            await followAll(server, expect);
+            await server.stop();
+        }
+    } finally {
+        await db.stop();
+    }
 });

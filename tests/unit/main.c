@@ -242,6 +242,7 @@
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \
+    X(when_formats)                                                                                \
     X(mysqldump_statements)                                                                        \
     X(mysqldump_escapes)                                                                           \
     X(mysqldump_forms)                                                                             \

@@ -65,10 +65,15 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
     json_t *o = json_object();
     struct days_ctx x = {.days = json_array(), .next = from};
     /* Keys in reading order: jansson keeps insertion order. */
-    const char *head[] = {"code",         "from",
-                          "to",           "clicks",
-                          "bot_clicks",   "unique_visitors",
-                          "total_clicks", "total_bot_clicks"};
+    const char *head[] = {"code",
+                          "from",
+                          "to",
+                          "clicks",
+                          "bot_clicks",
+                          "unique_visitors",
+                          "total_clicks",
+                          "total_bot_clicks",
+                          "imported_clicks"};
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
         json_object_set_new(o, head[i], json_null());
     for (int d = 0; d < DIM__COUNT; d++)
@@ -98,6 +103,7 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
     json_object_set_new(o, "unique_visitors", json_integer(x.uniques));
     json_object_set_new(o, "total_clicks", json_integer(l->clicks));
     json_object_set_new(o, "total_bot_clicks", json_integer(l->bot_clicks));
+    json_object_set_new(o, "imported_clicks", json_integer(l->imported));
     json_object_set_new(o, "days", x.days);
     json_object_set_new(o, "recent", recent);
     *out = o;
@@ -111,10 +117,16 @@ struct export
     struct store *st;
     struct link_query q;
     char after_code[CODE_MAX + 1];
+    /* The last link listed: the cursor moves there once a page is read, not
+     * while the store still reads with after_code bound (a backend may read
+     * the bound text as it steps, and a longer code would then be cut). */
+    char last_code[CODE_MAX + 1];
+    int64_t last_created;
     enum export_format format;
     const char *base_url;
     bool started, done;
     int64_t now;
+    int64_t links; /* written so far */
 };
 
 struct export *export_new(struct store *st, int64_t owner, enum export_format f,
@@ -219,6 +231,16 @@ static int export_link(const struct link *l, void *arg)
                               created, "expires_at", l->expires_at ? expires : NULL, "state",
                               link_state_name(l, x->now), "clicks", (json_int_t)l->clicks,
                               "bot_clicks", (json_int_t)l->bot_clicks, "days", c->days);
+        /* What `shortd import shortd` needs to make the same link again */
+        json_t *tags = l->tags ? json_loads(l->tags, 0, NULL) : NULL;
+        if (o) {
+            json_object_set_new(o, "tags", tags ? tags : json_null());
+            json_object_set_new(o, "permanent", json_boolean(l->permanent));
+            json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
+            json_object_set_new(o, "max_clicks", json_integer(l->max_clicks));
+        } else {
+            json_decref(tags);
+        }
         c->days = NULL;
         buf_release(&su);
         if (o) {
@@ -229,10 +251,13 @@ static int export_link(const struct link *l, void *arg)
     }
     json_decref(c->days);
     x->started = true;
-    x->q.after_created = l->created_at;
-    memcpy(x->after_code, l->code, sizeof(x->after_code));
+    x->links++;
+    x->last_created = l->created_at;
+    memcpy(x->last_code, l->code, sizeof(x->last_code));
     return rc == ERR_OK ? 0 : -1;
 }
+
+int64_t export_count(const struct export *x) { return x->links; }
 
 int export_next(struct export *x, struct buf *out)
 {
@@ -249,8 +274,12 @@ int export_next(struct export *x, struct buf *out)
     char was[CODE_MAX + 1];
     memcpy(was, x->after_code, sizeof(was));
     int64_t was_created = x->q.after_created;
+    memcpy(x->last_code, x->after_code, sizeof(x->last_code));
+    x->last_created = x->q.after_created;
     if (x->st->ops->link_list(x->st, &x->q, export_link, &c) != ERR_OK)
         return -1;
+    x->q.after_created = x->last_created;
+    memcpy(x->after_code, x->last_code, sizeof(x->after_code));
     bool moved = was_created != x->q.after_created || strcmp(was, x->after_code) != 0;
     if (!moved || out->len == before) {
         x->done = true;

@@ -26,5 +26,7 @@ struct export *export_new(struct store *st, int64_t owner, enum export_format f,
 /* Appends the next piece; 1 when more follows, 0 at the end, -1 on a store error. */
 int export_next(struct export *x, struct buf *out);
 void export_free(struct export *x);
+/* Links written so far (for a progress line). */
+int64_t export_count(const struct export *x);
 
 #endif

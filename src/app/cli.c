@@ -74,6 +74,9 @@ static int cmd_migrate_store(struct opts *o);
 static int cmd_import(struct opts *o);
 
 #define STORE_OPTS "db store"
+#define PROGRESS_HELP                                                                              \
+    "A progress line on stderr is\n"                                                               \
+    "  redrawn in place when stderr is a terminal (--progress auto), always, or never."
 
 static const struct command commands[] = {
     /* name            handler             flags     options                          npos */
@@ -108,18 +111,20 @@ static const struct command commands[] = {
      "shortd link delete --db PATH CODE [--cache redis://HOST:PORT]\n"
      "  Deletes a link: its code answers 410 for ever and is never reused. Running servers\n"
      "  drop it from their caches within a second; with a shared Redis cache, name it too."},
-    {"backup", cmd_backup, "", STORE_OPTS " to", 0,
-     "shortd backup --db PATH --to FILE\n"
-     "  Copies the database with SQLite's online backup; safe while serving."},
+    {"backup", cmd_backup, "", STORE_OPTS " to progress", 0,
+     "shortd backup --db PATH --to FILE [--progress auto|always|never]\n"
+     "  Copies the database with SQLite's online backup; safe while serving. " PROGRESS_HELP},
     {"stats", cmd_stats, "", STORE_OPTS " from to", 1,
      "shortd stats --db PATH CODE [--from YYYY-MM-DD] [--to YYYY-MM-DD]\n"
      "  Prints a link's click analytics as JSON (default: the last 30 days)."},
-    {"export", cmd_export, "", STORE_OPTS " format owner base-url", 0,
+    {"export", cmd_export, "", STORE_OPTS " format owner base-url progress", 0,
      "shortd export --db PATH [--format json|csv] [--owner KEY_ID] [--base-url URL]\n"
-     "  Writes every link (or one owner's) with its daily counts to stdout."},
-    {"prune", cmd_prune, "", STORE_OPTS " retention-days", 0,
-     "shortd prune --db PATH [--retention-days N]\n"
-     "  Removes per-day analytics older than N days (default 400) now; all-time totals stay."},
+     "             [--progress auto|always|never]\n"
+     "  Writes every link (or one owner's) with its daily counts to stdout. " PROGRESS_HELP},
+    {"prune", cmd_prune, "", STORE_OPTS " retention-days progress", 0,
+     "shortd prune --db PATH [--retention-days N] [--progress auto|always|never]\n"
+     "  Removes per-day analytics older than N days (default 400) now; all-time totals stay.\n"
+     "  " PROGRESS_HELP},
     {"config example", cmd_config_example, "", "", 0,
      "shortd config example\n  Prints an example config file with every setting's default."},
     {"version", cmd_version, "", "", 0, "shortd version\n  Prints the version."},
@@ -129,13 +134,15 @@ static const struct command commands[] = {
      "  to run from several machines at once. A PostgreSQL store must be migrated before\n"
      "  any node serves it; SQLite files migrate themselves when opened. With --db, creates\n"
      "  the file when it does not exist (the other commands refuse a missing one)."},
-    {"migrate-store", cmd_migrate_store, "", "from to batch-rows", 0,
+    {"migrate-store", cmd_migrate_store, "", "from to batch-rows progress", 0,
      "shortd migrate-store --from sqlite:PATH --to postgres://USER@HOST:PORT/DB [--batch-rows N]\n"
+     "                     [--progress auto|always|never]\n"
      "  Copies a store into another that shortd migrate has prepared: links (tombstones and\n"
      "  disabled ones too), API keys, secrets, the code counter, click counts, the blocklist\n"
      "  and idempotency records; then counts both and prints the counts. Safe to rerun: a\n"
      "  rerun writes only what changed since. Run the last pass with the source stopped,\n"
-     "  before any node serves the target. Each transaction writes N rows (default 2000)."},
+     "  before any node serves the target. Each transaction writes N rows (default 2000).\n"
+     "  " PROGRESS_HELP},
     {"import", cmd_import, "dry-run json", STORE_OPTS " owner on-conflict batch-rows progress", 2,
      "shortd import FORMAT SOURCE [--db PATH | --store URL] [--owner KEY_ID]\n"
      "              [--on-conflict skip|keep|fail] [--dry-run] [--batch-rows N] [--json]\n"
@@ -152,8 +159,9 @@ static const struct command commands[] = {
      "    fail  nothing at all is written: the conflicts are listed, the exit status is 1\n"
      "  --dry-run reports what would happen and writes nothing. Safe while a server runs on\n"
      "  the same store: each transaction of N rows (default 5000) is served at once. The\n"
-     "  summary goes to stderr (--json: also as JSON on stdout). Formats:\n"
-     "IMPORT_FORMATS"},
+     "  summary goes to stderr (--json: also as JSON on stdout). " PROGRESS_HELP "\n"
+     "  FORMAT is yourls, kutt, shlink, bitly, csv or shortd; --help says what SOURCE is\n"
+     "  for each."},
 };
 #define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 
@@ -220,6 +228,15 @@ static int opt_int(const struct opts *o, const char *name, long long lo, long lo
         return fail("--%s must be a whole number from %lld to %lld", name, lo, hi);
     *out = x;
     return 0;
+}
+
+/* --progress as a progress.h mode (auto when absent); -1 after a usage error. */
+static int opt_progress(const struct opts *o)
+{
+    int mode = progress_mode_parse(opt(o, "progress") ? opt(o, "progress") : "auto");
+    if (mode < 0)
+        fail("--progress must be auto, always or never");
+    return mode;
 }
 
 static int parse_opts(const struct command *c, int argc, char **argv, struct opts *o)
@@ -321,14 +338,12 @@ int cli_main(int argc, char **argv)
     }
     for (int i = used; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: %s\n", c->usage);
             if (c->fn == cmd_import) {
-                const char *u = c->usage;
-                printf("usage: %.*s", (int)(strstr(u, "IMPORT_FORMATS") - u), u);
+                printf("\nFormats and their SOURCE:\n");
                 for (const struct import_format *f = import_formats; f->name; f++)
                     printf("    %-7s %s\n", f->name, f->what);
-                return 0;
             }
-            printf("usage: %s\n", c->usage);
             if (c->fn == cmd_serve) {
                 printf("\nSettings (flag, or SHORTD_NAME in the environment, or name = value "
                        "in --config FILE):\n");
@@ -750,15 +765,27 @@ static int cmd_link_delete(struct opts *o)
     return 0;
 }
 
+static void backup_progress(int64_t done, int64_t total, void *arg)
+{
+    progress_update(arg, (uint64_t)done, (uint64_t)total);
+}
+
 static int cmd_backup(struct opts *o)
 {
     const char *to = opt(o, "to");
     if (!to || !*to)
         return fail("'backup' needs --to FILE");
+    int mode = opt_progress(o);
+    if (mode < 0)
+        return 2;
     struct store *st;
     if (open_store(o, false, &st))
         return 1;
+    struct progress *p = progress_new("backup", "pages", mode);
+    store_set_backup_progress(backup_progress, p);
     int rc = st->ops->backup(st, to);
+    store_set_backup_progress(NULL, NULL);
+    progress_end(p);
     st->ops->close(st);
     if (rc != ERR_OK)
         return fail("backup to '%s' failed", to);
@@ -833,9 +860,17 @@ static int cmd_export(struct opts *o)
     else
         return fail("--format must be json or csv");
     int64_t owner = opt(o, "owner") ? strtoll(opt(o, "owner"), NULL, 10) : -1;
+    int mode = opt_progress(o);
+    if (mode < 0)
+        return 2;
     struct store *st;
     if (open_store(o, false, &st))
         return 1;
+    /* The number of links is known without a scan only for all owners */
+    int64_t total = 0;
+    if (owner < 0 && st->ops->link_count(st, &total) != ERR_OK)
+        total = 0;
+    struct progress *p = progress_new("export", "links", mode);
     const char *base = opt(o, "base-url") ? opt(o, "base-url") : "http://127.0.0.1:8080";
     struct export *x = export_new(st, owner, fmt, base);
     struct buf piece = BUF_INIT;
@@ -844,7 +879,9 @@ static int cmd_export(struct opts *o)
         buf_reset(&piece);
         more = export_next(x, &piece);
         fwrite(piece.p ? piece.p : "", 1, piece.len, stdout);
+        progress_update(p, (uint64_t)export_count(x), (uint64_t)total);
     } while (more > 0);
+    progress_end(p);
     buf_release(&piece);
     export_free(x);
     st->ops->close(st);
@@ -871,6 +908,9 @@ static int cmd_prune(struct opts *o)
     int bad = opt_int(o, "retention-days", 1, 36500, 400, &days);
     if (bad)
         return bad;
+    int mode = opt_progress(o);
+    if (mode < 0)
+        return 2;
     struct store *st;
     if (open_store(o, false, &st))
         return 1;
@@ -878,11 +918,14 @@ static int cmd_prune(struct opts *o)
     struct prune_job p = {.before = day_number(now_ms()) - days};
     p.job.run = prune_run;
     p.job.done = prune_done;
+    struct progress *line = progress_new("prune", "rows", mode);
     do {
         p.pruned = 0;
         writer_run_now(st, &p.job);
         total += p.pruned;
+        progress_update(line, (uint64_t)total, 0);
     } while (p.job.rc == ERR_OK && p.pruned > 0);
+    progress_end(line);
     int rc = p.job.rc;
     st->ops->close(st);
     if (rc != ERR_OK)
@@ -934,13 +977,22 @@ static int cmd_migrate(struct opts *o)
 /* ---- migrate-store ---- */
 
 struct copy_progress {
-    int64_t shown; /* rows of the current table last reported */
+    int64_t shown;       /* rows of the current table last reported */
+    struct progress *pg; /* the progress line, NULL when not shown */
+    char what[64];       /* "migrate-store: TABLE" */
 };
 
 static void copy_progress(const char *table, int64_t rows, bool done, void *arg)
 {
     struct copy_progress *p = arg;
+    if (p->pg && !done) {
+        snprintf(p->what, sizeof(p->what), "migrate-store: %s", table);
+        progress_set_what(p->pg, p->what);
+        progress_update(p->pg, (uint64_t)rows, 0);
+        return;
+    }
     if (done) {
+        progress_clear(p->pg);
         fprintf(stderr, "migrate-store: %s: %lld rows read\n", table, (long long)rows);
         p->shown = 0;
     } else if (rows - p->shown >= 100000) {
@@ -973,6 +1025,9 @@ static int cmd_migrate_store(struct opts *o)
         if (!*opt(o, "batch-rows") || *end || batch < 1 || batch > 100000)
             return fail("--batch-rows must be a whole number from 1 to 100000");
     }
+    int mode = opt_progress(o);
+    if (mode < 0)
+        return 2;
     const char *path;
     if (sqlite_missing(from, &path))
         return fail("no database at '%s'", path);
@@ -990,9 +1045,10 @@ static int cmd_migrate_store(struct opts *o)
     }
     fprintf(stderr, "migrate-store: copying '%s' into '%s'\n", from_shown, to_shown);
     struct migrate_result r;
-    struct copy_progress p = {0};
+    struct copy_progress p = {.pg = progress_new("migrate-store", "rows", mode)};
     char why[512] = "";
     int rc = migrate_store(src, dst, (size_t)batch, copy_progress, &p, &r, why, sizeof(why));
+    progress_free(p.pg);
     src->ops->close(src);
     dst->ops->close(dst);
     if (rc == ERR_INVALID) {
@@ -1052,9 +1108,9 @@ static int cmd_import(struct opts *o)
         io.conflict = IMPORT_FAIL;
     else
         return fail("--on-conflict must be skip, keep or fail");
-    int mode = progress_mode_parse(opt(o, "progress") ? opt(o, "progress") : "auto");
+    int mode = opt_progress(o);
     if (mode < 0)
-        return fail("--progress must be auto, always or never");
+        return 2;
     io.progress = mode;
     long long batch;
     int bad = opt_int(o, "batch-rows", 1, 1000000, IMPORT_BATCH_ROWS, &batch);
@@ -1071,6 +1127,12 @@ static int cmd_import(struct opts *o)
         long long owner;
         if ((rc = opt_int(o, "owner", 1, INT64_MAX, 0, &owner)))
             goto out;
+        struct key_find k = {.id = owner};
+        st->ops->key_list(st, find_valid_key, &k);
+        if (!k.valid) {
+            rc = fail("--owner %lld is not a valid API key's id (see 'shortd key list')", owner);
+            goto out;
+        }
         io.owner = owner;
     } else {
         struct first_admin a = {0};

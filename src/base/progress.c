@@ -104,6 +104,12 @@ static void draw(struct progress *p, int64_t now)
     p->last = now;
 }
 
+void progress_set_what(struct progress *p, const char *what)
+{
+    if (p)
+        p->what = what;
+}
+
 void progress_set_unit(struct progress *p, const char *unit)
 {
     if (p)
@@ -128,6 +134,12 @@ void progress_clear(struct progress *p)
     fprintf(stderr, "\r%*s\r", p->width, "");
     p->width = 0;
     p->last = 0;
+}
+
+void progress_free(struct progress *p)
+{
+    progress_clear(p);
+    free(p);
 }
 
 void progress_end(struct progress *p)

@@ -19,6 +19,8 @@ struct progress;
 /* A progress line for job 'what' counting 'unit' ("rows", "links"), or NULL
  * when the mode says not to show one (every function takes NULL). */
 struct progress *progress_new(const char *what, const char *unit, int mode);
+/* Changes what the line is of ('what' outlives the line or the next change). */
+void progress_set_what(struct progress *p, const char *what);
 /* Changes the unit ("bytes" for a reader that only knows its offset). */
 void progress_set_unit(struct progress *p, const char *unit);
 /* 'done' of 'total' units (total 0: unknown). The line is redrawn when
@@ -29,6 +31,8 @@ void progress_update(struct progress *p, uint64_t done, uint64_t total);
 void progress_clear(struct progress *p);
 /* Draws the last state, ends the line and frees. */
 void progress_end(struct progress *p);
+/* Erases the line and frees (the job said what it did in lines of its own). */
+void progress_free(struct progress *p);
 
 /* The line's text (no \r) for 'done' of 'total' (0: unknown) at 'rate'
  * units a second (< 0: not known yet); the time left is shown when total

@@ -79,26 +79,32 @@ static void on_record(int c, void *arg)
     r->start = 0;
 }
 
-int csvread_open(const char *path, struct csvread **out)
+struct csvread *csvread_from(FILE *f)
 {
     struct csvread *r = calloc(1, sizeof(*r));
     if (!r)
         abort();
-    r->own = strcmp(path, "-") != 0;
-    r->f = r->own ? fopen(path, "rb") : stdin;
-    if (!r->f) {
-        int e = errno;
-        free(r);
-        errno = e;
-        return ERR_IO;
-    }
+    r->f = f;
     struct stat sb;
     if (fstat(fileno(r->f), &sb) == 0 && S_ISREG(sb.st_mode))
         r->size = (uint64_t)sb.st_size;
     if (csv_init(&r->p, CSV_REPALL_NL) != 0)
         abort();
     buf_init(&r->arena);
-    *out = r;
+    return r;
+}
+
+int csvread_open(const char *path, struct csvread **out)
+{
+    if (!strcmp(path, "-")) {
+        *out = csvread_from(stdin);
+        return ERR_OK;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ERR_IO;
+    *out = csvread_from(f);
+    (*out)->own = true;
     return ERR_OK;
 }
 

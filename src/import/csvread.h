@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct csvread;
 
@@ -26,6 +27,9 @@ struct csv_record {
 /* Opens 'path' ("-" for stdin). ERR_OK, or ERR_IO (errno kept) when the file
  * cannot be opened. */
 int csvread_open(const char *path, struct csvread **out);
+/* Reads an open stream, which stays the caller's (csvread_free leaves it
+ * open): stdin, or fmemopen'd bytes in the tests and the fuzz target. */
+struct csvread *csvread_from(FILE *f);
 void csvread_free(struct csvread *r); /* NULL is fine */
 
 /* The next record: 1 with 'rec' set, 0 at the end of the file, -1 when the

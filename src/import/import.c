@@ -26,6 +26,7 @@
  * found no conflict. */
 #include "import/import.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,12 +59,19 @@ enum fate {
 };
 
 struct code_ent {
-    char *code; /* NULL: free slot */
+    char *code;
     uint8_t fate;
     int64_t line;        /* where the source first gave it */
     int64_t remain;      /* imported clicks not yet taken back by days ... */
     int64_t remain_bots; /* ... and bot clicks (bot days take these first) */
 };
+
+/* Link days folded in memory before they are stored, and records folded
+ * into them: each record may add a newest click (about 540 bytes, up to
+ * RECENT_KEEP a link day) and tally values, so the second bounds the
+ * memory held to a few hundred megabytes whatever the source's shape. */
+#define DAYS_HELD 100000
+#define FOLDS_HELD 400000
 
 /* One link day being folded */
 struct iday {
@@ -83,12 +91,16 @@ struct import_sink {
     struct classify *cl;
     const char *const *reserved;
 
-    struct code_ent *codes;
+    /* Open addressing over entries that never move (day rows point at
+     * them), allocated with their code from 'code_mem' */
+    struct code_ent **codes;
     size_t ncodes, codes_cap; /* cap a power of two */
+    struct bump *code_mem;
 
     struct bump *mem; /* iday and their rows, cleared at each commit */
     struct iday **days;
     size_t ndays, days_cap;
+    size_t folds; /* visits and tallies folded into them */
 
     bool in_tx;
     size_t rows; /* records in the open transaction */
@@ -111,14 +123,14 @@ static struct code_ent *code_find(struct import_sink *s, const char *code, bool 
 {
     if (add && (s->ncodes + 1) * 4 > s->codes_cap * 3) {
         size_t cap = s->codes_cap ? 2 * s->codes_cap : 1024;
-        struct code_ent *t = calloc(cap, sizeof(*t));
+        struct code_ent **t = calloc(cap, sizeof(*t));
         if (!t)
             abort();
         for (size_t i = 0; i < s->codes_cap; i++) {
-            if (!s->codes[i].code)
+            if (!s->codes[i])
                 continue;
-            size_t j = hash_str(s->codes[i].code, strlen(s->codes[i].code)) & (cap - 1);
-            while (t[j].code)
+            size_t j = hash_str(s->codes[i]->code, strlen(s->codes[i]->code)) & (cap - 1);
+            while (t[j])
                 j = (j + 1) & (cap - 1);
             t[j] = s->codes[i];
         }
@@ -128,17 +140,22 @@ static struct code_ent *code_find(struct import_sink *s, const char *code, bool 
     }
     if (!s->codes_cap)
         return NULL;
-    size_t j = hash_str(code, strlen(code)) & (s->codes_cap - 1);
-    while (s->codes[j].code) {
-        if (!strcmp(s->codes[j].code, code))
-            return &s->codes[j];
+    size_t n = strlen(code);
+    size_t j = hash_str(code, n) & (s->codes_cap - 1);
+    while (s->codes[j]) {
+        if (!strcmp(s->codes[j]->code, code))
+            return s->codes[j];
         j = (j + 1) & (s->codes_cap - 1);
     }
     if (!add)
         return NULL;
-    s->codes[j].code = xstrdup(code);
+    struct code_ent *e = bump_alloc(s->code_mem, sizeof(*e) + n + 1);
+    memset(e, 0, sizeof(*e));
+    e->code = (char *)(e + 1);
+    memcpy(e->code, code, n + 1);
+    s->codes[j] = e;
     s->ncodes++;
-    return &s->codes[j];
+    return e;
 }
 
 /* ---- reporting ---- */
@@ -217,49 +234,6 @@ static void take_back(const struct code_ent *e, int64_t clicks, int64_t bots, in
     *back = rest < e->remain ? rest : e->remain;
 }
 
-/* Stores the folded days (sorted by code and day, as agg_days wants) and
- * takes what they gained back from their links' imported totals. */
-static int store_days(struct import_sink *s)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < s->days_cap; i++)
-        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
-            n++;
-    if (!n)
-        return ERR_OK;
-    struct iday **v = malloc(n * sizeof(*v));
-    struct day_delta *dd = malloc(n * sizeof(*dd));
-    if (!v || !dd)
-        abort();
-    n = 0;
-    for (size_t i = 0; i < s->days_cap; i++)
-        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
-            v[n++] = d;
-    qsort(v, n, sizeof(*v), cmp_iday);
-    for (size_t i = 0; i < n; i++)
-        dd[i] = (struct day_delta){v[i]->ent->code, v[i]->day, &v[i]->row};
-    int rc = s->st->ops->agg_days(s->st, dd, n);
-    for (size_t i = 0; rc == ERR_OK && i < n;) {
-        struct code_ent *e = v[i]->ent;
-        int64_t clicks = 0, bots = 0;
-        for (; i < n && v[i]->ent == e; i++) {
-            clicks += v[i]->row.clicks;
-            bots += v[i]->row.bots;
-        }
-        int64_t back = 0, back_bots = 0;
-        take_back(e, clicks, bots, &back, &back_bots);
-        if (back || back_bots)
-            rc = s->st->ops->link_imported(s->st, e->code, -back, -back_bots);
-        if (rc == ERR_OK) {
-            e->remain -= back;
-            e->remain_bots -= back_bots;
-        }
-    }
-    free(v);
-    free(dd);
-    return rc;
-}
-
 static void days_clear(struct import_sink *s)
 {
     for (size_t i = 0; i < s->days_cap; i++)
@@ -268,6 +242,7 @@ static void days_clear(struct import_sink *s)
     if (s->days)
         memset(s->days, 0, s->days_cap * sizeof(*s->days));
     s->ndays = 0;
+    s->folds = 0;
     bump_clear(s->mem);
 }
 
@@ -285,39 +260,105 @@ static int bump_generation(struct store *st)
     return st->ops->meta_put(st, "generation", &g, sizeof(g));
 }
 
-/* Commits the open transaction with the days folded so far. */
-static int commit(struct import_sink *s)
+static size_t batch_max(const struct import_sink *s)
 {
-    if (!s->write) {
-        /* A dry run's remainders are what a real run would leave */
-        for (size_t i = 0; i < s->days_cap; i++)
-            for (struct iday *d = s->days[i]; d; d = d->next_in_slot) {
-                int64_t back, back_bots;
-                take_back(d->ent, d->row.clicks, d->row.bots, &back, &back_bots);
-                d->ent->remain -= back;
-                d->ent->remain_bots -= back_bots;
-            }
-        days_clear(s);
-        s->rows = 0;
-        return ERR_OK;
-    }
-    if (!s->in_tx && !s->ndays)
-        return ERR_OK;
-    int rc = s->in_tx ? ERR_OK : s->st->ops->begin(s->st);
-    s->in_tx = rc == ERR_OK;
-    if (rc == ERR_OK)
-        rc = store_days(s);
-    if (rc == ERR_OK)
-        rc = bump_generation(s->st);
+    return s->o->batch_rows ? s->o->batch_rows : IMPORT_BATCH_ROWS;
+}
+
+/* Commits the open transaction, telling serving nodes of its links. */
+static int commit_tx(struct import_sink *s)
+{
+    int rc = bump_generation(s->st);
     if (rc == ERR_OK)
         rc = s->st->ops->commit(s->st);
-    else if (s->in_tx)
+    else
         s->st->ops->rollback(s->st);
     s->in_tx = false;
-    days_clear(s);
     s->rows = 0;
     if (rc != ERR_OK && !s->failed)
         s->failed = log_fail(rc, "the import's transaction failed: %s", err_str(rc));
+    return rc;
+}
+
+/* Stores the folded days: sorted by code and day, as agg_days wants, and
+ * batch_rows link days a transaction (the first in the open one, if any),
+ * each also taking what its days gained back from their links' imported
+ * totals. A dry run only counts what a real one would take back. */
+static int store_days(struct import_sink *s)
+{
+    if (!s->ndays)
+        return ERR_OK;
+    size_t n = 0;
+    struct iday **v = malloc(s->ndays * sizeof(*v));
+    struct day_delta *dd = malloc(s->ndays * sizeof(*dd));
+    if (!v || !dd)
+        abort();
+    for (size_t i = 0; i < s->days_cap; i++)
+        for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
+            v[n++] = d;
+    qsort(v, n, sizeof(*v), cmp_iday);
+    for (size_t i = 0; i < n; i++)
+        dd[i] = (struct day_delta){v[i]->ent->code, v[i]->day, &v[i]->row};
+    int rc = ERR_OK;
+    for (size_t at = 0; rc == ERR_OK && at < n;) {
+        size_t end = at + batch_max(s) < n ? at + batch_max(s) : n;
+        if (s->write && !s->in_tx) {
+            rc = s->st->ops->begin(s->st);
+            s->in_tx = rc == ERR_OK;
+        }
+        if (rc == ERR_OK && s->write)
+            rc = s->st->ops->agg_days(s->st, dd + at, end - at);
+        while (rc == ERR_OK && at < end) {
+            struct code_ent *e = v[at]->ent;
+            int64_t clicks = 0, bots = 0;
+            for (; at < end && v[at]->ent == e; at++) {
+                clicks += v[at]->row.clicks;
+                bots += v[at]->row.bots;
+            }
+            int64_t back = 0, back_bots = 0;
+            take_back(e, clicks, bots, &back, &back_bots);
+            if (s->write && (back || back_bots))
+                rc = s->st->ops->link_imported(s->st, e->code, -back, -back_bots);
+            e->remain -= back;
+            e->remain_bots -= back_bots;
+        }
+        if (s->in_tx && rc == ERR_OK) {
+            rc = commit_tx(s);
+        } else if (s->in_tx) {
+            s->st->ops->rollback(s->st);
+            s->in_tx = false;
+        }
+    }
+    free(v);
+    free(dd);
+    days_clear(s);
+    if (rc != ERR_OK && !s->failed)
+        s->failed = log_fail(rc, "the import's transaction failed: %s", err_str(rc));
+    return rc;
+}
+
+/* Ends a transaction of batch_rows records. The days folded so far stay in
+ * memory until there are DAYS_HELD of them or FOLDS_HELD records folded
+ * (or the source ends): a log in
+ * time order touches each link day a few times only, and a store write per
+ * visit would be the import's cost. Links are safe to commit before their
+ * days, since their imported totals cover the days not stored yet. */
+static int commit(struct import_sink *s)
+{
+    int rc = s->in_tx ? commit_tx(s) : ERR_OK;
+    s->rows = 0;
+    if (rc == ERR_OK &&
+        (s->ndays >= (s->o->days_held ? s->o->days_held : DAYS_HELD) || s->folds >= FOLDS_HELD))
+        rc = store_days(s);
+    return rc;
+}
+
+/* The end of the source: everything still held. */
+static int finish(struct import_sink *s)
+{
+    int rc = s->in_tx ? commit_tx(s) : ERR_OK;
+    if (rc == ERR_OK)
+        rc = store_days(s);
     return rc;
 }
 
@@ -338,8 +379,7 @@ static int need_tx(struct import_sink *s)
 static int counted(struct import_sink *s)
 {
     s->records++;
-    size_t max = s->o->batch_rows ? s->o->batch_rows : IMPORT_BATCH_ROWS;
-    if (++s->rows >= max)
+    if (++s->rows >= batch_max(s))
         return commit(s);
     return ERR_OK;
 }
@@ -409,11 +449,7 @@ static int insert_link(struct import_sink *s, const struct import_link *l, const
     int rc;
     char domain[256] = "";
     if (l->domain && *l->domain) {
-        size_t n = strlen(l->domain);
-        for (size_t i = 0; i < n && i < sizeof(domain) - 1; i++)
-            domain[i] = (char)((l->domain[i] >= 'A' && l->domain[i] <= 'Z') ? l->domain[i] + 32
-                                                                            : l->domain[i]);
-        domain[n < sizeof(domain) ? n : sizeof(domain) - 1] = '\0';
+        snprintf(domain, sizeof(domain), "%s", l->domain);
         int64_t owner;
         rc = st->ops->domain_get(st, domain, &owner);
         if (rc == ERR_NOTFOUND) {
@@ -476,11 +512,40 @@ static int replace_url(struct import_sink *s, struct link *old, const char *url,
     return rc;
 }
 
-int import_link(struct import_sink *s, const struct import_link *l)
+/* A copy of 'in' with its domain lowercased into 'domain' and its title cut
+ * to what the API takes (on a character boundary): a long title is no
+ * reason to lose a link. */
+static void normalise(const struct import_link *in, struct import_link *out, char domain[256],
+                      char title[TITLE_MAX + 1])
+{
+    *out = *in;
+    if (in->domain && *in->domain) {
+        size_t n = strlen(in->domain);
+        n = n < 255 ? n : 255;
+        for (size_t i = 0; i < n; i++)
+            domain[i] = (char)tolower((unsigned char)in->domain[i]);
+        domain[n] = '\0';
+        out->domain = domain;
+    }
+    if (in->title && strlen(in->title) > TITLE_MAX) {
+        size_t n = TITLE_MAX;
+        while (n && ((unsigned char)in->title[n] & 0xc0) == 0x80)
+            n--;
+        memcpy(title, in->title, n);
+        title[n] = '\0';
+        out->title = title;
+    }
+}
+
+int import_link(struct import_sink *s, const struct import_link *given)
 {
     int rc = need_tx(s);
     if (rc != ERR_OK)
         return rc;
+    char domain[256], title[TITLE_MAX + 1];
+    struct import_link copy;
+    normalise(given, &copy, domain, title);
+    const struct import_link *l = &copy;
     struct buf url = BUF_INIT;
     char why[256];
     const char *bad = check_link(s, l, &url, why, sizeof(why));
@@ -574,6 +639,7 @@ static struct code_ent *visit_target(struct import_sink *s, const char *code, st
 
 static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t day)
 {
+    s->folds++;
     if ((s->ndays + 1) * 2 > s->days_cap) {
         size_t cap = s->days_cap ? 2 * s->days_cap : 1024;
         struct iday **t = calloc(cap, sizeof(*t));
@@ -684,10 +750,12 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
                             .write = write,
                             .now = now_ms(),
                             .reserved = router_reserved(),
-                            .mem = bump_new()};
+                            .mem = bump_new(),
+                            .code_mem = bump_new()};
     int rc = classify_new(4096, &s.cl);
     if (rc != ERR_OK) {
         bump_free(s.mem);
+        bump_free(s.code_mem);
         return rc;
     }
     s.pg = progress_new("import", "rows", o->progress);
@@ -695,18 +763,17 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
     if (s.failed)
         rc = s.failed;
     if (rc == ERR_OK)
-        rc = commit(&s);
+        rc = finish(&s);
     else if (s.in_tx)
         st->ops->rollback(st);
     progress_end(s.pg);
-    for (size_t i = 0; i < s.codes_cap; i++) {
-        if (s.codes[i].code && s.codes[i].fate == FATE_NEW)
-            out->imported_clicks += s.codes[i].remain + s.codes[i].remain_bots;
-        free(s.codes[i].code);
-    }
+    for (size_t i = 0; i < s.codes_cap; i++)
+        if (s.codes[i] && s.codes[i]->fate == FATE_NEW)
+            out->imported_clicks += s.codes[i]->remain + s.codes[i]->remain_bots;
     days_clear(&s);
     free(s.days);
     free(s.codes);
+    bump_free(s.code_mem);
     bump_free(s.mem);
     classify_free(s.cl);
     return rc;

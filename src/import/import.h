@@ -157,6 +157,8 @@ struct import_opts {
     size_t batch_rows; /* records a transaction (IMPORT_BATCH_ROWS when 0) */
     int progress;      /* enum progress_mode (base/progress.h) */
     bool quiet;        /* no line per refused row or conflict on stderr */
+    size_t days_held;  /* link days folded before they are stored (0: the
+                        * sink's default; tests make it small) */
 };
 
 #define IMPORT_BATCH_ROWS 5000

@@ -23,7 +23,7 @@
     "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                         \
     "WHERE d.code = links.code), 0)" sum_cast ", bot_clicks + coalesce((SELECT sum(d.bots) "       \
     "FROM link_days d WHERE d.code = links.code), 0)" sum_cast ", password, domain, variants, "    \
-    "utm, dest, max_clicks, used"
+    "utm, dest, max_clicks, used, imported_clicks"
 /* What a deleted or swept link loses (its code and counters stay). */
 #define SQL_LINK_DATA_NULL                                                                         \
     "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, "       \

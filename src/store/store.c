@@ -18,6 +18,21 @@ static _Thread_local int64_t thread_deadline;
 void store_set_deadline(int64_t mono_ms) { thread_deadline = mono_ms; }
 int64_t store_deadline(void) { return thread_deadline; }
 
+static _Thread_local store_backup_cb backup_cb;
+static _Thread_local void *backup_arg;
+
+void store_set_backup_progress(store_backup_cb cb, void *arg)
+{
+    backup_cb = cb;
+    backup_arg = arg;
+}
+
+void store_backup_progress(int64_t done, int64_t total)
+{
+    if (backup_cb)
+        backup_cb(done, total, backup_arg);
+}
+
 void link_release(struct link *l)
 {
     free(l->url);

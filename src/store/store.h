@@ -102,6 +102,12 @@ void store_redact(const char *url, char *out, size_t n);
 void store_set_deadline(int64_t mono_ms);
 int64_t store_deadline(void);
 
+/* The calling thread's backup() reports its progress here: pages copied of
+ * the total, after each step (NULL: none). For the CLI's progress line. */
+typedef void (*store_backup_cb)(int64_t done, int64_t total, void *arg);
+void store_set_backup_progress(store_backup_cb cb, void *arg);
+void store_backup_progress(int64_t done, int64_t total); /* for backends */
+
 /* Tests: the WAL sizes, in pages, at which a SQLite store's checkpoint
  * thread copies the WAL and the next commit starts it again (1,000 and
  * 16,384 unless set). Call before background(). */

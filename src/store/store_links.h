@@ -40,6 +40,9 @@ struct link {
     char *dest;         /* url with utm merged (what the redirect sends), NULL: url */
     int64_t max_clicks; /* 0: no limit */
     int64_t used;       /* click slots reserved (max_clicks) */
+    /* Of the kept totals (clicks + bot_clicks), those `shortd import`
+     * brought without their days (import.h) */
+    int64_t imported;
 };
 
 /* True when a redirect of the link needs more than its destination: a

@@ -42,7 +42,7 @@ struct store_value {
 
 /* PostgreSQL binds a parameter per column (an upsert) or three per key
  * column (a range delete): both stay within store_pg.c's MAX_PARAMS. */
-#define TABLE_COLS_MAX 20
+#define TABLE_COLS_MAX 21
 #define TABLE_KEYS_MAX 4
 
 struct store_table {
@@ -74,7 +74,8 @@ enum table_id {
  * a copy never removes them either; the other tables hold windows that the
  * source trims (salts, pruned days, swept idempotency records, an unblocked
  * host) and a copy follows. A link's clicks and bot_clicks are the totals of
- * its pruned days; link_days holds the others. In meta, 'counter' is the next code
+ * its pruned days and of an import (imported_clicks of them); link_days
+ * holds the others. In meta, 'counter' is the next code
  * number: an import keeps the larger of the two, so codes never repeat. */
 /* clang-format off */
 static const struct store_table store_tables[TABLE__COUNT] = {
@@ -86,13 +87,14 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         {{"id", COL_INT}, {"hash", COL_BLOB}, {"name", COL_TEXT}, {"admin", COL_BOOL},
          {"created_at", COL_INT}, {"revoked_at", COL_INT}}},
     [TABLE_LINKS] = {
-        "links", 20, 1, false, NULL, {"clicks", "bot_clicks"},
+        "links", 21, 1, false, NULL, {"clicks", "bot_clicks"},
         {{"code", COL_TEXT}, {"owner", COL_INT}, {"url", COL_TEXT}, {"title", COL_TEXT},
          {"note", COL_TEXT}, {"tags", COL_TEXT}, {"created_at", COL_INT},
          {"expires_at", COL_INT}, {"changed_at", COL_INT}, {"state", COL_INT},
          {"permanent", COL_BOOL}, {"clicks", COL_INT}, {"bot_clicks", COL_INT},
          {"password", COL_TEXT}, {"domain", COL_TEXT}, {"variants", COL_TEXT},
-         {"utm", COL_TEXT}, {"dest", COL_TEXT}, {"max_clicks", COL_INT}, {"used", COL_INT}}},
+         {"utm", COL_TEXT}, {"dest", COL_TEXT}, {"max_clicks", COL_INT}, {"used", COL_INT},
+         {"imported_clicks", COL_INT}}},
     [TABLE_BLOCKLIST] = {
         "blocklist", 2, 1, true, NULL, {NULL, NULL},
         {{"host", COL_TEXT}, {"created_at", COL_INT}}},

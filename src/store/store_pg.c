@@ -147,8 +147,8 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = $2, " SQL_LINK_DATA_NULL
                       " WHERE code = $1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = $2, changed_at = $3 WHERE code = $1",
-    [S_LINK_IMPORTED] = "UPDATE links SET clicks = clicks + $2, bot_clicks = bot_clicks + $3 "
-                        "WHERE code = $1",
+    [S_LINK_IMPORTED] = "UPDATE links SET clicks = clicks + $2, bot_clicks = bot_clicks + $3, "
+                        "imported_clicks = imported_clicks + $2 + $3 WHERE code = $1",
     [S_LINK_COUNT] = "SELECT count(*) FROM links",
     /* SKIP LOCKED: two nodes sweeping at once take different rows. */
     [S_LINK_SWEEP] = "UPDATE links SET " SQL_LINK_DATA_NULL " WHERE code IN (SELECT code "
@@ -628,6 +628,7 @@ static void row_to_link(const PGresult *r, int row, struct link *l)
     l->dest = val_dup(r, row, 17);
     l->max_clicks = val_i64(r, row, 18);
     l->used = val_i64(r, row, 19);
+    l->imported = val_i64(r, row, 20);
 }
 
 /* ---- lifecycle ---- */

@@ -125,8 +125,8 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_DELETE] = "UPDATE links SET state = 1, changed_at = ?2, " SQL_LINK_DATA_NULL
                       " WHERE code = ?1",
     [S_LINK_SET_STATE] = "UPDATE links SET state = ?2, changed_at = ?3 WHERE code = ?1",
-    [S_LINK_IMPORTED] = "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 "
-                        "WHERE code = ?1",
+    [S_LINK_IMPORTED] = "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3, "
+                        "imported_clicks = imported_clicks + ?2 + ?3 WHERE code = ?1",
     /* Rows of links are never deleted (a deleted link stays as a tombstone)
      * and never inserted with an id, so SQLite gives each new row the largest
      * id plus one (a rolled-back insert hands its id on), and the ids are 1..N.
@@ -538,6 +538,7 @@ static void row_to_link(sqlite3_stmt *q, struct link *l)
     l->dest = col_dup(q, 17);
     l->max_clicks = sqlite3_column_int64(q, 18);
     l->used = sqlite3_column_int64(q, 19);
+    l->imported = sqlite3_column_int64(q, 20);
 }
 
 static void bind_blob(sqlite3_stmt *q, int i, const void *p, size_t n)
@@ -770,6 +771,8 @@ static int sq_backup(struct store *st, const char *to_path)
     if (b) {
         do {
             rc = sqlite3_backup_step(b, 1024);
+            int total = sqlite3_backup_pagecount(b);
+            store_backup_progress(total - sqlite3_backup_remaining(b), total);
             if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
                 sqlite3_sleep(20);
         } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);

@@ -102,6 +102,9 @@
     X(store_meta)                                                                                  \
     X(store_transactions)                                                                          \
     X(store_links)                                                                                 \
+    X(csvread_records)                                                                             \
+    X(progress_format)                                                                             \
+    X(import_sink)                                                                                 \
     X(store_list)                                                                                  \
     X(store_sweep)                                                                                 \
     X(store_claim)                                                                                 \

@@ -498,6 +498,18 @@ static void links_checks(struct backend *b)
         link_release(&l);
     }
     CHECK_EQ_INT(insert(st, "abc1", 7, "https://example.com/again", 7000, 0), ERR_EXISTS);
+
+    /* link_imported: kept totals brought by an import, marked as imported;
+     * a negative count takes some back (their days were stored). */
+    CHECK_EQ_INT(st->ops->link_imported(st, "old1", 40, 2), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_imported(st, "old1", -15, 0), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->link_get(st, "old1", &l), ERR_OK)) {
+        CHECK_EQ_INT(l.clicks, 25);
+        CHECK_EQ_INT(l.bot_clicks, 2);
+        CHECK_EQ_INT(l.imported, 27);
+        link_release(&l);
+    }
+    CHECK_EQ_INT(st->ops->link_imported(st, "nope", 1, 0), ERR_NOTFOUND);
     CHECK_EQ_INT(st->ops->link_set_state(st, "nope", LINK_DISABLED, 1), ERR_NOTFOUND);
     CHECK_EQ_INT(st->ops->link_set_state(st, "nope", LINK_DELETED, 1), ERR_NOTFOUND);
     int64_t n = -1;
@@ -1825,8 +1837,8 @@ static void upgrade_checks(struct backend *b)
     char sql[2048];
     if (b->pg) {
         snprintf(sql, sizeof(sql),
-                 "SET search_path = %s; %s DELETE FROM schema_version "
-                 "WHERE version = 3",
+                 "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
             return;
@@ -1834,7 +1846,9 @@ static void upgrade_checks(struct backend *b)
         QUIET(CHECK_EQ_INT(store_pg_migrate(b->url, &from, &to), ERR_OK));
         CHECK(from < 3 && to >= 3);
     } else {
-        snprintf(sql, sizeof(sql), "%s PRAGMA user_version = 2;", v1_tables);
+        snprintf(sql, sizeof(sql),
+                 "%s ALTER TABLE links DROP COLUMN imported_clicks; PRAGMA user_version = 2;",
+                 v1_tables);
         if (!CHECK(sqlite_admin(b, sql)))
             return;
     }

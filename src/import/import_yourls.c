@@ -169,12 +169,30 @@ static bool dump_want(void *ctx, const char *table)
     return is_table(d, table, d->pass == PASS_LINKS ? "url" : "log");
 }
 
+/* A row of YOURLS's url table: its six columns, or a column list naming
+ * keyword and url. */
+static bool yourls_shaped(const struct mysql_row *row)
+{
+    if (!row->columns)
+        return row->nvalues == U__COUNT;
+    bool kw = false, url = false;
+    for (size_t i = 0; i < row->ncolumns; i++) {
+        kw = kw || !strcmp(row->columns[i], "keyword");
+        url = url || !strcmp(row->columns[i], "url");
+    }
+    return kw && url;
+}
+
 static int dump_row(void *ctx, const struct mysql_row *row)
 {
     struct dump *d = ctx;
     size_t ncols = d->pass == PASS_LINKS ? U__COUNT : L__COUNT;
     const char *const *names = d->pass == PASS_LINKS ? url_cols : log_cols;
     if (!d->have_prefix) {
+        /* the first table named *url whose rows have YOURLS's shape fixes
+         * the prefix; another application's *url table is passed over */
+        if (!yourls_shaped(row))
+            return ERR_OK;
         buf_add(&d->prefix, row->table, strlen(row->table) - 3);
         d->have_prefix = true;
     }

@@ -143,10 +143,11 @@ static const struct command commands[] = {
      "  rerun writes only what changed since. Run the last pass with the source stopped,\n"
      "  before any node serves the target. Each transaction writes N rows (default 2000).\n"
      "  " PROGRESS_HELP},
-    {"import", cmd_import, "dry-run json", STORE_OPTS " owner on-conflict batch-rows progress", 2,
+    {"import", cmd_import, "dry-run json",
+     STORE_OPTS " owner on-conflict batch-rows progress cache", 2,
      "shortd import FORMAT SOURCE [--db PATH | --store URL] [--owner KEY_ID]\n"
      "              [--on-conflict skip|keep|fail] [--dry-run] [--batch-rows N] [--json]\n"
-     "              [--progress auto|always|never]\n"
+     "              [--progress auto|always|never] [--cache redis://HOST:PORT]\n"
      "  Takes over another shortener's links and click history (FORMAT below). Every code is\n"
      "  kept exactly, even ones shortd's alias rules refuse (they stay working as legacy\n"
      "  codes); new links belong to KEY_ID (default: the first admin key). Visits are counted\n"
@@ -155,7 +156,8 @@ static const struct command commands[] = {
      "  has with the same destination is left alone, so a second run changes nothing; with\n"
      "  another destination, --on-conflict says what happens:\n"
      "    skip  the store's link stays, the row is reported (the default)\n"
-     "    keep  the source's destination replaces it, recorded in the link's history\n"
+     "    keep  the source's destination replaces it, recorded in the link's history (with\n"
+     "          a shared Redis cache, name it with --cache, as for 'link delete')\n"
      "    fail  nothing at all is written: the conflicts are listed, the exit status is 1\n"
      "  --dry-run reports what would happen and writes nothing. Safe while a server runs on\n"
      "  the same store: each transaction of N rows (default 5000) is served at once. The\n"
@@ -1089,6 +1091,28 @@ static int cmd_migrate_store(struct opts *o)
 
 /* ---- import ---- */
 
+struct import_tiers {
+    struct app app; /* only its rcache */
+    struct store *st;
+    bool warned;
+};
+
+/* A link the import replaced: the shared Redis cache learns it (the serving
+ * nodes' own caches follow the change generation). */
+static void import_replaced(const char *code, void *arg)
+{
+    struct import_tiers *t = arg;
+    struct link l;
+    if (t->st->ops->link_get(t->st, code, &l) != ERR_OK)
+        return;
+    if (link_changed(&t->app, &l, LINK_EDITED, now_ms()) != ERR_OK && !t->warned) {
+        fprintf(stderr, "shortd: warning: could not update the shared cache; it keeps the old "
+                        "destinations of replaced links for up to 24 h\n");
+        t->warned = true;
+    }
+    link_release(&l);
+}
+
 static int cmd_import(struct opts *o)
 {
     const struct import_format *f = import_format_find(o->pos[0]);
@@ -1143,8 +1167,19 @@ static int cmd_import(struct opts *o)
             goto out;
         }
     }
+    const char *cache = opt(o, "cache") ? opt(o, "cache") : getenv("SHORTD_CACHE");
+    struct import_tiers tiers = {.st = st};
+    if (cache && *cache && io.conflict == IMPORT_KEEP && !io.dry_run) {
+        if (rcache_new(cache, 1000, &tiers.app.rcache) != ERR_OK) {
+            rc = fail("cannot use the cache '%s'", cache);
+            goto out;
+        }
+        io.replaced = import_replaced;
+        io.replaced_arg = &tiers;
+    }
     struct import_summary sum;
     int irc = import_run(st, l, f, o->pos[1], &io, &sum);
+    rcache_free(tiers.app.rcache);
     const char *dry = io.dry_run || sum.failed_on_conflict ? " (dry run: nothing written)" : "";
     fprintf(stderr,
             "import: %s '%s'%s\n"
@@ -1152,7 +1187,8 @@ static int cmd_import(struct opts *o)
             "  already there      %lld\n"
             "  conflicts          %lld (%s)\n"
             "  refused rows       %lld\n"
-            "  visits imported    %lld (bots %lld), dropped %lld (their links were there)\n"
+            "  visits imported    %lld (bots %lld); dropped %lld (their links were there or "
+            "refused)\n"
             "  tallies            %lld rows, %lld clicks\n"
             "  imported totals    %lld clicks with no visit to show\n"
             "  domains added      %lld\n",

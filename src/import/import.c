@@ -103,8 +103,9 @@ struct import_sink {
     size_t folds; /* visits and tallies folded into them */
 
     bool in_tx;
-    size_t rows; /* records in the open transaction */
-    int failed;  /* the store's error that stopped the import */
+    size_t rows;         /* records in the open transaction */
+    struct buf replaced; /* codes the open transaction replaced, each NUL-ended */
+    int failed;          /* the store's error that stopped the import */
     int64_t records;
     struct progress *pg;
 };
@@ -275,6 +276,10 @@ static int commit_tx(struct import_sink *s)
         s->st->ops->rollback(s->st);
     s->in_tx = false;
     s->rows = 0;
+    for (size_t at = 0; rc == ERR_OK && s->o->replaced && at < s->replaced.len;
+         at += strlen(s->replaced.p + at) + 1)
+        s->o->replaced(s->replaced.p + at, s->o->replaced_arg);
+    buf_reset(&s->replaced);
     if (rc != ERR_OK && !s->failed)
         s->failed = log_fail(rc, "the import's transaction failed: %s", err_str(rc));
     return rc;
@@ -550,11 +555,13 @@ int import_link(struct import_sink *s, const struct import_link *given)
     char why[256];
     const char *bad = check_link(s, l, &url, why, sizeof(why));
     if (bad) {
+        /* Its visits are then dropped, not refused one by one; a code
+         * the source gave before keeps what became of it */
         if (l->code && *l->code && code_is_plausible(l->code, strlen(l->code))) {
             struct code_ent *e = code_find(s, l->code, true);
-            if (e->fate != FATE_NEW || !e->line) {
+            if (!e->line) {
                 e->fate = FATE_REFUSED;
-                e->line = l->where.n;
+                e->line = l->where.n ? l->where.n : -1;
             }
         }
         import_refuse(s, l->where, "%s", bad);
@@ -601,6 +608,7 @@ int import_link(struct import_sink *s, const struct import_link *given)
                     rc = replace_url(s, &old, url.p, l, &done);
                 if (rc == ERR_OK && done) {
                     s->sum->replaced++;
+                    buf_add(&s->replaced, l->code, strlen(l->code) + 1);
                     conflict(s, l->where, "code '%s' pointed at %s; now at %s", l->code, was,
                              url.p);
                 }
@@ -637,6 +645,16 @@ static struct code_ent *visit_target(struct import_sink *s, const char *code, st
     return e;
 }
 
+/* A link day's slot: its code's entry (which never moves) and its day,
+ * mixed so that neighbouring entries and days spread (a splitmix64 step). */
+static uint64_t day_hash(const struct code_ent *e, int64_t day)
+{
+    uint64_t h = (uint64_t)(uintptr_t)e ^ ((uint64_t)day * 0x9e3779b97f4a7c15ULL);
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
 static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t day)
 {
     s->folds++;
@@ -648,7 +666,7 @@ static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t 
         for (size_t i = 0; i < s->days_cap; i++)
             for (struct iday *d = s->days[i], *nx; d; d = nx) {
                 nx = d->next_in_slot;
-                size_t j = (((uintptr_t)d->ent >> 4) * 31 + (uint64_t)d->day) & (cap - 1);
+                size_t j = day_hash(d->ent, d->day) & (cap - 1);
                 d->next_in_slot = t[j];
                 t[j] = d;
             }
@@ -656,7 +674,7 @@ static struct dayrow *day_of(struct import_sink *s, struct code_ent *e, int64_t 
         s->days = t;
         s->days_cap = cap;
     }
-    size_t j = (((uintptr_t)e >> 4) * 31 + (uint64_t)day) & (s->days_cap - 1);
+    size_t j = day_hash(e, day) & (s->days_cap - 1);
     for (struct iday *d = s->days[j]; d; d = d->next_in_slot)
         if (d->ent == e && d->day == day)
             return &d->row;
@@ -773,6 +791,7 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
     days_clear(&s);
     free(s.days);
     free(s.codes);
+    buf_release(&s.replaced);
     bump_free(s.code_mem);
     bump_free(s.mem);
     classify_free(s.cl);

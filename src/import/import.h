@@ -159,6 +159,11 @@ struct import_opts {
     bool quiet;        /* no line per refused row or conflict on stderr */
     size_t days_held;  /* link days folded before they are stored (0: the
                         * sink's default; tests make it small) */
+    /* Called after the commit that replaced a link's destination
+     * (IMPORT_KEEP), to tell the copies outside the store (tiers.h); NULL:
+     * none to tell. */
+    void (*replaced)(const char *code, void *arg);
+    void *replaced_arg;
 };
 
 #define IMPORT_BATCH_ROWS 5000
@@ -172,7 +177,8 @@ struct import_summary {
     int64_t refused;         /* rows refused, links, visits or tallies alike */
     int64_t visits;          /* visits counted into the history ... */
     int64_t visit_bots;      /* ... of them bots */
-    int64_t visits_dropped;  /* visits of links that were there already */
+    int64_t visits_dropped;  /* visits of links that were there already, or refused
+                             * (and the clicks of such tallies) */
     int64_t tallies;         /* tally rows counted */
     int64_t tally_clicks;    /* clicks they held */
     int64_t imported_clicks; /* source totals no visit or tally accounted for */

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before } from 'node:test';
 
@@ -286,11 +287,58 @@ it('names the formats, and refuses an unknown one', () => {
     const help = cli(['import', '--help']);
     assert.equal(help.code, 0);
     for (const f of ['yourls', 'kutt', 'shlink', 'bitly', 'csv', 'shortd']) assert.match(help.stdout, new RegExp(`\\n    ${f} `));
-    assert.match(help.stdout, /skip .*\n.*keep .*\n.*fail /);
+    assert.match(help.stdout, /\n +skip +the store.s link stays.*\n +keep +the source.s destination replaces it(.*\n)+ +fail +nothing at all is written/);
     const r = cli(['import', 'nosuch', 'x', '--db', srv.db]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /unknown import format 'nosuch'/);
     const missing = cli(['import', 'csv', path.join(dir, 'absent.csv'), '--db', srv.db]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /cannot open '.*absent.csv'/);
+});
+
+/* GET of one Redis key over RESP: its text, or null. */
+function redisGet(url, key) {
+    const u = new URL(url);
+    return new Promise((resolve, reject) => {
+        const c = net.connect(Number(u.port), u.hostname, () => {
+            c.write(`*2\r\n$3\r\nGET\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n`);
+        });
+        let got = '';
+        c.setEncoding('utf8');
+        c.on('data', (d) => {
+            got += d;
+            if (got.startsWith('$-1\r\n')) { c.end(); resolve(null); return; }
+            const m = /^\$(\d+)\r\n/.exec(got);
+            if (m && got.length >= m[0].length + Number(m[1]) + 2) {
+                c.end();
+                resolve(got.slice(m[0].length, m[0].length + Number(m[1])));
+            }
+        });
+        c.on('error', reject);
+    });
+}
+
+it('--on-conflict keep with --cache updates a shared Redis cache', async (t) => {
+    const redis = process.env.SHORTD_TEST_REDIS;
+    if (!redis) {
+        t.skip('needs SHORTD_TEST_REDIS (tests/redis.sh)');
+        return;
+    }
+    const cached = await startServer({ args: ['--cache', redis] });
+    try {
+        const p = unique('x').slice(0, 8);
+        await createLink(cached, cached.adminKey, { url: 'https://example.com/before', alias: `${p}rc` });
+        await redirectsTo(cached, `${p}rc`, 'https://example.com/before');
+        // The click's store read filled Redis
+        await poll(async () => /example\.com\/before/.test(await redisGet(redis, `shortd:l:${p}rc`) || ''));
+        const file = write(`${p}.csv`, `code,url\n${p}rc,https://example.com/after\n`);
+        const r = runImport(cached, 'csv', file, '--on-conflict', 'keep', '--cache', redis);
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(summaryOf(r).replaced, 1);
+        assert.match(await redisGet(redis, `shortd:l:${p}rc`) || '', /example\.com\/after$/);
+        await poll(async () => (await visit(cached, `${p}rc`)).headers.get('location') === 'https://example.com/after',
+            { timeoutMs: 5000 });
+    } finally {
+        await cached.stop();
+    }
 });

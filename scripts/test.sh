@@ -71,5 +71,9 @@ echo "== benchmark smoke run (bench/run.sh --smoke)"
 echo "== bench/mixed.sh and bench/contention.sh on 1,000 links"
 bench/mixed.sh build/shortd 1000 || status=1
 CONTENTION_HOGS=1 CONTENTION_LIMIT=20 bench/contention.sh build/shortd 1000 || status=1
+# The import benchmark's script on a small YOURLS dump, into SQLite and a
+# throwaway PostgreSQL: it checks every link and log row arrives, never a time.
+echo "== import benchmark smoke run (bench/import.sh --smoke: 2,000 links, 20,000 log rows)"
+bench/import.sh --smoke build/shortd || status=1
 
 exit $status

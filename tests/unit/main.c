@@ -258,6 +258,12 @@
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \
+    X(when_formats)                                                                                \
+    X(mysqldump_statements)                                                                        \
+    X(mysqldump_escapes)                                                                           \
+    X(mysqldump_forms)                                                                             \
+    X(mysqldump_damage)                                                                            \
+    X(mysqldump_pieces)                                                                            \
     X(form_urlencoded)                                                                             \
     X(form_multipart)                                                                              \
     X(compat_yourls_shorturl)                                                                      \

@@ -495,18 +495,12 @@ static int open_links(const struct opts *o, bool create, struct store **st, stru
 /* Tells a running server that links (or keys) changed under it. */
 static void bump_generation(struct store *st)
 {
-    struct buf v = BUF_INIT;
-    int64_t g = 0;
-    if (st->ops->meta_get(st, "generation", &v) == ERR_OK && v.len == sizeof(g))
-        memcpy(&g, v.p, sizeof(g));
-    g++;
     if (st->ops->begin(st) == ERR_OK) {
-        if (st->ops->meta_put(st, "generation", &g, sizeof(g)) == ERR_OK)
+        if (store_generation_bump(st) == ERR_OK)
             st->ops->commit(st);
         else
             st->ops->rollback(st);
     }
-    buf_release(&v);
 }
 
 static int cmd_key_create(struct opts *o)

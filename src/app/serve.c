@@ -143,15 +143,8 @@ static int64_t sweep_now(struct app *app, struct sweep_clock *c)
 #define GENERATION_CHECK_MS 100
 static int64_t generation(struct store *st)
 {
-    struct buf v = BUF_INIT;
-    int64_t g = 0;
-    int rc = st->ops->meta_get(st, "generation", &v);
-    if (rc == ERR_OK && v.len == sizeof(g))
-        memcpy(&g, v.p, sizeof(g));
-    else if (rc != ERR_NOTFOUND)
-        g = -1; /* unknown: the store did not answer */
-    buf_release(&v);
-    return g;
+    int64_t g;
+    return store_generation(st, &g) == ERR_OK ? g : -1; /* -1: the store did not answer */
 }
 
 /* An invalidation from any node (this one too): the code leaves this node's

@@ -247,20 +247,6 @@ static void days_clear(struct import_sink *s)
     bump_clear(s->mem);
 }
 
-static int bump_generation(struct store *st)
-{
-    struct buf v = BUF_INIT;
-    int64_t g = 0;
-    int rc = st->ops->meta_get(st, "generation", &v);
-    if (rc == ERR_OK && v.len == sizeof(g))
-        memcpy(&g, v.p, sizeof(g));
-    buf_release(&v);
-    if (rc != ERR_OK && rc != ERR_NOTFOUND)
-        return rc;
-    g++;
-    return st->ops->meta_put(st, "generation", &g, sizeof(g));
-}
-
 static size_t batch_max(const struct import_sink *s)
 {
     return s->o->batch_rows ? s->o->batch_rows : IMPORT_BATCH_ROWS;
@@ -269,7 +255,7 @@ static size_t batch_max(const struct import_sink *s)
 /* Commits the open transaction, telling serving nodes of its links. */
 static int commit_tx(struct import_sink *s)
 {
-    int rc = bump_generation(s->st);
+    int rc = store_generation_bump(s->st);
     if (rc == ERR_OK)
         rc = s->st->ops->commit(s->st);
     else

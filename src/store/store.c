@@ -71,6 +71,27 @@ int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg
     return dayrow_each_recent(r, limit, recent_fwd, &f);
 }
 
+int store_generation(struct store *st, int64_t *g)
+{
+    struct buf v = BUF_INIT;
+    *g = 0;
+    int rc = st->ops->meta_get(st, "generation", &v);
+    if (rc == ERR_OK && v.len == sizeof(*g))
+        memcpy(g, v.p, sizeof(*g));
+    buf_release(&v);
+    return rc == ERR_NOTFOUND ? ERR_OK : rc;
+}
+
+int store_generation_bump(struct store *st)
+{
+    int64_t g;
+    int rc = store_generation(st, &g);
+    if (rc != ERR_OK)
+        return rc;
+    g++;
+    return st->ops->meta_put(st, "generation", &g, sizeof(g));
+}
+
 int store_open(const char *url, struct store **out)
 {
     *out = NULL;

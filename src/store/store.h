@@ -84,6 +84,13 @@ extern const struct store_ops store_pg_ops;
  * scheme. */
 int store_open(const char *url, struct store **out);
 
+/* The change generation (meta 'generation'): commands that change links or
+ * keys under a running server bump it in their transaction, and a server
+ * that sees it move drops its cache. store_generation: ERR_OK and *g (0
+ * until the first bump), or the store's error. */
+int store_generation(struct store *st, int64_t *g);
+int store_generation_bump(struct store *st); /* inside a transaction */
+
 /* Brings a PostgreSQL database to this binary's schema: the pending
  * migrations in one transaction, under an advisory lock so two migrators
  * never race. 'from' and 'to' get the versions before and after. */

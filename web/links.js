@@ -10,6 +10,7 @@
 import { getJSON, nextLink, request } from './api.js';
 import { h, fill, copyButton, outLink, toast, confirmDialog } from './dom.js';
 import { num, when, remaining } from './format.js';
+import { linkBadges } from './link.js';
 
 const PAGE = 50;
 const ALL_PAGE = 1000;
@@ -111,10 +112,10 @@ export function renderLinks(view, params, ctx) {
                     type: 'button', class: 'tag', text: t, title: `Only links tagged ${t}`,
                     onclick: () => { tag.value = t; onFilter(); },
                 }))) : null),
-            h('td', { class: 'num clicks', title: `${num(l.bot_clicks)} bot clicks apart`, text: num(l.clicks) }),
-            h('td', { class: 'created', title: l.created_at, text: when(l.created_at) }),
-            h('td', { class: 'remaining', title: l.expires_at ? `expires ${when(l.expires_at)}` : 'no expiry', text: remaining(l) }),
-            h('td', {}, h('span', { class: `badge ${l.state}`, text: l.state })),
+            h('td', { class: 'num clicks', dataset: { label: 'Clicks' }, title: `${num(l.bot_clicks)} bot clicks apart`, text: num(l.clicks) }),
+            h('td', { class: 'created', dataset: { label: 'Created' }, title: l.created_at, text: when(l.created_at) }),
+            h('td', { class: 'remaining', dataset: { label: 'Expires in' }, title: l.expires_at ? `expires ${when(l.expires_at)}` : 'no expiry', text: remaining(l) }),
+            h('td', { class: 'state' }, h('span', { class: `badge ${l.state}`, text: l.state }), ' ', linkBadges(l)),
             h('td', {}, h('div', { class: 'row-actions' }, copyButton(l.short_url), del)));
     };
 

@@ -6,7 +6,7 @@ import { hostList } from './hosts.js';
 export function renderAdmin(view, ctx) {
     view.replaceChildren(h('section', { class: 'panel admin-page' },
         h('h1', { text: 'Admin' }),
-        h('p', {}, 'Service-wide figures are on the ', h('a', { href: '#/service', text: 'Service page' }), '.'),
+        h('p', {}, 'Service-wide figures are on the ', h('a', { class: 'text-link', href: '#/service', text: 'Service page' }), '.'),
         h('h2', { text: 'Blocklist' }),
         h('p', { class: 'muted', text: 'No new link, edit or variant may lead to a blocked host (or its subdomains).' }),
         hostList({

@@ -213,6 +213,15 @@ it('an A/B link: variants with weights in the form; the chart counts where visit
     assert.match(await page.locator('#destinations').innerText(), /example\.com\/b/);
 });
 
+it('the links table: a 30-day sparkline per row whose last bar is today\'s clicks', async () => {
+    await go('#/links', `#links-table tr[data-code="${ab.code}"] .spark`);
+    const spark = page.locator(`#links-table tr[data-code="${ab.code}"] .spark`);
+    assert.equal(await spark.locator('.spark-bar').count(), 30);
+    assert.equal(await spark.getAttribute('aria-label'), 'Last 30 days: 20 clicks, at most 20 a day');
+    const last = await spark.locator('.spark-bar').last().evaluate((b) => b.classList.contains('zero'));
+    assert.equal(last, false, 'today has a bar');
+});
+
 it('export: CSV and JSON downloads hold the links', async () => {
     await go('#/bulk', '#export-csv');
     for (const format of ['csv', 'json']) {

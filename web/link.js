@@ -302,7 +302,7 @@ function abCard(link, stats) {
 }
 
 function historyList(changes, link) {
-    if (!changes.length) return h('p', { class: 'muted empty', text: `Never changed: it has led to ${link.url} since ${when(link.created_at)}.` });
+    if (!changes.length) return h('p', { class: 'muted empty', text: `Never changed since it was made on ${when(link.created_at)}.` });
     const rows = [...changes].sort((a, b) => b.seq - a.seq);
     return h('ol', { class: 'history', id: 'history' }, rows.map((c) => h('li', {},
         h('time', { datetime: c.changed_at, text: when(c.changed_at) }),

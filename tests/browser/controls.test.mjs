@@ -8,7 +8,8 @@
 // critical violation.
 //
 // The tests run in order and build on each other (one server, one browser).
-// With SHORTD_UPDATE_DOCS=1 the main pages are written to docs/.
+// With SHORTD_UPDATE_DOCS=1 the main pages are written to docs/ (the new
+// link form and an A/B link's page; the links, form and link page on a phone).
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -75,6 +76,11 @@ async function created() {
 async function go(hash, ready) {
     await page.goto(`${srv.url}/dashboard${hash}`);
     await page.locator(ready).first().waitFor();
+}
+
+async function docShot(name, opts = {}) {
+    await page.evaluate(() => { document.getElementById('toast').hidden = true; });
+    await page.screenshot({ path: path.join(ROOT, `docs/${name}.png`), ...opts });
 }
 
 it('the Domains page registers a domain, and refuses a bad one next to the field', async () => {
@@ -304,11 +310,31 @@ it('each page at 390 × 844: nothing scrolls sideways; the links table is cards'
             const tw = await page.locator('.table-wrap').evaluate((e) => [e.scrollWidth, e.clientWidth]);
             assert.ok(tw[0] <= tw[1], `the cards fit: ${tw}`);
         }
-        if (process.env.SHORTD_UPDATE_DOCS && (name === 'links' || name === 'link')) {
-            await page.screenshot({ path: path.join(ROOT, `docs/dashboard-phone-${name}.png`) });
+        if (process.env.SHORTD_UPDATE_DOCS && ['links', 'new', 'link'].includes(name)) {
+            await docShot(`dashboard-phone-${name}`);
         }
     }
     await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+it('keyboard: Tab reaches every control of the edit form and each shows where the focus is', async () => {
+    await go(`#/link/${made.code}/edit`, '#f-url');
+    const controls = await page.locator('.link-form :is(input, select, textarea, button, a[href]):visible').count();
+    await page.locator('body').focus();
+    const seen = new Set();
+    for (let i = 0; i < controls + 12 && seen.size < controls; i++) {
+        await page.keyboard.press('Tab');
+        const f = await page.evaluate(() => {
+            const el = document.activeElement;
+            if (!el || !el.closest('.link-form')) return null;
+            const cs = getComputedStyle(el);
+            return { id: el.id || el.textContent.trim(), ring: cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2 };
+        });
+        if (!f) continue;
+        assert.ok(f.ring, `${f.id} shows no focus ring`);
+        seen.add(f.id);
+    }
+    assert.equal(seen.size, controls, `Tab reached ${[...seen]}`);
 });
 
 it('axe-core finds no serious or critical violation on any page', async () => {
@@ -330,8 +356,8 @@ it('axe-core finds no serious or critical violation on any page', async () => {
         const v = await page.evaluate(async () => (await globalThis.axe.run(document)).violations
             .filter((x) => x.impact === 'serious' || x.impact === 'critical').map((x) => `${x.id}: ${x.nodes.map((n) => n.target).join(' ')}`));
         found.push(...v.map((x) => `${name} ${x}`));
-        if (process.env.SHORTD_UPDATE_DOCS && ['new', 'link', 'bulk', 'domains'].includes(name)) {
-            await page.screenshot({ path: path.join(ROOT, `docs/dashboard-${name}.png`), fullPage: true });
+        if (process.env.SHORTD_UPDATE_DOCS && ['new', 'link'].includes(name)) {
+            await docShot(`dashboard-${name}`, { fullPage: true });
         }
     }
     assert.deepEqual(found, []);

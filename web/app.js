@@ -95,7 +95,7 @@ function render() {
         renderLink(view, code, params, ctx);
     } else if (path === '/service') {
         document.title = 'Service · shortd';
-        renderService(view, ctx);
+        renderService(view, params, ctx);
     } else {
         location.replace('#/links');
     }

@@ -110,6 +110,38 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
     return ERR_OK;
 }
 
+int report_service(struct store *st, int64_t owner, int64_t from, int64_t to, json_t **out)
+{
+    json_t *o = json_object();
+    struct days_ctx x = {.days = json_array(), .next = from};
+    const char *head[] = {"from", "to", "clicks", "bot_clicks", "unique_visitors"};
+    for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+        json_object_set_new(o, head[i], json_null());
+    for (int d = 0; d < DIM__COUNT; d++)
+        json_object_set_new(o, dim_names[d], json_object());
+    int rc = st->ops->stats_all_days(st, owner, from, to, day_row, &x);
+    if (rc == ERR_OK)
+        rc = st->ops->stats_all_dims(st, owner, from, to, dim_row, o);
+    if (rc != ERR_OK) {
+        json_decref(o);
+        json_decref(x.days);
+        return rc;
+    }
+    for (; x.next <= to; x.next++)
+        json_array_append_new(x.days, day_obj(x.next, 0, 0, 0));
+    char f[11], t[11];
+    day_format(from, f);
+    day_format(to, t);
+    json_object_set_new(o, "from", json_string(f));
+    json_object_set_new(o, "to", json_string(t));
+    json_object_set_new(o, "clicks", json_integer(x.clicks));
+    json_object_set_new(o, "bot_clicks", json_integer(x.bots));
+    json_object_set_new(o, "unique_visitors", json_integer(x.uniques));
+    json_object_set_new(o, "days", x.days);
+    *out = o;
+    return ERR_OK;
+}
+
 /* ---- export ---- */
 
 struct export

@@ -277,6 +277,28 @@ it('admin: block a host, unblock it', async () => {
     await page.locator('#block-list li[data-host="bad.example"]').waitFor({ state: 'detached' });
 });
 
+it('the service page: a daily chart of the range, unique visitors, bots, top referrers beside top links', async () => {
+    assert.equal((await visit(srv, ab.code, { headers: { referer: 'https://news.example.net/item/1' } })).status, 302);
+    assert.equal((await visit(srv, ab.code, { headers: { 'user-agent': 'curl/8.5.0' } })).status, 302);
+    let stats;
+    assert.ok(await poll(async () => {
+        stats = (await api(srv, 'GET', '/api/stats', { key: srv.adminKey })).json;
+        return stats.range.clicks === 21 && stats.range.bot_clicks === 1;
+    }), `the range: ${JSON.stringify(stats?.range).slice(0, 300)}`);
+    await go('#/service', '#service-chart canvas');
+    assert.equal(await page.locator('#svc-range-clicks .kpi-value').innerText(), '21');
+    assert.equal(await page.locator('#svc-range-uniques .kpi-value').innerText(), String(stats.range.unique_visitors));
+    assert.equal(await page.locator('#svc-range-bots .kpi-value').innerText(), '1');
+    assert.equal(await page.locator('#svc-referrers .bar[data-key="news.example.net"]').getAttribute('data-count'), '1');
+    assert.match(await page.locator('#svc-bot-kinds').innerText(), /HTTP libraries and scripts/);
+    assert.equal(await page.locator(`#svc-top .bar[data-code="${ab.code}"]`).getAttribute('data-count'), '21');
+    // Another range is a link away; 1 year draws lines, not bars.
+    await page.getByRole('link', { name: '7 days' }).click();
+    await page.waitForURL(/#\/service\?days=7$/);
+    await page.locator('#service-chart canvas').waitFor();
+    assert.match(await page.locator('.range-head h2').innerText(), new RegExp(`${new Date(Date.now() - 6 * 86_400_000).toISOString().slice(0, 10)} – `));
+});
+
 const PAGES = [
     ['links', '#/links', '#links-table'],
     ['new', '#/new', '#f-url'],

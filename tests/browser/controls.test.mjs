@@ -9,7 +9,8 @@
 //
 // The tests run in order and build on each other (one server, one browser).
 // With SHORTD_UPDATE_DOCS=1 the main pages are written to docs/ (the new
-// link form and an A/B link's page; the links, form and link page on a phone).
+// link form, an A/B link's page and the service page; the links, form and
+// link page on a phone).
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -378,7 +379,7 @@ it('axe-core finds no serious or critical violation on any page', async () => {
         const v = await page.evaluate(async () => (await globalThis.axe.run(document)).violations
             .filter((x) => x.impact === 'serious' || x.impact === 'critical').map((x) => `${x.id}: ${x.nodes.map((n) => n.target).join(' ')}`));
         found.push(...v.map((x) => `${name} ${x}`));
-        if (process.env.SHORTD_UPDATE_DOCS && ['new', 'link'].includes(name)) {
+        if (process.env.SHORTD_UPDATE_DOCS && ['new', 'link', 'service'].includes(name)) {
             await docShot(`dashboard-${name}`, { fullPage: true });
         }
     }

@@ -96,7 +96,12 @@ function variantsEditor(initial) {
         share();
         return url;
     };
-    add.addEventListener('click', () => row().focus());
+    // Variants come two at least: the first click makes both rows.
+    add.addEventListener('click', () => {
+        const first = row();
+        if (rows.children.length < 2) row();
+        first.focus();
+    });
     for (const v of initial || []) row(v);
     return {
         el: h('div', {}, rows, add),
@@ -135,6 +140,7 @@ export function linkForm({ link = null, onSaved }) {
     const removePw = h('input', { type: 'checkbox' });
     const utmIn = Object.fromEntries(UTM_KEYS.map((k) => [k, h('input', { type: 'text', maxlength: '128', autocomplete: 'off', value: link?.utm?.[k] || '' })]));
     const preview = h('output', { class: 'utm-preview', id: 'utm-preview', for: 'f-url' });
+    const previewLead = h('span', { class: 'muted small', text: 'Visitors are sent to ' });
     const variants = variantsEditor(link?.variants);
     const general = h('p', { class: 'form-error', role: 'alert' });
     const label = edit ? 'Save changes' : 'Create short link';
@@ -147,19 +153,29 @@ export function linkForm({ link = null, onSaved }) {
     };
     const showPreview = () => {
         const u = utmValue();
-        preview.textContent = u && url.value.trim() ? withUtm(url.value.trim(), u) : 'Add a UTM parameter to see the URL visitors are sent to.';
+        const on = !!(u && url.value.trim());
+        previewLead.hidden = !on;
+        preview.textContent = on ? withUtm(url.value.trim(), u) : 'Add a UTM parameter to see the URL visitors are sent to.';
     };
     url.addEventListener('input', showPreview);
     for (const k of UTM_KEYS) utmIn[k].addEventListener('input', showPreview);
     showPreview();
     expiry.addEventListener('change', () => { atField.hidden = expiry.value !== 'at'; });
     removePw.addEventListener('change', () => { password.disabled = removePw.checked; });
+    // A browser caches a 301 and never comes back to be counted: the API
+    // refuses a click limit on a permanent link, so the form offers neither
+    // with the other.
+    permanent.addEventListener('change', () => {
+        maxClicks.disabled = permanent.checked;
+        if (permanent.checked) maxClicks.value = '';
+    });
+    maxClicks.addEventListener('input', () => { permanent.disabled = !!maxClicks.value; });
 
     const utmBox = h('fieldset', { class: 'group', id: 'utm-group' },
         h('legend', { text: 'UTM parameters' }),
         h('p', { class: 'help', text: 'Added to the destination\'s query on every redirect. Not with A/B variants.' }),
         h('div', { class: 'row3' }, UTM_KEYS.map((k) => field(`utm-${k}`, k[0].toUpperCase() + k.slice(1), utmIn[k]))),
-        h('div', { class: 'preview-box' }, h('span', { class: 'muted small', text: 'Visitors are sent to ' }), preview));
+        h('div', { class: 'preview-box' }, previewLead, preview));
     const abBox = h('fieldset', { class: 'group', id: 'variants-group' },
         h('legend', { text: 'A/B variants' }),
         h('p', { class: 'help', text: 'Two to ten destinations; each visitor is sent to one, in proportion to its weight, and stays with it. Leave empty for one destination.' }),
@@ -187,7 +203,7 @@ export function linkForm({ link = null, onSaved }) {
             edit ? h('div', { class: 'field' }, h('p', { class: 'label-like', text: 'Click limit' }),
                 h('p', { id: 'clicks-left', text: link.max_clicks ? `${link.clicks_left} of ${link.max_clicks} clicks left` : 'No limit' }),
                 h('p', { class: 'help', text: 'Set when the link is made.' }))
-                : field('max_clicks', 'Click limit', maxClicks, 'After this many clicks the link answers 410 Gone.')),
+                : field('max_clicks', 'Click limit', maxClicks, 'After this many clicks the link answers 410 Gone. Not with a permanent redirect.')),
         pwField,
         edit ? null : check('permanent', 'Permanent redirect (301). Browsers cache it, so their repeat clicks are not counted.', permanent),
         utmBox,

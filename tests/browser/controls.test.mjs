@@ -169,19 +169,19 @@ it('edit: a new destination shows in the history; the password is removed; UTM c
     assert.equal((await api(srv, 'GET', `/api/links/${made.code}`, { key: srv.adminKey })).json.protected, true);
 });
 
-it('a permanent link: the checkbox, its badge; with a click limit the API\'s refusal is shown', async () => {
+it('a permanent link: the checkbox, its badge; a click limit is not offered with it', async () => {
     await go('#/new', '#f-url');
     await page.getByLabel('Destination URL').fill('https://example.com/forever');
-    await page.getByLabel(/Permanent redirect/).check();
     await page.getByLabel('Click limit').fill('5');
-    await page.getByRole('button', { name: 'Create short link' }).click();
-    await poll(async () => (await page.locator('#err-max_clicks').innerText()) !== '');
-    assert.match(await page.locator('#err-max_clicks').innerText(), /permanent/);
+    assert.ok(await page.getByLabel(/Permanent redirect/).isDisabled(), 'no 301 with a click limit');
     await page.getByLabel('Click limit').fill('');
+    await page.getByLabel(/Permanent redirect/).check();
+    assert.ok(await page.getByLabel('Click limit').isDisabled(), 'no click limit with a 301');
     await created();
     const code = (await page.locator('.result .short-url a').innerText()).split('/').pop();
     await go(`#/link/${code}`, '.link-title');
     assert.deepEqual(await page.locator('.link-title .pill').allInnerTexts(), ['permanent']);
+    assert.equal((await api(srv, 'GET', `/api/links/${code}`, { key: srv.adminKey })).json.permanent, true);
 });
 
 it('the Domains page lists the links made on a domain', async () => {
@@ -193,8 +193,8 @@ it('an A/B link: variants with weights in the form; the chart counts where visit
     await go('#/new', '#f-url');
     const alias = unique('split');
     await page.getByLabel('Destination URL').fill('https://example.com/a');
-    await page.getByRole('button', { name: 'Add a variant' }).click();
-    await page.getByRole('button', { name: 'Add a variant' }).click();
+    await page.getByRole('button', { name: 'Add a variant' }).click();   // two rows: the least
+    assert.equal(await page.locator('.variant').count(), 2);
     await page.getByLabel('Variant 1 URL').fill('https://example.com/a');
     await page.getByLabel('Weight').nth(0).fill('3');
     await page.getByLabel('Variant 2 URL').fill('https://example.com/b');

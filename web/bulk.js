@@ -141,7 +141,7 @@ export function renderBulk(view, ctx) {
         h('section', { class: 'panel' },
             h('h1', { text: 'Import and export' }),
             h('h2', { text: 'Export' }),
-            h('p', { class: 'muted', text: 'Every link of yours with its daily clicks, unique visitors and bot clicks.' }),
+            h('p', { class: 'muted', text: 'Every link of yours with its daily clicks, unique visitors and bot clicks; the JSON also has each link\'s referrers, countries, browsers and the other dimensions.' }),
             h('div', { class: 'actions' }, exportBtn('csv'), exportBtn('json'))),
         h('section', { class: 'panel' },
             h('h2', { text: 'Upload a CSV of links' }),

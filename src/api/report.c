@@ -251,6 +251,17 @@ static int export_link(const struct link *l, void *arg)
     int rc = x->st->ops->stats_days(x->st, l->code, 0, INT64_MAX / 2, export_day, c);
     if (rc == ERR_OK && x->format == EXPORT_CSV && !c->rows)
         csv_row(c, "", 0, 0, 0);
+    /* JSON carries the link's all-time dimensions too (the ones with counts). */
+    json_t *dims = NULL;
+    if (rc == ERR_OK && x->format == EXPORT_JSON) {
+        dims = json_object();
+        for (int d = 0; d < DIM__COUNT; d++)
+            json_object_set_new(dims, dim_names[d], json_object());
+        rc = x->st->ops->stats_dims(x->st, l->code, 0, INT64_MAX / 2, dim_row, dims);
+        for (int d = 0; d < DIM__COUNT; d++)
+            if (!json_object_size(json_object_get(dims, dim_names[d])))
+                json_object_del(dims, dim_names[d]);
+    }
     if (rc == ERR_OK && x->format == EXPORT_JSON) {
         char created[RFC3339_MAX], expires[RFC3339_MAX];
         rfc3339_format(l->created_at, created);
@@ -270,9 +281,12 @@ static int export_link(const struct link *l, void *arg)
             json_object_set_new(o, "permanent", json_boolean(l->permanent));
             json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
             json_object_set_new(o, "max_clicks", json_integer(l->max_clicks));
+            json_object_set_new(o, "dimensions", dims);
         } else {
             json_decref(tags);
+            json_decref(dims);
         }
+        dims = NULL;
         c->days = NULL;
         buf_release(&su);
         if (o) {
@@ -282,6 +296,7 @@ static int export_link(const struct link *l, void *arg)
         }
     }
     json_decref(c->days);
+    json_decref(dims);
     x->started = true;
     x->links++;
     x->last_created = l->created_at;

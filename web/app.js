@@ -6,12 +6,19 @@
 //   #/links?q&tag&state the links table
 //   #/new               create a link
 //   #/link/CODE?days|from&to&bots   one link's analytics and QR code
+//   #/link/CODE/edit    edit a link
+//   #/domains           custom short domains and their links
+//   #/bulk              export, and a CSV upload through /api/links/bulk
+//   #/admin             the blocklist (admin keys)
 //   #/service           service-wide totals
 import { session, setUnauthorizedHandler } from './api.js';
 import { renderSignin } from './signin.js';
 import { renderLinks } from './links.js';
 import { renderCreate } from './create.js';
-import { renderLink } from './link.js';
+import { renderLink, renderEdit } from './link.js';
+import { renderDomains } from './domains.js';
+import { renderBulk } from './bulk.js';
+import { renderAdmin } from './admin.js';
 import { renderService } from './service.js';
 
 const view = document.getElementById('view');
@@ -67,6 +74,20 @@ function render() {
     } else if (path === '/new') {
         document.title = 'New link · shortd';
         renderCreate(view, ctx);
+    } else if ((m = /^\/link\/([^/]+)\/edit$/.exec(path))) {
+        let code;
+        try { code = decodeURIComponent(m[1]); } catch { code = m[1]; }
+        document.title = `Edit ${code} · shortd`;
+        renderEdit(view, code, ctx);
+    } else if (path === '/domains') {
+        document.title = 'Domains · shortd';
+        renderDomains(view, ctx);
+    } else if (path === '/bulk') {
+        document.title = 'Import and export · shortd';
+        renderBulk(view, ctx);
+    } else if (path === '/admin') {
+        document.title = 'Admin · shortd';
+        renderAdmin(view, ctx);
     } else if ((m = /^\/link\/([^/]+)$/.exec(path))) {
         let code;
         try { code = decodeURIComponent(m[1]); } catch { code = m[1]; }
@@ -74,7 +95,7 @@ function render() {
         renderLink(view, code, params, ctx);
     } else if (path === '/service') {
         document.title = 'Service · shortd';
-        renderService(view, ctx);
+        renderService(view, params, ctx);
     } else {
         location.replace('#/links');
     }

@@ -27,6 +27,10 @@
 
 #define LIST_DEFAULT 50
 #define LIST_MAX 1000
+/* ?spark=DAYS: at most this many days, on pages of at most SPARK_PAGE links
+ * (one read of daily counts a link). */
+#define SPARK_MAX 90
+#define SPARK_PAGE 100
 #define FILTER_MAX 128 /* bytes of a tag or q filter */
 #define BULK_MAX 1000  /* links in one POST /api/links/bulk */
 
@@ -524,6 +528,42 @@ static int list_cb(const struct link *l, void *arg)
     return 0;
 }
 
+/* A sparkline: link 'o''s human clicks on each of the 'days' days to today
+ * (UTC), oldest first, as o["spark"]. */
+struct spark_ctx {
+    json_t *arr;
+    int64_t from;
+};
+
+static int spark_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
+{
+    (void)uniques;
+    (void)bots;
+    struct spark_ctx *x = arg;
+    json_t *slot = json_array_get(x->arr, (size_t)(day - x->from));
+    if (slot)
+        json_integer_set(slot, clicks);
+    return 0;
+}
+
+static int add_sparks(struct store *st, json_t *links, int days, int64_t today)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(links, i, o)
+    {
+        struct spark_ctx x = {.arr = json_array(), .from = today - (days - 1)};
+        for (int d = 0; d < days; d++)
+            json_array_append_new(x.arr, json_integer(0));
+        const char *code = json_string_value(json_object_get(o, "code"));
+        int rc = st->ops->stats_days(st, code, x.from, today, spark_day, &x);
+        json_object_set_new(o, "spark", x.arr);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return ERR_OK;
+}
+
 static bool parse_int(struct slice s, int64_t lo, int64_t hi, int64_t *out)
 {
     if (!s.n || s.n > 18)
@@ -620,6 +660,13 @@ int handle_link_list(struct request *r)
                               "state must be a comma list of active, expired, exhausted, "
                               "deleted, disabled, or all");
     }
+    int64_t spark = 0;
+    if (http_query_param(r, "spark", &v) && !parse_int(v, 1, SPARK_MAX, &spark))
+        return http_error(r, 400, "invalid_field", "spark",
+                          "spark must be a whole number of days from 1 to 90");
+    if (spark && limit > SPARK_PAGE)
+        return http_error(r, 400, "invalid_field", "spark",
+                          "spark needs a limit of at most 100 links");
     char after_code[CODE_MAX + 1] = "";
     if (http_query_param(r, "cursor", &v)) {
         const char *dot = memchr(v.p, '.', v.n);
@@ -666,6 +713,8 @@ int handle_link_list(struct request *r)
     struct list_ctx x = {.app = app, .arr = json_array(), .now = q.now, .want = (int)limit};
     if (rc == ERR_OK || rc == ERR_NOTFOUND)
         rc = app->store->ops->link_list(app->store, &q, list_cb, &x);
+    if (rc == ERR_OK && spark)
+        rc = add_sparks(app->store, x.arr, (int)spark, day_number(q.now));
     if (q.q)
         router_heavy_leave(app, r->key.id);
     if (rc != ERR_OK) {
@@ -683,6 +732,8 @@ int handle_link_list(struct request *r)
         struct buf link = BUF_INIT;
         buf_printf(&link, "</api/links?limit=%lld&state=%.*s", (long long)limit, (int)state.n,
                    state.p);
+        if (spark)
+            buf_printf(&link, "&spark=%lld", (long long)spark);
         add_filter(&link, "tag", tag);
         add_filter(&link, "q", text);
         buf_printf(&link, "&cursor=%lld.%s>; rel=\"next\"", (long long)x.last_created, x.last_code);

@@ -94,6 +94,8 @@ enum stmt {
     S_STATS_RECENT,
     S_STATS_TOTALS,
     S_STATS_TOP,
+    S_STATS_ALL_DAYS,
+    S_STATS_ALL_DIMS,
     S_KEY_INSERT,
     S_KEY_BY_HASH,
     S_KEY_LIST,
@@ -196,6 +198,13 @@ static const char *const sql[S__COUNT] = {
                     "WHERE d.day = $1 AND d.clicks > 0 "
                     "AND ($2::bigint < 0 OR l.owner = $2::bigint) "
                     "ORDER BY d.clicks DESC, d.code LIMIT $3",
+    [S_STATS_ALL_DAYS] = "SELECT day, sum(clicks)::bigint, sum(uniques)::bigint, sum(bots)::bigint "
+                         "FROM link_days WHERE day BETWEEN $2 AND $3 AND ($1::bigint < 0 OR "
+                         "code IN (SELECT code FROM links WHERE owner = $1::bigint)) "
+                         "GROUP BY day ORDER BY day",
+    [S_STATS_ALL_DIMS] = "SELECT dims FROM link_days WHERE day BETWEEN $2 AND $3 "
+                         "AND dims IS NOT NULL AND ($1::bigint < 0 OR "
+                         "code IN (SELECT code FROM links WHERE owner = $1::bigint))",
     [S_KEY_INSERT] = "INSERT INTO api_keys (name, hash, admin, created_at) "
                      "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id",
     [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys "
@@ -1468,6 +1477,39 @@ static int pg_stats_dims(struct store *st, const char *code, int64_t from, int64
     return rc;
 }
 
+static int pg_stats_all_days(struct store *st, int64_t owner, int64_t from, int64_t to, day_cb cb,
+                             void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_ALL_DAYS, &p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(val_i64(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), val_i64(r, i, 3), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_stats_all_dims(struct store *st, int64_t owner, int64_t from, int64_t to, dim_cb cb,
+                             void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    struct dayrow acc;
+    int rc = stats_blobs(st, S_STATS_ALL_DIMS, &p, true, "(every link)", &acc);
+    if (rc == ERR_OK)
+        dayrow_each_tally(&acc, cb, arg);
+    dayrow_release(&acc);
+    return rc;
+}
+
 static int pg_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
 {
     /* Each day keeps its newest RECENT_KEEP: so many days are always enough. */
@@ -1768,6 +1810,8 @@ const struct store_ops store_pg_ops = {
     .stats_dims = pg_stats_dims,
     .stats_recent = pg_stats_recent,
     .stats_totals = pg_stats_totals,
+    .stats_all_days = pg_stats_all_days,
+    .stats_all_dims = pg_stats_all_dims,
     .stats_top = pg_stats_top,
     .key_insert = pg_key_insert,
     .key_by_hash = pg_key_by_hash,

@@ -82,6 +82,8 @@ enum stmt {
     S_STATS_RECENT,
     S_STATS_TOTALS,
     S_STATS_TOP,
+    S_STATS_ALL_DAYS,
+    S_STATS_ALL_DIMS,
     S_KEY_INSERT,
     S_KEY_BY_HASH,
     S_KEY_LIST,
@@ -174,6 +176,11 @@ static const char *const sql[S__COUNT] = {
     [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
                     "WHERE d.day = ?1 AND d.clicks > 0 AND (?2 < 0 OR l.owner = ?2) "
                     "ORDER BY d.clicks DESC, d.code LIMIT ?3",
+    [S_STATS_ALL_DAYS] = "SELECT day, sum(clicks), sum(uniques), sum(bots) FROM link_days "
+                         "WHERE day BETWEEN ?2 AND ?3 AND (?1 < 0 OR code IN "
+                         "(SELECT code FROM links WHERE owner = ?1)) GROUP BY day ORDER BY day",
+    [S_STATS_ALL_DIMS] = "SELECT dims FROM link_days WHERE day BETWEEN ?2 AND ?3 AND "
+                         "(?1 < 0 OR code IN (SELECT code FROM links WHERE owner = ?1))",
     [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
     [S_KEY_BY_HASH] =
         "SELECT id, name, admin, created_at, revoked_at FROM api_keys WHERE hash = ?1",
@@ -1425,13 +1432,18 @@ static int sq_prune_visitors(struct store *st, int64_t before_day)
 }
 
 /* Binds code, from, to and steps through the rows, handing each to 'row'. */
-static int each_row(struct store *st, enum stmt id, const char *code, int64_t a, int64_t b,
-                    int (*row)(sqlite3_stmt *q, void *cb, void *arg), void *cb, void *arg)
+/* Runs statement 'id' with ?1 = code (or, without one, owner), ?2 = a, ?3 = b. */
+static int each_row_of(struct store *st, enum stmt id, const char *code, int64_t owner, int64_t a,
+                       int64_t b, int (*row)(sqlite3_stmt *q, void *cb, void *arg), void *cb,
+                       void *arg)
 {
     sqlite3_stmt *q = stmt_get(st, id);
     if (!q)
         return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    if (code)
+        sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_int64(q, 1, owner);
     sqlite3_bind_int64(q, 2, a);
     sqlite3_bind_int64(q, 3, b);
     int rc;
@@ -1442,6 +1454,12 @@ static int each_row(struct store *st, enum stmt id, const char *code, int64_t a,
         return fail(q, "stats");
     finish(q);
     return ERR_OK;
+}
+
+static int each_row(struct store *st, enum stmt id, const char *code, int64_t a, int64_t b,
+                    int (*row)(sqlite3_stmt *q, void *cb, void *arg), void *cb, void *arg)
+{
+    return each_row_of(st, id, code, 0, a, b, row, cb, arg);
 }
 
 static const char *col_text(sqlite3_stmt *q, int i)
@@ -1491,6 +1509,27 @@ static int sq_stats_days(struct store *st, const char *code, int64_t from, int64
                          void *arg)
 {
     return each_row(st, S_STATS_DAYS, code, from, to, day_row, (void *)cb, arg);
+}
+
+static int sq_stats_all_days(struct store *st, int64_t owner, int64_t from, int64_t to, day_cb cb,
+                             void *arg)
+{
+    return each_row_of(st, S_STATS_ALL_DAYS, NULL, owner, from, to, day_row, (void *)cb, arg);
+}
+
+static int sq_stats_all_dims(struct store *st, int64_t owner, int64_t from, int64_t to, dim_cb cb,
+                             void *arg)
+{
+    struct blobs_read br = {.bad = false};
+    dayrow_init(&br.acc);
+    int rc = each_row_of(st, S_STATS_ALL_DIMS, NULL, owner, from, to, blob_row,
+                         (void *)(intptr_t)S_STATS_DIMS, &br);
+    if (rc == ERR_OK && br.bad)
+        log_at(LOG_WARN, "some stored clicks are damaged and were skipped");
+    if (rc == ERR_OK)
+        dayrow_each_tally(&br.acc, cb, arg);
+    dayrow_release(&br.acc);
+    return rc;
 }
 
 static int sq_stats_dims(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
@@ -1777,6 +1816,8 @@ const struct store_ops store_sqlite_ops = {
     .stats_dims = sq_stats_dims,
     .stats_recent = sq_stats_recent,
     .stats_totals = sq_stats_totals,
+    .stats_all_days = sq_stats_all_days,
+    .stats_all_dims = sq_stats_all_dims,
     .stats_top = sq_stats_top,
     .key_insert = sq_key_insert,
     .key_by_hash = sq_key_by_hash,

@@ -66,7 +66,14 @@ int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg
     int (*stats_recent)(struct store * st, const char *code, int limit, recent_cb cb, void *arg);    \
     int (*stats_totals)(struct store * st, int64_t owner, struct totals * out); /* -1: all */        \
     int (*stats_top)(struct store * st, int64_t owner, int64_t day, int limit, top_cb cb,            \
-                     void *arg);
+                     void *arg);                                                                     \
+    /* stats_days and stats_dims over every link of 'owner' (-1: all) together:                    \
+     * a day's uniques are the sum of its links' (one visitor of two links counts                  \
+     * twice). */ \
+    int (*stats_all_days)(struct store * st, int64_t owner, int64_t from, int64_t to, day_cb cb,     \
+                          void *arg);                                                                \
+    int (*stats_all_dims)(struct store * st, int64_t owner, int64_t from, int64_t to, dim_cb cb,     \
+                          void *arg);
 
 #endif
 

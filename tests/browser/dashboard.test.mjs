@@ -329,7 +329,8 @@ it('the link page: counts, the chart, the heatmap, ranked bars, the last clicks;
     const legend = page.locator('#daily-chart .u-legend .u-series');
     await poll(async () => (await legend.nth(1).locator('.u-value').innerText()) === '8');
     assert.equal(await legend.nth(2).locator('.u-value').innerText(), '3', 'unique visitors today');
-    const today = new Date().toISOString().slice(0, 10);
+    // The day under the cursor is named with its weekday, in UTC.
+    const today = new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' }).format(new Date());
     assert.equal(await legend.nth(0).locator('.u-value').innerText(), today);
 
     // The heatmap: 7 × 24 cells; this hour of this weekday (UTC) has the 8.

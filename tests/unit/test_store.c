@@ -1001,6 +1001,26 @@ static const char *recent_of(struct store *st, const char *code, int limit, stru
     return buf_cstr(s);
 }
 
+static const char *all_days_of(struct store *st, int64_t owner, int64_t from, int64_t to,
+                               struct buf *s)
+{
+    buf_reset(s);
+    buf_adds(s, "");
+    if (st->ops->stats_all_days(st, owner, from, to, collect_day, s) != ERR_OK)
+        return "(error)";
+    return buf_cstr(s);
+}
+
+static const char *all_dims_of(struct store *st, int64_t owner, int64_t from, int64_t to,
+                               struct buf *s)
+{
+    buf_reset(s);
+    buf_adds(s, "");
+    if (st->ops->stats_all_dims(st, owner, from, to, collect_dim, s) != ERR_OK)
+        return "(error)";
+    return buf_cstr(s);
+}
+
 static const char *top_of(struct store *st, int64_t owner, int64_t day, int limit, struct buf *s)
 {
     buf_reset(s);
@@ -1115,6 +1135,15 @@ static void agg_checks(struct backend *b)
     CHECK_EQ_STR(top_of(st, -1, 100, 1, &s), "agg2=10");
     CHECK_EQ_STR(top_of(st, 1, 100, 10, &s), "agg1=6");
     CHECK_EQ_STR(top_of(st, -1, 103, 10, &s), "");
+    /* Every link of an owner together (-1: every day row, as the totals). */
+    CHECK_EQ_STR(all_days_of(st, 1, 0, 1000, &s), "100:6/2/3,101:3/1/0,102:0/0/0");
+    CHECK_EQ_STR(all_days_of(st, 2, 100, 101, &s), "100:10/1/0");
+    CHECK_EQ_STR(all_days_of(st, -1, 100, 101, &s), "100:17/3/3,101:3/1/0");
+    CHECK_EQ_STR(all_days_of(st, 9, 0, 1000, &s), "");
+    CHECK_EQ_STR(all_dims_of(st, 2, 100, 101, &s), "3:Firefox=10");
+    CHECK_EQ_STR(all_dims_of(st, -1, 100, 100, &s),
+                 "0:a \"b\" \\c, {d} NULL=1,2:NL=4,2:DE=3,3:Firefox=10");
+    CHECK_EQ_STR(all_dims_of(st, 9, 0, 1000, &s), "");
 
     /* More link days in one call than one round of statements takes, in
      * (code, day) order, half of them already stored. */

@@ -82,7 +82,8 @@ function migrateStore(to = url, args = []) {
 function assertVerified(r) {
     assert.equal(r.code, 0, `migrate-store failed\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stdout, /^verified: /m);
-    const tables = ['meta', 'api_keys', 'links', 'blocklist', 'idempotency', 'link_days', 'domains', 'link_history'];
+    const tables = ['meta', 'api_keys', 'links', 'blocklist', 'idempotency', 'link_days', 'domains', 'link_history',
+        'users', 'sessions'];
     assert.deepEqual(Object.keys(r.rows).sort(), [...tables].sort(), r.stdout);
     for (const t of tables) {
         assert.ok(r.rows[t].ok && r.rows[t].source === r.rows[t].target, `${t}: ${JSON.stringify(r.rows[t])}`);

@@ -118,6 +118,7 @@
     X(store_sweep)                                                                                 \
     X(store_claim)                                                                                 \
     X(store_keys)                                                                                  \
+    X(store_users)                                                                                 \
     X(keycache_hit_miss)                                                                           \
     X(keycache_revoked)                                                                            \
     X(keycache_bounded)                                                                            \

@@ -191,6 +191,8 @@
     X(dbsrc_sqlite)                                                                                \
     X(dbsrc_pg)                                                                                    \
     X(pwhash_async)                                                                                \
+    X(users_rules)                                                                                 \
+    X(users_lifecycle)                                                                             \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \

@@ -10,9 +10,11 @@
 #ifndef SHORTD_USERS_H
 #define SHORTD_USERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "store/store_keys.h"
 
 #define USERS_PW_MIN 8 /* bytes: the shortest account password */
@@ -33,5 +35,40 @@ int users_create(struct store *st, const char *name, const char *pw, size_t n, e
 int users_set_password(struct store *st, const char *name, const char *pw, size_t n,
                        const char **why);
 int users_disable(struct store *st, const char *name, int64_t now);
+
+/* ---- signing in ---- */
+
+/* A session token is base64url (no padding) of 32 random bytes; the store
+ * keeps only its hash keyed with 'key' (links_session_key), so a copy of
+ * the store opens no session. The CSRF token of a session is derived from
+ * its token with the same key: every node computes it, nothing more is
+ * stored, and a page of another site can neither read nor guess it. */
+#define SESSION_TOKEN_LEN 43
+#define SESSION_CSRF_LEN 43
+
+void users_session_hash(const uint8_t key[32], struct slice token, uint8_t out[32]);
+void users_csrf_token(const uint8_t key[32], struct slice token, char out[SESSION_CSRF_LEN + 1]);
+/* Constant time; false for a missing or wrong 'csrf'. */
+bool users_csrf_ok(const uint8_t key[32], struct slice token, struct slice csrf);
+
+/* Name and password: ERR_OK with *out, or ERR_NOTFOUND alike for an unknown
+ * name, a disabled user and a wrong password (an unknown name is checked
+ * against a fixed hash, so it takes as long). Synchronous Argon2 (tens of
+ * milliseconds): a store thread or the CLI, never an event loop. */
+int users_verify(struct store *st, const char *name, const char *pw, size_t n, struct user *out);
+
+/* Makes a token and stores its session for 'user_id', capped at now +
+ * max_ms. In the caller's transaction (a writer job). */
+int users_session_start(struct store *st, const uint8_t key[32], int64_t user_id, int64_t now,
+                        int64_t max_ms, char token[SESSION_TOKEN_LEN + 1]);
+
+/* The session of 'token' and its user: ERR_OK when the session is within
+ * its cap, was used less than idle_ms ago and its user is not disabled;
+ * ERR_NOTFOUND otherwise (also for a token of the wrong shape). *touch is
+ * set when its seen_at is a minute old or more: the caller then writes
+ * session_touch, so a busy session writes at most once a minute. */
+int users_session_check(struct store *st, const uint8_t key[32], struct slice token, int64_t now,
+                        int64_t idle_ms, struct user *u, bool *touch);
+#define USERS_TOUCH_MS 60000
 
 #endif

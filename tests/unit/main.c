@@ -193,6 +193,7 @@
     X(pwhash_async)                                                                                \
     X(users_rules)                                                                                 \
     X(users_lifecycle)                                                                             \
+    X(users_sessions)                                                                              \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \

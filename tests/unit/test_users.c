@@ -139,3 +139,84 @@ void test_users_lifecycle(void)
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
 }
+
+void test_users_sessions(void)
+{
+    char dir[] = "/tmp/shortd-users-XXXXXX";
+    if (!CHECK(mkdtemp(dir)))
+        return;
+    char path[64];
+    snprintf(path, sizeof(path), "%s/db", dir);
+    struct store *st = NULL;
+    if (!CHECK_EQ_INT(store_open(path, &st), ERR_OK))
+        return;
+    uint8_t key[32], other[32];
+    memset(key, 7, sizeof(key));
+    memset(other, 8, sizeof(other));
+    const char *why = NULL;
+    int64_t ann = 0, bob = 0;
+    CHECK_EQ_INT(users_create(st, "ann", "ann-password", 12, USER_MEMBER, 1, &ann, &why), ERR_OK);
+    CHECK_EQ_INT(users_create(st, "bob", "bob-password", 12, USER_VIEWER, 1, &bob, &why), ERR_OK);
+
+    /* Name and password: one answer for every failure. */
+    struct user u;
+    if (CHECK_EQ_INT(users_verify(st, "ann", "ann-password", 12, &u), ERR_OK))
+        CHECK_EQ_INT(u.id, ann);
+    CHECK_EQ_INT(users_verify(st, "ann", "bob-password", 12, &u), ERR_NOTFOUND);
+    CHECK_EQ_INT(users_verify(st, "nobody", "ann-password", 12, &u), ERR_NOTFOUND);
+
+    /* A session: its token, found by its hash, idle and capped. */
+    char tok[SESSION_TOKEN_LEN + 1], tok2[SESSION_TOKEN_LEN + 1];
+    CHECK_EQ_INT(users_session_start(st, key, ann, 1000, 100000, tok), ERR_OK);
+    CHECK_EQ_INT(users_session_start(st, key, bob, 1000, 100000, tok2), ERR_OK);
+    CHECK_EQ_INT(strlen(tok), SESSION_TOKEN_LEN);
+    CHECK(strcmp(tok, tok2) != 0);
+    struct slice t = {tok, SESSION_TOKEN_LEN};
+    bool touch = true;
+    if (CHECK_EQ_INT(users_session_check(st, key, t, 2000, 10000, &u, &touch), ERR_OK)) {
+        CHECK_EQ_INT(u.id, ann);
+        CHECK(!touch);
+    }
+    /* The store holds the keyed hash, not the token: another key finds nothing. */
+    CHECK_EQ_INT(users_session_check(st, other, t, 2000, 10000, &u, &touch), ERR_NOTFOUND);
+    CHECK_EQ_INT(users_session_check(st, key, (struct slice){tok, 42}, 2000, 10000, &u, &touch),
+                 ERR_NOTFOUND);
+    /* A minute after its last use, the caller is asked to touch it. */
+    CHECK_EQ_INT(users_session_check(st, key, t, 1000 + USERS_TOUCH_MS, 100000, &u, &touch),
+                 ERR_OK);
+    CHECK(touch);
+    /* Idle: unused for idle_ms; a touch keeps it going, up to its cap. */
+    CHECK_EQ_INT(users_session_check(st, key, t, 11000, 10000, &u, &touch), ERR_NOTFOUND);
+    uint8_t h[32];
+    users_session_hash(key, t, h);
+    CHECK_EQ_INT(st->ops->session_touch(st, h, 9000), ERR_OK);
+    CHECK_EQ_INT(users_session_check(st, key, t, 11000, 10000, &u, &touch), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_touch(st, h, 100500), ERR_OK);
+    CHECK_EQ_INT(users_session_check(st, key, t, 101000, 10000, &u, &touch), ERR_NOTFOUND);
+
+    /* A disabled user's sessions, and ones that survived it, open nothing. */
+    struct slice t2 = {tok2, SESSION_TOKEN_LEN};
+    CHECK_EQ_INT(users_session_check(st, key, t2, 2000, 10000, &u, &touch), ERR_OK);
+    uint8_t h2[32];
+    users_session_hash(key, t2, h2);
+    CHECK_EQ_INT(st->ops->user_disable(st, bob, 3000), ERR_OK); /* not users_disable: rows stay */
+    CHECK_EQ_INT(users_session_check(st, key, t2, 4000, 10000, &u, &touch), ERR_NOTFOUND);
+    CHECK_EQ_INT(users_verify(st, "bob", "bob-password", 12, &u), ERR_NOTFOUND);
+
+    /* CSRF: derived from the token, the same every time, checked exactly. */
+    char c1[SESSION_CSRF_LEN + 1], c2[SESSION_CSRF_LEN + 1], c3[SESSION_CSRF_LEN + 1];
+    users_csrf_token(key, t, c1);
+    users_csrf_token(key, t, c2);
+    users_csrf_token(key, t2, c3);
+    CHECK_EQ_STR(c1, c2);
+    CHECK(strcmp(c1, c3) != 0);
+    CHECK(users_csrf_ok(key, t, (struct slice){c1, strlen(c1)}));
+    CHECK(!users_csrf_ok(key, t, (struct slice){c3, strlen(c3)}));
+    CHECK(!users_csrf_ok(key, t, (struct slice){c1, strlen(c1) - 1}));
+    CHECK(!users_csrf_ok(other, t, (struct slice){c1, strlen(c1)}));
+    CHECK(!users_csrf_ok(key, t, (struct slice){NULL, 0}));
+    st->ops->close(st);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}

@@ -214,6 +214,6 @@ int users_session_check(struct store *st, const uint8_t key[32], struct slice to
     if (rc == ERR_OK && u->disabled_at)
         rc = ERR_NOTFOUND;
     if (rc == ERR_OK)
-        *touch = now - s.seen_at >= USERS_TOUCH_MS;
+        *touch = now - s.seen_at >= (idle_ms / 2 < USERS_TOUCH_MS ? idle_ms / 2 : USERS_TOUCH_MS);
     return rc;
 }

@@ -65,8 +65,9 @@ int users_session_start(struct store *st, const uint8_t key[32], int64_t user_id
 /* The session of 'token' and its user: ERR_OK when the session is within
  * its cap, was used less than idle_ms ago and its user is not disabled;
  * ERR_NOTFOUND otherwise (also for a token of the wrong shape). *touch is
- * set when its seen_at is a minute old or more: the caller then writes
- * session_touch, so a busy session writes at most once a minute. */
+ * set when its seen_at is a minute old or more (half the idle time when
+ * that is shorter): the caller then writes session_touch, so a busy
+ * session writes at most once a minute. */
 int users_session_check(struct store *st, const uint8_t key[32], struct slice token, int64_t now,
                         int64_t idle_ms, struct user *u, bool *touch);
 #define USERS_TOUCH_MS 60000

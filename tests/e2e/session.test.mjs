@@ -77,6 +77,14 @@ it('wrong names and passwords are refused alike; a bad body says what is wrong',
         assert.equal(r.json.error.code, 'invalid_credentials');
         assert.equal(r.setCookie, '');
     }
+    // Another site's page may not sign a browser in (login CSRF); a script may.
+    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { origin: 'https://evil.example' }]) {
+        const r = await signIn(srv, 'mel', 'mel-password', headers);
+        assert.equal(r.status, 403, `${JSON.stringify(headers)}: ${r.text}`);
+        assert.equal(r.json.error.code, 'csrf');
+        assert.equal(r.setCookie, '');
+    }
+    assert.equal((await signIn(srv, 'mel', 'mel-password', { 'sec-fetch-site': 'same-origin' })).status, 200);
     const bad = await api(srv, 'POST', '/api/session', { body: { name: 'mel' } });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.field, 'password');

@@ -194,6 +194,8 @@
     X(users_rules)                                                                                 \
     X(users_lifecycle)                                                                             \
     X(users_sessions)                                                                              \
+    X(api_session_roles)                                                                           \
+    X(api_session_failures)                                                                        \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \

@@ -866,6 +866,13 @@ int links_authenticate_cached(struct links *l, struct slice token, struct apikey
 
 void links_forget_keys(struct links *l) { keycache_clear(l->keys); }
 
+void links_session_key(const struct links *l, uint8_t out[32])
+{
+    static const char label[] = "shortd session tokens";
+    crypto_generichash(out, 32, (const unsigned char *)label, sizeof(label) - 1, l->key_secret,
+                       sizeof(l->key_secret));
+}
+
 void links_yourls_token(const struct links *l, int64_t key_id, char out[YOURLS_TOKEN_LEN + 1])
 {
     char msg[48];

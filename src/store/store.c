@@ -48,6 +48,28 @@ void link_release(struct link *l)
     l->password = l->domain = l->variants = l->utm = l->dest = NULL;
 }
 
+static const char *const role_names[] = {
+    [USER_ADMIN] = "admin",
+    [USER_MEMBER] = "member",
+    [USER_VIEWER] = "viewer",
+};
+
+const char *user_role_name(enum user_role r)
+{
+    return (unsigned)r < sizeof(role_names) / sizeof(role_names[0]) ? role_names[r] : "?";
+}
+
+int user_role_parse(const char *s, enum user_role *out)
+{
+    for (size_t i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++) {
+        if (s && strcmp(s, role_names[i]) == 0) {
+            *out = (enum user_role)i;
+            return ERR_OK;
+        }
+    }
+    return ERR_INVALID;
+}
+
 bool link_controlled(const struct link *l)
 {
     return l->password || l->variants || l->max_clicks > 0;

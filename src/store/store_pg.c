@@ -101,6 +101,19 @@ enum stmt {
     S_KEY_LIST,
     S_KEY_REVOKE,
     S_KEY_COUNT,
+    S_USER_INSERT,
+    S_USER_GET,
+    S_USER_BY_NAME,
+    S_USER_LIST,
+    S_USER_PASSWORD,
+    S_USER_DISABLE,
+    S_USER_COUNT,
+    S_SESSION_INSERT,
+    S_SESSION_GET,
+    S_SESSION_TOUCH,
+    S_SESSION_END,
+    S_SESSION_END_USER,
+    S_SESSION_SWEEP,
     S_IDEM_GET,
     S_IDEM_PUT,
     S_IDEM_SWEEP,
@@ -121,6 +134,8 @@ enum stmt {
 
 /* A link's columns as PostgreSQL reads them (sqlgen.h). */
 #define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
+
+#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
 
 static const char *const sql[S__COUNT] = {
     [S_PING] = "SELECT 1",
@@ -215,6 +230,22 @@ static const char *const sql[S__COUNT] = {
                      "WHERE id = $1 AND revoked_at = 0 RETURNING id) "
                      "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
     [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+    [S_USER_INSERT] = "INSERT INTO users (name, pwhash, role, key_id, created_at, disabled_at) "
+                      "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING id",
+    [S_USER_GET] = "SELECT " USER_READ " FROM users WHERE id = $1",
+    [S_USER_BY_NAME] = "SELECT " USER_READ " FROM users WHERE name = $1",
+    [S_USER_LIST] = "SELECT " USER_READ " FROM users ORDER BY id",
+    [S_USER_PASSWORD] = "UPDATE users SET pwhash = $2 WHERE id = $1",
+    [S_USER_DISABLE] = "UPDATE users SET disabled_at = $2 WHERE id = $1 AND disabled_at = 0",
+    [S_USER_COUNT] = "SELECT count(*) FROM users",
+    [S_SESSION_INSERT] = "INSERT INTO sessions (hash, user_id, created_at, seen_at, expires_at) "
+                         "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+    [S_SESSION_GET] = "SELECT user_id, created_at, seen_at, expires_at FROM sessions "
+                      "WHERE hash = $1 AND expires_at > $2",
+    [S_SESSION_TOUCH] = "UPDATE sessions SET seen_at = $2 WHERE hash = $1",
+    [S_SESSION_END] = "DELETE FROM sessions WHERE hash = $1",
+    [S_SESSION_END_USER] = "DELETE FROM sessions WHERE user_id = $1",
+    [S_SESSION_SWEEP] = "DELETE FROM sessions WHERE expires_at <= $1 OR seen_at < $2",
     [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
                    "WHERE key_id = $1 AND idem = $2 AND created_at >= $3",
     [S_IDEM_PUT] = "INSERT INTO idempotency (key_id, idem, fingerprint, status, body, created_at) "
@@ -1633,6 +1664,178 @@ static int pg_key_revoke(struct store *st, int64_t id, int64_t now)
 
 static int pg_key_count(struct store *st, int64_t *n) { return count(st, S_KEY_COUNT, n); }
 
+/* ---- users and sessions ---- */
+
+static int row_to_user(const PGresult *r, int row, struct user *u)
+{
+    memset(u, 0, sizeof(*u));
+    u->id = val_i64(r, row, 0);
+    snprintf(u->name, sizeof(u->name), "%s", PQgetvalue(r, row, 1));
+    snprintf(u->pwhash, sizeof(u->pwhash), "%s", PQgetvalue(r, row, 2));
+    u->key_id = val_i64(r, row, 4);
+    u->created_at = val_i64(r, row, 5);
+    u->disabled_at = val_i64(r, row, 6);
+    if (user_role_parse(PQgetvalue(r, row, 3), &u->role) != ERR_OK)
+        return log_fail(ERR_STORAGE, "user '%s' has an unknown role", u->name);
+    return ERR_OK;
+}
+
+static int pg_user_insert(struct store *st, const struct user *u, int64_t *id)
+{
+    struct params p = {0};
+    p_text(&p, u->name);
+    p_text(&p, u->pwhash);
+    p_text(&p, user_role_name(u->role));
+    p_i64(&p, u->key_id);
+    p_i64(&p, u->created_at);
+    p_i64(&p, u->disabled_at);
+    PGresult *r = NULL;
+    int rc = run(st, S_USER_INSERT, &p, "user insert", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 1)
+        *id = val_i64(r, 0, 0);
+    else
+        rc = ERR_EXISTS;
+    PQclear(r);
+    return rc;
+}
+
+static int user_one(struct store *st, enum stmt id, const struct params *p, struct user *out)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, p, "user get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    rc = PQntuples(r) == 0 ? ERR_NOTFOUND : row_to_user(r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_user_get(struct store *st, int64_t id, struct user *out)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    return user_one(st, S_USER_GET, &p, out);
+}
+
+static int pg_user_by_name(struct store *st, const char *name, struct user *out)
+{
+    struct params p = {0};
+    p_text(&p, name);
+    return user_one(st, S_USER_BY_NAME, &p, out);
+}
+
+static int pg_user_list(struct store *st, user_cb cb, void *arg)
+{
+    PGresult *r = NULL;
+    int rc = run(st, S_USER_LIST, NULL, "user list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct user u;
+        rc = row_to_user(r, i, &u);
+        if (rc != ERR_OK || cb(&u, arg))
+            break;
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* A write that must change a row: ERR_NOTFOUND when it changed none. */
+static int run_changed(struct store *st, enum stmt id, const struct params *p, const char *what)
+{
+    int n = 0;
+    int rc = run_count(st, id, p, what, &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_user_set_password(struct store *st, int64_t id, const char *pwhash)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_text(&p, pwhash);
+    return run_changed(st, S_USER_PASSWORD, &p, "user password");
+}
+
+static int pg_user_disable(struct store *st, int64_t id, int64_t now)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, now);
+    return run_changed(st, S_USER_DISABLE, &p, "user disable");
+}
+
+static int pg_user_count(struct store *st, int64_t *n) { return count(st, S_USER_COUNT, n); }
+
+static int pg_session_insert(struct store *st, const uint8_t hash[32], const struct session *s)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, s->user_id);
+    p_i64(&p, s->created_at);
+    p_i64(&p, s->seen_at);
+    p_i64(&p, s->expires_at);
+    int rc = run_changed(st, S_SESSION_INSERT, &p, "session insert");
+    return rc == ERR_NOTFOUND ? ERR_EXISTS : rc;
+}
+
+static int pg_session_get(struct store *st, const uint8_t hash[32], int64_t now,
+                          struct session *out)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, now);
+    PGresult *r = NULL;
+    int rc = run(st, S_SESSION_GET, &p, "session get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0) {
+        rc = ERR_NOTFOUND;
+    } else {
+        out->user_id = val_i64(r, 0, 0);
+        out->created_at = val_i64(r, 0, 1);
+        out->seen_at = val_i64(r, 0, 2);
+        out->expires_at = val_i64(r, 0, 3);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_session_touch(struct store *st, const uint8_t hash[32], int64_t now)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, now);
+    return run_changed(st, S_SESSION_TOUCH, &p, "session touch");
+}
+
+static int pg_session_end(struct store *st, const uint8_t hash[32])
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    return run_changed(st, S_SESSION_END, &p, "session end");
+}
+
+static int pg_session_end_user(struct store *st, int64_t user_id)
+{
+    struct params p = {0};
+    p_i64(&p, user_id);
+    int n = 0;
+    return run_count(st, S_SESSION_END_USER, &p, "session end user", &n);
+}
+
+static int pg_session_sweep(struct store *st, int64_t now, int64_t idle_before, int64_t *n)
+{
+    struct params p = {0};
+    p_i64(&p, now);
+    p_i64(&p, idle_before);
+    int k = 0;
+    int rc = run_count(st, S_SESSION_SWEEP, &p, "session sweep", &k);
+    *n = k;
+    return rc;
+}
+
 /* ---- idempotency ---- */
 
 static int pg_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
@@ -1818,6 +2021,19 @@ const struct store_ops store_pg_ops = {
     .key_list = pg_key_list,
     .key_revoke = pg_key_revoke,
     .key_count = pg_key_count,
+    .user_insert = pg_user_insert,
+    .user_get = pg_user_get,
+    .user_by_name = pg_user_by_name,
+    .user_list = pg_user_list,
+    .user_set_password = pg_user_set_password,
+    .user_disable = pg_user_disable,
+    .user_count = pg_user_count,
+    .session_insert = pg_session_insert,
+    .session_get = pg_session_get,
+    .session_touch = pg_session_touch,
+    .session_end = pg_session_end,
+    .session_end_user = pg_session_end_user,
+    .session_sweep = pg_session_sweep,
     .idem_get = pg_idem_get,
     .idem_put = pg_idem_put,
     .idem_sweep = pg_idem_sweep,

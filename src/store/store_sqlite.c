@@ -89,6 +89,19 @@ enum stmt {
     S_KEY_LIST,
     S_KEY_REVOKE,
     S_KEY_COUNT,
+    S_USER_INSERT,
+    S_USER_GET,
+    S_USER_BY_NAME,
+    S_USER_LIST,
+    S_USER_PASSWORD,
+    S_USER_DISABLE,
+    S_USER_COUNT,
+    S_SESSION_INSERT,
+    S_SESSION_GET,
+    S_SESSION_TOUCH,
+    S_SESSION_END,
+    S_SESSION_END_USER,
+    S_SESSION_SWEEP,
     S_IDEM_GET,
     S_IDEM_PUT,
     S_IDEM_SWEEP,
@@ -115,6 +128,8 @@ enum stmt {
 
 /* A link's columns as SQLite reads them (sqlgen.h). */
 #define LINK_READ SQL_LINK_READ(SQL_SUM_SQLITE)
+
+#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
 
 static const char *const sql[S__COUNT] = {
     [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
@@ -187,6 +202,22 @@ static const char *const sql[S__COUNT] = {
     [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
     [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at = 0",
     [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+    [S_USER_INSERT] = "INSERT INTO users(name, pwhash, role, key_id, created_at, disabled_at) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_USER_GET] = "SELECT " USER_READ " FROM users WHERE id = ?1",
+    [S_USER_BY_NAME] = "SELECT " USER_READ " FROM users WHERE name = ?1",
+    [S_USER_LIST] = "SELECT " USER_READ " FROM users ORDER BY id",
+    [S_USER_PASSWORD] = "UPDATE users SET pwhash = ?2 WHERE id = ?1",
+    [S_USER_DISABLE] = "UPDATE users SET disabled_at = ?2 WHERE id = ?1 AND disabled_at = 0",
+    [S_USER_COUNT] = "SELECT count(*) FROM users",
+    [S_SESSION_INSERT] = "INSERT INTO sessions(hash, user_id, created_at, seen_at, expires_at) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [S_SESSION_GET] = "SELECT user_id, created_at, seen_at, expires_at FROM sessions "
+                      "WHERE hash = ?1 AND expires_at > ?2",
+    [S_SESSION_TOUCH] = "UPDATE sessions SET seen_at = ?2 WHERE hash = ?1",
+    [S_SESSION_END] = "DELETE FROM sessions WHERE hash = ?1",
+    [S_SESSION_END_USER] = "DELETE FROM sessions WHERE user_id = ?1",
+    [S_SESSION_SWEEP] = "DELETE FROM sessions WHERE expires_at <= ?1 OR seen_at < ?2",
     [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
                    "WHERE key_id = ?1 AND idem = ?2 AND created_at >= ?3",
     [S_IDEM_PUT] = "INSERT INTO idempotency(key_id, idem, fingerprint, status, body, created_at) "
@@ -1667,6 +1698,203 @@ static int sq_key_revoke(struct store *st, int64_t id, int64_t now)
 
 static int sq_key_count(struct store *st, int64_t *n) { return count(st, S_KEY_COUNT, n); }
 
+/* ---- users and sessions ---- */
+
+static int row_to_user(sqlite3_stmt *q, struct user *u)
+{
+    memset(u, 0, sizeof(*u));
+    u->id = sqlite3_column_int64(q, 0);
+    const unsigned char *name = sqlite3_column_text(q, 1);
+    const unsigned char *hash = sqlite3_column_text(q, 2);
+    const unsigned char *role = sqlite3_column_text(q, 3);
+    snprintf(u->name, sizeof(u->name), "%s", name ? (const char *)name : "");
+    snprintf(u->pwhash, sizeof(u->pwhash), "%s", hash ? (const char *)hash : "");
+    u->key_id = sqlite3_column_int64(q, 4);
+    u->created_at = sqlite3_column_int64(q, 5);
+    u->disabled_at = sqlite3_column_int64(q, 6);
+    if (user_role_parse((const char *)role, &u->role) != ERR_OK)
+        return log_fail(ERR_STORAGE, "user '%s' has an unknown role", u->name);
+    return ERR_OK;
+}
+
+static int sq_user_insert(struct store *st, const struct user *u, int64_t *id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, u->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, u->pwhash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, user_role_name(u->role), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, u->key_id);
+    sqlite3_bind_int64(q, 5, u->created_at);
+    sqlite3_bind_int64(q, 6, u->disabled_at);
+    int rc = run_done(q, "user insert");
+    if (rc == ERR_OK)
+        *id = sqlite3_last_insert_rowid(sqlite3_db_handle(q));
+    return rc;
+}
+
+/* One user from a prepared and bound statement. */
+static int user_one(sqlite3_stmt *q, struct user *out)
+{
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "user get");
+    rc = row_to_user(q, out);
+    finish(q);
+    return rc;
+}
+
+static int sq_user_get(struct store *st, int64_t id, struct user *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    return user_one(q, out);
+}
+
+static int sq_user_by_name(struct store *st, const char *name, struct user *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_BY_NAME);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    return user_one(q, out);
+}
+
+static int sq_user_list(struct store *st, user_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct user u;
+        if (row_to_user(q, &u) != ERR_OK) {
+            finish(q);
+            return ERR_STORAGE;
+        }
+        if (cb(&u, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "user list");
+    finish(q);
+    return ERR_OK;
+}
+
+/* Runs a bound write; ERR_NOTFOUND when it changed no row. */
+static int run_changed(sqlite3_stmt *q, const char *what)
+{
+    int rc = run_done(q, what);
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_user_set_password(struct store *st, int64_t id, const char *pwhash)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_PASSWORD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_text(q, 2, pwhash, -1, SQLITE_STATIC);
+    return run_changed(q, "user password");
+}
+
+static int sq_user_disable(struct store *st, int64_t id, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_DISABLE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, now);
+    return run_changed(q, "user disable");
+}
+
+static int sq_user_count(struct store *st, int64_t *n) { return count(st, S_USER_COUNT, n); }
+
+static int sq_session_insert(struct store *st, const uint8_t hash[32], const struct session *s)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, s->user_id);
+    sqlite3_bind_int64(q, 3, s->created_at);
+    sqlite3_bind_int64(q, 4, s->seen_at);
+    sqlite3_bind_int64(q, 5, s->expires_at);
+    return run_done(q, "session insert");
+}
+
+static int sq_session_get(struct store *st, const uint8_t hash[32], int64_t now,
+                          struct session *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, now);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "session get");
+    out->user_id = sqlite3_column_int64(q, 0);
+    out->created_at = sqlite3_column_int64(q, 1);
+    out->seen_at = sqlite3_column_int64(q, 2);
+    out->expires_at = sqlite3_column_int64(q, 3);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_session_touch(struct store *st, const uint8_t hash[32], int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_TOUCH);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, now);
+    return run_changed(q, "session touch");
+}
+
+static int sq_session_end(struct store *st, const uint8_t hash[32])
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_END);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    return run_changed(q, "session end");
+}
+
+static int sq_session_end_user(struct store *st, int64_t user_id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_END_USER);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, user_id);
+    return run_done(q, "session end user");
+}
+
+static int sq_session_sweep(struct store *st, int64_t now, int64_t idle_before, int64_t *n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_SWEEP);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, now);
+    sqlite3_bind_int64(q, 2, idle_before);
+    int rc = run_done(q, "session sweep");
+    *n = rc == ERR_OK ? sqlite3_changes(sqlite3_db_handle(q)) : 0;
+    return rc;
+}
+
 /* ---- idempotency ---- */
 
 static int sq_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
@@ -1824,6 +2052,19 @@ const struct store_ops store_sqlite_ops = {
     .key_list = sq_key_list,
     .key_revoke = sq_key_revoke,
     .key_count = sq_key_count,
+    .user_insert = sq_user_insert,
+    .user_get = sq_user_get,
+    .user_by_name = sq_user_by_name,
+    .user_list = sq_user_list,
+    .user_set_password = sq_user_set_password,
+    .user_disable = sq_user_disable,
+    .user_count = sq_user_count,
+    .session_insert = sq_session_insert,
+    .session_get = sq_session_get,
+    .session_touch = sq_session_touch,
+    .session_end = sq_session_end,
+    .session_end_user = sq_session_end_user,
+    .session_sweep = sq_session_sweep,
     .idem_get = sq_idem_get,
     .idem_put = sq_idem_put,
     .idem_sweep = sq_idem_sweep,

@@ -68,7 +68,10 @@
       (st, owner, day, limit, cb, arg))                                                            \
     X(key_by_hash, (struct store * st, const uint8_t hash[32], struct apikey *out),                \
       (st, hash, out))                                                                             \
-    X(key_list, (struct store * st, key_cb cb, void *arg), (st, cb, arg))
+    X(key_list, (struct store * st, key_cb cb, void *arg), (st, cb, arg))                          \
+    X(user_by_name, (struct store * st, const char *name, struct user *out), (st, name, out))      \
+    X(session_get, (struct store * st, const uint8_t hash[32], int64_t now, struct session *out),  \
+      (st, hash, now, out))
 
 enum {
 #define X(op, params, args) FOP_##op,

@@ -118,6 +118,7 @@
     X(store_sweep)                                                                                 \
     X(store_claim)                                                                                 \
     X(store_keys)                                                                                  \
+    X(store_users)                                                                                 \
     X(keycache_hit_miss)                                                                           \
     X(keycache_revoked)                                                                            \
     X(keycache_bounded)                                                                            \
@@ -190,6 +191,11 @@
     X(dbsrc_sqlite)                                                                                \
     X(dbsrc_pg)                                                                                    \
     X(pwhash_async)                                                                                \
+    X(users_rules)                                                                                 \
+    X(users_lifecycle)                                                                             \
+    X(users_sessions)                                                                              \
+    X(api_session_roles)                                                                           \
+    X(api_session_failures)                                                                        \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \

@@ -838,6 +838,112 @@ static void keys_checks(struct backend *b)
 
 void test_store_keys(void) { each_backend("keys", keys_checks); }
 
+/* ---- users and sessions ---- */
+
+static int collect_user(const struct user *u, void *arg)
+{
+    struct collect *c = arg;
+    buf_printf(&c->s, "%s%s:%s:%lld:%lld", c->s.len ? "," : "", u->name, user_role_name(u->role),
+               (long long)u->key_id, (long long)u->disabled_at);
+    return ++c->calls == c->stop_after;
+}
+
+static void users_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    int64_t n = -1, ann = 0, bob = 0, dup = 0;
+    CHECK_EQ_INT(st->ops->user_count(st, &n), ERR_OK);
+    CHECK_EQ_INT(n, 0);
+    struct user u = {.role = USER_ADMIN, .key_id = 3, .created_at = 100};
+    snprintf(u.name, sizeof(u.name), "ann");
+    snprintf(u.pwhash, sizeof(u.pwhash), "$argon2id$v=19$m=19456,t=2,p=1$aaaa$bbbb");
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &ann), ERR_OK);
+    u.role = USER_VIEWER;
+    u.key_id = 4;
+    snprintf(u.name, sizeof(u.name), "bob");
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &bob), ERR_OK);
+    /* A taken name leaves the transaction usable. */
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &dup), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(ann > 0 && bob > ann);
+
+    struct user g;
+    if (CHECK_EQ_INT(st->ops->user_by_name(st, "ann", &g), ERR_OK)) {
+        CHECK_EQ_INT(g.id, ann);
+        CHECK_EQ_INT(g.role, USER_ADMIN);
+        CHECK_EQ_INT(g.key_id, 3);
+        CHECK_EQ_INT(g.created_at, 100);
+        CHECK_EQ_STR(g.pwhash, "$argon2id$v=19$m=19456,t=2,p=1$aaaa$bbbb");
+    }
+    CHECK_EQ_INT(st->ops->user_by_name(st, "Ann", &g), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->user_get(st, bob + 100, &g), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->user_set_password(st, bob, "$argon2id$new"), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_set_password(st, bob + 100, "$argon2id$new"), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->user_get(st, bob, &g), ERR_OK)) {
+        CHECK_EQ_STR(g.name, "bob");
+        CHECK_EQ_STR(g.pwhash, "$argon2id$new");
+        CHECK_EQ_INT(g.role, USER_VIEWER);
+    }
+    CHECK_EQ_INT(st->ops->user_disable(st, bob, 500), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_disable(st, bob, 600), ERR_NOTFOUND); /* already */
+    struct collect c = {BUF_INIT, 0, 0, "", 0};
+    CHECK_EQ_INT(st->ops->user_list(st, collect_user, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "ann:admin:3:0,bob:viewer:4:500");
+    CHECK_EQ_INT(st->ops->user_count(st, &n), ERR_OK);
+    CHECK_EQ_INT(n, 2);
+
+    /* Sessions: found until expires_at, touched, ended one by one or per user. */
+    uint8_t h1[32], h2[32], h3[32];
+    for (int i = 0; i < 32; i++) {
+        h1[i] = (uint8_t)i;
+        h2[i] = (uint8_t)(255 - i);
+        h3[i] = (uint8_t)(i * 7 + 92);
+    }
+    struct session s1 = {.user_id = ann, .created_at = 1000, .seen_at = 1000, .expires_at = 9000};
+    struct session s2 = {.user_id = ann, .created_at = 1100, .seen_at = 1100, .expires_at = 9100};
+    struct session s3 = {.user_id = bob, .created_at = 1200, .seen_at = 1200, .expires_at = 2000};
+    CHECK_EQ_INT(st->ops->session_insert(st, h1, &s1), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h2, &s2), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h3, &s3), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h3, &s1), ERR_EXISTS);
+    struct session got;
+    if (CHECK_EQ_INT(st->ops->session_get(st, h1, 1500, &got), ERR_OK)) {
+        CHECK_EQ_INT(got.user_id, ann);
+        CHECK_EQ_INT(got.created_at, 1000);
+        CHECK_EQ_INT(got.seen_at, 1000);
+        CHECK_EQ_INT(got.expires_at, 9000);
+    }
+    CHECK_EQ_INT(st->ops->session_touch(st, h1, 1700), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->session_get(st, h1, 1800, &got), ERR_OK))
+        CHECK_EQ_INT(got.seen_at, 1700);
+    CHECK_EQ_INT(st->ops->session_get(st, h3, 1999, &got), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_get(st, h3, 2000, &got), ERR_NOTFOUND); /* past its cap */
+    uint8_t none[32] = {0};
+    CHECK_EQ_INT(st->ops->session_get(st, none, 1000, &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_touch(st, none, 1000), ERR_NOTFOUND);
+
+    /* The sweep takes those past their cap (h3) and those idle since before
+     * 1500 (h2, seen at 1100); h1 was seen at 1700. */
+    int64_t swept = -1;
+    CHECK_EQ_INT(st->ops->session_sweep(st, 2500, 1500, &swept), ERR_OK);
+    CHECK_EQ_INT(swept, 2);
+    CHECK_EQ_INT(st->ops->session_get(st, h2, 1000, &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_get(st, h1, 2500, &got), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_end(st, h1), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_end(st, h1), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_insert(st, h1, &s1), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h2, &s2), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h3, &s3), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_end_user(st, ann), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_get(st, h1, 1000, &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_get(st, h2, 1000, &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_get(st, h3, 1000, &got), ERR_OK);
+    buf_release(&c.s);
+}
+
+void test_store_users(void) { each_backend("users", users_checks); }
+
 /* ---- idempotency ---- */
 
 static void idem_checks(struct backend *b)
@@ -1867,6 +1973,7 @@ static void upgrade_checks(struct backend *b)
     if (b->pg) {
         snprintf(sql, sizeof(sql),
                  "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "DROP TABLE users; DROP TABLE sessions; "
                  "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
@@ -1876,7 +1983,8 @@ static void upgrade_checks(struct backend *b)
         CHECK(from < 3 && to >= 3);
     } else {
         snprintf(sql, sizeof(sql),
-                 "%s ALTER TABLE links DROP COLUMN imported_clicks; PRAGMA user_version = 2;",
+                 "%s ALTER TABLE links DROP COLUMN imported_clicks; DROP TABLE users; "
+                 "DROP TABLE sessions; PRAGMA user_version = 2;",
                  v1_tables);
         if (!CHECK(sqlite_admin(b, sql)))
             return;

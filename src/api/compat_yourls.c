@@ -1066,13 +1066,19 @@ static int action_version(struct request *r, struct out *o)
 
 int handle_yourls(struct request *r)
 {
+    /* One route of many actions: the router checked links:read; an action
+     * that needs more says so here (router_need_scope). */
     static const struct {
         const char *name;
         int (*fn)(struct request *r, struct out *o);
+        unsigned scope; /* KEY_SCOPE_* beyond links:read, or 0 */
     } actions[] = {
-        {"shorturl", action_shorturl},   {"expand", action_expand},
-        {"url-stats", action_url_stats}, {"stats", action_stats},
-        {"db-stats", action_db_stats},   {"version", action_version},
+        {"shorturl", action_shorturl, KEY_SCOPE_LINKS_WRITE},
+        {"expand", action_expand, 0},
+        {"url-stats", action_url_stats, KEY_SCOPE_STATS_READ},
+        {"stats", action_stats, KEY_SCOPE_STATS_READ},
+        {"db-stats", action_db_stats, KEY_SCOPE_STATS_READ},
+        {"version", action_version, 0},
     };
     struct out o;
     out_read(r, &o);
@@ -1082,6 +1088,8 @@ int handle_yourls(struct request *r)
     for (size_t i = 0; action && !known && i < sizeof(actions) / sizeof(actions[0]); i++) {
         known = strcmp(action, actions[i].name) == 0;
         if (known)
+            status = router_need_scope(r, actions[i].scope);
+        if (known && !status)
             status = actions[i].fn(r, &o);
     }
     if (!known) {

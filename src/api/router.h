@@ -30,6 +30,12 @@
 #define ROUTE_CORS                                                                                 \
     (1u << 5) /* other sites' pages may call it (cors-origins, cors.h); every
                                  * route under /api/ is, flagged or not */
+/* The scope a ROUTE_AUTH route needs of its key (store_keys.h's KEY_SCOPE_*),
+ * one of these; a ROUTE_ADMIN route needs the admin scope. A key without it
+ * is refused 403, in the route's API's shape. */
+#define ROUTE_READ (1u << 6)  /* links:read: reads links */
+#define ROUTE_WRITE (1u << 7) /* links:write: creates, edits, deletes links */
+#define ROUTE_STATS (1u << 8) /* stats:read: reads analytics */
 
 /* A compatible API's ways (YOURLS's, Kutt's...): where a request carries
  * its key and how an error is written. The router authenticates a route
@@ -92,6 +98,11 @@ extern const struct server_dispatch router_entry;
  * router_heavy_leave(app, key_id) when the read ends. Any thread. */
 int router_heavy_enter(struct request *r);
 void router_heavy_leave(struct app *app, int64_t key_id);
+
+/* For a route whose needs depend on its input (YOURLS's one route of
+ * many actions): 0 when the request's key has 'scope' (KEY_SCOPE_*), else
+ * the 403 written into r in the route's API's shape. */
+int router_need_scope(struct request *r, unsigned scope);
 
 /* NULL-terminated reserved words: first path segments of the routes and a
  * few names kept for later (lower case). */

@@ -112,6 +112,7 @@ enum stmt {
     S_SESSION_END,
     S_SESSION_END_USER,
     S_SESSION_SWEEP,
+    S_KEY_TOUCH,
     S_IDEM_GET,
     S_IDEM_PUT,
     S_IDEM_SWEEP,
@@ -131,6 +132,7 @@ enum stmt {
 };
 
 /* A link's columns as PostgreSQL reads them (sqlgen.h). */
+#define KEY_COLS "id, name, admin, created_at, revoked_at, user_id, scopes, domain, last_used_at"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
 
 #define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
@@ -211,11 +213,13 @@ static const char *const sql[S__COUNT] = {
                     "WHERE d.day = $1 AND d.clicks > 0 "
                     "AND ($2::bigint < 0 OR l.owner = $2::bigint) "
                     "ORDER BY d.clicks DESC, d.code LIMIT $3",
-    [S_KEY_INSERT] = "INSERT INTO api_keys (name, hash, admin, created_at) "
-                     "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id",
-    [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys "
-                      "WHERE hash = $1",
-    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    [S_KEY_INSERT] =
+        "INSERT INTO api_keys (name, hash, admin, created_at, user_id, scopes, domain) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
+    [S_KEY_BY_HASH] = "SELECT " KEY_COLS " FROM api_keys WHERE hash = $1",
+    [S_KEY_LIST] = "SELECT " KEY_COLS " FROM api_keys ORDER BY id",
+    [S_KEY_TOUCH] = "UPDATE api_keys SET last_used_at = $2 WHERE id = $1 "
+                    "AND (last_used_at IS NULL OR last_used_at < $2)",
     /* Every node listening on the bus empties its key cache when this commits. */
     [S_KEY_REVOKE] = "WITH r AS (UPDATE api_keys SET revoked_at = $2 "
                      "WHERE id = $1 AND revoked_at = 0 RETURNING id) "
@@ -1548,6 +1552,7 @@ static int pg_stats_top(struct store *st, int64_t owner, int64_t day, int limit,
 
 /* ---- API keys ---- */
 
+/* KEY_COLS's columns; a NULL scopes is the full set (0006_key_scopes.sql). */
 static void row_to_key(const PGresult *r, int row, struct apikey *k)
 {
     memset(k, 0, sizeof(*k));
@@ -1556,16 +1561,29 @@ static void row_to_key(const PGresult *r, int row, struct apikey *k)
     k->admin = val_bool(r, row, 2);
     k->created_at = val_i64(r, row, 3);
     k->revoked_at = val_i64(r, row, 4);
+    k->user_id = PQgetisnull(r, row, 5) ? 0 : val_i64(r, row, 5);
+    k->scopes = PQgetisnull(r, row, 6) ? KEY_SCOPES_ALL : (unsigned)val_i64(r, row, 6);
+    snprintf(k->domain, sizeof(k->domain), "%s", PQgetvalue(r, row, 7));
+    k->last_used_at = PQgetisnull(r, row, 8) ? 0 : val_i64(r, row, 8);
 }
 
-static int pg_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
-                         int64_t now, int64_t *id)
+static int pg_key_insert(struct store *st, const struct apikey *k, const uint8_t hash[32],
+                         int64_t *id)
 {
     struct params p = {0};
-    p_text(&p, name);
+    p_text(&p, k->name);
     p_bytes(&p, hash, 32);
-    p_bool(&p, admin);
-    p_i64(&p, now);
+    p_bool(&p, k->admin);
+    p_i64(&p, k->created_at);
+    if (k->user_id)
+        p_i64(&p, k->user_id);
+    else
+        p_text(&p, NULL);
+    if (k->scopes != KEY_SCOPES_ALL)
+        p_i64(&p, k->scopes);
+    else
+        p_text(&p, NULL);
+    p_text(&p, k->domain[0] ? k->domain : NULL);
     PGresult *r = NULL;
     int rc = run(st, S_KEY_INSERT, &p, "key insert", &r);
     if (rc != ERR_OK)
@@ -1794,6 +1812,15 @@ static int pg_session_sweep(struct store *st, int64_t now, int64_t idle_before, 
     return rc;
 }
 
+static int pg_key_touch(struct store *st, int64_t id, int64_t at)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, at);
+    int n = 0;
+    return run_count(st, S_KEY_TOUCH, &p, "key touch", &n);
+}
+
 /* ---- idempotency ---- */
 
 static int pg_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
@@ -1990,6 +2017,7 @@ const struct store_ops store_pg_ops = {
     .session_end = pg_session_end,
     .session_end_user = pg_session_end_user,
     .session_sweep = pg_session_sweep,
+    .key_touch = pg_key_touch,
     .idem_get = pg_idem_get,
     .idem_put = pg_idem_put,
     .idem_sweep = pg_idem_sweep,

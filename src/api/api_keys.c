@@ -40,11 +40,12 @@ static json_t *time_or_null(int64_t ms)
     return json_string(ts);
 }
 
-/* A key as the API shows it (never its token or hash). */
+/* A key as the API shows it (never its token or hash): its scopes are what
+ * it may do (an admin scope only on an admin key). */
 static json_t *key_json(const struct apikey *k)
 {
     json_t *o = json_pack("{s:I,s:s,s:b,s:o}", "id", (json_int_t)k->id, "name", k->name, "admin",
-                          k->admin, "scopes", scopes_json(k->scopes));
+                          k->admin, "scopes", scopes_json(links_key_rights(k)));
     json_object_set_new(o, "domain", k->domain[0] ? json_string(k->domain) : json_null());
     json_object_set_new(o, "user_id", k->user_id ? json_integer(k->user_id) : json_null());
     json_object_set_new(o, "created_at", time_or_null(k->created_at));

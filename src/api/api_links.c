@@ -234,7 +234,10 @@ static int create_run(struct wjob *wj, struct store *st)
         if (rc != ERR_NOTFOUND)
             return rc;
     }
-    if (c->in.domain) {
+    if (owner_key_domain(&j->r->key, &c->in.domain) != ERR_OK)
+        return api_job_error(j, 403, "forbidden", "domain",
+                             "this API key is limited to links on another domain");
+    if (c->in.domain && !j->r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc == ERR_NOTFOUND)
@@ -377,6 +380,13 @@ static int bulk_run(struct wjob *wj, struct store *st)
         struct bulk_item *it = &b->items[i];
         if (it->status)
             continue; /* refused by the parse */
+        if (owner_key_domain(&j->r->key, &it->in.domain) != ERR_OK) {
+            struct refusal no = {403, "forbidden", "domain",
+                                 "this API key is limited to links on another domain"};
+            it->status = no.status;
+            it->error = refusal_json(&no);
+            continue;
+        }
         int rc = st->ops->savepoint(st);
         if (rc != ERR_OK)
             return rc;

@@ -820,7 +820,12 @@ static json_t *create_answer(const struct create_job *c, const struct app *app, 
 static int create_do(struct create_job *c, struct store *st)
 {
     struct app *app = c->base.r->app;
-    if (c->in.domain) {
+    if (owner_key_domain(&c->base.r->key, &c->in.domain) != ERR_OK) {
+        c->error = "You can't use this domain.";
+        c->error_status = 400;
+        return ERR_OK;
+    }
+    if (c->in.domain && !c->base.r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc != ERR_OK && rc != ERR_NOTFOUND)

@@ -340,7 +340,11 @@ static void create_release(struct api_job *j)
 
 static int create_do(struct create_job *c, struct store *st)
 {
-    if (c->in.domain) {
+    if (owner_key_domain(&c->base.r->key, &c->in.domain) != ERR_OK) {
+        c->refused = ERR_NOTFOUND; /* as another owner's domain */
+        return ERR_OK;
+    }
+    if (c->in.domain && !c->base.r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc == ERR_OK && owner != c->owner)

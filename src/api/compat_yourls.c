@@ -544,6 +544,7 @@ static json_t *shorten_doc(const struct shorten_job *s, const struct app *app, c
 
 static int shorten_do(struct shorten_job *s, struct store *st)
 {
+    owner_key_domain(&s->base.r->key, &s->in.domain); /* YOURLS names no domain */
     int rc =
         links_create(s->base.r->app->links, st, &s->in, s->owner, s->now, &s->link, &s->reused);
     if (rc == ERR_EXISTS || rc == ERR_FORBIDDEN) {

@@ -245,6 +245,10 @@
     X(api_stats_service)                                                                           \
     X(api_stats_export)                                                                            \
     X(api_stats_export_domain)                                                                     \
+    X(api_keys_scopes)                                                                             \
+    X(api_keys_manage)                                                                             \
+    X(api_keys_domain)                                                                             \
+    X(keyuse_marks)                                                                                \
     X(api_domains_add)                                                                             \
     X(api_domains_list)                                                                            \
     X(api_domains_delete)                                                                          \

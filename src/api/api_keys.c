@@ -141,7 +141,7 @@ static int key_run(struct wjob *wj, struct store *st)
     if (kj->spec.domain[0] && !kj->maker.domain[0]) {
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, kj->spec.domain, &owner);
-        if (rc == ERR_NOTFOUND || (rc == ERR_OK && !kj->maker.admin && owner != kj->maker.id))
+        if (rc == ERR_NOTFOUND || (rc == ERR_OK && !kj->maker.admin && owner != kj->maker.owner))
             return api_job_error(j, 400, "invalid_field", "domain",
                                  "domain must be one of your custom domains (POST /api/domains)");
         if (rc != ERR_OK)
@@ -261,7 +261,9 @@ int handle_key_create(struct request *r)
     struct key_job *kj = job_new(r, true);
     snprintf(kj->spec.name, sizeof(kj->spec.name), "%s", json_string_value(name));
     kj->spec.scopes = scopes;
-    kj->spec.admin = (scopes & KEY_SCOPE_ADMIN) != 0; /* only an admin key has it to give */
+    /* Only an admin key has the admin scope to give; a user's key takes its
+     * admin rights from the user's role (links_key_cap). */
+    kj->spec.admin = !r->key.user_id && (scopes & KEY_SCOPE_ADMIN);
     kj->spec.user_id = r->key.user_id;
     memcpy(kj->spec.domain, domain, sizeof(domain));
     /* Checking the domain reads before the insert: it needs its savepoint. */

@@ -307,7 +307,7 @@ int handle_link_create(struct request *r)
         free(c);
         return status;
     }
-    c->owner = r->key.id;
+    c->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row (a code block claim
      * may come with it, harmless to keep), so it needs no savepoint. */
     c->base.job.single_write = !c->idem.key;
@@ -489,7 +489,7 @@ int handle_link_bulk(struct request *r)
     if (!b)
         abort();
     b->now = now_ms();
-    b->owner = r->key.id;
+    b->owner = r->key.owner;
     b->n = json_array_size(links);
     b->items = calloc(b->n, sizeof(*b->items));
     if (!b->items)

@@ -492,7 +492,7 @@ int handle_shlink_create(struct request *r)
         return problem(r, 400, NULL, "Bad Request",
                        "Idempotency-Key must be 1 to 255 visible ASCII characters.", NULL);
     }
-    c->owner = r->key.id;
+    c->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row: no savepoint. */
     c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;

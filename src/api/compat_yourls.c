@@ -817,7 +817,7 @@ static int action_shorturl(struct request *r, struct out *o)
         shorten_fingerprint(r, &s->idem);
     s->out = *o; /* the job owns them now */
     *o = (struct out){0};
-    s->owner = r->key.id;
+    s->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row: no savepoint. */
     s->base.job.single_write = !s->idem.key;
     s->base.after_commit = shorten_after_commit;

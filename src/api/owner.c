@@ -11,7 +11,7 @@
 /* A key limited to a domain sees its own links only, an admin key's too. */
 int64_t owner_scope(const struct request *r)
 {
-    return r->key.admin && !r->key.domain[0] ? OWNER_ANY : r->key.id;
+    return r->key.admin && !r->key.domain[0] ? OWNER_ANY : r->key.owner;
 }
 
 int owner_not_found(struct request *r)

@@ -415,14 +415,17 @@ static int scope_refuse(struct request *r, unsigned scope)
 }
 
 /* The one place where what a valid key may do is decided: its rights
- * (links_key_rights) replace its scopes in r->key, an admin key without the
- * admin scope acts as any other key (its own links only: owner.h), and the
- * route's scope is checked. 0, or the 403 written into r. */
+ * (links_key_rights: its scopes within its user's role) replace its scopes
+ * in r->key, and r->key.admin says whether they hold admin: an admin key
+ * without the admin scope acts as any other key (its owner's links only:
+ * owner.h). Then the route's scope is checked. 0, or the 403 written into r. */
 static int check_rights(struct request *r)
 {
-    bool admin_key = r->key.admin;
+    bool admin_key = links_key_cap(&r->key) & KEY_SCOPE_ADMIN;
     r->key.scopes = links_key_rights(&r->key);
-    r->key.admin = admin_key && (r->key.scopes & KEY_SCOPE_ADMIN);
+    r->key.admin = r->key.scopes & KEY_SCOPE_ADMIN;
+    if (!r->key.owner) /* a key not read from the store acts on its own links */
+        r->key.owner = r->key.id;
     if ((r->route->flags & ROUTE_ADMIN) && !admin_key)
         return refuse(r, 403, "forbidden", "this needs an admin API key");
     unsigned need = route_scope(r->route);

@@ -863,7 +863,7 @@ int links_authenticate(struct links *l, struct slice token, struct apikey *out)
     /* Read before the store: a revocation heard while it reads wins. */
     uint64_t epoch = keycache_epoch(l->keys);
     int rc = l->st->ops->key_by_hash(l->st, hash, out);
-    if (rc == ERR_OK && out->revoked_at)
+    if (rc == ERR_OK && (out->revoked_at || out->user_disabled))
         rc = ERR_NOTFOUND;
     if (rc == ERR_OK)
         keycache_put(l->keys, hash, out, epoch, mono_ms());
@@ -923,13 +923,18 @@ const char *links_scope_name(unsigned bit)
     return NULL;
 }
 
-unsigned links_key_rights(const struct apikey *k)
+unsigned links_key_cap(const struct apikey *k)
 {
-    unsigned rights = k->scopes & KEY_SCOPES_ALL;
-    if (!k->admin)
-        rights &= ~KEY_SCOPE_ADMIN;
-    return rights;
+    switch (k->role) {
+    case USER_ADMIN: return KEY_SCOPES_ALL;
+    case USER_MEMBER: return KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
+    case USER_VIEWER: return KEY_SCOPE_LINKS_READ | KEY_SCOPE_STATS_READ;
+    default: /* a key of no user: its own admin flag, as before users */
+        return k->admin ? KEY_SCOPES_ALL : KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
+    }
 }
+
+unsigned links_key_rights(const struct apikey *k) { return k->scopes & links_key_cap(k); }
 
 void links_yourls_token(const struct links *l, int64_t key_id, char out[YOURLS_TOKEN_LEN + 1])
 {

@@ -151,8 +151,11 @@ int links_key_make(struct links *l, struct store *st, const struct apikey *spec,
 /* links_key_make's insert alone, inside the caller's transaction. */
 int links_key_insert(struct links *l, struct store *st, const struct apikey *spec,
                      char token[KEY_TOKEN_LEN + 1], int64_t *id);
-/* What key 'k' may do: its scopes (KEY_SCOPE_*), without admin unless it is
- * an admin key. */
+/* The most a key may do, whatever its scopes (KEY_SCOPE_*): its user's
+ * role's (admin: all; member: no admin; viewer: links:read and stats:read),
+ * or for a key of no user its own admin flag's (all, or no admin). */
+unsigned links_key_cap(const struct apikey *k);
+/* What key 'k' may do: its scopes within links_key_cap. */
 unsigned links_key_rights(const struct apikey *k);
 /* A scope's name ("links:read") to its bit: ERR_OK, or ERR_INVALID for no
  * such scope; and back (NULL for no single scope's bit). */

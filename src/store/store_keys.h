@@ -31,6 +31,10 @@ struct apikey {
     unsigned scopes;                 /* KEY_SCOPE_* bits */
     char domain[KEY_DOMAIN_MAX + 1]; /* "": any; else the one custom domain it is limited to */
     int64_t last_used_at;            /* 0: never (as of the last write, once a minute) */
+    /* Read with the key, from its user (users table): */
+    int role;           /* its user's enum user_role; -1: no user */
+    bool user_disabled; /* its user is disabled: the key is refused */
+    int64_t owner;      /* whose links it acts on: its user's key_id, else its own id */
 };
 
 /* A person who signs in to the dashboard. Never removed, only disabled.

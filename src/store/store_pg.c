@@ -132,7 +132,11 @@ enum stmt {
 };
 
 /* A link's columns as PostgreSQL reads them (sqlgen.h). */
-#define KEY_COLS "id, name, admin, created_at, revoked_at, user_id, scopes, domain, last_used_at"
+/* A key's columns with its user's role, links' owner and state. */
+#define KEY_COLS                                                                                   \
+    "k.id, k.name, k.admin, k.created_at, k.revoked_at, k.user_id, k.scopes, k.domain, "           \
+    "k.last_used_at, u.role, u.key_id, u.disabled_at"
+#define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
 
 #define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
@@ -216,8 +220,8 @@ static const char *const sql[S__COUNT] = {
     [S_KEY_INSERT] =
         "INSERT INTO api_keys (name, hash, admin, created_at, user_id, scopes, domain) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
-    [S_KEY_BY_HASH] = "SELECT " KEY_COLS " FROM api_keys WHERE hash = $1",
-    [S_KEY_LIST] = "SELECT " KEY_COLS " FROM api_keys ORDER BY id",
+    [S_KEY_BY_HASH] = "SELECT " KEY_COLS KEY_FROM " WHERE k.hash = $1",
+    [S_KEY_LIST] = "SELECT " KEY_COLS KEY_FROM " ORDER BY k.id",
     [S_KEY_TOUCH] = "UPDATE api_keys SET last_used_at = $2 WHERE id = $1 "
                     "AND (last_used_at IS NULL OR last_used_at < $2)",
     /* Every node listening on the bus empties its key cache when this commits. */
@@ -1565,6 +1569,12 @@ static void row_to_key(const PGresult *r, int row, struct apikey *k)
     k->scopes = PQgetisnull(r, row, 6) ? KEY_SCOPES_ALL : (unsigned)val_i64(r, row, 6);
     snprintf(k->domain, sizeof(k->domain), "%s", PQgetvalue(r, row, 7));
     k->last_used_at = PQgetisnull(r, row, 8) ? 0 : val_i64(r, row, 8);
+    enum user_role role;
+    k->role = !PQgetisnull(r, row, 9) && user_role_parse(PQgetvalue(r, row, 9), &role) == ERR_OK
+                  ? (int)role
+                  : -1;
+    k->owner = PQgetisnull(r, row, 10) ? k->id : val_i64(r, row, 10);
+    k->user_disabled = !PQgetisnull(r, row, 11) && val_i64(r, row, 11) != 0;
 }
 
 static int pg_key_insert(struct store *st, const struct apikey *k, const uint8_t hash[32],

@@ -126,7 +126,11 @@ enum stmt {
 };
 
 /* A link's columns as SQLite reads them (sqlgen.h). */
-#define KEY_COLS "id, name, admin, created_at, revoked_at, user_id, scopes, domain, last_used_at"
+/* A key's columns with its user's role, links' owner and state. */
+#define KEY_COLS                                                                                   \
+    "k.id, k.name, k.admin, k.created_at, k.revoked_at, k.user_id, k.scopes, k.domain, "           \
+    "k.last_used_at, u.role, u.key_id, u.disabled_at"
+#define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_SQLITE)
 
 #define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
@@ -193,8 +197,8 @@ static const char *const sql[S__COUNT] = {
                     "ORDER BY d.clicks DESC, d.code LIMIT ?3",
     [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at, user_id, scopes, domain) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [S_KEY_BY_HASH] = "SELECT " KEY_COLS " FROM api_keys WHERE hash = ?1",
-    [S_KEY_LIST] = "SELECT " KEY_COLS " FROM api_keys ORDER BY id",
+    [S_KEY_BY_HASH] = "SELECT " KEY_COLS KEY_FROM " WHERE k.hash = ?1",
+    [S_KEY_LIST] = "SELECT " KEY_COLS KEY_FROM " ORDER BY k.id",
     [S_KEY_TOUCH] = "UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1 "
                     "AND (last_used_at IS NULL OR last_used_at < ?2)",
     [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at = 0",
@@ -1601,6 +1605,11 @@ static void row_to_key(sqlite3_stmt *q, struct apikey *k)
     const unsigned char *domain = sqlite3_column_text(q, 7);
     snprintf(k->domain, sizeof(k->domain), "%s", domain ? (const char *)domain : "");
     k->last_used_at = sqlite3_column_int64(q, 8);
+    enum user_role role;
+    const unsigned char *rn = sqlite3_column_text(q, 9);
+    k->role = rn && user_role_parse((const char *)rn, &role) == ERR_OK ? (int)role : -1;
+    k->owner = sqlite3_column_type(q, 10) == SQLITE_NULL ? k->id : sqlite3_column_int64(q, 10);
+    k->user_disabled = sqlite3_column_int64(q, 11) != 0;
 }
 
 static int sq_key_insert(struct store *st, const struct apikey *k, const uint8_t hash[32],

@@ -248,6 +248,7 @@
     X(api_keys_scopes)                                                                             \
     X(api_keys_manage)                                                                             \
     X(api_keys_domain)                                                                             \
+    X(api_keys_roles)                                                                              \
     X(keyuse_marks)                                                                                \
     X(api_domains_add)                                                                             \
     X(api_domains_list)                                                                            \

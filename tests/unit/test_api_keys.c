@@ -8,7 +8,11 @@
 #include "harness.h"
 #include "test.h"
 
+#include "app/app.h"
+#include "base/err.h"
 #include "links/keyuse.h"
+#include "links/links.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 /* A key made by 'maker' (a header line) through POST /api/keys with 'body':
@@ -251,6 +255,79 @@ void test_api_keys_domain(void)
     hx_resp_release(&resp);
     CHECK_EQ_INT(call(h, limited, "POST", "/api/links",
                       "{\"url\":\"https://example.com/d3\",\"domain\":\"to.example\"}", code),
+                 403);
+    hx_free(h);
+}
+
+/* A user of 'role' (its links owned by key 'owner_key') and a key of it
+ * with every scope: the key's "Authorization" line. */
+static const char *user_key(struct hx *h, enum user_role role, int64_t owner_key, bool disabled,
+                            char line[HX_AUTH_MAX])
+{
+    struct app *app = hx_app(h);
+    struct store *st = app->store;
+    static int n;
+    struct user u = {.role = role, .key_id = owner_key, .created_at = 1};
+    snprintf(u.name, sizeof(u.name), "user%d", ++n);
+    snprintf(u.pwhash, sizeof(u.pwhash), "$argon2id$x");
+    int64_t uid = 0;
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &uid), ERR_OK);
+    if (disabled)
+        CHECK_EQ_INT(st->ops->user_disable(st, uid, 2), ERR_OK);
+    struct apikey spec = {.user_id = uid, .scopes = KEY_SCOPES_ALL, .admin = true};
+    snprintf(spec.name, sizeof(spec.name), "of user %d", n);
+    char token[KEY_TOKEN_LEN + 1];
+    int64_t id = 0;
+    CHECK_EQ_INT(links_key_make(app->links, st, &spec, token, &id), ERR_OK);
+    snprintf(line, HX_AUTH_MAX, "Authorization: Bearer %s", token);
+    return line;
+}
+
+/* A key can never do more than its user's role, whatever its scopes (or
+ * its own admin flag): a viewer's reads, a member's own links. */
+void test_api_keys_roles(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char owner[HX_AUTH_MAX], viewer[HX_AUTH_MAX], member[HX_AUTH_MAX], admin[HX_AUTH_MAX];
+    char off[HX_AUTH_MAX], code[32], link[HX_CODE_MAX];
+    hx_auth(h, false, owner);
+    const char *oh[] = {owner, NULL};
+    struct hx_resp resp;
+    int64_t owner_id = -1;
+    if (CHECK_EQ_INT(hx_request(h, "GET", "/api/keys", oh, NULL, &resp), 200))
+        owner_id = json_integer_value(
+            json_object_get(json_array_get(json_object_get(resp.json, "keys"), 0), "id"));
+    hx_resp_release(&resp);
+    if (!CHECK(owner_id > 0)) {
+        hx_free(h);
+        return;
+    }
+    CHECK_EQ_INT(hx_create(h, owner, "{\"url\":\"https://example.com/own\"}", link), 201);
+    user_key(h, USER_VIEWER, owner_id, false, viewer);
+    user_key(h, USER_MEMBER, owner_id, false, member);
+    user_key(h, USER_ADMIN, owner_id, false, admin);
+    user_key(h, USER_MEMBER, owner_id, true, off);
+    const char *body = "{\"url\":\"https://example.com/role\"}";
+    char target[128];
+    snprintf(target, sizeof(target), "/api/links/%s", link);
+    /* A viewer's key reads its user's links and analytics, and changes nothing. */
+    CHECK_EQ_INT(call(h, viewer, "GET", target, NULL, NULL), 200);
+    CHECK_EQ_INT(call(h, viewer, "GET", "/api/stats", NULL, NULL), 200);
+    CHECK_EQ_INT(call(h, viewer, "POST", "/api/links", body, code), 403);
+    CHECK_EQ_STR(code, "forbidden");
+    CHECK_EQ_INT(call(h, viewer, "DELETE", target, NULL, NULL), 403);
+    /* A member's key: its user's links, no admin route (its admin flag aside). */
+    CHECK_EQ_INT(call(h, member, "PATCH", target, "{\"title\":\"m\"}", NULL), 200);
+    CHECK_EQ_INT(call(h, member, "GET", "/api/admin/blocklist", NULL, NULL), 403);
+    /* An admin's key: the admin routes. */
+    CHECK_EQ_INT(call(h, admin, "GET", "/api/admin/blocklist", NULL, NULL), 200);
+    /* A disabled user's key is refused as a revoked one. */
+    CHECK_EQ_INT(call(h, off, "GET", "/api/links", NULL, NULL), 401);
+    /* The viewer cannot make itself a key with more than its role. */
+    CHECK_EQ_INT(call(h, viewer, "POST", "/api/keys",
+                      "{\"name\":\"w\",\"scopes\":[\"links:write\"]}", code),
                  403);
     hx_free(h);
 }

@@ -851,6 +851,30 @@ static void keys_checks(struct backend *b)
     CHECK_EQ_INT(st->ops->key_touch(st, id4, 4000), ERR_OK);
     if (CHECK_EQ_INT(st->ops->key_by_hash(st, h4, &k), ERR_OK))
         CHECK_EQ_INT(k.last_used_at, 5000);
+    CHECK_EQ_INT(k.role, -1); /* user 42 does not exist: no role, its own links */
+    CHECK_EQ_INT(k.owner, id4);
+    /* A user's key reads its user's role, links' owner and state. */
+    struct user u = {.role = USER_VIEWER, .key_id = id1, .created_at = 1};
+    snprintf(u.name, sizeof(u.name), "keyed");
+    snprintf(u.pwhash, sizeof(u.pwhash), "$argon2id$x");
+    int64_t uid = 0;
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &uid), ERR_OK);
+    uint8_t h5[32];
+    for (int i = 0; i < 32; i++)
+        h5[i] = (uint8_t)(i * 5 + 2);
+    spec.user_id = uid;
+    spec.domain[0] = '\0';
+    int64_t id5 = 0;
+    CHECK_EQ_INT(st->ops->key_insert(st, &spec, h5, &id5), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h5, &k), ERR_OK)) {
+        CHECK_EQ_INT(k.role, USER_VIEWER);
+        CHECK_EQ_INT(k.owner, id1);
+        CHECK(!k.user_disabled);
+    }
+    CHECK_EQ_INT(st->ops->user_disable(st, uid, 900), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h5, &k), ERR_OK))
+        CHECK(k.user_disabled);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id5, 800), ERR_OK);
     CHECK_EQ_INT(st->ops->key_revoke(st, id4, 800), ERR_OK);
     uint8_t none[32] = {0};
     CHECK_EQ_INT(st->ops->key_by_hash(st, none, &k), ERR_NOTFOUND);
@@ -861,14 +885,14 @@ static void keys_checks(struct backend *b)
         CHECK_EQ_INT(k.revoked_at, 500);
     struct collect c = {BUF_INIT, 0, 0, "", 0};
     CHECK_EQ_INT(st->ops->key_list(st, count_key, &c), ERR_OK);
-    CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0,alice:0:500,bob:0:0,reader:0:800");
+    CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0,alice:0:500,bob:0:0,reader:0:800,reader:0:800");
     buf_reset(&c.s);
     c.calls = 0;
     c.stop_after = 1;
     CHECK_EQ_INT(st->ops->key_list(st, count_key, &c), ERR_OK);
     CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0");
     CHECK_EQ_INT(st->ops->key_count(st, &n), ERR_OK);
-    CHECK_EQ_INT(n, 4);
+    CHECK_EQ_INT(n, 5);
     buf_release(&c.s);
 }
 

@@ -72,6 +72,9 @@ int handle_link_qr(struct request *r);
 int handle_blocklist_list(struct request *r);
 int handle_blocklist_add(struct request *r);
 int handle_blocklist_delete(struct request *r);
+int handle_session_create(struct request *r);
+int handle_session_get(struct request *r);
+int handle_session_delete(struct request *r);
 
 /* api_ops.c */
 int handle_home(struct request *r);

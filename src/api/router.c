@@ -13,6 +13,8 @@
 
 #include <ctype.h>
 #include <llhttp.h>
+#include <sodium.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/app.h"
@@ -22,9 +24,11 @@
 #include "base/err.h"
 #include "api/handlers.h"
 #include "links/links.h"
+#include "links/users.h"
 #include "http/ratelimit.h"
 #include "http/server.h"
 #include "store/storeq.h"
+#include "store/writer.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 
@@ -65,6 +69,9 @@ static const struct route routes[] = {
     {"POST",   "/api/admin/blocklist",           handle_blocklist_add,   ROUTE_ADMIN | ROUTE_JSON},
     {"DELETE", "/api/admin/blocklist/:host",     handle_blocklist_delete, ROUTE_ADMIN},
     {"GET",    "/api/openapi.json",              handle_openapi,         ROUTE_LOOP},
+    {"POST",   "/api/session",                   handle_session_create,  ROUTE_SIGNIN | ROUTE_JSON},
+    {"GET",    "/api/session",                   handle_session_get,     ROUTE_AUTH},
+    {"DELETE", "/api/session",                   handle_session_delete,  ROUTE_AUTH | ROUTE_ANYROLE},
     /* compatible APIs: each answers in its own shape (struct api_dialect) */
     {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
     {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
@@ -275,6 +282,123 @@ static int rate_refuse(struct request *r, const struct rl_info *info)
     return refuse(r, 429, "rate_limited", msg);
 }
 
+/* The token of the session cookie; false when there is none. */
+static bool session_cookie(const struct request *r, struct slice *token)
+{
+    struct slice c = http_header(r, "cookie");
+    static const char name[] = "shortd_session=";
+    const size_t nn = sizeof(name) - 1;
+    for (size_t i = 0; c.p && i < c.n;) {
+        while (i < c.n && (c.p[i] == ' ' || c.p[i] == ';'))
+            i++;
+        size_t end = i;
+        while (end < c.n && c.p[end] != ';')
+            end++;
+        if (end - i > nn && memcmp(c.p + i, name, nn) == 0) {
+            *token = (struct slice){c.p + i + nn, end - i - nn};
+            return true;
+        }
+        i = end;
+    }
+    return false;
+}
+
+/* Whether a write comes from this site's own pages: the browser says so
+ * (Sec-Fetch-Site), or its Origin names this host. */
+static bool own_site(const struct request *r)
+{
+    struct slice site = http_header(r, "sec-fetch-site");
+    if (site.p)
+        return slice_eq(site, "same-origin");
+    struct slice o = http_header(r, "origin");
+    if (!o.p)
+        return false;
+    const char *const schemes[] = {"https://", "http://"};
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(schemes[i]);
+        if (o.n > n && strncasecmp(o.p, schemes[i], n) == 0)
+            return o.n - n == r->host.n && strncasecmp(o.p + n, r->host.p, r->host.n) == 0;
+    }
+    return false;
+}
+
+struct touch_job {
+    struct wjob job;
+    uint8_t hash[32];
+    int64_t now;
+};
+
+static int touch_run(struct wjob *j, struct store *st)
+{
+    struct touch_job *t = (struct touch_job *)j;
+    int rc = st->ops->session_touch(st, t->hash, t->now);
+    return rc == ERR_NOTFOUND ? ERR_OK : rc; /* signed out meanwhile */
+}
+
+static void touch_done(struct wjob *j) { free(j); }
+
+/* A session's request, on a store thread: the session and its user, then a
+ * write's CSRF token and origin, then a viewer's write refused. The session
+ * is marked used through the writer, not waited for. */
+static int authenticate_session(struct request *r, struct slice token, bool *refused)
+{
+    struct app *app = r->app;
+    uint8_t key[32];
+    links_session_key(app->links, key);
+    struct user u;
+    bool touch = false;
+    int64_t now = now_ms();
+    int rc =
+        users_session_check(app->store, key, token, now, app->cfg.session_idle * 1000, &u, &touch);
+    int status = 0;
+    bool write = r->method != HTTP_GET && r->method != HTTP_HEAD;
+    /* A session nobody can guess that ended is no attempt to guess one: the
+     * `auth` limit does not count it, so a page left open is not locked out. */
+    *refused = false;
+    if (rc == ERR_NOTFOUND)
+        status = http_error(r, 401, "session_ended", NULL, "the session has ended: sign in again");
+    else if (rc != ERR_OK)
+        status = http_unavailable(r, NULL);
+    else if (write && !own_site(r))
+        status = http_error(r, 403, "csrf", NULL,
+                            "a signed-in write must come from this site's own pages");
+    else if (write && !users_csrf_ok(key, token, http_header(r, "x-csrf-token")))
+        status = http_error(r, 403, "csrf", "X-CSRF-Token",
+                            "send the session's csrf_token (GET /api/session) in X-CSRF-Token");
+    else if (write && u.role == USER_VIEWER && !(r->route->flags & ROUTE_ANYROLE))
+        status = http_error(r, 403, "forbidden", NULL, "a viewer may read, not change");
+    if (status == 0) {
+        r->user_id = u.id;
+        r->user_role = u.role;
+        memcpy(r->user_name, u.name, sizeof(r->user_name));
+        r->session = token;
+        memset(&r->key, 0, sizeof(r->key));
+        r->key.id = u.key_id;
+        r->key.admin = u.role == USER_ADMIN;
+        /* A session may do all its user's role allows (links_key_cap). */
+        r->key.scopes = KEY_SCOPES_ALL;
+        r->key.role = KEY_ROLE(u.role);
+        r->key.user_id = u.id;
+        r->key.owner = u.key_id;
+        r->key.created_at = u.created_at;
+        snprintf(r->key.name, sizeof(r->key.name), "user:%s", u.name);
+    }
+    if (status == 0 && touch) {
+        struct touch_job *t = calloc(1, sizeof(*t));
+        if (!t)
+            abort();
+        users_session_hash(key, token, t->hash);
+        t->now = now;
+        t->job.run = touch_run;
+        t->job.done = touch_done;
+        t->job.single_write = true;
+        writer_submit(app->writer, &t->job);
+    }
+    sodium_memzero(key, sizeof(key));
+    sodium_memzero(&u, sizeof(u));
+    return status;
+}
+
 /* On a store thread: a key this node does not hold is read from the store.
  * *refused is set when the key is missing or wrong (the `auth` limit
  * counts those), whatever status the route's API gives that. */
@@ -284,11 +408,14 @@ static int authenticate(struct request *r, bool *refused)
     char buf[KEY_TOKEN_LEN + 1];
     struct slice token;
     *refused = false;
+    r->user_id = 0;
     int rc;
     if (route_token(r, buf, sizeof(buf), &token)) {
         rc = links_authenticate_cached(r->app->links, token, &r->key);
         if (rc == ERR_AGAIN) /* not known here yet */
             rc = links_authenticate(r->app->links, token, &r->key);
+    } else if (!d && session_cookie(r, &token)) {
+        return authenticate_session(r, token, refused);
     } else {
         rc = d && d->prove ? d->prove(r, &r->key) : ERR_INVALID;
     }
@@ -328,12 +455,12 @@ static size_t addr_key(const struct request *r, char *out, size_t cap)
 /* Authentication under the `auth` limit: a client over it is turned away
  * before its key is looked at (so a guess past the limit proves nothing), and
  * every 401 counts against its address. */
-static int authenticate_limited(struct request *r)
+static int limited(struct request *r, int (*check)(struct request *r, bool *refused))
 {
     struct ratelimit *rl = r->app->ratelimit;
     bool refused;
     if (!ratelimit_enabled(rl, RL_AUTH))
-        return authenticate(r, &refused);
+        return check(r, &refused);
     char key[64];
     size_t kn = addr_key(r, key, sizeof(key));
     int64_t now = now_ms();
@@ -341,7 +468,7 @@ static int authenticate_limited(struct request *r)
     if (!ratelimit_peek(rl, RL_AUTH, key, kn, now, &info))
         return rate_refuse(r, &info);
     size_t before = r->resp_headers.len;
-    int status = authenticate(r, &refused);
+    int status = check(r, &refused);
     if (!refused)
         return status;
     if (!ratelimit_take(rl, RL_AUTH, key, kn, now, &info)) {
@@ -349,6 +476,20 @@ static int authenticate_limited(struct request *r)
         return rate_refuse(r, &info);
     }
     ratelimit_headers(r, &info);
+    return status;
+}
+
+static int authenticate_limited(struct request *r) { return limited(r, authenticate); }
+
+static int parse_json(struct request *r);
+
+/* A sign-in (ROUTE_SIGNIN): its handler's 401 is a refused attempt. */
+static int sign_in(struct request *r, bool *refused)
+{
+    int status = parse_json(r);
+    if (!status)
+        status = r->route->handler(r);
+    *refused = status == 401;
     return status;
 }
 
@@ -443,6 +584,8 @@ static int run_route(struct request *r)
 {
     const struct route *rt = r->route;
     int status;
+    if (rt->flags & ROUTE_SIGNIN)
+        return limited(r, sign_in);
     if (rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) {
         status = r->authed ? 0 : authenticate_limited(r);
         r->authed = false;

@@ -926,15 +926,22 @@ const char *links_scope_name(unsigned bit)
 unsigned links_key_cap(const struct apikey *k)
 {
     switch (k->role) {
-    case USER_ADMIN: return KEY_SCOPES_ALL;
-    case USER_MEMBER: return KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
-    case USER_VIEWER: return KEY_SCOPE_LINKS_READ | KEY_SCOPE_STATS_READ;
+    case KEY_ROLE(USER_ADMIN): return KEY_SCOPES_ALL;
+    case KEY_ROLE(USER_MEMBER): return KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
+    case KEY_ROLE(USER_VIEWER): return KEY_SCOPE_LINKS_READ | KEY_SCOPE_STATS_READ;
     default: /* a key of no user: its own admin flag, as before users */
         return k->admin ? KEY_SCOPES_ALL : KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
     }
 }
 
 unsigned links_key_rights(const struct apikey *k) { return k->scopes & links_key_cap(k); }
+
+void links_session_key(const struct links *l, uint8_t out[32])
+{
+    static const char label[] = "shortd session tokens";
+    crypto_generichash(out, 32, (const unsigned char *)label, sizeof(label) - 1, l->key_secret,
+                       sizeof(l->key_secret));
+}
 
 void links_yourls_token(const struct links *l, int64_t key_id, char out[YOURLS_TOKEN_LEN + 1])
 {

@@ -185,6 +185,9 @@ void links_forget_keys(struct links *l);
  * signature): derived, never stored, so it needs no migration and dies with
  * its key. Hex of BLAKE2b keyed with a key derived from the install's key
  * secret, over a fixed label and the id. A secret: never logged. Any thread. */
+/* The key session tokens are hashed with (users.h): derived from the
+ * install's key secret, so every node of a shared store has the same. */
+void links_session_key(const struct links *l, uint8_t out[32]);
 void links_yourls_token(const struct links *l, int64_t key_id, char out[YOURLS_TOKEN_LEN + 1]);
 /* For /metrics: the key cache's hits, misses, keys held and bytes taken. */
 void links_key_counts(struct links *l, uint64_t *hits, uint64_t *misses, uint64_t *entries,

@@ -21,6 +21,10 @@ struct store;
 
 #define KEY_DOMAIN_MAX 253 /* a host name's longest */
 
+/* apikey.role: a zeroed key has no user (and acts with its own admin flag). */
+#define KEY_NO_USER 0
+#define KEY_ROLE(user_role) ((int)(user_role) + 1)
+
 struct apikey {
     int64_t id;
     char name[128];
@@ -32,7 +36,7 @@ struct apikey {
     char domain[KEY_DOMAIN_MAX + 1]; /* "": any; else the one custom domain it is limited to */
     int64_t last_used_at;            /* 0: never (as of the last write, once a minute) */
     /* Read with the key, from its user (users table): */
-    int role;           /* its user's enum user_role; -1: no user */
+    int role;           /* KEY_NO_USER, or KEY_ROLE(its user's enum user_role) */
     bool user_disabled; /* its user is disabled: the key is refused */
     int64_t owner;      /* whose links it acts on: its user's key_id, else its own id */
 };

@@ -1571,8 +1571,8 @@ static void row_to_key(const PGresult *r, int row, struct apikey *k)
     k->last_used_at = PQgetisnull(r, row, 8) ? 0 : val_i64(r, row, 8);
     enum user_role role;
     k->role = !PQgetisnull(r, row, 9) && user_role_parse(PQgetvalue(r, row, 9), &role) == ERR_OK
-                  ? (int)role
-                  : -1;
+                  ? KEY_ROLE(role)
+                  : KEY_NO_USER;
     k->owner = PQgetisnull(r, row, 10) ? k->id : val_i64(r, row, 10);
     k->user_disabled = !PQgetisnull(r, row, 11) && val_i64(r, row, 11) != 0;
 }

@@ -1607,7 +1607,8 @@ static void row_to_key(sqlite3_stmt *q, struct apikey *k)
     k->last_used_at = sqlite3_column_int64(q, 8);
     enum user_role role;
     const unsigned char *rn = sqlite3_column_text(q, 9);
-    k->role = rn && user_role_parse((const char *)rn, &role) == ERR_OK ? (int)role : -1;
+    k->role = rn && user_role_parse((const char *)rn, &role) == ERR_OK ? KEY_ROLE(role)
+                                                                       : KEY_NO_USER;
     k->owner = sqlite3_column_type(q, 10) == SQLITE_NULL ? k->id : sqlite3_column_int64(q, 10);
     k->user_disabled = sqlite3_column_int64(q, 11) != 0;
 }

@@ -165,3 +165,38 @@ it('keys made before scopes keep every right', async () => {
     const first = a.json.keys.find((x) => x.name === 'admin');
     assert.deepEqual(first.scopes, ['links:read', 'links:write', 'stats:read', 'admin']);
 });
+
+/* Signs in as 'name' (password NAME-password): the headers of a page of
+ * this site, as a browser sends them. */
+async function pageOf(name) {
+    const r = await api(srv, 'POST', '/api/session', { body: { name, password: `${name}-password` } });
+    assert.equal(r.status, 200, r.text);
+    const cookie = (r.headers.get('set-cookie') || '').split(';')[0];
+    return { cookie, 'sec-fetch-site': 'same-origin', 'x-csrf-token': r.json.csrf_token };
+}
+
+it('a user\'s key acts on the user\'s links, never beyond the role, and dies with the user', async () => {
+    const name = unique('kim').replace(/[^a-z0-9]/g, '');
+    const made = cli(['user', 'create', name, '--role', 'member', '--db', srv.db], { input: `${name}-password\n` });
+    assert.equal(made.code, 0, made.stderr);
+    const page = await pageOf(name);
+    const link = await api(srv, 'POST', '/api/links', { headers: page, body: { url: 'https://example.com/kim' } });
+    assert.equal(link.status, 201, link.text);
+    // A key made in the dashboard: the user's, with the scopes asked for.
+    let r = await api(srv, 'POST', '/api/keys', { headers: page, body: { name: 'laptop', scopes: ['links:read', 'links:write'] } });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(typeof r.json.user_id, 'number');
+    const key = r.json.key;
+    // It sees the user's link, and can create as the user.
+    assert.equal((await api(srv, 'GET', `/api/links/${link.json.code}`, { key })).status, 200);
+    // A member's key has no admin, whatever it asks.
+    r = await api(srv, 'POST', '/api/keys', { headers: page, body: { name: 'x', scopes: ['admin'] } });
+    assert.equal(r.status, 403, r.text);
+    assert.equal((await api(srv, 'GET', '/api/admin/blocklist', { key })).status, 403);
+    // The user's keys are listed for the user, not another's.
+    const mine = await api(srv, 'GET', '/api/keys', { headers: page });
+    assert.deepEqual(mine.json.keys.map((k) => k.name), ['laptop']);
+    // Disabled: the user's keys are refused.
+    assert.equal(cli(['user', 'disable', name, '--db', srv.db]).code, 0);
+    await poll(async () => (await api(srv, 'GET', '/api/links', { key })).status === 401, { timeoutMs: 3000 });
+});

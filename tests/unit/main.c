@@ -191,6 +191,9 @@
     X(dbsrc_sqlite)                                                                                \
     X(dbsrc_pg)                                                                                    \
     X(pwhash_async)                                                                                \
+    X(users_rules)                                                                                 \
+    X(users_lifecycle)                                                                             \
+    X(users_sessions)                                                                              \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \

@@ -851,7 +851,7 @@ static void keys_checks(struct backend *b)
     CHECK_EQ_INT(st->ops->key_touch(st, id4, 4000), ERR_OK);
     if (CHECK_EQ_INT(st->ops->key_by_hash(st, h4, &k), ERR_OK))
         CHECK_EQ_INT(k.last_used_at, 5000);
-    CHECK_EQ_INT(k.role, -1); /* user 42 does not exist: no role, its own links */
+    CHECK_EQ_INT(k.role, KEY_NO_USER); /* user 42 does not exist: its own links */
     CHECK_EQ_INT(k.owner, id4);
     /* A user's key reads its user's role, links' owner and state. */
     struct user u = {.role = USER_VIEWER, .key_id = id1, .created_at = 1};
@@ -867,7 +867,7 @@ static void keys_checks(struct backend *b)
     int64_t id5 = 0;
     CHECK_EQ_INT(st->ops->key_insert(st, &spec, h5, &id5), ERR_OK);
     if (CHECK_EQ_INT(st->ops->key_by_hash(st, h5, &k), ERR_OK)) {
-        CHECK_EQ_INT(k.role, USER_VIEWER);
+        CHECK_EQ_INT(k.role, KEY_ROLE(USER_VIEWER));
         CHECK_EQ_INT(k.owner, id1);
         CHECK(!k.user_disabled);
     }

@@ -2,7 +2,7 @@
 // life of a page (a page may register clean-ups; a late answer for a page
 // that is gone is dropped).
 //
-//   #/signin            sign in with an API key
+//   #/signin            sign in with a name and password
 //   #/links?q&tag&state the links table
 //   #/new               create a link
 //   #/link/CODE?days|from&to&bots   one link's analytics and QR code
@@ -39,7 +39,7 @@ function render() {
         rerender: render,
     };
     const { path, params } = parseHash();
-    const signedIn = !!session.key;
+    const signedIn = !!session.user;
     nav.hidden = !signedIn;
     signout.hidden = !signedIn;
     if (!signedIn && path !== '/signin') {
@@ -81,20 +81,18 @@ function render() {
 }
 
 setUnauthorizedHandler((err) => {
-    session.clear();
     notice = `You were signed out: ${err.message}.`;
     if (location.hash === '#/signin') render();
     else location.hash = '#/signin';
 });
 
-signout.addEventListener('click', () => {
-    session.clear();
-    // A fresh document: nothing fetched with the old key stays in memory.
+signout.addEventListener('click', async () => {
+    await session.signOut().catch(() => { /* ended here anyway */ });
+    // A fresh document: nothing fetched in the session stays in memory.
     location.replace('/dashboard#/signin');
     location.reload();
 });
 
-// Another tab signed in or out.
-window.addEventListener('storage', (e) => { if (e.key === null || e.key === 'shortd.apiKey') location.reload(); });
 window.addEventListener('hashchange', render);
-render();
+// Who is signed in comes from the server: the cookie is not the page's to read.
+session.load().catch(() => null).then(render);

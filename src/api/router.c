@@ -303,23 +303,28 @@ static bool session_cookie(const struct request *r, struct slice *token)
     return false;
 }
 
-/* Whether a write comes from this site's own pages: the browser says so
- * (Sec-Fetch-Site), or its Origin names this host. */
-static bool own_site(const struct request *r)
+/* Where a request comes from, as a browser says: this site's own pages
+ * (Sec-Fetch-Site: same-origin, or an Origin of this host), another site,
+ * or unsaid (no such header: not a browser's page, or a very old one). */
+enum site { SITE_UNSAID, SITE_OWN, SITE_FOREIGN };
+
+static enum site site_of(const struct request *r)
 {
     struct slice site = http_header(r, "sec-fetch-site");
     if (site.p)
-        return slice_eq(site, "same-origin");
+        return slice_eq(site, "same-origin") ? SITE_OWN : SITE_FOREIGN;
     struct slice o = http_header(r, "origin");
     if (!o.p)
-        return false;
+        return SITE_UNSAID;
     const char *const schemes[] = {"https://", "http://"};
     for (int i = 0; i < 2; i++) {
         size_t n = strlen(schemes[i]);
         if (o.n > n && strncasecmp(o.p, schemes[i], n) == 0)
-            return o.n - n == r->host.n && strncasecmp(o.p + n, r->host.p, r->host.n) == 0;
+            return o.n - n == r->host.n && strncasecmp(o.p + n, r->host.p, r->host.n) == 0
+                       ? SITE_OWN
+                       : SITE_FOREIGN;
     }
-    return false;
+    return SITE_FOREIGN;
 }
 
 struct touch_job {
@@ -359,7 +364,7 @@ static int authenticate_session(struct request *r, struct slice token, bool *ref
         status = http_error(r, 401, "session_ended", NULL, "the session has ended: sign in again");
     else if (rc != ERR_OK)
         status = http_unavailable(r, NULL);
-    else if (write && !own_site(r))
+    else if (write && site_of(r) != SITE_OWN)
         status = http_error(r, 403, "csrf", NULL,
                             "a signed-in write must come from this site's own pages");
     else if (write && !users_csrf_ok(key, token, http_header(r, "x-csrf-token")))
@@ -483,9 +488,14 @@ static int authenticate_limited(struct request *r) { return limited(r, authentic
 
 static int parse_json(struct request *r);
 
-/* A sign-in (ROUTE_SIGNIN): its handler's 401 is a refused attempt. */
+/* A sign-in (ROUTE_SIGNIN): its handler's 401 is a refused attempt.
+ * Another site's page may not sign a browser in (to an account of the
+ * attacker's choosing); a script, which says no site, may. */
 static int sign_in(struct request *r, bool *refused)
 {
+    *refused = false;
+    if (site_of(r) == SITE_FOREIGN)
+        return http_error(r, 403, "csrf", NULL, "a sign-in must come from this site's own pages");
     int status = parse_json(r);
     if (!status)
         status = r->route->handler(r);

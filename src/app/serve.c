@@ -57,12 +57,15 @@
 struct sweep_job {
     struct wjob job;
     int64_t before, idem_before, prune_before_day;
+    int64_t now, idle_before; /* sessions over at now, or unused since idle_before */
     int limit;
     int swept, pruned;
+    int64_t sessions;
 };
 
 /* Expired links' data, old idempotency keys, per-day analytics past the
- * retention: each in bounded batches, so a sweep never holds the writer long. */
+ * retention, ended sessions: each in bounded batches (sessions are few),
+ * so a sweep never holds the writer long. */
 static int sweep_run(struct wjob *j, struct store *st)
 {
     struct sweep_job *s = (struct sweep_job *)j;
@@ -71,6 +74,8 @@ static int sweep_run(struct wjob *j, struct store *st)
         rc = st->ops->idem_sweep(st, s->idem_before);
     if (rc == ERR_OK)
         rc = st->ops->prune_days(st, s->prune_before_day, s->limit, &s->pruned);
+    if (rc == ERR_OK)
+        rc = st->ops->session_sweep(st, s->now, s->idle_before, &s->sessions);
     return rc;
 }
 
@@ -93,6 +98,8 @@ static void sweep(struct app *app, int64_t now)
     s->job.done = sweep_done;
     s->before = now - app->cfg.sweep_grace * 1000;
     s->idem_before = now - app->cfg.idempotency_ttl * 1000;
+    s->now = now;
+    s->idle_before = now - app->cfg.session_idle * 1000;
     s->limit = (int)app->cfg.sweep_batch;
     s->prune_before_day = day_number(now) - app->cfg.retention_days;
     writer_submit(app->writer, &s->job);

@@ -6,9 +6,19 @@
 // limit, and bearer keys working as before. Runs on PostgreSQL too.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before } from 'node:test';
 
-import { api, cli, createLink, it, sleep, startServer } from './harness.mjs';
+import { PG_MODE, api, cli, createLink, it, poll, sleep, startServer } from './harness.mjs';
+
+/* One value from a server's store, by SQL. */
+function storeValue(server, sql) {
+    const r = PG_MODE
+        ? spawnSync('psql', ['-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', server.db, '-c', sql], { encoding: 'utf8' })
+        : spawnSync('sqlite3', [server.db, sql], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `${sql}: ${r.stderr}`);
+    return r.stdout.trim();
+}
 
 let srv;
 
@@ -67,6 +77,14 @@ it('wrong names and passwords are refused alike; a bad body says what is wrong',
         assert.equal(r.json.error.code, 'invalid_credentials');
         assert.equal(r.setCookie, '');
     }
+    // Another site's page may not sign a browser in (login CSRF); a script may.
+    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { origin: 'https://evil.example' }]) {
+        const r = await signIn(srv, 'mel', 'mel-password', headers);
+        assert.equal(r.status, 403, `${JSON.stringify(headers)}: ${r.text}`);
+        assert.equal(r.json.error.code, 'csrf');
+        assert.equal(r.setCookie, '');
+    }
+    assert.equal((await signIn(srv, 'mel', 'mel-password', { 'sec-fetch-site': 'same-origin' })).status, 200);
     const bad = await api(srv, 'POST', '/api/session', { body: { name: 'mel' } });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.field, 'password');
@@ -156,8 +174,8 @@ it('sign-out and user disable end the session; a new password ends the old ones'
     assert.equal((await api(srv, 'DELETE', '/api/session', { headers: asPage(v) })).status, 204);
 });
 
-it('a session unused for session-idle ends; one in use goes on', async () => {
-    const s = await startServer({ args: ['--session-idle', '2'] });
+it('a session unused for session-idle ends, and the sweeper removes it; one in use goes on', async () => {
+    const s = await startServer({ args: ['--session-idle', '2', '--sweep-interval', '1'] });
     try {
         assert.equal(cli(['user', 'create', 'ida', '--db', s.db], { input: 'ida-password\n' }).code, 0);
         const used = await signIn(s, 'ida', 'ida-password');
@@ -170,6 +188,10 @@ it('a session unused for session-idle ends; one in use goes on', async () => {
         const r = await api(s, 'GET', '/api/session', { headers: { cookie: idle.cookie } });
         assert.equal(r.status, 401, r.text);
         assert.equal(r.json.error.code, 'session_ended');
+        // The store keeps only the session in use, and a keyed hash of it.
+        assert.ok(await poll(() => storeValue(s, 'SELECT count(*) FROM sessions') === '1'), 'the idle session was not swept');
+        await sleep(2500);
+        assert.ok(await poll(() => storeValue(s, 'SELECT count(*) FROM sessions') === '0'), 'the last session was not swept');
     } finally {
         await s.stop();
     }

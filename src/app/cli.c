@@ -855,6 +855,10 @@ static int cmd_user_disable(struct opts *o)
         rc = ERR_EXISTS;
     if (rc == ERR_OK)
         rc = users_disable(st, name, now_ms());
+    /* Their API keys are refused at once: on PostgreSQL user_disable told
+     * every node over the bus; a server on a SQLite file reads the generation. */
+    if (rc == ERR_OK && !store_is_shared(store_url(o)))
+        bump_generation(st);
     st->ops->close(st);
     if (rc == ERR_NOTFOUND)
         return fail("no user named '%s' (see 'shortd user list')", name);

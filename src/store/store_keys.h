@@ -93,7 +93,8 @@ typedef int (*host_cb)(const char *host, int64_t created_at, void *arg);
     int (*key_touch)(struct store * st, int64_t id, int64_t at);                                      \
                                                                                                       \
     /* Users: insert fills *id from u (its id ignored); ERR_EXISTS for a                            \
-     * taken name. Reads: ERR_NOTFOUND. Disabling a disabled user: ERR_NOTFOUND. */ \
+     * taken name. Reads: ERR_NOTFOUND. Disabling a disabled user: ERR_NOTFOUND;        \
+     * disabling publishes BUS_KEYS (as key_revoke does) on a shared store. */ \
     int (*user_insert)(struct store * st, const struct user *u, int64_t *id);                         \
     int (*user_get)(struct store * st, int64_t id, struct user * out);                                \
     int (*user_by_name)(struct store * st, const char *name, struct user *out);                       \

@@ -235,7 +235,11 @@ static const char *const sql[S__COUNT] = {
     [S_USER_BY_NAME] = "SELECT " USER_READ " FROM users WHERE name = $1",
     [S_USER_LIST] = "SELECT " USER_READ " FROM users ORDER BY id",
     [S_USER_PASSWORD] = "UPDATE users SET pwhash = $2 WHERE id = $1",
-    [S_USER_DISABLE] = "UPDATE users SET disabled_at = $2 WHERE id = $1 AND disabled_at = 0",
+    /* The user's API keys are refused from now on: every node empties its
+     * key cache when this commits, as for a revoked key. */
+    [S_USER_DISABLE] = "WITH r AS (UPDATE users SET disabled_at = $2 "
+                       "WHERE id = $1 AND disabled_at = 0 RETURNING id) "
+                       "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
     [S_USER_COUNT] = "SELECT count(*) FROM users",
     [S_SESSION_INSERT] = "INSERT INTO sessions (hash, user_id, created_at, seen_at, expires_at) "
                          "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",

@@ -144,6 +144,7 @@ it('a key\'s last use shows after a request', async () => {
         const x = r.json.keys.find((y) => y.id === k.id);
         return x && x.last_used_at ? x : null;
     }, { timeoutMs: 5000 });
+    assert.ok(row, 'no last use shown 5 s after a request');
     assert.ok(Date.parse(row.last_used_at) >= before - 1000, row.last_used_at);
     const list = cli(['key', 'list', '--db', srv.db]).stdout;
     const line = list.split('\n').find((l) => l.split(/\s+/).includes(k.name));
@@ -198,5 +199,7 @@ it('a user\'s key acts on the user\'s links, never beyond the role, and dies wit
     assert.deepEqual(mine.json.keys.map((k) => k.name), ['laptop']);
     // Disabled: the user's keys are refused.
     assert.equal(cli(['user', 'disable', name, '--db', srv.db]).code, 0);
-    await poll(async () => (await api(srv, 'GET', '/api/links', { key })).status === 401, { timeoutMs: 3000 });
+    const refused = await poll(async () => (await api(srv, 'GET', '/api/links', { key })).status === 401,
+        { timeoutMs: 3000 });
+    assert.ok(refused, 'a disabled user\'s key is still let in');
 });

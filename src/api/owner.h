@@ -42,8 +42,8 @@ int owner_link(struct request *r, char code[CODE_MAX + 1], struct link *l);
  * API answers that as it answers a domain that is not the caller's). The
  * key's domain is granted: it was its maker's when the key was made
  * (api_keys.c), so a create does not ask whose it is. Any thread. The links
- * a limited key sees and edits are its own (owner_scope), so all on its
- * domain. */
+ * a limited key sees and edits are those it made (owner_scope; its owner is
+ * itself, even for a user's key: router.c), so all on its domain. */
 int owner_key_domain(const struct apikey *k, char **domain);
 
 /* The 404 of a link the key may not see, in the words of one that does not

@@ -575,7 +575,10 @@ static int check_rights(struct request *r)
     bool admin_key = links_key_cap(&r->key) & KEY_SCOPE_ADMIN;
     r->key.scopes = links_key_rights(&r->key);
     r->key.admin = r->key.scopes & KEY_SCOPE_ADMIN;
-    if (!r->key.owner) /* a key not read from the store acts on its own links */
+    /* A key not read from the store acts on its own links; so does a key
+     * limited to a domain, even a user's: every link it sees is one it made,
+     * on its domain, never the user's links on other domains. */
+    if (!r->key.owner || r->key.domain[0])
         r->key.owner = r->key.id;
     if ((r->route->flags & ROUTE_ADMIN) && !admin_key)
         return refuse(r, 403, "forbidden", "this needs an admin API key");

@@ -197,6 +197,18 @@ it('a user\'s key acts on the user\'s links, never beyond the role, and dies wit
     // The user's keys are listed for the user, not another's.
     const mine = await api(srv, 'GET', '/api/keys', { headers: page });
     assert.deepEqual(mine.json.keys.map((k) => k.name), ['laptop']);
+    // A key of the user limited to a domain sees none of the user's other links.
+    const host = `${name}.example`;
+    r = await api(srv, 'POST', '/api/domains', { headers: page, body: { host } });
+    assert.equal(r.status, 201, r.text);
+    r = await api(srv, 'POST', '/api/keys', { headers: page, body: { name: 'site', domain: host } });
+    assert.equal(r.status, 201, r.text);
+    const site = r.json.key;
+    assert.equal((await api(srv, 'GET', `/api/links/${link.json.code}`, { key: site })).status, 404);
+    r = await api(srv, 'POST', '/api/links', { key: site, body: { url: 'https://example.com/site' } });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.json.domain, host);
+    assert.equal((await api(srv, 'GET', `/api/links/${r.json.code}`, { key: site })).status, 200);
     // Disabled: the user's keys are refused.
     assert.equal(cli(['user', 'disable', name, '--db', srv.db]).code, 0);
     const refused = await poll(async () => (await api(srv, 'GET', '/api/links', { key })).status === 401,

@@ -33,7 +33,7 @@ int handle_domain_list(struct request *r)
 {
     struct store *st = r->app->store;
     json_t *arr = json_array();
-    if (st->ops->domain_list(st, r->key.id, list_cb, arr) != ERR_OK) {
+    if (st->ops->domain_list(st, r->key.owner, list_cb, arr) != ERR_OK) {
         json_decref(arr);
         return http_unavailable(r, NULL);
     }
@@ -104,7 +104,7 @@ static int submit(struct request *r, const char *host, size_t n, bool add)
     if (!d)
         abort();
     d->host = slice_dup((struct slice){host, n});
-    d->owner = r->key.id;
+    d->owner = r->key.owner;
     d->add = add;
     d->now = now_ms();
     d->base.release = domain_release;

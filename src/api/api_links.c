@@ -238,7 +238,10 @@ static int create_run(struct wjob *wj, struct store *st)
         if (rc != ERR_NOTFOUND)
             return rc;
     }
-    if (c->in.domain) {
+    if (owner_key_domain(&j->r->key, &c->in.domain) != ERR_OK)
+        return api_job_error(j, 403, "forbidden", "domain",
+                             "this API key is limited to links on another domain");
+    if (c->in.domain && !j->r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc == ERR_NOTFOUND)
@@ -308,7 +311,7 @@ int handle_link_create(struct request *r)
         free(c);
         return status;
     }
-    c->owner = r->key.id;
+    c->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row (a code block claim
      * may come with it, harmless to keep), so it needs no savepoint. */
     c->base.job.single_write = !c->idem.key;
@@ -381,6 +384,13 @@ static int bulk_run(struct wjob *wj, struct store *st)
         struct bulk_item *it = &b->items[i];
         if (it->status)
             continue; /* refused by the parse */
+        if (owner_key_domain(&j->r->key, &it->in.domain) != ERR_OK) {
+            struct refusal no = {403, "forbidden", "domain",
+                                 "this API key is limited to links on another domain"};
+            it->status = no.status;
+            it->error = refusal_json(&no);
+            continue;
+        }
         int rc = st->ops->savepoint(st);
         if (rc != ERR_OK)
             return rc;
@@ -483,7 +493,7 @@ int handle_link_bulk(struct request *r)
     if (!b)
         abort();
     b->now = now_ms();
-    b->owner = r->key.id;
+    b->owner = r->key.owner;
     b->n = json_array_size(links);
     b->items = calloc(b->n, sizeof(*b->items));
     if (!b->items)

@@ -340,7 +340,11 @@ static void create_release(struct api_job *j)
 
 static int create_do(struct create_job *c, struct store *st)
 {
-    if (c->in.domain) {
+    if (owner_key_domain(&c->base.r->key, &c->in.domain) != ERR_OK) {
+        c->refused = ERR_NOTFOUND; /* as another owner's domain */
+        return ERR_OK;
+    }
+    if (c->in.domain && !c->base.r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc == ERR_OK && owner != c->owner)
@@ -488,7 +492,7 @@ int handle_shlink_create(struct request *r)
         return problem(r, 400, NULL, "Bad Request",
                        "Idempotency-Key must be 1 to 255 visible ASCII characters.", NULL);
     }
-    c->owner = r->key.id;
+    c->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row: no savepoint. */
     c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;

@@ -38,6 +38,11 @@ int handle_domain_add(struct request *r);
 int handle_domain_list(struct request *r);
 int handle_domain_delete(struct request *r);
 
+/* api_keys.c */
+int handle_key_create(struct request *r);
+int handle_key_list(struct request *r);
+int handle_key_delete(struct request *r);
+
 /* api_stats.c */
 int handle_link_stats(struct request *r);
 int handle_link_top(struct request *r);

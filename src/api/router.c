@@ -45,21 +45,24 @@ static const struct route routes[] = {
     {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
     {"GET",    "/readyz",                        handle_readyz,          0},
     {"GET",    "/metrics",                       handle_metrics,         ROUTE_LOOP},
-    {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_JSON | ROUTE_CREATE},
-    {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_JSON | ROUTE_CREATE},
-    {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH},
-    {"GET",    "/api/links/top",                 handle_link_top,        ROUTE_AUTH},
-    {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH},
-    {"GET",    "/api/links/:code/stats",         handle_link_stats,      ROUTE_AUTH},
-    {"GET",    "/api/links/:code/qr",            handle_link_qr,         ROUTE_AUTH},
-    {"GET",    "/api/stats",                     handle_stats,           ROUTE_AUTH},
-    {"GET",    "/api/export",                    handle_export,          ROUTE_AUTH},
-    {"DELETE", "/api/links/:code",               handle_link_delete,     ROUTE_AUTH},
-    {"PATCH",  "/api/links/:code",               handle_link_patch,      ROUTE_AUTH | ROUTE_JSON},
-    {"GET",    "/api/links/:code/history",       handle_link_history,    ROUTE_AUTH},
-    {"POST",   "/api/domains",                   handle_domain_add,      ROUTE_AUTH | ROUTE_JSON},
-    {"GET",    "/api/domains",                   handle_domain_list,     ROUTE_AUTH},
-    {"DELETE", "/api/domains/:host",             handle_domain_delete,   ROUTE_AUTH},
+    {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON | ROUTE_CREATE},
+    {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON | ROUTE_CREATE},
+    {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH | ROUTE_READ},
+    {"GET",    "/api/links/top",                 handle_link_top,        ROUTE_AUTH | ROUTE_STATS},
+    {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH | ROUTE_READ},
+    {"GET",    "/api/links/:code/stats",         handle_link_stats,      ROUTE_AUTH | ROUTE_STATS},
+    {"GET",    "/api/links/:code/qr",            handle_link_qr,         ROUTE_AUTH | ROUTE_READ},
+    {"GET",    "/api/stats",                     handle_stats,           ROUTE_AUTH | ROUTE_STATS},
+    {"GET",    "/api/export",                    handle_export,          ROUTE_AUTH | ROUTE_READ},
+    {"DELETE", "/api/links/:code",               handle_link_delete,     ROUTE_AUTH | ROUTE_WRITE},
+    {"PATCH",  "/api/links/:code",               handle_link_patch,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"GET",    "/api/links/:code/history",       handle_link_history,    ROUTE_AUTH | ROUTE_READ},
+    {"POST",   "/api/domains",                   handle_domain_add,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"POST",   "/api/keys",                      handle_key_create,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"GET",    "/api/keys",                      handle_key_list,        ROUTE_AUTH | ROUTE_READ},
+    {"DELETE", "/api/keys/:id",                  handle_key_delete,      ROUTE_AUTH | ROUTE_WRITE},
+    {"GET",    "/api/domains",                   handle_domain_list,     ROUTE_AUTH | ROUTE_READ},
+    {"DELETE", "/api/domains/:host",             handle_domain_delete,   ROUTE_AUTH | ROUTE_WRITE},
     {"POST",   "/api/links/:code/disable",       handle_link_disable,    ROUTE_ADMIN},
     {"POST",   "/api/links/:code/enable",        handle_link_enable,     ROUTE_ADMIN},
     {"GET",    "/api/admin/blocklist",           handle_blocklist_list,  ROUTE_ADMIN},
@@ -70,50 +73,50 @@ static const struct route routes[] = {
     {"GET",    "/api/session",                   handle_session_get,     ROUTE_AUTH},
     {"DELETE", "/api/session",                   handle_session_delete,  ROUTE_AUTH | ROUTE_ANYROLE},
     /* compatible APIs: each answers in its own shape (struct api_dialect) */
-    {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
-    {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
+    {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
+    {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
     /* Kutt's API v2 (compat_kutt.c); DELETE .../stats is how the npm `kutt`
      * client asks for stats */
-    {"POST",   "/api/v2/links",                  handle_kutt_create,     ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &kutt_dialect},
-    {"GET",    "/api/v2/links",                  handle_kutt_list,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"PATCH",  "/api/v2/links/:id",              handle_kutt_patch,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"DELETE", "/api/v2/links/:id",              handle_kutt_delete,     ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"GET",    "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"DELETE", "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"GET",    "/api/v2/users",                  handle_kutt_user,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"POST",   "/api/v2/domains",                handle_kutt_domain_add, ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"DELETE", "/api/v2/domains/:id",            handle_kutt_domain_delete, ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"POST",   "/api/v2/links",                  handle_kutt_create,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_CREATE | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/links",                  handle_kutt_list,       ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &kutt_dialect},
+    {"PATCH",  "/api/v2/links/:id",              handle_kutt_patch,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/links/:id",              handle_kutt_delete,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/users",                  handle_kutt_user,       ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &kutt_dialect},
+    {"POST",   "/api/v2/domains",                handle_kutt_domain_add, ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/domains/:id",            handle_kutt_domain_delete, ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &kutt_dialect},
     {"GET",    "/api/v2/health",                 handle_kutt_health,     ROUTE_LOOP | ROUTE_CORS, &kutt_dialect},
     /* Bitly v4 (compat_bitly.c): a bitlink "host/code" is one percent-encoded
      * segment or two; the one-segment routes come first, so that
      * /v4/bitlinks/ENCODED/clicks is not read as host ENCODED, code "clicks". */
-    {"POST",  "/v4/shorten",                          handle_bitly_shorten,         ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
-    {"POST",  "/v4/bitlinks",                         handle_bitly_create,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
-    {"POST",  "/v4/expand",                           handle_bitly_expand,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink",                handle_bitly_get,             ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"PATCH", "/v4/bitlinks/:bitlink",                handle_bitly_patch,           ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink/clicks",         handle_bitly_clicks,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink/clicks/summary", handle_bitly_clicks_summary,  ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink/countries",      handle_bitly_countries,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink/referrers",      handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code",             handle_bitly_get,             ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"PATCH", "/v4/bitlinks/:host/:code",             handle_bitly_patch,           ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code/clicks",      handle_bitly_clicks,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code/clicks/summary", handle_bitly_clicks_summary, ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code/countries",   handle_bitly_countries,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code/referrers",   handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/user",                             handle_bitly_user,            ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/groups",                           handle_bitly_groups,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/groups/:group_guid/bitlinks",      handle_bitly_group_bitlinks,  ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"POST",  "/v4/shorten",                          handle_bitly_shorten,         ROUTE_AUTH | ROUTE_WRITE | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
+    {"POST",  "/v4/bitlinks",                         handle_bitly_create,          ROUTE_AUTH | ROUTE_WRITE | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
+    {"POST",  "/v4/expand",                           handle_bitly_expand,          ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink",                handle_bitly_get,             ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"PATCH", "/v4/bitlinks/:bitlink",                handle_bitly_patch,           ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/clicks",         handle_bitly_clicks,          ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/clicks/summary", handle_bitly_clicks_summary,  ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/countries",      handle_bitly_countries,       ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/referrers",      handle_bitly_referrers,       ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code",             handle_bitly_get,             ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"PATCH", "/v4/bitlinks/:host/:code",             handle_bitly_patch,           ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/clicks",      handle_bitly_clicks,          ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/clicks/summary", handle_bitly_clicks_summary, ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/countries",   handle_bitly_countries,       ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/referrers",   handle_bitly_referrers,       ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/user",                             handle_bitly_user,            ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/groups",                           handle_bitly_groups,          ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/groups/:group_guid/bitlinks",      handle_bitly_group_bitlinks,  ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
     /* Shlink REST v3 (compat_shlink.c): answers in Shlink's shapes */
-    {"POST",   "/rest/v3/short-urls",            handle_shlink_create,   ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/short-urls",            handle_shlink_list,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/short-urls/:code",      handle_shlink_get,      ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"PATCH",  "/rest/v3/short-urls/:code",      handle_shlink_edit,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"DELETE", "/rest/v3/short-urls/:code",      handle_shlink_delete,   ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/short-urls/:code/visits", handle_shlink_visits, ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/visits",                handle_shlink_visits_summary, ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/tags",                  handle_shlink_tags,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"POST",   "/rest/v3/short-urls",            handle_shlink_create,   ROUTE_AUTH | ROUTE_WRITE | ROUTE_CREATE | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls",            handle_shlink_list,     ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls/:code",      handle_shlink_get,      ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &shlink_dialect},
+    {"PATCH",  "/rest/v3/short-urls/:code",      handle_shlink_edit,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &shlink_dialect},
+    {"DELETE", "/rest/v3/short-urls/:code",      handle_shlink_delete,   ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls/:code/visits", handle_shlink_visits, ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/visits",                handle_shlink_visits_summary, ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/tags",                  handle_shlink_tags,     ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &shlink_dialect},
     {"GET",    "/rest/health",                   handle_shlink_health,   ROUTE_CORS, &shlink_dialect},
     {"GET",    "/rest/v3/health",                handle_shlink_health,   ROUTE_CORS, &shlink_dialect},
 };
@@ -377,6 +380,11 @@ static int authenticate_session(struct request *r, struct slice token, bool *ref
         memset(&r->key, 0, sizeof(r->key));
         r->key.id = u.key_id;
         r->key.admin = u.role == USER_ADMIN;
+        /* A session may do all its user's role allows (links_key_cap). */
+        r->key.scopes = KEY_SCOPES_ALL;
+        r->key.role = KEY_ROLE(u.role);
+        r->key.user_id = u.id;
+        r->key.owner = u.key_id;
         r->key.created_at = u.created_at;
         snprintf(r->key.name, sizeof(r->key.name), "user:%s", u.name);
     }
@@ -538,6 +546,51 @@ static int parse_json(struct request *r)
 }
 
 
+/* The scope the route needs (KEY_SCOPE_*), or 0. */
+static unsigned route_scope(const struct route *rt)
+{
+    if (rt->flags & ROUTE_ADMIN)
+        return KEY_SCOPE_ADMIN;
+    if (rt->flags & ROUTE_WRITE)
+        return KEY_SCOPE_LINKS_WRITE;
+    if (rt->flags & ROUTE_STATS)
+        return KEY_SCOPE_STATS_READ;
+    return rt->flags & ROUTE_READ ? KEY_SCOPE_LINKS_READ : 0;
+}
+
+static int scope_refuse(struct request *r, unsigned scope)
+{
+    char msg[96];
+    snprintf(msg, sizeof(msg), "this API key lacks the '%s' scope", links_scope_name(scope));
+    return refuse(r, 403, "forbidden", msg);
+}
+
+/* The one place where what a valid key may do is decided: its rights
+ * (links_key_rights: its scopes within its user's role) replace its scopes
+ * in r->key, and r->key.admin says whether they hold admin: an admin key
+ * without the admin scope acts as any other key (its owner's links only:
+ * owner.h). Then the route's scope is checked. 0, or the 403 written into r. */
+static int check_rights(struct request *r)
+{
+    bool admin_key = links_key_cap(&r->key) & KEY_SCOPE_ADMIN;
+    r->key.scopes = links_key_rights(&r->key);
+    r->key.admin = r->key.scopes & KEY_SCOPE_ADMIN;
+    /* A key not read from the store acts on its own links; so does a key
+     * limited to a domain, even a user's: every link it sees is one it made,
+     * on its domain, never the user's links on other domains. */
+    if (!r->key.owner || r->key.domain[0])
+        r->key.owner = r->key.id;
+    if ((r->route->flags & ROUTE_ADMIN) && !admin_key)
+        return refuse(r, 403, "forbidden", "this needs an admin API key");
+    unsigned need = route_scope(r->route);
+    return need & ~r->key.scopes ? scope_refuse(r, need) : 0;
+}
+
+int router_need_scope(struct request *r, unsigned scope)
+{
+    return scope & ~r->key.scopes ? scope_refuse(r, scope) : 0;
+}
+
 /* A matched route's flags, then its handler: on a store thread unless the
  * route is ROUTE_LOOP. */
 static int run_route(struct request *r)
@@ -551,12 +604,14 @@ static int run_route(struct request *r)
         r->authed = false;
         if (status)
             return status;
+        links_key_used(r->app->links, r->key.id);
         status = limit_authenticated(r);
         if (status)
             return status;
+        status = check_rights(r);
+        if (status)
+            return status;
     }
-    if ((rt->flags & ROUTE_ADMIN) && !r->key.admin)
-        return refuse(r, 403, "forbidden", "this needs an admin API key");
     if (rt->flags & ROUTE_JSON) {
         status = parse_json(r);
         if (status)
@@ -567,12 +622,13 @@ static int run_route(struct request *r)
 
 static int gate_post(struct request *r) { return handle_gate_post(r, r->code); }
 
-/* A precheck's key is good: 403 for an admin route without an admin key,
+/* A precheck's key is good: 403 for a route it may not use (check_rights),
  * else 0 and the request is authenticated. */
 static int prechecked(struct request *r)
 {
-    if ((r->route->flags & ROUTE_ADMIN) && !r->key.admin)
-        return refuse(r, 403, "forbidden", "this needs an admin API key");
+    int status = check_rights(r);
+    if (status)
+        return status;
     r->authed = true;
     return 0;
 }

@@ -32,6 +32,12 @@
 #define ROUTE_CORS                                                                                 \
     (1u << 5) /* other sites' pages may call it (cors-origins, cors.h); every
                                  * route under /api/ is, flagged or not */
+/* The scope a ROUTE_AUTH route needs of its key (store_keys.h's KEY_SCOPE_*),
+ * one of these; a ROUTE_ADMIN route needs the admin scope. A key without it
+ * is refused 403, in the route's API's shape. */
+#define ROUTE_READ (1u << 8)   /* links:read: reads links */
+#define ROUTE_WRITE (1u << 9)  /* links:write: creates, edits, deletes links */
+#define ROUTE_STATS (1u << 10) /* stats:read: reads analytics */
 
 /* Authentication: an API key (Authorization: Bearer), or on shortd's own
  * routes a dashboard session (users.h): its cookie, and on every write
@@ -101,6 +107,11 @@ extern const struct server_dispatch router_entry;
  * router_heavy_leave(app, key_id) when the read ends. Any thread. */
 int router_heavy_enter(struct request *r);
 void router_heavy_leave(struct app *app, int64_t key_id);
+
+/* For a route whose needs depend on its input (YOURLS's one route of
+ * many actions): 0 when the request's key has 'scope' (KEY_SCOPE_*), else
+ * the 403 written into r in the route's API's shape. */
+int router_need_scope(struct request *r, unsigned scope);
 
 /* NULL-terminated reserved words: first path segments of the routes and a
  * few names kept for later (lower case). */

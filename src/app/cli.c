@@ -101,11 +101,15 @@ static const struct command commands[] = {
      "  the log says). On the first start of an empty database, creates an admin API key\n"
      "  and prints it once on a terminal; when stdout is not one, writes it to DB.admin-key\n"
      "  (mode 0600) and logs that path."},
-    {"key create", cmd_key_create, "admin", STORE_OPTS " name", 0,
-     "shortd key create --db PATH --name NAME [--admin]\n"
-     "  Creates an API key and prints it once, as the last word of the output."},
+    {"key create", cmd_key_create, "admin", STORE_OPTS " name scopes domain", 0,
+     "shortd key create --db PATH --name NAME [--admin] [--scopes LIST] [--domain HOST]\n"
+     "  Creates an API key and prints it once, as the last word of the output. --scopes\n"
+     "  limits it to a comma-separated list of links:read, links:write, stats:read, admin\n"
+     "  (default: all of them; admin only with --admin); --domain to links on one custom\n"
+     "  domain."},
     {"key list", cmd_key_list, "", STORE_OPTS, 0,
-     "shortd key list --db PATH\n  Lists API keys (never the keys themselves)."},
+     "shortd key list --db PATH\n"
+     "  Lists API keys (never the keys themselves): their scopes, domain and last use."},
     {"key revoke", cmd_key_revoke, "", STORE_OPTS, 1,
      "shortd key revoke --db PATH ID\n"
      "  Revokes an API key: running servers refuse it within a few milliseconds over the\n"
@@ -532,14 +536,43 @@ static int cmd_key_create(struct opts *o)
         return fail("'key create' needs --name NAME");
     if (strlen(name) > 100)
         return fail("--name must be at most 100 bytes");
+    bool admin = opt(o, "admin") != NULL;
+    struct apikey spec = {.admin = admin, .scopes = KEY_SCOPES_ALL};
+    snprintf(spec.name, sizeof(spec.name), "%s", name);
+    const char *scopes = opt(o, "scopes");
+    if (scopes) {
+        spec.scopes = 0;
+        for (const char *p = scopes; *p;) {
+            size_t n = strcspn(p, ",");
+            unsigned bit;
+            if (links_scope_parse((struct slice){p, n}, &bit) != ERR_OK)
+                return fail("--scopes: '%.*s' is not one of links:read, links:write, stats:read, "
+                            "admin",
+                            (int)n, p);
+            spec.scopes |= bit;
+            p += n + (p[n] == ',');
+        }
+        if (!spec.scopes)
+            return fail("--scopes needs at least one scope");
+        if ((spec.scopes & KEY_SCOPE_ADMIN) && !admin)
+            return fail("--scopes: the admin scope needs --admin");
+    } else if (!admin) {
+        spec.scopes &= ~KEY_SCOPE_ADMIN;
+    }
+    const char *domain = opt(o, "domain");
+    if (domain) {
+        const char *why = NULL;
+        if (links_domain_check(domain, strlen(domain), &why) != ERR_OK)
+            return fail("--domain: '%s' %s", domain, why);
+        snprintf(spec.domain, sizeof(spec.domain), "%s", domain);
+    }
     struct store *st;
     struct links *l;
     if (open_links(o, false, &st, &l))
         return 1;
     char token[KEY_TOKEN_LEN + 1];
     int64_t id = 0;
-    bool admin = opt(o, "admin") != NULL;
-    int rc = links_key_create(l, st, name, admin, token, &id);
+    int rc = links_key_make(l, st, &spec, token, &id);
     if (rc == ERR_OK)
         printf("created %s key %lld '%s' (shown once, keep it): %s\n", admin ? "admin" : "user",
                (long long)id, name, token);
@@ -551,12 +584,23 @@ static int cmd_key_create(struct opts *o)
 static int print_key(const struct apikey *k, void *arg)
 {
     (void)arg;
-    char created[RFC3339_MAX], revoked[RFC3339_MAX] = "-";
+    char created[RFC3339_MAX], revoked[RFC3339_MAX] = "-", used[RFC3339_MAX] = "-";
     rfc3339_format(k->created_at, created);
     if (k->revoked_at)
         rfc3339_format(k->revoked_at, revoked);
-    printf("%-6lld %-24s %-6s %-8s %-24s %s\n", (long long)k->id, k->name,
-           k->admin ? "admin" : "user", k->revoked_at ? "revoked" : "valid", created,
+    if (k->last_used_at)
+        rfc3339_format(k->last_used_at, used);
+    char scopes[64] = "";
+    unsigned rights = links_key_rights(k);
+    for (unsigned bit = 1; bit <= KEY_SCOPE_ADMIN; bit <<= 1)
+        if (rights & bit) {
+            size_t n = strlen(scopes);
+            snprintf(scopes + n, sizeof(scopes) - n, "%s%s", n ? "," : "", links_scope_name(bit));
+        }
+    /* REVOKED_AT stays the last column: scripts read it there. */
+    printf("%-6lld %-24s %-6s %-8s %-40s %-24s %-24s %-24s %s\n", (long long)k->id, k->name,
+           k->admin ? "admin" : "user", k->revoked_at ? "revoked" : "valid",
+           scopes[0] ? scopes : "-", k->domain[0] ? k->domain : "-", used, created,
            k->revoked_at ? revoked : "-");
     return 0;
 }
@@ -566,8 +610,8 @@ static int cmd_key_list(struct opts *o)
     struct store *st;
     if (open_store(o, false, &st))
         return 1;
-    printf("%-6s %-24s %-6s %-8s %-24s %s\n", "ID", "NAME", "ROLE", "STATE", "CREATED",
-           "REVOKED_AT");
+    printf("%-6s %-24s %-6s %-8s %-40s %-24s %-24s %-24s %s\n", "ID", "NAME", "ROLE", "STATE",
+           "SCOPES", "DOMAIN", "LAST_USED", "CREATED", "REVOKED_AT");
     int rc = st->ops->key_list(st, print_key, NULL);
     st->ops->close(st);
     return rc == ERR_OK ? 0 : fail("cannot list keys");
@@ -805,6 +849,10 @@ static int cmd_user_disable(struct opts *o)
         rc = ERR_EXISTS;
     if (rc == ERR_OK)
         rc = users_disable(st, name, now_ms());
+    /* Their API keys are refused at once: on PostgreSQL user_disable told
+     * every node over the bus; a server on a SQLite file reads the generation. */
+    if (rc == ERR_OK && !store_is_shared(store_url(o)))
+        bump_generation(st);
     st->ops->close(st);
     if (rc == ERR_NOTFOUND)
         return fail("no user named '%s' (see 'shortd user list')", name);

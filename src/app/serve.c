@@ -105,6 +105,51 @@ static void sweep(struct app *app, int64_t now)
     writer_submit(app->writer, &s->job);
 }
 
+/* API keys' last uses (links_key_uses), written in one batch by the writer:
+ * at most one write a minute per key, none on any request's path. */
+#define TOUCH_BATCH 256
+struct touch_job {
+    struct wjob job;
+    size_t n;
+    int64_t ids[TOUCH_BATCH], ats[TOUCH_BATCH];
+};
+
+static int touch_run(struct wjob *j, struct store *st)
+{
+    struct touch_job *t = (struct touch_job *)j;
+    int rc = ERR_OK;
+    for (size_t i = 0; i < t->n && rc == ERR_OK; i++)
+        rc = st->ops->key_touch(st, t->ids[i], t->ats[i]);
+    return rc;
+}
+
+static void touch_done(struct wjob *j)
+{
+    if (j->rc != ERR_OK)
+        log_at(LOG_WARN, "cannot note when API keys were last used: %s", err_str(j->rc));
+    free(j);
+}
+
+static void touch_keys(struct app *app)
+{
+    for (;;) {
+        struct touch_job *t = calloc(1, sizeof(*t));
+        if (!t)
+            abort();
+        t->n = links_key_uses(app->links, t->ids, t->ats, TOUCH_BATCH);
+        if (!t->n) {
+            free(t);
+            return;
+        }
+        size_t n = t->n; /* once submitted, t may be done and freed at any time */
+        t->job.run = touch_run;
+        t->job.done = touch_done;
+        writer_submit(app->writer, &t->job);
+        if (n < TOUCH_BATCH)
+            return;
+    }
+}
+
 /* A step of the wall clock (a bad NTP answer, an operator, a restored VM) must
  * not make the sweeper erase live links' data or forget idempotency keys: its
  * now runs ahead of the last sweep's by at most the monotonic time elapsed
@@ -500,6 +545,7 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
             continue;
         next_second = mono + 1000;
         cache_reclaim(app.cache);
+        touch_keys(&app);
         if (mono >= next_count) {
             count_links(&app);
             next_count = mono + LINKS_COUNT_MS;
@@ -522,6 +568,8 @@ out:
             writer_drain(app.writer); /* every acknowledged write, answered */
         server_stop(app.server);
         server_join(app.server); /* each worker hands over its clicks */
+        if (app.writer)
+            touch_keys(&app); /* the last minute's uses */
     }
     bus_free(app.bus); /* after the loops: /metrics reads its counts */
     app.bus = NULL;

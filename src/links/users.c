@@ -79,8 +79,12 @@ int users_create(struct store *st, const char *name, const char *pw, size_t n, e
         rc = st->ops->user_by_name(st, name, &old);
         rc = rc == ERR_OK ? ERR_EXISTS : rc == ERR_NOTFOUND ? ERR_OK : rc;
     }
+    struct apikey owner = {.admin = role == USER_ADMIN,
+                           .created_at = now,
+                           .scopes = KEY_SCOPES_ALL};
+    snprintf(owner.name, sizeof(owner.name), "%s", key_name);
     if (rc == ERR_OK)
-        rc = st->ops->key_insert(st, key_name, hash, role == USER_ADMIN, now, &u.key_id);
+        rc = st->ops->key_insert(st, &owner, hash, &u.key_id);
     if (rc == ERR_OK)
         rc = st->ops->user_insert(st, &u, id);
     if (rc == ERR_OK)

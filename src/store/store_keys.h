@@ -10,12 +10,35 @@
 
 struct store;
 
+/* What a key may do: a set of scopes, the full set unless it was made with
+ * fewer. Stored as this bit set (NULL in the store: KEY_SCOPES_ALL). */
+#define KEY_SCOPE_LINKS_READ (1u << 0)  /* links:read: see links */
+#define KEY_SCOPE_LINKS_WRITE (1u << 1) /* links:write: create, edit, delete links */
+#define KEY_SCOPE_STATS_READ (1u << 2)  /* stats:read: analytics */
+#define KEY_SCOPE_ADMIN (1u << 3)       /* admin: the admin routes (an admin key's) */
+#define KEY_SCOPES_ALL                                                                             \
+    (KEY_SCOPE_LINKS_READ | KEY_SCOPE_LINKS_WRITE | KEY_SCOPE_STATS_READ | KEY_SCOPE_ADMIN)
+
+#define KEY_DOMAIN_MAX 253 /* a host name's longest */
+
+/* apikey.role: a zeroed key has no user (and acts with its own admin flag). */
+#define KEY_NO_USER 0
+#define KEY_ROLE(user_role) ((int)(user_role) + 1)
+
 struct apikey {
     int64_t id;
     char name[128];
     bool admin;
     int64_t created_at;
-    int64_t revoked_at; /* 0: valid */
+    int64_t revoked_at;              /* 0: valid */
+    int64_t user_id;                 /* 0: none (a key made before users) */
+    unsigned scopes;                 /* KEY_SCOPE_* bits */
+    char domain[KEY_DOMAIN_MAX + 1]; /* "": any; else the one custom domain it is limited to */
+    int64_t last_used_at;            /* 0: never (as of the last write, once a minute) */
+    /* Read with the key, from its user (users table): */
+    int role;           /* KEY_NO_USER, or KEY_ROLE(its user's enum user_role) */
+    bool user_disabled; /* its user is disabled: the key is refused */
+    int64_t owner;      /* whose links it acts on: its user's key_id, else its own id */
 };
 
 /* A person who signs in to the dashboard. Never removed, only disabled.
@@ -56,17 +79,22 @@ typedef int (*host_cb)(const char *host, int64_t created_at, void *arg);
 
 #define STORE_OPS_KEYS                                                                                \
     /* API keys */                                                                                    \
-    int (*key_insert)(struct store * st, const char *name, const uint8_t hash[32], bool admin,        \
-                      int64_t now, int64_t *id);                                                      \
+    /* k's name, admin, user_id, scopes, domain and created_at; ERR_EXISTS for a                  \
+     * hash already stored */   \
+    int (*key_insert)(struct store * st, const struct apikey *k, const uint8_t hash[32],              \
+                      int64_t *id);                                                                   \
     int (*key_by_hash)(struct store * st, const uint8_t hash[32], struct apikey *out);                \
     int (*key_list)(struct store * st, key_cb cb, void *arg);                                         \
     /* ERR_NOTFOUND. A shared store also publishes BUS_KEYS (bus.h) to every                       \
      * listening node in the same transaction, delivered at commit. */  \
     int (*key_revoke)(struct store * st, int64_t id, int64_t now);                                    \
     int (*key_count)(struct store * st, int64_t * n);                                                 \
+    /* Sets key 'id''s last_used_at to 'at' unless it holds a later time. */                          \
+    int (*key_touch)(struct store * st, int64_t id, int64_t at);                                      \
                                                                                                       \
     /* Users: insert fills *id from u (its id ignored); ERR_EXISTS for a                            \
-     * taken name. Reads: ERR_NOTFOUND. Disabling a disabled user: ERR_NOTFOUND. */ \
+     * taken name. Reads: ERR_NOTFOUND. Disabling a disabled user: ERR_NOTFOUND;        \
+     * disabling publishes BUS_KEYS (as key_revoke does) on a shared store. */ \
     int (*user_insert)(struct store * st, const struct user *u, int64_t *id);                         \
     int (*user_get)(struct store * st, int64_t id, struct user * out);                                \
     int (*user_by_name)(struct store * st, const char *name, struct user *out);                       \

@@ -86,9 +86,10 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         "meta", 2, 1, true, NULL, {NULL, NULL},
         {{"k", COL_TEXT}, {"v", COL_BLOB}}},
     [TABLE_API_KEYS] = {
-        "api_keys", 6, 1, false, "id", {NULL, NULL},
+        "api_keys", 10, 1, false, "id", {NULL, NULL},
         {{"id", COL_INT}, {"hash", COL_BLOB}, {"name", COL_TEXT}, {"admin", COL_BOOL},
-         {"created_at", COL_INT}, {"revoked_at", COL_INT}}},
+         {"created_at", COL_INT}, {"revoked_at", COL_INT}, {"user_id", COL_INT},
+         {"scopes", COL_INT}, {"domain", COL_TEXT}, {"last_used_at", COL_INT}}},
     [TABLE_LINKS] = {
         "links", 21, 1, false, NULL, {"clicks", "bot_clicks"},
         {{"code", COL_TEXT}, {"owner", COL_INT}, {"url", COL_TEXT}, {"title", COL_TEXT},

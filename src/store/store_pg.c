@@ -114,6 +114,7 @@ enum stmt {
     S_SESSION_END,
     S_SESSION_END_USER,
     S_SESSION_SWEEP,
+    S_KEY_TOUCH,
     S_IDEM_GET,
     S_IDEM_PUT,
     S_IDEM_SWEEP,
@@ -133,6 +134,11 @@ enum stmt {
 };
 
 /* A link's columns as PostgreSQL reads them (sqlgen.h). */
+/* A key's columns with its user's role, links' owner and state. */
+#define KEY_COLS                                                                                   \
+    "k.id, k.name, k.admin, k.created_at, k.revoked_at, k.user_id, k.scopes, k.domain, "           \
+    "k.last_used_at, u.role, u.key_id, u.disabled_at"
+#define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
 
 #define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
@@ -220,11 +226,13 @@ static const char *const sql[S__COUNT] = {
     [S_STATS_ALL_DIMS] = "SELECT dims FROM link_days WHERE day BETWEEN $2 AND $3 "
                          "AND dims IS NOT NULL AND ($1::bigint < 0 OR "
                          "code IN (SELECT code FROM links WHERE owner = $1::bigint))",
-    [S_KEY_INSERT] = "INSERT INTO api_keys (name, hash, admin, created_at) "
-                     "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id",
-    [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys "
-                      "WHERE hash = $1",
-    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    [S_KEY_INSERT] =
+        "INSERT INTO api_keys (name, hash, admin, created_at, user_id, scopes, domain) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
+    [S_KEY_BY_HASH] = "SELECT " KEY_COLS KEY_FROM " WHERE k.hash = $1",
+    [S_KEY_LIST] = "SELECT " KEY_COLS KEY_FROM " ORDER BY k.id",
+    [S_KEY_TOUCH] = "UPDATE api_keys SET last_used_at = $2 WHERE id = $1 "
+                    "AND (last_used_at IS NULL OR last_used_at < $2)",
     /* Every node listening on the bus empties its key cache when this commits. */
     [S_KEY_REVOKE] = "WITH r AS (UPDATE api_keys SET revoked_at = $2 "
                      "WHERE id = $1 AND revoked_at = 0 RETURNING id) "
@@ -236,7 +244,11 @@ static const char *const sql[S__COUNT] = {
     [S_USER_BY_NAME] = "SELECT " USER_READ " FROM users WHERE name = $1",
     [S_USER_LIST] = "SELECT " USER_READ " FROM users ORDER BY id",
     [S_USER_PASSWORD] = "UPDATE users SET pwhash = $2 WHERE id = $1",
-    [S_USER_DISABLE] = "UPDATE users SET disabled_at = $2 WHERE id = $1 AND disabled_at = 0",
+    /* The user's API keys are refused from now on: every node empties its
+     * key cache when this commits, as for a revoked key. */
+    [S_USER_DISABLE] = "WITH r AS (UPDATE users SET disabled_at = $2 "
+                       "WHERE id = $1 AND disabled_at = 0 RETURNING id) "
+                       "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
     [S_USER_COUNT] = "SELECT count(*) FROM users",
     [S_SESSION_INSERT] = "INSERT INTO sessions (hash, user_id, created_at, seen_at, expires_at) "
                          "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
@@ -1590,6 +1602,7 @@ static int pg_stats_top(struct store *st, int64_t owner, int64_t day, int limit,
 
 /* ---- API keys ---- */
 
+/* KEY_COLS's columns; a NULL scopes is the full set (0006_key_scopes.sql). */
 static void row_to_key(const PGresult *r, int row, struct apikey *k)
 {
     memset(k, 0, sizeof(*k));
@@ -1598,16 +1611,35 @@ static void row_to_key(const PGresult *r, int row, struct apikey *k)
     k->admin = val_bool(r, row, 2);
     k->created_at = val_i64(r, row, 3);
     k->revoked_at = val_i64(r, row, 4);
+    k->user_id = PQgetisnull(r, row, 5) ? 0 : val_i64(r, row, 5);
+    k->scopes = PQgetisnull(r, row, 6) ? KEY_SCOPES_ALL : (unsigned)val_i64(r, row, 6);
+    snprintf(k->domain, sizeof(k->domain), "%s", PQgetvalue(r, row, 7));
+    k->last_used_at = PQgetisnull(r, row, 8) ? 0 : val_i64(r, row, 8);
+    enum user_role role;
+    k->role = !PQgetisnull(r, row, 9) && user_role_parse(PQgetvalue(r, row, 9), &role) == ERR_OK
+                  ? KEY_ROLE(role)
+                  : KEY_NO_USER;
+    k->owner = PQgetisnull(r, row, 10) ? k->id : val_i64(r, row, 10);
+    k->user_disabled = !PQgetisnull(r, row, 11) && val_i64(r, row, 11) != 0;
 }
 
-static int pg_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
-                         int64_t now, int64_t *id)
+static int pg_key_insert(struct store *st, const struct apikey *k, const uint8_t hash[32],
+                         int64_t *id)
 {
     struct params p = {0};
-    p_text(&p, name);
+    p_text(&p, k->name);
     p_bytes(&p, hash, 32);
-    p_bool(&p, admin);
-    p_i64(&p, now);
+    p_bool(&p, k->admin);
+    p_i64(&p, k->created_at);
+    if (k->user_id)
+        p_i64(&p, k->user_id);
+    else
+        p_text(&p, NULL);
+    if (k->scopes != KEY_SCOPES_ALL)
+        p_i64(&p, k->scopes);
+    else
+        p_text(&p, NULL);
+    p_text(&p, k->domain[0] ? k->domain : NULL);
     PGresult *r = NULL;
     int rc = run(st, S_KEY_INSERT, &p, "key insert", &r);
     if (rc != ERR_OK)
@@ -1836,6 +1868,15 @@ static int pg_session_sweep(struct store *st, int64_t now, int64_t idle_before, 
     return rc;
 }
 
+static int pg_key_touch(struct store *st, int64_t id, int64_t at)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, at);
+    int n = 0;
+    return run_count(st, S_KEY_TOUCH, &p, "key touch", &n);
+}
+
 /* ---- idempotency ---- */
 
 static int pg_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
@@ -2034,6 +2075,7 @@ const struct store_ops store_pg_ops = {
     .session_end = pg_session_end,
     .session_end_user = pg_session_end_user,
     .session_sweep = pg_session_sweep,
+    .key_touch = pg_key_touch,
     .idem_get = pg_idem_get,
     .idem_put = pg_idem_put,
     .idem_sweep = pg_idem_sweep,

@@ -102,6 +102,7 @@ enum stmt {
     S_SESSION_END,
     S_SESSION_END_USER,
     S_SESSION_SWEEP,
+    S_KEY_TOUCH,
     S_IDEM_GET,
     S_IDEM_PUT,
     S_IDEM_SWEEP,
@@ -127,6 +128,11 @@ enum stmt {
 };
 
 /* A link's columns as SQLite reads them (sqlgen.h). */
+/* A key's columns with its user's role, links' owner and state. */
+#define KEY_COLS                                                                                   \
+    "k.id, k.name, k.admin, k.created_at, k.revoked_at, k.user_id, k.scopes, k.domain, "           \
+    "k.last_used_at, u.role, u.key_id, u.disabled_at"
+#define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_SQLITE)
 
 #define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
@@ -196,10 +202,12 @@ static const char *const sql[S__COUNT] = {
                          "(SELECT code FROM links WHERE owner = ?1)) GROUP BY day ORDER BY day",
     [S_STATS_ALL_DIMS] = "SELECT dims FROM link_days WHERE day BETWEEN ?2 AND ?3 AND "
                          "(?1 < 0 OR code IN (SELECT code FROM links WHERE owner = ?1))",
-    [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
-    [S_KEY_BY_HASH] =
-        "SELECT id, name, admin, created_at, revoked_at FROM api_keys WHERE hash = ?1",
-    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at, user_id, scopes, domain) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [S_KEY_BY_HASH] = "SELECT " KEY_COLS KEY_FROM " WHERE k.hash = ?1",
+    [S_KEY_LIST] = "SELECT " KEY_COLS KEY_FROM " ORDER BY k.id",
+    [S_KEY_TOUCH] = "UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1 "
+                    "AND (last_used_at IS NULL OR last_used_at < ?2)",
     [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at = 0",
     [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
     [S_USER_INSERT] = "INSERT INTO users(name, pwhash, role, key_id, created_at, disabled_at) "
@@ -1620,6 +1628,7 @@ static int sq_stats_top(struct store *st, int64_t owner, int64_t day, int limit,
 
 /* ---- API keys ---- */
 
+/* KEY_COLS's columns; a NULL scopes is the full set (0007_key_scopes.sql). */
 static void row_to_key(sqlite3_stmt *q, struct apikey *k)
 {
     memset(k, 0, sizeof(*k));
@@ -1629,18 +1638,36 @@ static void row_to_key(sqlite3_stmt *q, struct apikey *k)
     k->admin = sqlite3_column_int(q, 2) != 0;
     k->created_at = sqlite3_column_int64(q, 3);
     k->revoked_at = sqlite3_column_int64(q, 4);
+    k->user_id = sqlite3_column_int64(q, 5);
+    k->scopes = sqlite3_column_type(q, 6) == SQLITE_NULL ? KEY_SCOPES_ALL
+                                                         : (unsigned)sqlite3_column_int(q, 6);
+    const unsigned char *domain = sqlite3_column_text(q, 7);
+    snprintf(k->domain, sizeof(k->domain), "%s", domain ? (const char *)domain : "");
+    k->last_used_at = sqlite3_column_int64(q, 8);
+    enum user_role role;
+    const unsigned char *rn = sqlite3_column_text(q, 9);
+    k->role = rn && user_role_parse((const char *)rn, &role) == ERR_OK ? KEY_ROLE(role)
+                                                                       : KEY_NO_USER;
+    k->owner = sqlite3_column_type(q, 10) == SQLITE_NULL ? k->id : sqlite3_column_int64(q, 10);
+    k->user_disabled = sqlite3_column_int64(q, 11) != 0;
 }
 
-static int sq_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
-                         int64_t now, int64_t *id)
+static int sq_key_insert(struct store *st, const struct apikey *k, const uint8_t hash[32],
+                         int64_t *id)
 {
     sqlite3_stmt *q = stmt_get(st, S_KEY_INSERT);
     if (!q)
         return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 1, k->name, -1, SQLITE_STATIC);
     sqlite3_bind_blob(q, 2, hash, 32, SQLITE_STATIC);
-    sqlite3_bind_int(q, 3, admin);
-    sqlite3_bind_int64(q, 4, now);
+    sqlite3_bind_int(q, 3, k->admin);
+    sqlite3_bind_int64(q, 4, k->created_at);
+    if (k->user_id)
+        sqlite3_bind_int64(q, 5, k->user_id);
+    if (k->scopes != KEY_SCOPES_ALL)
+        sqlite3_bind_int(q, 6, (int)k->scopes);
+    if (k->domain[0])
+        sqlite3_bind_text(q, 7, k->domain, -1, SQLITE_STATIC);
     int rc = run_done(q, "key insert");
     if (rc == ERR_OK)
         *id = sqlite3_last_insert_rowid(sqlite3_db_handle(q));
@@ -1895,6 +1922,16 @@ static int sq_session_sweep(struct store *st, int64_t now, int64_t idle_before, 
     return rc;
 }
 
+static int sq_key_touch(struct store *st, int64_t id, int64_t at)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_TOUCH);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, at);
+    return run_done(q, "key touch");
+}
+
 /* ---- idempotency ---- */
 
 static int sq_idem_get(struct store *st, int64_t key_id, const char *idem, int64_t since,
@@ -2065,6 +2102,7 @@ const struct store_ops store_sqlite_ops = {
     .session_end = sq_session_end,
     .session_end_user = sq_session_end_user,
     .session_sweep = sq_session_sweep,
+    .key_touch = sq_key_touch,
     .idem_get = sq_idem_get,
     .idem_put = sq_idem_put,
     .idem_sweep = sq_idem_sweep,

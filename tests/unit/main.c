@@ -250,6 +250,11 @@
     X(api_stats_service)                                                                           \
     X(api_stats_export)                                                                            \
     X(api_stats_export_domain)                                                                     \
+    X(api_keys_scopes)                                                                             \
+    X(api_keys_manage)                                                                             \
+    X(api_keys_domain)                                                                             \
+    X(api_keys_roles)                                                                              \
+    X(keyuse_marks)                                                                                \
     X(api_domains_add)                                                                             \
     X(api_domains_list)                                                                            \
     X(api_domains_delete)                                                                          \

@@ -784,6 +784,15 @@ static int count_key(const struct apikey *k, void *arg)
     return ++c->calls == c->stop_after;
 }
 
+/* key_insert of a key with the full set of scopes and no user or domain. */
+static int insert_key(struct store *st, const char *name, const uint8_t hash[32], bool admin,
+                      int64_t now, int64_t *id)
+{
+    struct apikey k = {.admin = admin, .created_at = now, .scopes = KEY_SCOPES_ALL};
+    snprintf(k.name, sizeof(k.name), "%s", name);
+    return st->ops->key_insert(st, &k, hash, id);
+}
+
 static void keys_checks(struct backend *b)
 {
     struct store *st = b->st;
@@ -796,15 +805,15 @@ static void keys_checks(struct backend *b)
     int64_t id1 = 0, id2 = 0, id3 = 0, n = -1;
     CHECK_EQ_INT(st->ops->key_count(st, &n), ERR_OK);
     CHECK_EQ_INT(n, 0);
-    CHECK_EQ_INT(st->ops->key_insert(st, "admin", h1, true, 100, &id1), ERR_OK);
-    CHECK_EQ_INT(st->ops->key_insert(st, "alice", h2, false, 200, &id2), ERR_OK);
+    CHECK_EQ_INT(insert_key(st, "admin", h1, true, 100, &id1), ERR_OK);
+    CHECK_EQ_INT(insert_key(st, "alice", h2, false, 200, &id2), ERR_OK);
     CHECK(id1 > 0 && id2 > id1);
     int64_t dup = 0;
-    CHECK_EQ_INT(st->ops->key_insert(st, "again", h1, false, 300, &dup), ERR_EXISTS);
+    CHECK_EQ_INT(insert_key(st, "again", h1, false, 300, &dup), ERR_EXISTS);
     /* Inside a transaction, a taken hash leaves the transaction usable. */
     CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
-    CHECK_EQ_INT(st->ops->key_insert(st, "again", h2, false, 300, &dup), ERR_EXISTS);
-    CHECK_EQ_INT(st->ops->key_insert(st, "bob", h3, false, 300, &id3), ERR_OK);
+    CHECK_EQ_INT(insert_key(st, "again", h2, false, 300, &dup), ERR_EXISTS);
+    CHECK_EQ_INT(insert_key(st, "bob", h3, false, 300, &id3), ERR_OK);
     CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
     CHECK(id3 > id2);
 
@@ -815,7 +824,58 @@ static void keys_checks(struct backend *b)
         CHECK(k.admin);
         CHECK_EQ_INT(k.created_at, 100);
         CHECK_EQ_INT(k.revoked_at, 0);
+        /* No scopes stored: the full set; no user, no domain, never used. */
+        CHECK_EQ_INT(k.scopes, KEY_SCOPES_ALL);
+        CHECK_EQ_INT(k.user_id, 0);
+        CHECK_EQ_STR(k.domain, "");
+        CHECK_EQ_INT(k.last_used_at, 0);
     }
+    /* A key with fewer scopes, a user and a domain keeps them. */
+    uint8_t h4[32];
+    for (int i = 0; i < 32; i++)
+        h4[i] = (uint8_t)(i * 3 + 1);
+    struct apikey spec = {.created_at = 700, .user_id = 42, .scopes = KEY_SCOPE_LINKS_READ};
+    snprintf(spec.name, sizeof(spec.name), "reader");
+    snprintf(spec.domain, sizeof(spec.domain), "go.example.com");
+    int64_t id4 = 0;
+    CHECK_EQ_INT(st->ops->key_insert(st, &spec, h4, &id4), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h4, &k), ERR_OK)) {
+        CHECK_EQ_INT(k.id, id4);
+        CHECK_EQ_INT(k.scopes, KEY_SCOPE_LINKS_READ);
+        CHECK_EQ_INT(k.user_id, 42);
+        CHECK_EQ_STR(k.domain, "go.example.com");
+        CHECK(!k.admin);
+    }
+    /* key_touch moves last_used_at forward only. */
+    CHECK_EQ_INT(st->ops->key_touch(st, id4, 5000), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_touch(st, id4, 4000), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h4, &k), ERR_OK))
+        CHECK_EQ_INT(k.last_used_at, 5000);
+    CHECK_EQ_INT(k.role, KEY_NO_USER); /* user 42 does not exist: its own links */
+    CHECK_EQ_INT(k.owner, id4);
+    /* A user's key reads its user's role, links' owner and state. */
+    struct user u = {.role = USER_VIEWER, .key_id = id1, .created_at = 1};
+    snprintf(u.name, sizeof(u.name), "keyed");
+    snprintf(u.pwhash, sizeof(u.pwhash), "$argon2id$x");
+    int64_t uid = 0;
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &uid), ERR_OK);
+    uint8_t h5[32];
+    for (int i = 0; i < 32; i++)
+        h5[i] = (uint8_t)(i * 5 + 2);
+    spec.user_id = uid;
+    spec.domain[0] = '\0';
+    int64_t id5 = 0;
+    CHECK_EQ_INT(st->ops->key_insert(st, &spec, h5, &id5), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h5, &k), ERR_OK)) {
+        CHECK_EQ_INT(k.role, KEY_ROLE(USER_VIEWER));
+        CHECK_EQ_INT(k.owner, id1);
+        CHECK(!k.user_disabled);
+    }
+    CHECK_EQ_INT(st->ops->user_disable(st, uid, 900), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h5, &k), ERR_OK))
+        CHECK(k.user_disabled);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id5, 800), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id4, 800), ERR_OK);
     uint8_t none[32] = {0};
     CHECK_EQ_INT(st->ops->key_by_hash(st, none, &k), ERR_NOTFOUND);
     CHECK_EQ_INT(st->ops->key_revoke(st, id2, 500), ERR_OK);
@@ -825,14 +885,14 @@ static void keys_checks(struct backend *b)
         CHECK_EQ_INT(k.revoked_at, 500);
     struct collect c = {BUF_INIT, 0, 0, "", 0};
     CHECK_EQ_INT(st->ops->key_list(st, count_key, &c), ERR_OK);
-    CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0,alice:0:500,bob:0:0");
+    CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0,alice:0:500,bob:0:0,reader:0:800,reader:0:800");
     buf_reset(&c.s);
     c.calls = 0;
     c.stop_after = 1;
     CHECK_EQ_INT(st->ops->key_list(st, count_key, &c), ERR_OK);
     CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0");
     CHECK_EQ_INT(st->ops->key_count(st, &n), ERR_OK);
-    CHECK_EQ_INT(n, 3);
+    CHECK_EQ_INT(n, 5);
     buf_release(&c.s);
 }
 
@@ -1963,6 +2023,11 @@ static bool sqlite_admin(const struct backend *b, const char *sql)
     return ok;
 }
 
+/* The columns of 0007_key_scopes.sql (pg: 0006), gone from a schema rewound. */
+#define KEY_SCOPES_DROP                                                                            \
+    "ALTER TABLE api_keys DROP COLUMN user_id; ALTER TABLE api_keys DROP COLUMN scopes; "          \
+    "ALTER TABLE api_keys DROP COLUMN domain; ALTER TABLE api_keys DROP COLUMN last_used_at; "
+
 static void upgrade_checks(struct backend *b)
 {
     CHECK_EQ_INT(insert(b->st, "up1", 1, "https://e.example/1", 10, 0), ERR_OK);
@@ -1973,7 +2038,7 @@ static void upgrade_checks(struct backend *b)
     if (b->pg) {
         snprintf(sql, sizeof(sql),
                  "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks; "
-                 "DROP TABLE users; DROP TABLE sessions; "
+                 "DROP TABLE users; DROP TABLE sessions; " KEY_SCOPES_DROP
                  "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
@@ -1984,7 +2049,7 @@ static void upgrade_checks(struct backend *b)
     } else {
         snprintf(sql, sizeof(sql),
                  "%s ALTER TABLE links DROP COLUMN imported_clicks; DROP TABLE users; "
-                 "DROP TABLE sessions; PRAGMA user_version = 2;",
+                 "DROP TABLE sessions; " KEY_SCOPES_DROP "PRAGMA user_version = 2;",
                  v1_tables);
         if (!CHECK(sqlite_admin(b, sql)))
             return;

@@ -19,15 +19,16 @@ import { after, before } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { BROWSER_UA, ROOT, api, it, poll, startServer, tempDir, unique, visit } from '../e2e/harness.mjs';
+import { BROWSER_UA, ROOT, api, cli, it, poll, startServer, tempDir, unique, visit } from '../e2e/harness.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
 const AXE = fs.readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
 // Failed requests the flow causes on purpose: a refused bulk row is in a 200,
-// but a bad alias is a 400.
-const EXPECTED_FAILURE = /Failed to load resource: the server responded with a status of (400) /;
+// but a bad alias is a 400; the page's first GET /api/session, before
+// anyone has signed in, is a 401.
+const EXPECTED_FAILURE = /Failed to load resource: the server responded with a status of (400|401) /;
 
 let srv;
 let browser;
@@ -55,8 +56,12 @@ before(async () => {
     page.on('console', (m) => {
         if (m.type() === 'error' && !EXPECTED_FAILURE.test(m.text())) problems.push(`console: ${m.text()}`);
     });
+    // An admin user, signed in with name and password as a person would
+    const user = cli(['user', 'create', 'boss', '--role', 'admin', '--db', srv.db], { input: 'boss-password\n' });
+    assert.equal(user.code, 0, user.stderr);
     await page.goto(`${srv.url}/dashboard#/signin`);
-    await page.getByLabel('API key').fill(srv.adminKey);
+    await page.getByLabel('Name').fill('boss');
+    await page.getByLabel('Password').fill('boss-password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(/#\/links/);
 });
@@ -93,8 +98,9 @@ it('the Domains page registers a domain, and refuses a bad one next to the field
     await page.getByLabel('Custom domain').fill(domainHost);
     await page.getByRole('button', { name: 'Add domain' }).click();
     await page.locator(`#domain-list li[data-host="${domainHost}"]`).waitFor();
-    const r = await api(srv, 'GET', '/api/domains', { key: srv.adminKey });
-    assert.deepEqual(r.json.map((d) => d.host), [domainHost]);
+    // The signed-in user's own domains (the admin key is another owner)
+    const r = await page.request.get(`${srv.url}/api/domains`);
+    assert.deepEqual((await r.json()).map((d) => d.host), [domainHost]);
 });
 
 it('create offers every field of POST /api/links, with a live UTM preview', async () => {
@@ -366,7 +372,7 @@ it('axe-core finds no serious or critical violation on any page', async () => {
         if (name === 'signin') {
             const p = await browser.newPage();
             await p.goto(`${srv.url}/dashboard#/signin`);
-            await p.getByLabel('API key').waitFor();
+            await p.getByLabel('Name').waitFor();
             await p.evaluate(AXE);
             const v = await p.evaluate(async () => (await globalThis.axe.run(document)).violations
                 .filter((x) => x.impact === 'serious' || x.impact === 'critical').map((x) => `${x.id}: ${x.nodes.map((n) => n.target).join(' ')}`));

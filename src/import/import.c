@@ -82,6 +82,12 @@ struct code_ent {
 #define DAYS_HELD 100000
 #define FOLDS_HELD 400000
 
+/* Link days a transaction of store_days, in batch_rows: a store page holds
+ * the rows of several link days, and each commit writes every page it
+ * changed to the WAL again, so fewer, larger day transactions write each
+ * page fewer times. A serving node's writer waits for each one. */
+#define DAYS_TX_BATCHES 10
+
 /* One link day being folded */
 struct iday {
     struct code_ent *ent;
@@ -295,7 +301,7 @@ static int commit_tx(struct import_sink *s)
 }
 
 /* Stores the folded days: sorted by code and day, as agg_days wants, and
- * batch_rows link days a transaction (the first in the open one, if any),
+ * DAYS_TX_BATCHES times batch_rows link days a transaction (the first in the open one, if any),
  * each also taking what its days gained back from their links' imported
  * totals. A dry run only counts what a real one would take back. */
 static int store_days(struct import_sink *s)
@@ -320,7 +326,8 @@ static int store_days(struct import_sink *s)
     }
     int rc = ERR_OK;
     for (size_t at = 0; rc == ERR_OK && at < n;) {
-        size_t end = at + batch_max(s) < n ? at + batch_max(s) : n;
+        size_t tx = DAYS_TX_BATCHES * batch_max(s);
+        size_t end = at + tx < n ? at + tx : n;
         if (s->write && !s->in_tx) {
             rc = s->st->ops->begin(s->st);
             s->in_tx = rc == ERR_OK;

@@ -18,6 +18,11 @@ static _Thread_local int64_t thread_deadline;
 void store_set_deadline(int64_t mono_ms) { thread_deadline = mono_ms; }
 int64_t store_deadline(void) { return thread_deadline; }
 
+static _Thread_local bool thread_bulk;
+
+void store_set_bulk(bool bulk) { thread_bulk = bulk; }
+bool store_bulk(void) { return thread_bulk; }
+
 static _Thread_local store_backup_cb backup_cb;
 static _Thread_local void *backup_arg;
 

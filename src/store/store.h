@@ -138,6 +138,13 @@ int store_pg_inspect(const char *url, int timeout_s, struct store_health *out);
 void store_set_deadline(int64_t mono_ms);
 int64_t store_deadline(void);
 
+/* Whether the calling thread's write transactions are bulk work (an
+ * import): large transactions touching much of the store, for which a
+ * backend may keep a larger cache on that thread's connection. Set it
+ * before the thread's first begin; false when never set. */
+void store_set_bulk(bool bulk);
+bool store_bulk(void);
+
 /* The calling thread's backup() reports its progress here: pages copied of
  * the total, after each step (NULL: none). For the CLI's progress line. */
 typedef void (*store_backup_cb)(int64_t done, int64_t total, void *arg);

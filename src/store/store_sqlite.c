@@ -73,6 +73,7 @@ enum stmt {
     S_IDEM_CLAIM,
     S_DAY_GET,
     S_DAY_INSERT,
+    S_DAY_INSERT_NEW,
     S_DAY_UPDATE,
     S_PRUNE_CARRY,
     S_PRUNE_DAYS,
@@ -170,6 +171,9 @@ static const char *const sql[S__COUNT] = {
                   "WHERE code = ?1 AND day = ?2",
     [S_DAY_INSERT] = "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, visitors, "
                      "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_DAY_INSERT_NEW] = "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, visitors, "
+                         "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                         "ON CONFLICT(code, day) DO NOTHING",
     [S_DAY_UPDATE] = "UPDATE link_days SET clicks = ?3, bots = ?4, uniques = ?5, dims = ?6, "
                      "visitors = ?7, recent = ?8 WHERE id = ?2",
     /* A pruned day's counts move into its link's totals, in one statement
@@ -262,7 +266,7 @@ static const char *const sql[S__COUNT] = {
 struct conn {
     sqlite3 *db;
     sqlite3_stmt *stmt[S__COUNT];
-    bool writes; /* has begun a write transaction: its page cache is sized */
+    int cache_kib; /* the page cache its write transactions asked for; 0: none yet */
     struct conn *next;
 };
 
@@ -277,6 +281,13 @@ struct conn {
  * redirect cache does not copy the file into memory. */
 #define CLICKS_CACHE_KIB 131072
 #define CREATES_CACHE_KIB 8192
+/* A bulk writer (store_bulk: an import) merges link days all over the file
+ * in few, large transactions, so the page cache's walk at each commit
+ * matters less than reading pages back: it keeps a cache the size of a
+ * large store's hot part, and maps the file so that pages missing from the
+ * cache are read without a copy. */
+#define BULK_CACHE_KIB 1048576
+#define BULK_MMAP_BYTES 4294967296LL
 
 /* Copying the WAL back into the database file (a checkpoint) is SQLite's
  * own work, by default done inside the commit that takes the WAL past 1,000
@@ -855,12 +866,15 @@ static int simple(struct store *st, enum stmt id, const char *what)
 static int sq_begin(struct store *st)
 {
     struct conn *c = conn_get(st);
-    if (c && !c->writes) {
-        char pragma[64];
-        snprintf(pragma, sizeof(pragma), "PRAGMA cache_size = -%d",
-                 coop_background() ? CLICKS_CACHE_KIB : CREATES_CACHE_KIB);
+    int kib = store_bulk()        ? BULK_CACHE_KIB
+              : coop_background() ? CLICKS_CACHE_KIB
+                                  : CREATES_CACHE_KIB;
+    if (c && c->cache_kib != kib) {
+        char pragma[96];
+        snprintf(pragma, sizeof(pragma), "PRAGMA cache_size = -%d; PRAGMA mmap_size = %lld", kib,
+                 kib == BULK_CACHE_KIB ? BULK_MMAP_BYTES : 0LL);
         if (sqlite3_exec(c->db, pragma, NULL, NULL, NULL) == SQLITE_OK)
-            c->writes = true;
+            c->cache_kib = kib;
     }
     return simple(st, S_BEGIN, "begin");
 }
@@ -1372,11 +1386,40 @@ static void forget_visitors(const struct day_delta *d, int64_t visitors_from,
     }
 }
 
+/* A fresh link day (day_delta.fresh) inserted without a read first: 'done'
+ * false when a row was there after all (a server counted a click of the
+ * new link meanwhile), which the caller then merges. */
+static int day_insert_new(struct store *st, const struct day_delta *d, int64_t visitors_from,
+                          struct buf bufs[3], bool *done)
+{
+    struct day_blobs row;
+    *done = false;
+    if (dayrow_merge(NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &row) != ERR_OK)
+        return log_fail(ERR_STORAGE, "the clicks of '%s' on day %lld cannot be stored", d->code,
+                        (long long)d->day);
+    forget_visitors(d, visitors_from, &row);
+    sqlite3_stmt *q = stmt_get(st, S_DAY_INSERT_NEW);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, d->day);
+    bind_day(q, &row);
+    int rc = run_done(q, "day insert");
+    *done = rc == ERR_OK && sqlite3_changes(sqlite3_db_handle(q)) > 0;
+    return rc;
+}
+
 /* The stored row, if there is one, is read, the delta merged in, and the
  * row written back; a new link day is the delta, inserted as it is. */
 static int day_merge(struct store *st, const struct day_delta *d, int64_t visitors_from,
                      struct buf bufs[3])
 {
+    if (d->fresh) {
+        bool done;
+        int rc = day_insert_new(st, d, visitors_from, bufs, &done);
+        if (rc != ERR_OK || done)
+            return rc;
+    }
     struct day_blobs merged;
     sqlite3_stmt *q = stmt_get(st, S_DAY_GET);
     if (!q)

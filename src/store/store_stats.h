@@ -6,6 +6,7 @@
 #ifndef SHORTD_STORE_STATS_H
 #define SHORTD_STORE_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,11 @@ struct day_delta {
     const char *code;
     int64_t day;
     const struct dayrow *row;
+    /* The writer stored no row of this link day before (a link an import
+     * inserted, on a day it had not stored yet): the row is most likely
+     * absent, and a backend may insert it without reading first (and merge
+     * as usual when the insert finds one after all). */
+    bool fresh;
 };
 
 /* One of the last clicks of a link, as the stats show it. */

@@ -307,7 +307,7 @@ static int64_t day_clicks(struct store *st, const char *code, int64_t day);
 /* A link's day as the aggregator hands it over: one delta through agg_days. */
 static int add_row(struct store *st, const char *code, int64_t day, struct dayrow *r)
 {
-    struct day_delta d = {code, day, r};
+    struct day_delta d = {code, day, r, false};
     int rc = st->ops->agg_days(st, &d, 1);
     dayrow_release(r);
     dayrow_init(r);
@@ -1312,7 +1312,9 @@ static void agg_checks(struct backend *b)
     CHECK_EQ_STR(all_dims_of(st, 9, 0, 1000, &s), "");
 
     /* More link days in one call than one round of statements takes, in
-     * (code, day) order, half of them already stored. */
+     * (code, day) order, half of them already stored. All are marked fresh
+     * (the hint an import gives): the two rows that exist all the same are
+     * merged into, not replaced or refused. */
     enum { MANY = 5000 };
     struct dayrow *rows = calloc(MANY, sizeof(*rows));
     struct day_delta *d = calloc(MANY, sizeof(*d));
@@ -1322,7 +1324,7 @@ static void agg_checks(struct backend *b)
         dayrow_init(&rows[i]);
         rows[i].clicks = 1;
         tally(&rows[i], DIM_LANGUAGE, i % 2 ? "de" : "nl", 1);
-        d[i] = (struct day_delta){codes[i], 200 + i % 2, &rows[i]};
+        d[i] = (struct day_delta){codes[i], 200 + i % 2, &rows[i], true};
     }
     CHECK_EQ_INT(add_clicks(st, "m00000", 200, 1, 0), ERR_OK);
     CHECK_EQ_INT(add_clicks(st, "m02499", 201, 1, 0), ERR_OK);
@@ -1822,7 +1824,7 @@ static void *count_clicks(void *arg)
             dayrow_init(&rows[i]);
             rows[i].clicks = 1;
             tally(&rows[i], DIM_COUNTRY, "NL", 1);
-            d[i] = (struct day_delta){codes[i], 100, &rows[i]};
+            d[i] = (struct day_delta){codes[i], 100, &rows[i], false};
         }
         qsort(d, HOT, sizeof(d[0]), cmp_delta);
         int rc = st->ops->begin(st);

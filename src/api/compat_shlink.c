@@ -401,13 +401,10 @@ static int create_run(struct wjob *wj, struct store *st)
 {
     struct create_job *c = (struct create_job *)wj;
     struct api_job *j = &c->base;
-    if (c->idem.key) {
-        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
-        c->mismatch = rc == ERR_EXISTS;
-        if (rc != ERR_NOTFOUND)
-            return c->mismatch ? ERR_OK : rc;
-    }
-    int rc = create_do(c, st);
+    int rc;
+    if (!idem_run_create(j, st, c->owner, &c->idem, c->now, &c->mismatch, &rc))
+        return rc;
+    rc = create_do(c, st);
     if (rc != ERR_OK || !c->idem.key)
         return rc;
     json_t *doc = create_answer(c, j->r->app, &j->status);

@@ -563,13 +563,10 @@ static int shorten_run(struct wjob *wj, struct store *st)
 {
     struct shorten_job *s = (struct shorten_job *)wj;
     struct api_job *j = &s->base;
-    if (s->idem.key) {
-        int rc = idem_start(j, st, s->owner, &s->idem, s->now);
-        s->mismatch = rc == ERR_EXISTS;
-        if (rc != ERR_NOTFOUND)
-            return s->mismatch ? ERR_OK : rc;
-    }
-    int rc = shorten_do(s, st);
+    int rc;
+    if (!idem_run_create(j, st, s->owner, &s->idem, s->now, &s->mismatch, &rc))
+        return rc;
+    rc = shorten_do(s, st);
     if (rc != ERR_OK || !s->idem.key)
         return rc;
     char *simple = NULL;

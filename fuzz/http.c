@@ -34,7 +34,7 @@ static struct sockaddr_in addr;
 
 static void *serve_thread(void *arg)
 {
-    serve_run(arg);
+    serve_run(arg, NULL); /* no reload: SIGHUP is not among the inputs */
     return NULL;
 }
 

@@ -11,8 +11,8 @@
 //   node scripts/embed-web.mjs OUT.inc   write OUT.inc (atomically)
 //   node scripts/embed-web.mjs --check   exit 1 unless every package that
 //                                        package-lock.json pins (uplot,
-//                                        playwright-core for the browser
-//                                        tests, isbot, the OpenAPI test's
+//                                        playwright-core and axe-core for
+//                                        the browser tests, isbot, the OpenAPI test's
 //                                        validators) is installed at its
 //                                        locked version
 import { createHash } from "node:crypto";

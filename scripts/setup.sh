@@ -24,6 +24,7 @@ pkgs=(
     # the container test (tests/pkg/container.sh): rootful podman, runc where crun
     # cannot run (hybrid cgroups), and mmdebstrap to make the Debian 12 base image
     podman runc mmdebstrap
+    mariadb-server  # a real mariadb-dump of YOURLS's tables (tests/e2e/import-yourls.test.mjs)
 )
 
 missing=()

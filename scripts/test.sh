@@ -40,6 +40,8 @@ echo "== cluster blocklist tests (2 nodes: a host blocked on one is refused by t
 tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-blocklist.test.mjs || status=1
 echo "== cluster key tests (2 nodes: a key revoked with the CLI is refused by both)"
 tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-keys.test.mjs || status=1
+echo "== cluster session tests (2 nodes: a sign-in on one works on the other, a sign-out ends it on both)"
+tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-sessions.test.mjs || status=1
 # One node with PostgreSQL, then Redis, frozen (SIGSTOP) for 10 s under load:
 # it stops the servers it shares, so they are its own too (about 30 s).
 echo "== storage frozen (PostgreSQL, then Redis, SIGSTOPped under load: cached redirects keep their latency)"
@@ -71,5 +73,9 @@ echo "== benchmark smoke run (bench/run.sh --smoke)"
 echo "== bench/mixed.sh and bench/contention.sh on 1,000 links"
 bench/mixed.sh build/shortd 1000 || status=1
 CONTENTION_HOGS=1 CONTENTION_LIMIT=20 bench/contention.sh build/shortd 1000 || status=1
+# The import benchmark's script on a small YOURLS dump, into SQLite and a
+# throwaway PostgreSQL: it checks every link and log row arrives, never a time.
+echo "== import benchmark smoke run (bench/import.sh --smoke: 2,000 links, 20,000 log rows)"
+bench/import.sh --smoke build/shortd || status=1
 
 exit $status

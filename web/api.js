@@ -1,14 +1,8 @@
 // api.js - the dashboard's only way to the server: the JSON API under /api,
-// with the API key from local storage as a bearer token. Errors arrive as
-// ApiError carrying the API's {"error": {"code", "message", "field"}}.
-
-const STORAGE_KEY = 'shortd.apiKey';
-
-export const session = {
-    get key() { return localStorage.getItem(STORAGE_KEY) || ''; },
-    set(key) { localStorage.setItem(STORAGE_KEY, key); },
-    clear() { localStorage.removeItem(STORAGE_KEY); },
-};
+// signed in by the session cookie (HttpOnly: no script here ever holds it)
+// and, on every write, the session's CSRF token in X-CSRF-Token. No key and
+// no token is kept in the browser's storage. Errors arrive as ApiError
+// carrying the API's {"error": {"code", "message", "field"}}.
 
 export class ApiError extends Error {
     constructor(status, code, message, field = null) {
@@ -19,7 +13,12 @@ export class ApiError extends Error {
     }
 }
 
-/* Called when a stored key stops working (revoked, or another database). */
+/* Who is signed in: {name, role, csrf_token}, or null. Held in this page's
+ * memory only; load() asks the server (the cookie says). */
+let current = null;
+
+/* Called when the session ends under the page (signed out elsewhere,
+ * disabled, idle too long). */
 let onUnauthorized = () => {};
 export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
 
@@ -30,30 +29,65 @@ async function errorOf(res) {
     return new ApiError(res.status, 'http', `shortd answered ${res.status} ${res.statusText}`);
 }
 
-/* fetch() with the key; resolves with the Response when it is 2xx, throws
- * ApiError otherwise. key: use this key instead of the stored one. */
-export async function request(path, { method = 'GET', body, headers = {}, key, signal } = {}) {
-    const h = { Accept: 'application/json', ...headers, Authorization: `Bearer ${key ?? session.key}` };
+const WRITES = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+async function send(path, { method = 'GET', body, headers = {}, signal } = {}) {
+    const h = { Accept: 'application/json', ...headers };
     if (body !== undefined) h['Content-Type'] = 'application/json';
-    let res;
+    if (WRITES.has(method) && current) h['X-CSRF-Token'] = current.csrf_token;
     try {
-        res = await fetch(path, {
+        return await fetch(path, {
             method,
             headers: h,
             body: body === undefined ? undefined : JSON.stringify(body),
             cache: 'no-store',
-            credentials: 'omit',
+            credentials: 'same-origin',
             signal,
         });
     } catch (e) {
         if (e.name === 'AbortError') throw e;
         throw new ApiError(0, 'network', 'Cannot reach shortd. Is it running?');
     }
+}
+
+/* fetch() as the signed-in user; resolves with the Response when it is
+ * 2xx, throws ApiError otherwise. */
+export async function request(path, opts = {}) {
+    const res = await send(path, opts);
     if (res.ok) return res;
     const err = await errorOf(res);
-    if (res.status === 401 && key === undefined) onUnauthorized(err);
+    if (res.status === 401) {
+        current = null;
+        onUnauthorized(err);
+    }
     throw err;
 }
+
+export const session = {
+    /* {name, role, csrf_token} or null */
+    get user() { return current; },
+    /* Asks the server who this browser is signed in as. */
+    async load() {
+        const res = await send('/api/session');
+        current = res.ok ? await res.json() : null;
+        return current;
+    },
+    /* Resolves with the user; throws ApiError (401: wrong name or password). */
+    async signIn(name, password) {
+        const res = await send('/api/session', { method: 'POST', body: { name, password } });
+        if (!res.ok) throw await errorOf(res);
+        current = await res.json();
+        return current;
+    },
+    /* Ends the session on the server (on every node) and here. */
+    async signOut() {
+        try {
+            if (current) await send('/api/session', { method: 'DELETE' });
+        } finally {
+            current = null;
+        }
+    },
+};
 
 export async function getJSON(path, opts) {
     const res = await request(path, opts);
@@ -70,7 +104,7 @@ export function nextLink(header) {
     return null;
 }
 
-/* A link's QR code as a Blob (the route needs the key, so no plain <img src>). */
+/* A link's QR code as a Blob (fetched like any API answer). */
 export async function qrBlob(code, format, scale) {
     const res = await request(`/api/links/${encodeURIComponent(code)}/qr?format=${format}&scale=${scale}`, {
         headers: { Accept: format === 'png' ? 'image/png' : 'image/svg+xml' },

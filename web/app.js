@@ -2,16 +2,23 @@
 // life of a page (a page may register clean-ups; a late answer for a page
 // that is gone is dropped).
 //
-//   #/signin            sign in with an API key
+//   #/signin            sign in with a name and password
 //   #/links?q&tag&state the links table
 //   #/new               create a link
 //   #/link/CODE?days|from&to&bots   one link's analytics and QR code
+//   #/link/CODE/edit    edit a link
+//   #/domains           custom short domains and their links
+//   #/bulk              export, and a CSV upload through /api/links/bulk
+//   #/admin             the blocklist (admin keys)
 //   #/service           service-wide totals
 import { session, setUnauthorizedHandler } from './api.js';
 import { renderSignin } from './signin.js';
 import { renderLinks } from './links.js';
 import { renderCreate } from './create.js';
-import { renderLink } from './link.js';
+import { renderLink, renderEdit } from './link.js';
+import { renderDomains } from './domains.js';
+import { renderBulk } from './bulk.js';
+import { renderAdmin } from './admin.js';
 import { renderService } from './service.js';
 
 const view = document.getElementById('view');
@@ -39,7 +46,7 @@ function render() {
         rerender: render,
     };
     const { path, params } = parseHash();
-    const signedIn = !!session.key;
+    const signedIn = !!session.user;
     nav.hidden = !signedIn;
     signout.hidden = !signedIn;
     if (!signedIn && path !== '/signin') {
@@ -67,6 +74,20 @@ function render() {
     } else if (path === '/new') {
         document.title = 'New link · shortd';
         renderCreate(view, ctx);
+    } else if ((m = /^\/link\/([^/]+)\/edit$/.exec(path))) {
+        let code;
+        try { code = decodeURIComponent(m[1]); } catch { code = m[1]; }
+        document.title = `Edit ${code} · shortd`;
+        renderEdit(view, code, ctx);
+    } else if (path === '/domains') {
+        document.title = 'Domains · shortd';
+        renderDomains(view, ctx);
+    } else if (path === '/bulk') {
+        document.title = 'Import and export · shortd';
+        renderBulk(view, ctx);
+    } else if (path === '/admin') {
+        document.title = 'Admin · shortd';
+        renderAdmin(view, ctx);
     } else if ((m = /^\/link\/([^/]+)$/.exec(path))) {
         let code;
         try { code = decodeURIComponent(m[1]); } catch { code = m[1]; }
@@ -74,27 +95,25 @@ function render() {
         renderLink(view, code, params, ctx);
     } else if (path === '/service') {
         document.title = 'Service · shortd';
-        renderService(view, ctx);
+        renderService(view, params, ctx);
     } else {
         location.replace('#/links');
     }
 }
 
 setUnauthorizedHandler((err) => {
-    session.clear();
     notice = `You were signed out: ${err.message}.`;
     if (location.hash === '#/signin') render();
     else location.hash = '#/signin';
 });
 
-signout.addEventListener('click', () => {
-    session.clear();
-    // A fresh document: nothing fetched with the old key stays in memory.
+signout.addEventListener('click', async () => {
+    await session.signOut().catch(() => { /* ended here anyway */ });
+    // A fresh document: nothing fetched in the session stays in memory.
     location.replace('/dashboard#/signin');
     location.reload();
 });
 
-// Another tab signed in or out.
-window.addEventListener('storage', (e) => { if (e.key === null || e.key === 'shortd.apiKey') location.reload(); });
 window.addEventListener('hashchange', render);
-render();
+// Who is signed in comes from the server: the cookie is not the page's to read.
+session.load().catch(() => null).then(render);

@@ -1,11 +1,13 @@
 // charts.js - the link page's pictures: a uPlot time series of the daily
-// counts, ranked bars, and the weekday × hour heatmap. uPlot is loaded from
+// counts (bars, or lines for long ranges), ranked bars, and the weekday × hour heatmap. uPlot is loaded from
 // /static/uPlot.iife.min.js (npm uplot, pinned, built into shortd); the bars
 // and the heatmap are plain elements, sized through element.style or classes.
 import { h, fill } from './dom.js';
 import { num, pct, WEEKDAYS } from './format.js';
 
 const COLORS = { clicks: '#2454d6', uniques: '#0f9d6e', bots: '#a16207' };
+const LINE_FROM = 120;
+const dayFull = new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' });
 const dayLabel = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', timeZone: 'UTC' });
 
 /* Daily clicks, unique visitors and (optional) bot clicks over 'days' (the
@@ -18,7 +20,8 @@ export function timeSeries(container, days, { showBots = false } = {}) {
     }
     const xs = days.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
     const data = [xs, days.map((d) => d.clicks), days.map((d) => d.unique_visitors), days.map((d) => d.bot_clicks)];
-    const few = days.length <= 45;
+    const bars = days.length <= LINE_FROM;
+    const fmt = (u, v) => (v == null ? '–' : num(v));
     const width = () => Math.max(280, container.clientWidth);
     const opts = {
         width: width(),
@@ -26,7 +29,7 @@ export function timeSeries(container, days, { showBots = false } = {}) {
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
         cursor: { drag: { x: false, y: false } },
         legend: { live: true },
-        scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
+        scales: { x: { time: true, range: (u, min, max) => [min - 43_200, max + 43_200] }, y: { range: (u, min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
         axes: [
             {
                 // Whole days only, named in UTC like the server's days.
@@ -47,10 +50,15 @@ export function timeSeries(container, days, { showBots = false } = {}) {
             },
         ],
         series: [
-            { label: 'Day (UTC)', value: '{YYYY}-{MM}-{DD}' },
-            { label: 'Clicks', stroke: COLORS.clicks, fill: 'rgba(36, 84, 214, 0.10)', width: 2, points: { show: few, size: 5 }, value: (u, v) => (v == null ? '–' : num(v)) },
-            { label: 'Unique visitors', stroke: COLORS.uniques, width: 2, points: { show: few, size: 5 }, value: (u, v) => (v == null ? '–' : num(v)) },
-            { label: 'Bot clicks', stroke: COLORS.bots, width: 1.5, dash: [5, 4], show: showBots, points: { show: few, size: 4 }, value: (u, v) => (v == null ? '–' : num(v)) },
+            { label: 'Day (UTC)', value: (u, ts) => (ts == null ? '–' : dayFull.format(new Date(ts * 1000))) },
+            // Up to LINE_FROM days: clicks and unique visitors as bars side by
+            // side, so both show when equal; longer ranges as lines (unique
+            // visitors dashed, visible on top of an equal clicks line).
+            bars ? { label: 'Clicks', stroke: COLORS.clicks, fill: COLORS.clicks, width: 0, paths: uPlot.paths.bars({ size: [0.42, 28], align: -1 }), points: { show: false }, value: fmt }
+                : { label: 'Clicks', stroke: COLORS.clicks, fill: 'rgba(36, 84, 214, 0.10)', width: 2, points: { show: false }, value: fmt },
+            bars ? { label: 'Unique visitors', stroke: COLORS.uniques, fill: COLORS.uniques, width: 0, paths: uPlot.paths.bars({ size: [0.42, 28], align: 1 }), points: { show: false }, value: fmt }
+                : { label: 'Unique visitors', stroke: COLORS.uniques, width: 2, dash: [6, 4], points: { show: false }, value: fmt },
+            { label: 'Bot clicks', stroke: COLORS.bots, width: 1.5, dash: [5, 4], show: showBots, points: { show: bars, size: 4 }, value: fmt },
         ],
     };
     container.replaceChildren();

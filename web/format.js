@@ -68,3 +68,18 @@ export function language(code) {
 }
 
 export const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
+
+/* The server's bot kinds (src/clicks/classify.h) in words. */
+const BOT_KINDS = {
+    crawler: 'Search and archive crawlers',
+    ai_crawler: 'AI crawlers and assistants',
+    http_library: 'HTTP libraries and scripts (curl, requests…)',
+    previewer: 'Link previews (chat and social apps)',
+    mail_scanner: 'Mail and office link scanners',
+    headless: 'Headless and automated browsers',
+    monitor: 'Uptime monitors',
+    empty_ua: 'No user agent',
+    prefetch: 'Browser prefetches',
+    other: 'Other bots',
+};
+export function botKind(k) { return BOT_KINDS[k] || k; }

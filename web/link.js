@@ -3,8 +3,9 @@
 // QR code. Bot clicks are counted apart and only drawn when asked for.
 import { getJSON, qrBlob, request } from './api.js';
 import { h, fill, copyButton, outLink, toast, confirmDialog, download } from './dom.js';
-import { num, when, remaining, isoDay, addDays, daysBetween, country, language } from './format.js';
+import { num, when, remaining, isoDay, addDays, daysBetween, country, language, botKind } from './format.js';
 import { timeSeries, bars, heatmap } from './charts.js';
+import { linkForm } from './linkform.js';
 
 const PRESETS = [7, 30, 90];
 const MAX_DAYS = 1000;
@@ -91,23 +92,56 @@ export function renderLink(view, code, params, ctx) {
                 }
             },
         });
+        const admin = link.state === 'disabled'
+            ? h('button', { type: 'button', class: 'button ghost', id: 'enable', text: 'Enable', onclick: () => setDisabled(false) })
+            : link.state === 'deleted' ? null
+                : h('button', { type: 'button', class: 'button ghost', id: 'disable', text: 'Disable', title: 'Admins only: the link answers 410 until enabled', onclick: () => setDisabled(true) });
+        async function setDisabled(off) {
+            if (off && !await confirmDialog({
+                title: `Disable ${link.code}?`,
+                text: `${link.short_url} will answer 410 Gone until an admin enables it again.`,
+                ok: 'Disable link',
+            })) return;
+            try {
+                await request(`${path}/${off ? 'disable' : 'enable'}`, { method: 'POST' });
+                toast(`${off ? 'Disabled' : 'Enabled'} ${link.code}`);
+                ctx.rerender();
+            } catch (e) {
+                toast(e.status === 403 ? 'Only an admin can disable or enable a link.' : `Could not change it: ${e.message}`, 'error');
+            }
+        }
         const head = h('section', { class: 'panel link-head' },
             h('p', { class: 'crumbs' }, h('a', { href: '#/links', text: '← Links' })),
             h('div', { class: 'link-title' },
                 h('h1', { text: link.title || link.code }),
-                h('span', { class: `badge ${link.state}`, text: link.state })),
+                h('span', { class: `badge ${link.state}`, text: link.state }),
+                linkBadges(link)),
             h('p', { class: 'short-url' }, outLink(link.short_url), ' ', copyButton(link.short_url)),
-            h('p', { class: 'dest' }, '→ ', link.url ? outLink(link.url) : h('span', { class: 'muted', text: '(destination removed)' })),
+            destinations(link),
             h('dl', { class: 'meta' },
                 h('dt', { text: 'Created' }), h('dd', { text: when(link.created_at) }),
                 h('dt', { text: 'Expires' }), h('dd', { text: link.expires_at ? `${when(link.expires_at)} (${remaining(link)})` : 'never' }),
+                h('dt', { text: 'Click limit' }), h('dd', { id: 'click-limit', text: link.max_clicks ? `${num(link.clicks_left)} of ${num(link.max_clicks)} clicks left` : 'none' }),
                 h('dt', { text: 'All-time clicks' }), h('dd', { id: 'total-clicks', text: num(stats.total_clicks) }),
                 h('dt', { text: 'All-time bot clicks' }), h('dd', { text: num(stats.total_bot_clicks) }),
                 link.permanent ? [h('dt', { text: 'Redirect' }), h('dd', { text: '301 permanent (browsers cache it)' })] : null,
+                link.domain ? [h('dt', { text: 'Short host' }), h('dd', { text: link.domain })] : null,
                 (link.tags || []).length ? [h('dt', { text: 'Tags' }), h('dd', { class: 'tags' },
                     link.tags.map((t) => h('a', { class: 'tag', href: `#/links?tag=${encodeURIComponent(t)}`, text: t })))] : null,
                 link.note ? [h('dt', { text: 'Note' }), h('dd', { class: 'note', text: link.note })] : null),
-            h('div', { class: 'actions' }, del));
+            h('div', { class: 'actions wrap' },
+                link.state === 'deleted' ? null : h('a', { class: 'button', id: 'edit', href: `${base}/edit`, text: 'Edit' }),
+                admin, del));
+
+        // --- where visitors were sent, and what changed
+        const split = link.variants ? abCard(link, stats) : null;
+        const hist = card('Destination history', h('p', { class: 'muted', text: 'Loading…' }));
+        hist.id = 'history-card';
+        getJSON(`${path}/history`).then(({ data }) => {
+            if (ctx.alive()) fill(hist, h('h2', { text: 'Destination history' }), historyList(data, link));
+        }, (e) => {
+            if (ctx.alive()) fill(hist, h('h2', { text: 'Destination history' }), h('p', { class: 'error', text: `Could not load it: ${e.message}` }));
+        });
 
         // --- range
         const from = h('input', { type: 'date', id: 'range-from', value: range.from, max: isoDay(new Date()) });
@@ -159,7 +193,7 @@ export function renderLink(view, code, params, ctx) {
         const botCard = card('Bot clicks',
             h('p', { class: 'help', text: 'Crawlers, link previewers, scanners, HTTP libraries, headless browsers and prefetches. They are counted here and never in the figures above.' }),
             h('h3', { class: 'card-sub', text: 'By kind' }),
-            h('div', { id: 'bot-kinds' }, bars(stats.bot_kinds, { total: stats.bot_clicks, empty: 'No bot clicks in this range.' })),
+            h('div', { id: 'bot-kinds' }, bars(stats.bot_kinds, { label: botKind, total: stats.bot_clicks, empty: 'No bot clicks in this range.' })),
             h('h3', { class: 'card-sub', text: 'By agent' }),
             h('div', { id: 'bot-agents' }, bars(stats.bot_agents, { total: stats.bot_clicks, empty: 'No bot named in this range.' })));
         botCard.id = 'bots-card';
@@ -190,7 +224,7 @@ export function renderLink(view, code, params, ctx) {
 
         fill(view, h('div', { class: 'link-page' },
             h('div', { class: 'link-top' }, head, qr),
-            rangeForm, kpis, series, heat, dims, botCard, recent));
+            rangeForm, kpis, series, split, heat, dims, botCard, hist, recent));
 
         const plot = timeSeries(chartBox, stats.days || [], { showBots });
         ctx.onLeave(() => plot.destroy());
@@ -224,4 +258,78 @@ function recentTable(list) {
             h('td', { text: r.country ? country(r.country) : 'Unknown' }),
             h('td', { text: r.device || '' }),
             h('td', { text: r.browser || '' }))))));
+}
+
+/* The badges of what a link does besides redirecting. */
+export function linkBadges(link) {
+    const out = [];
+    if (link.protected) out.push(h('span', { class: 'pill protected', text: 'protected' }));
+    if (link.max_clicks) out.push(h('span', { class: 'pill limited', text: 'limited' }));
+    if (link.expires_at && link.state === 'active') out.push(h('span', { class: 'pill expiring', text: 'expiring' }));
+    if (link.permanent) out.push(h('span', { class: 'pill permanent', text: 'permanent' }));
+    if (link.variants) out.push(h('span', { class: 'pill ab', text: 'A/B' }));
+    return out.length ? h('span', { class: 'flags' }, out) : null;
+}
+
+/* Where the link sends visitors: each A/B variant with its share, the URL
+ * with its UTM parameters merged, or the plain destination. */
+function destinations(link) {
+    if (!link.url) return h('p', { class: 'dest muted', text: '(destination removed)' });
+    if (link.variants) {
+        const sum = link.variants.reduce((s, v) => s + (v.weight ?? 1), 0);
+        return h('div', { class: 'dest', id: 'destinations' },
+            h('p', { class: 'muted small', text: 'Sends each visitor to one of:' }),
+            h('ol', { class: 'dest-list' }, link.variants.map((v, i) => h('li', { dataset: { variant: String(i + 1) } },
+                outLink(v.url), h('span', { class: 'muted small', text: ` weight ${v.weight ?? 1} (${Math.round((100 * (v.weight ?? 1)) / sum)}%)` })))));
+    }
+    return h('div', { class: 'dest', id: 'destinations' },
+        h('p', {}, '→ ', outLink(link.destination || link.url)),
+        link.destination ? h('p', { class: 'muted small' }, 'UTM parameters added to ', outLink(link.url)) : null);
+}
+
+/* The A/B split: where this range's visitors were sent (stats' variants
+ * dimension, "1".."10" in the link's order) beside each variant's weight. */
+function abCard(link, stats) {
+    const counts = stats.variants || {};
+    const sum = link.variants.reduce((s, v) => s + (v.weight ?? 1), 0);
+    const labels = Object.fromEntries(link.variants.map((v, i) => [String(i + 1),
+        `Variant ${i + 1}: ${v.url} (weight ${Math.round((100 * (v.weight ?? 1)) / sum)}%)`]));
+    const shown = Object.fromEntries(link.variants.map((v, i) => [String(i + 1), counts[String(i + 1)] || 0]));
+    const c = card('A/B split: where visitors were sent',
+        h('div', { id: 'ab-chart' }, bars(shown, { label: (k) => labels[k] || `Variant ${k}`, limit: 10, total: stats.clicks })));
+    c.id = 'ab-card';
+    return c;
+}
+
+function historyList(changes, link) {
+    if (!changes.length) return h('p', { class: 'muted empty', text: `Never changed since it was made on ${when(link.created_at)}.` });
+    const rows = [...changes].sort((a, b) => b.seq - a.seq);
+    return h('ol', { class: 'history', id: 'history' }, rows.map((c) => h('li', {},
+        h('time', { datetime: c.changed_at, text: when(c.changed_at) }),
+        h('div', { class: 'change' },
+            h('span', { class: 'old' }, c.old_url ? outLink(c.old_url) : '(none)'),
+            h('span', { class: 'arrow', 'aria-label': 'changed to', text: ' → ' }),
+            h('span', { class: 'new' }, c.new_url ? outLink(c.new_url) : '(removed)')))));
+}
+
+/* #/link/CODE/edit: the form with the link's values. */
+export function renderEdit(view, code, ctx) {
+    view.replaceChildren(h('p', { class: 'muted loading', text: 'Loading…' }));
+    const path = `/api/links/${encodeURIComponent(code)}`;
+    getJSON(path).then(({ data: link }) => {
+        if (!ctx.alive()) return;
+        const { form, focus } = linkForm({
+            link,
+            onSaved: (saved) => {
+                toast(`Saved ${saved.code}`);
+                location.hash = `#/link/${encodeURIComponent(saved.code)}`;
+            },
+        });
+        fill(view, h('div', { class: 'edit-page' }, form));
+        focus();
+    }, (e) => {
+        if (!ctx.alive()) return;
+        fill(view, h('div', { class: 'panel' }, h('h1', { text: code }),
+            h('p', { class: 'error', role: 'alert', text: e.status === 404 ? `No link “${code}” among yours.` : `Could not load this link: ${e.message}` })));
+    });
 }

@@ -10,8 +10,10 @@
 import { getJSON, nextLink, request } from './api.js';
 import { h, fill, copyButton, outLink, toast, confirmDialog } from './dom.js';
 import { num, when, remaining } from './format.js';
+import { linkBadges } from './link.js';
 
 const PAGE = 50;
+const SPARK_DAYS = 30;
 const ALL_PAGE = 1000;
 const ALL_MAX_PAGES = 50;
 
@@ -25,6 +27,24 @@ const STATES = [
     ['disabled', 'Disabled'],
     ['all', 'All'],
 ];
+
+/* The last days' clicks as small bars (the list's ?spark=N), with the
+ * figures in words for a screen reader. */
+function sparkline(days) {
+    const max = Math.max(...days);
+    const total = days.reduce((a, b) => a + b, 0);
+    const box = h('span', {
+        class: 'spark', role: 'img',
+        'aria-label': `Last ${days.length} days: ${num(total)} clicks${total ? `, at most ${num(max)} a day` : ''}`,
+        title: `Last ${days.length} days: ${num(total)} clicks`,
+    });
+    for (const n of days) {
+        const b = h('span', { class: n ? 'spark-bar' : 'spark-bar zero' });
+        b.style.height = `${n ? Math.max(12, (100 * n) / max) : 6}%`;
+        box.append(b);
+    }
+    return box;
+}
 
 /* Every link of 'state' (all pages), for filtering here. */
 async function fetchAll(state, ctx) {
@@ -111,10 +131,11 @@ export function renderLinks(view, params, ctx) {
                     type: 'button', class: 'tag', text: t, title: `Only links tagged ${t}`,
                     onclick: () => { tag.value = t; onFilter(); },
                 }))) : null),
-            h('td', { class: 'num clicks', title: `${num(l.bot_clicks)} bot clicks apart`, text: num(l.clicks) }),
-            h('td', { class: 'created', title: l.created_at, text: when(l.created_at) }),
-            h('td', { class: 'remaining', title: l.expires_at ? `expires ${when(l.expires_at)}` : 'no expiry', text: remaining(l) }),
-            h('td', {}, h('span', { class: `badge ${l.state}`, text: l.state })),
+            h('td', { class: 'num clicks', dataset: { label: 'Clicks' }, title: `${num(l.bot_clicks)} bot clicks apart` },
+                h('span', { text: num(l.clicks) }), l.spark ? sparkline(l.spark) : null),
+            h('td', { class: 'created', dataset: { label: 'Created' }, title: l.created_at, text: when(l.created_at) }),
+            h('td', { class: 'remaining', dataset: { label: 'Expires in' }, title: l.expires_at ? `expires ${when(l.expires_at)}` : 'no expiry', text: remaining(l) }),
+            h('td', { class: 'state' }, h('span', { class: `badge ${l.state}`, text: l.state }), ' ', linkBadges(l)),
             h('td', {}, h('div', { class: 'row-actions' }, copyButton(l.short_url), del)));
     };
 
@@ -159,7 +180,7 @@ export function renderLinks(view, params, ctx) {
                 next.disabled = localPage >= pagesN - 1;
                 pageInfo.textContent = `Page ${localPage + 1} of ${pagesN}`;
             } else {
-                const url = pages[pageIndex] || `/api/links?limit=${PAGE}&state=${state.st}`;
+                const url = pages[pageIndex] || `/api/links?limit=${PAGE}&state=${state.st}&spark=${SPARK_DAYS}`;
                 const { data, res } = await getJSON(url);
                 if (!ctx.alive()) return;
                 const nxt = nextLink(res.headers.get('Link'));

@@ -1,54 +1,60 @@
-// signin.js - the sign-in page: an API key, checked against the server
-// before it is kept in local storage.
-import { request, session } from './api.js';
+// signin.js - the sign-in page: a user's name and password, sent to
+// POST /api/session; the server answers with an HttpOnly session cookie, so
+// nothing secret is kept by this page or in the browser's storage.
+import { session } from './api.js';
 import { h } from './dom.js';
 
 export function renderSignin(view, { notice } = {}) {
-    const input = h('input', {
-        id: 'apikey', name: 'apikey', type: 'password', autocomplete: 'off', spellcheck: 'false',
-        placeholder: 'sk_…', required: true, 'aria-describedby': 'apikey-help apikey-error',
+    const name = h('input', {
+        id: 'username', name: 'username', type: 'text', autocomplete: 'username', spellcheck: 'false',
+        autocapitalize: 'none', required: true, 'aria-describedby': 'signin-error',
     });
-    const error = h('p', { id: 'apikey-error', class: 'field-error', role: 'alert' });
+    const password = h('input', {
+        id: 'password', name: 'password', type: 'password', autocomplete: 'current-password', required: true,
+        'aria-describedby': 'signin-help signin-error',
+    });
+    const error = h('p', { id: 'signin-error', class: 'field-error', role: 'alert' });
     const button = h('button', { type: 'submit', class: 'button primary', text: 'Sign in' });
     const form = h('form', { class: 'panel signin', novalidate: true },
         h('h1', { text: 'Sign in to shortd' }),
         notice ? h('p', { class: 'notice', role: 'status', text: notice }) : null,
-        h('label', { for: 'apikey', text: 'API key' }),
-        input,
+        h('label', { for: 'username', text: 'Name' }),
+        name,
+        h('label', { for: 'password', text: 'Password' }),
+        password,
         error,
-        h('p', { id: 'apikey-help', class: 'help' },
-            'The admin key is printed once when shortd first starts on an empty database (',
-            h('code', { text: 'make run' }), '); more keys come from ',
-            h('code', { text: 'shortd key create' }), '. The key stays in this browser’s local storage until you sign out.'),
+        h('p', { id: 'signin-help', class: 'help' },
+            'Accounts come from ', h('code', { text: 'shortd user create NAME --role admin' }),
+            '. Scripts use API keys (', h('code', { text: 'shortd key create' }), ') instead.'),
         button);
     form.addEventListener('submit', async (ev) => {
         ev.preventDefault();
-        const key = input.value.trim();
         error.textContent = '';
-        input.removeAttribute('aria-invalid');
-        if (!key) {
-            error.textContent = 'Paste an API key.';
-            input.setAttribute('aria-invalid', 'true');
-            input.focus();
+        name.removeAttribute('aria-invalid');
+        password.removeAttribute('aria-invalid');
+        const missing = !name.value.trim() ? name : !password.value ? password : null;
+        if (missing) {
+            error.textContent = missing === name ? 'Enter your name.' : 'Enter your password.';
+            missing.setAttribute('aria-invalid', 'true');
+            missing.focus();
             return;
         }
         button.disabled = true;
-        button.textContent = 'Checking…';
+        button.textContent = 'Signing in…';
         try {
-            await request('/api/links?limit=1', { key });
-            session.set(key);
+            await session.signIn(name.value.trim(), password.value);
+            password.value = '';
             location.hash = '#/links';
         } catch (e) {
-            error.textContent = e.status === 401
-                ? `This key was not accepted: ${e.message}. Check that you copied all of it.`
-                : e.message;
-            input.setAttribute('aria-invalid', 'true');
-            input.select();
+            error.textContent = e.status === 401 ? 'Wrong name or password.' : e.message;
+            password.setAttribute('aria-invalid', 'true');
+            password.value = '';
+            password.focus();
         } finally {
             button.disabled = false;
             button.textContent = 'Sign in';
         }
     });
     view.replaceChildren(form);
-    input.focus();
+    name.focus();
 }

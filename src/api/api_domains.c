@@ -73,9 +73,9 @@ int handle_domain_list(struct request *r)
 {
     struct store *st = r->app->store;
     struct listing l = {json_array(), json_object()};
-    int rc = st->ops->domain_list(st, r->key.id, list_cb, &l);
+    int rc = st->ops->domain_list(st, r->key.owner, list_cb, &l);
     if (rc == ERR_OK)
-        rc = st->ops->domain_redirects_list(st, r->key.id, list_redirects_cb, &l);
+        rc = st->ops->domain_redirects_list(st, r->key.owner, list_redirects_cb, &l);
     json_decref(l.by_host);
     if (rc != ERR_OK) {
         json_decref(l.arr);
@@ -157,7 +157,7 @@ static int submit(struct request *r, const char *host, size_t n, bool add)
     if (!d)
         abort();
     d->host = slice_dup((struct slice){host, n});
-    d->owner = r->key.id;
+    d->owner = r->key.owner;
     d->add = add;
     d->now = now_ms();
     d->base.release = domain_release;
@@ -316,7 +316,7 @@ int handle_domain_patch(struct request *r)
         d->url[k] = buf_detach(&url, NULL);
     }
     d->host = slice_dup(host);
-    d->owner = r->key.id;
+    d->owner = r->key.owner;
     d->base.release = redirects_release;
     d->base.after_commit = redirects_after_commit;
     return api_job_submit(r, &d->base, redirects_run);

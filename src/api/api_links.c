@@ -27,6 +27,10 @@
 
 #define LIST_DEFAULT 50
 #define LIST_MAX 1000
+/* ?spark=DAYS: at most this many days, on pages of at most SPARK_PAGE links
+ * (one read of daily counts a link). */
+#define SPARK_MAX 90
+#define SPARK_PAGE 100
 #define FILTER_MAX 128 /* bytes of a tag or q filter */
 #define BULK_MAX 1000  /* links in one POST /api/links/bulk */
 
@@ -234,7 +238,10 @@ static int create_run(struct wjob *wj, struct store *st)
         if (rc != ERR_NOTFOUND)
             return rc;
     }
-    if (c->in.domain) {
+    if (owner_key_domain(&j->r->key, &c->in.domain) != ERR_OK)
+        return api_job_error(j, 403, "forbidden", "domain",
+                             "this API key is limited to links on another domain");
+    if (c->in.domain && !j->r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc == ERR_NOTFOUND)
@@ -304,7 +311,7 @@ int handle_link_create(struct request *r)
         free(c);
         return status;
     }
-    c->owner = r->key.id;
+    c->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row (a code block claim
      * may come with it, harmless to keep), so it needs no savepoint. */
     c->base.job.single_write = !c->idem.key;
@@ -377,6 +384,13 @@ static int bulk_run(struct wjob *wj, struct store *st)
         struct bulk_item *it = &b->items[i];
         if (it->status)
             continue; /* refused by the parse */
+        if (owner_key_domain(&j->r->key, &it->in.domain) != ERR_OK) {
+            struct refusal no = {403, "forbidden", "domain",
+                                 "this API key is limited to links on another domain"};
+            it->status = no.status;
+            it->error = refusal_json(&no);
+            continue;
+        }
         int rc = st->ops->savepoint(st);
         if (rc != ERR_OK)
             return rc;
@@ -479,7 +493,7 @@ int handle_link_bulk(struct request *r)
     if (!b)
         abort();
     b->now = now_ms();
-    b->owner = r->key.id;
+    b->owner = r->key.owner;
     b->n = json_array_size(links);
     b->items = calloc(b->n, sizeof(*b->items));
     if (!b->items)
@@ -522,6 +536,42 @@ static int list_cb(const struct link *l, void *arg)
     x->last_created = l->created_at;
     snprintf(x->last_code, sizeof(x->last_code), "%s", l->code);
     return 0;
+}
+
+/* A sparkline: link 'o''s human clicks on each of the 'days' days to today
+ * (UTC), oldest first, as o["spark"]. */
+struct spark_ctx {
+    json_t *arr;
+    int64_t from;
+};
+
+static int spark_day(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
+{
+    (void)uniques;
+    (void)bots;
+    struct spark_ctx *x = arg;
+    json_t *slot = json_array_get(x->arr, (size_t)(day - x->from));
+    if (slot)
+        json_integer_set(slot, clicks);
+    return 0;
+}
+
+static int add_sparks(struct store *st, json_t *links, int days, int64_t today)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(links, i, o)
+    {
+        struct spark_ctx x = {.arr = json_array(), .from = today - (days - 1)};
+        for (int d = 0; d < days; d++)
+            json_array_append_new(x.arr, json_integer(0));
+        const char *code = json_string_value(json_object_get(o, "code"));
+        int rc = st->ops->stats_days(st, code, x.from, today, spark_day, &x);
+        json_object_set_new(o, "spark", x.arr);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return ERR_OK;
 }
 
 static bool parse_int(struct slice s, int64_t lo, int64_t hi, int64_t *out)
@@ -620,6 +670,13 @@ int handle_link_list(struct request *r)
                               "state must be a comma list of active, expired, exhausted, "
                               "deleted, disabled, or all");
     }
+    int64_t spark = 0;
+    if (http_query_param(r, "spark", &v) && !parse_int(v, 1, SPARK_MAX, &spark))
+        return http_error(r, 400, "invalid_field", "spark",
+                          "spark must be a whole number of days from 1 to 90");
+    if (spark && limit > SPARK_PAGE)
+        return http_error(r, 400, "invalid_field", "spark",
+                          "spark needs a limit of at most 100 links");
     char after_code[CODE_MAX + 1] = "";
     if (http_query_param(r, "cursor", &v)) {
         const char *dot = memchr(v.p, '.', v.n);
@@ -666,6 +723,8 @@ int handle_link_list(struct request *r)
     struct list_ctx x = {.app = app, .arr = json_array(), .now = q.now, .want = (int)limit};
     if (rc == ERR_OK || rc == ERR_NOTFOUND)
         rc = app->store->ops->link_list(app->store, &q, list_cb, &x);
+    if (rc == ERR_OK && spark)
+        rc = add_sparks(app->store, x.arr, (int)spark, day_number(q.now));
     if (q.q)
         router_heavy_leave(app, r->key.id);
     if (rc != ERR_OK) {
@@ -683,6 +742,8 @@ int handle_link_list(struct request *r)
         struct buf link = BUF_INIT;
         buf_printf(&link, "</api/links?limit=%lld&state=%.*s", (long long)limit, (int)state.n,
                    state.p);
+        if (spark)
+            buf_printf(&link, "&spark=%lld", (long long)spark);
         add_filter(&link, "tag", tag);
         add_filter(&link, "q", text);
         buf_printf(&link, "&cursor=%lld.%s>; rel=\"next\"", (long long)x.last_created, x.last_code);

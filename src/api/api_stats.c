@@ -113,15 +113,36 @@ int handle_stats(struct request *r)
     struct store *st = r->app->store;
     struct totals all;
     int64_t today = day_number(now_ms());
-    json_t *top;
+    int64_t to, from;
+    if (!day_param(r, "to", today, &to))
+        return http_error(r, 400, "invalid_field", "to", "to must be a day, YYYY-MM-DD");
+    if (!day_param(r, "from", to - (DEFAULT_DAYS - 1), &from))
+        return http_error(r, 400, "invalid_field", "from", "from must be a day, YYYY-MM-DD");
+    if (from > to)
+        return http_error(r, 400, "invalid_field", "from", "from must not be after to");
+    if (to - from >= STATS_MAX_DAYS)
+        return http_error(r, 400, "invalid_field", "from", "a range is at most 1000 days");
+    json_t *top, *range = NULL;
     if (st->ops->stats_totals(st, -1, &all) != ERR_OK ||
         top_links(r, owner_scope(r), today, &top) != ERR_OK)
         return http_unavailable(r, NULL);
+    /* Every link's dimensions of the range are read: a heavy request. */
+    int status = router_heavy_enter(r);
+    if (status) {
+        json_decref(top);
+        return status;
+    }
+    int rc = report_service(st, owner_scope(r), from, to, &range);
+    router_heavy_leave(r->app, r->key.id);
+    if (rc != ERR_OK) {
+        json_decref(top);
+        return http_unavailable(r, NULL);
+    }
     char d[11];
     day_format(today, d);
-    json_t *o = json_pack("{s:I,s:I,s:I,s:s,s:o}", "links", (json_int_t)all.links, "clicks",
+    json_t *o = json_pack("{s:I,s:I,s:I,s:s,s:o,s:o}", "links", (json_int_t)all.links, "clicks",
                           (json_int_t)all.clicks, "bot_clicks", (json_int_t)all.bot_clicks, "day",
-                          d, "top_today", top);
+                          d, "top_today", top, "range", range);
     return http_json(r, 200, o);
 }
 

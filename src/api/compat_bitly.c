@@ -386,7 +386,11 @@ static void create_release(struct api_job *j)
 
 static int create_do(struct create_job *c, struct store *st)
 {
-    if (c->in.domain) {
+    if (owner_key_domain(&c->base.r->key, &c->in.domain) != ERR_OK) {
+        c->refused = REFUSED_DOMAIN_OWNER;
+        return ERR_OK;
+    }
+    if (c->in.domain && !c->base.r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc == ERR_NOTFOUND || (rc == ERR_OK && owner != c->owner)) {
@@ -431,13 +435,10 @@ static int create_run(struct wjob *wj, struct store *st)
 {
     struct create_job *c = (struct create_job *)wj;
     struct api_job *j = &c->base;
-    if (c->idem.key) {
-        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
-        c->mismatch = rc == ERR_EXISTS;
-        if (rc != ERR_NOTFOUND)
-            return c->mismatch ? ERR_OK : rc;
-    }
-    int rc = create_do(c, st);
+    int rc;
+    if (!idem_run_create(j, st, c->owner, &c->idem, c->now, &c->mismatch, &rc))
+        return rc;
+    rc = create_do(c, st);
     if (rc != ERR_OK || !c->idem.key)
         return rc;
     json_t *doc = create_answer(c, &j->status);
@@ -487,7 +488,7 @@ static int create_body(struct request *r, json_t *body, bool full, json_t **out)
     json_t *group = json_object_get(body, "group_guid");
     if (group && !json_is_null(group)) {
         char guid[GUID_LEN + 1];
-        guid_of(r->key.id, 'B', guid);
+        guid_of(r->key.owner, 'B', guid);
         if (!json_is_string(group) || strcmp(json_string_value(group), guid) != 0)
             return fail(r, 403, "FORBIDDEN", "The group is not this key's.", NULL, NULL);
     }
@@ -542,7 +543,7 @@ static int create(struct request *r, bool full)
                     "Idempotency-Key must be 1 to 255 visible ASCII characters.", NULL, NULL);
     }
     c->full = full;
-    c->owner = r->key.id;
+    c->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row: no savepoint. */
     c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;
@@ -962,7 +963,7 @@ int handle_bitly_referrers(struct request *r) { return facet(r, DIM_REFERRER, "r
 int handle_bitly_user(struct request *r)
 {
     char guid[GUID_LEN + 1], created[BITLY_TIME_MAX];
-    guid_of(r->key.id, 'B', guid);
+    guid_of(r->key.owner, 'B', guid);
     bitly_time(r->key.created_at, created);
     json_t *o = json_pack("{s:s,s:s,s:b,s:s,s:s,s:b,s:b,s:s,s:[]}", "login", r->key.name, "name",
                           r->key.name, "is_active", 1, "created", created, "modified", created,
@@ -974,8 +975,8 @@ int handle_bitly_user(struct request *r)
 int handle_bitly_groups(struct request *r)
 {
     char guid[GUID_LEN + 1], org[GUID_LEN + 1], created[BITLY_TIME_MAX];
-    guid_of(r->key.id, 'B', guid);
-    guid_of(r->key.id, 'O', org);
+    guid_of(r->key.owner, 'B', guid);
+    guid_of(r->key.owner, 'O', org);
     bitly_time(r->key.created_at, created);
     struct buf ref = BUF_INIT;
     buf_printf(&ref, "%s/v4/organizations/%s", r->app->cfg.base_url, org);
@@ -1163,7 +1164,7 @@ static int arg_refused(struct request *r, const char *name, const char *why)
 int handle_bitly_group_bitlinks(struct request *r)
 {
     char guid[GUID_LEN + 1];
-    guid_of(r->key.id, 'B', guid);
+    guid_of(r->key.owner, 'B', guid);
     if (!slice_eq(r->params[0], guid)) /* another key's group, or none: as group_guid in a create */
         return fail(r, 403, "FORBIDDEN", "The group is not this key's.", NULL, NULL);
     struct group_list g = {.app = r->app, .size = LIST_SIZE_DEFAULT, .page = 1};
@@ -1213,7 +1214,7 @@ int handle_bitly_group_bitlinks(struct request *r)
             goto out;
         }
         char cursor[CODE_MAX + 1] = "";
-        struct link_query q = {.owner = r->key.id,
+        struct link_query q = {.owner = r->key.owner,
                                .states = 1u << LINK_DISABLED,
                                .want_live = true,
                                .want_expired = true,

@@ -820,7 +820,12 @@ static json_t *create_answer(const struct create_job *c, const struct app *app, 
 static int create_do(struct create_job *c, struct store *st)
 {
     struct app *app = c->base.r->app;
-    if (c->in.domain) {
+    if (owner_key_domain(&c->base.r->key, &c->in.domain) != ERR_OK) {
+        c->error = "You can't use this domain.";
+        c->error_status = 400;
+        return ERR_OK;
+    }
+    if (c->in.domain && !c->base.r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc != ERR_OK && rc != ERR_NOTFOUND)
@@ -853,13 +858,10 @@ static int create_run(struct wjob *wj, struct store *st)
 {
     struct create_job *c = (struct create_job *)wj;
     struct api_job *j = &c->base;
-    if (c->idem.key) {
-        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
-        c->mismatch = rc == ERR_EXISTS;
-        if (rc != ERR_NOTFOUND)
-            return c->mismatch ? ERR_OK : rc;
-    }
-    int rc = create_do(c, st);
+    int rc;
+    if (!idem_run_create(j, st, c->owner, &c->idem, c->now, &c->mismatch, &rc))
+        return rc;
+    rc = create_do(c, st);
     if (rc != ERR_OK || !c->idem.key)
         return rc;
     json_t *doc = create_answer(c, j->r->app, &j->status);
@@ -989,7 +991,7 @@ int handle_kutt_create(struct request *r)
         status = kerr(r, 400, "Idempotency-Key must be 1 to 255 visible ASCII characters.");
         goto out;
     }
-    c->owner = r->key.id;
+    c->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row: no savepoint. */
     c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;
@@ -1100,7 +1102,7 @@ int handle_kutt_list(struct request *r)
         return kerr(r, 429, "This key already runs its share of searches; try again.");
     }
     char after[CODE_MAX + 1] = "";
-    struct link_query q = {.owner = every ? OWNER_ANY : r->key.id,
+    struct link_query q = {.owner = every ? OWNER_ANY : r->key.owner,
                            .states = 1u << LINK_DISABLED,
                            .want_live = true,
                            .want_expired = true,
@@ -1725,7 +1727,7 @@ int handle_kutt_user(struct request *r)
 {
     struct domains_ctx x = {.app = r->app, .arr = json_array()};
     struct store *st = r->app->store;
-    if (st->ops->domain_list(st, r->key.id, domain_one, &x) != ERR_OK) {
+    if (st->ops->domain_list(st, r->key.owner, domain_one, &x) != ERR_OK) {
         json_decref(x.arr);
         return unavailable(r);
     }
@@ -1818,7 +1820,7 @@ static int domain_respond(struct api_job *j)
 
 static int domain_submit(struct request *r, struct domain_job *d)
 {
-    d->owner = r->key.id;
+    d->owner = r->key.owner;
     d->now = now_ms();
     d->base.job.single_write = !d->add; /* adding reads, then inserts */
     d->base.after_commit = domain_after_commit;

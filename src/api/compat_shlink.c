@@ -340,7 +340,11 @@ static void create_release(struct api_job *j)
 
 static int create_do(struct create_job *c, struct store *st)
 {
-    if (c->in.domain) {
+    if (owner_key_domain(&c->base.r->key, &c->in.domain) != ERR_OK) {
+        c->refused = ERR_NOTFOUND; /* as another owner's domain */
+        return ERR_OK;
+    }
+    if (c->in.domain && !c->base.r->key.domain[0]) { /* a limited key's domain is granted */
         int64_t owner = -1;
         int rc = st->ops->domain_get(st, c->in.domain, &owner);
         if (rc == ERR_OK && owner != c->owner)
@@ -397,13 +401,10 @@ static int create_run(struct wjob *wj, struct store *st)
 {
     struct create_job *c = (struct create_job *)wj;
     struct api_job *j = &c->base;
-    if (c->idem.key) {
-        int rc = idem_start(j, st, c->owner, &c->idem, c->now);
-        c->mismatch = rc == ERR_EXISTS;
-        if (rc != ERR_NOTFOUND)
-            return c->mismatch ? ERR_OK : rc;
-    }
-    int rc = create_do(c, st);
+    int rc;
+    if (!idem_run_create(j, st, c->owner, &c->idem, c->now, &c->mismatch, &rc))
+        return rc;
+    rc = create_do(c, st);
     if (rc != ERR_OK || !c->idem.key)
         return rc;
     json_t *doc = create_answer(c, j->r->app, &j->status);
@@ -488,7 +489,7 @@ int handle_shlink_create(struct request *r)
         return problem(r, 400, NULL, "Bad Request",
                        "Idempotency-Key must be 1 to 255 visible ASCII characters.", NULL);
     }
-    c->owner = r->key.id;
+    c->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row: no savepoint. */
     c->base.job.single_write = !c->idem.key;
     c->base.after_commit = create_after_commit;

@@ -544,6 +544,7 @@ static json_t *shorten_doc(const struct shorten_job *s, const struct app *app, c
 
 static int shorten_do(struct shorten_job *s, struct store *st)
 {
+    owner_key_domain(&s->base.r->key, &s->in.domain); /* YOURLS names no domain */
     int rc =
         links_create(s->base.r->app->links, st, &s->in, s->owner, s->now, &s->link, &s->reused);
     if (rc == ERR_EXISTS || rc == ERR_FORBIDDEN) {
@@ -562,13 +563,10 @@ static int shorten_run(struct wjob *wj, struct store *st)
 {
     struct shorten_job *s = (struct shorten_job *)wj;
     struct api_job *j = &s->base;
-    if (s->idem.key) {
-        int rc = idem_start(j, st, s->owner, &s->idem, s->now);
-        s->mismatch = rc == ERR_EXISTS;
-        if (rc != ERR_NOTFOUND)
-            return s->mismatch ? ERR_OK : rc;
-    }
-    int rc = shorten_do(s, st);
+    int rc;
+    if (!idem_run_create(j, st, s->owner, &s->idem, s->now, &s->mismatch, &rc))
+        return rc;
+    rc = shorten_do(s, st);
     if (rc != ERR_OK || !s->idem.key)
         return rc;
     char *simple = NULL;
@@ -816,7 +814,7 @@ static int action_shorturl(struct request *r, struct out *o)
         shorten_fingerprint(r, &s->idem);
     s->out = *o; /* the job owns them now */
     *o = (struct out){0};
-    s->owner = r->key.id;
+    s->owner = r->key.owner;
     /* Without an Idempotency-Key a create writes one row: no savepoint. */
     s->base.job.single_write = !s->idem.key;
     s->base.after_commit = shorten_after_commit;
@@ -1066,13 +1064,19 @@ static int action_version(struct request *r, struct out *o)
 
 int handle_yourls(struct request *r)
 {
+    /* One route of many actions: the router checked links:read; an action
+     * that needs more says so here (router_need_scope). */
     static const struct {
         const char *name;
         int (*fn)(struct request *r, struct out *o);
+        unsigned scope; /* KEY_SCOPE_* beyond links:read, or 0 */
     } actions[] = {
-        {"shorturl", action_shorturl},   {"expand", action_expand},
-        {"url-stats", action_url_stats}, {"stats", action_stats},
-        {"db-stats", action_db_stats},   {"version", action_version},
+        {"shorturl", action_shorturl, KEY_SCOPE_LINKS_WRITE},
+        {"expand", action_expand, 0},
+        {"url-stats", action_url_stats, KEY_SCOPE_STATS_READ},
+        {"stats", action_stats, KEY_SCOPE_STATS_READ},
+        {"db-stats", action_db_stats, KEY_SCOPE_STATS_READ},
+        {"version", action_version, 0},
     };
     struct out o;
     out_read(r, &o);
@@ -1082,6 +1086,8 @@ int handle_yourls(struct request *r)
     for (size_t i = 0; action && !known && i < sizeof(actions) / sizeof(actions[0]); i++) {
         known = strcmp(action, actions[i].name) == 0;
         if (known)
+            status = router_need_scope(r, actions[i].scope);
+        if (known && !status)
             status = actions[i].fn(r, &o);
     }
     if (!known) {

@@ -39,6 +39,11 @@ int handle_domain_list(struct request *r);
 int handle_domain_patch(struct request *r); /* its not-found redirects */
 int handle_domain_delete(struct request *r);
 
+/* api_keys.c */
+int handle_key_create(struct request *r);
+int handle_key_list(struct request *r);
+int handle_key_delete(struct request *r);
+
 /* api_stats.c */
 int handle_link_stats(struct request *r);
 int handle_link_top(struct request *r);
@@ -68,6 +73,9 @@ int handle_link_qr(struct request *r);
 int handle_blocklist_list(struct request *r);
 int handle_blocklist_add(struct request *r);
 int handle_blocklist_delete(struct request *r);
+int handle_session_create(struct request *r);
+int handle_session_get(struct request *r);
+int handle_session_delete(struct request *r);
 
 /* notfound.c: a path nothing serves: 302 to `regular-404-redirect` for a
  * GET or HEAD outside /api/ when it is set, else 404 "no such path". */

@@ -77,6 +77,21 @@ int idem_start(struct api_job *j, struct store *st, int64_t owner, const struct 
     return ERR_OK;
 }
 
+bool idem_run_create(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
+                     int64_t now, bool *mismatch, int *rc)
+{
+    *mismatch = false;
+    if (!k->key)
+        return true;
+    *rc = idem_start(j, st, owner, k, now);
+    if (*rc == ERR_NOTFOUND)
+        return true;
+    *mismatch = *rc == ERR_EXISTS;
+    if (*mismatch)
+        *rc = ERR_OK;
+    return false;
+}
+
 int idem_finish(struct store *st, int64_t owner, const struct idem *k, int64_t now, int status,
                 const char *body)
 {

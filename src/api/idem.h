@@ -10,6 +10,7 @@
 #ifndef SHORTD_IDEM_H
 #define SHORTD_IDEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,13 @@ void idem_fingerprint(struct idem *k, const struct slice *parts, size_t n);
  * error. */
 int idem_start(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
                int64_t now);
+
+/* idem_start for a compatible API's create, which answers a mismatch in
+ * its own shape later: true when the create is to run (no key, or a key
+ * now claimed); false with *rc what the job returns: ERR_OK for a replay
+ * or a mismatch (*mismatch then true), or the store's error. */
+bool idem_run_create(struct api_job *j, struct store *st, int64_t owner, const struct idem *k,
+                     int64_t now, bool *mismatch, int *rc);
 
 /* Remembers the answer ('body', JSON text) with the key, in the job's
  * transaction. */

@@ -1,13 +1,18 @@
 /* owner.c - the owner rule of owner.h. */
 #include "api/owner.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/app.h"
 #include "base/err.h"
 #include "base/banned.h"
 
-int64_t owner_scope(const struct request *r) { return r->key.admin ? OWNER_ANY : r->key.id; }
+/* A key limited to a domain sees its own links only, an admin key's too. */
+int64_t owner_scope(const struct request *r)
+{
+    return r->key.admin && !r->key.domain[0] ? OWNER_ANY : r->key.owner;
+}
 
 int owner_not_found(struct request *r)
 {
@@ -22,6 +27,19 @@ int owner_code(struct request *r, char code[CODE_MAX + 1])
     memcpy(code, s.p, s.n);
     code[s.n] = '\0';
     return 0;
+}
+
+int owner_key_domain(const struct apikey *k, char **domain)
+{
+    if (!k->domain[0])
+        return ERR_OK;
+    if (!*domain) {
+        *domain = strdup(k->domain);
+        if (!*domain)
+            abort();
+        return ERR_OK;
+    }
+    return strcmp(*domain, k->domain) == 0 ? ERR_OK : ERR_FORBIDDEN;
 }
 
 int owner_link_get(struct store *st, const char *code, int64_t scope, struct link *l)

@@ -36,6 +36,16 @@ int owner_link_get(struct store *st, const char *code, int64_t scope, struct lin
  * the store fails. */
 int owner_link(struct request *r, char code[CODE_MAX + 1], struct link *l);
 
+/* A key limited to one custom domain (its apikey.domain) makes links on
+ * that domain alone: a link input's 'domain' (NULL for none) becomes the
+ * key's when NULL. ERR_OK; ERR_FORBIDDEN when it names another domain (each
+ * API answers that as it answers a domain that is not the caller's). The
+ * key's domain is granted: it was its maker's when the key was made
+ * (api_keys.c), so a create does not ask whose it is. Any thread. The links
+ * a limited key sees and edits are those it made (owner_scope; its owner is
+ * itself, even for a user's key: router.c), so all on its domain. */
+int owner_key_domain(const struct apikey *k, char **domain);
+
 /* The 404 of a link the key may not see, in the words of one that does not
  * exist; OWNER_NOT_FOUND is the message, for an answer built elsewhere (a
  * write's, apijob.h). */

@@ -110,6 +110,38 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
     return ERR_OK;
 }
 
+int report_service(struct store *st, int64_t owner, int64_t from, int64_t to, json_t **out)
+{
+    json_t *o = json_object();
+    struct days_ctx x = {.days = json_array(), .next = from};
+    const char *head[] = {"from", "to", "clicks", "bot_clicks", "unique_visitors"};
+    for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+        json_object_set_new(o, head[i], json_null());
+    for (int d = 0; d < DIM__COUNT; d++)
+        json_object_set_new(o, dim_names[d], json_object());
+    int rc = st->ops->stats_all_days(st, owner, from, to, day_row, &x);
+    if (rc == ERR_OK)
+        rc = st->ops->stats_all_dims(st, owner, from, to, dim_row, o);
+    if (rc != ERR_OK) {
+        json_decref(o);
+        json_decref(x.days);
+        return rc;
+    }
+    for (; x.next <= to; x.next++)
+        json_array_append_new(x.days, day_obj(x.next, 0, 0, 0));
+    char f[11], t[11];
+    day_format(from, f);
+    day_format(to, t);
+    json_object_set_new(o, "from", json_string(f));
+    json_object_set_new(o, "to", json_string(t));
+    json_object_set_new(o, "clicks", json_integer(x.clicks));
+    json_object_set_new(o, "bot_clicks", json_integer(x.bots));
+    json_object_set_new(o, "unique_visitors", json_integer(x.uniques));
+    json_object_set_new(o, "days", x.days);
+    *out = o;
+    return ERR_OK;
+}
+
 /* ---- export ---- */
 
 struct export
@@ -219,6 +251,17 @@ static int export_link(const struct link *l, void *arg)
     int rc = x->st->ops->stats_days(x->st, l->code, 0, INT64_MAX / 2, export_day, c);
     if (rc == ERR_OK && x->format == EXPORT_CSV && !c->rows)
         csv_row(c, "", 0, 0, 0);
+    /* JSON carries the link's all-time dimensions too (the ones with counts). */
+    json_t *dims = NULL;
+    if (rc == ERR_OK && x->format == EXPORT_JSON) {
+        dims = json_object();
+        for (int d = 0; d < DIM__COUNT; d++)
+            json_object_set_new(dims, dim_names[d], json_object());
+        rc = x->st->ops->stats_dims(x->st, l->code, 0, INT64_MAX / 2, dim_row, dims);
+        for (int d = 0; d < DIM__COUNT; d++)
+            if (!json_object_size(json_object_get(dims, dim_names[d])))
+                json_object_del(dims, dim_names[d]);
+    }
     if (rc == ERR_OK && x->format == EXPORT_JSON) {
         char created[RFC3339_MAX], expires[RFC3339_MAX];
         rfc3339_format(l->created_at, created);
@@ -238,9 +281,12 @@ static int export_link(const struct link *l, void *arg)
             json_object_set_new(o, "permanent", json_boolean(l->permanent));
             json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
             json_object_set_new(o, "max_clicks", json_integer(l->max_clicks));
+            json_object_set_new(o, "dimensions", dims);
         } else {
             json_decref(tags);
+            json_decref(dims);
         }
+        dims = NULL;
         c->days = NULL;
         buf_release(&su);
         if (o) {
@@ -250,6 +296,7 @@ static int export_link(const struct link *l, void *arg)
         }
     }
     json_decref(c->days);
+    json_decref(dims);
     x->started = true;
     x->links++;
     x->last_created = l->created_at;

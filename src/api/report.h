@@ -17,6 +17,11 @@
 /* The stats object of link 'l' for days [from, to] (days since the epoch). */
 int report_stats(struct store *st, const struct link *l, int64_t from, int64_t to, json_t **out);
 
+/* Every link of 'owner' (-1: all) together over days [from, to]: the
+ * days, their sums and every dimension, shaped as the stats object
+ * without the per-link fields. */
+int report_service(struct store *st, int64_t owner, int64_t from, int64_t to, json_t **out);
+
 struct export;
 enum export_format { EXPORT_JSON, EXPORT_CSV };
 

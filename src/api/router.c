@@ -13,6 +13,8 @@
 
 #include <ctype.h>
 #include <llhttp.h>
+#include <sodium.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/app.h"
@@ -22,9 +24,11 @@
 #include "base/err.h"
 #include "api/handlers.h"
 #include "links/links.h"
+#include "links/users.h"
 #include "http/ratelimit.h"
 #include "http/server.h"
 #include "store/storeq.h"
+#include "store/writer.h"
 #include "base/timeutil.h"
 #include "base/banned.h"
 
@@ -42,73 +46,79 @@ static const struct route routes[] = {
     {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
     {"GET",    "/readyz",                        handle_readyz,          0},
     {"GET",    "/metrics",                       handle_metrics,         ROUTE_LOOP},
-    {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_JSON | ROUTE_CREATE},
-    {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_JSON | ROUTE_CREATE},
-    {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH},
-    {"GET",    "/api/links/top",                 handle_link_top,        ROUTE_AUTH},
-    {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH},
-    {"GET",    "/api/links/:code/stats",         handle_link_stats,      ROUTE_AUTH},
-    {"GET",    "/api/links/:code/qr",            handle_link_qr,         ROUTE_AUTH},
-    {"GET",    "/api/stats",                     handle_stats,           ROUTE_AUTH},
-    {"GET",    "/api/export",                    handle_export,          ROUTE_AUTH},
-    {"DELETE", "/api/links/:code",               handle_link_delete,     ROUTE_AUTH},
-    {"PATCH",  "/api/links/:code",               handle_link_patch,      ROUTE_AUTH | ROUTE_JSON},
-    {"GET",    "/api/links/:code/history",       handle_link_history,    ROUTE_AUTH},
-    {"POST",   "/api/domains",                   handle_domain_add,      ROUTE_AUTH | ROUTE_JSON},
-    {"GET",    "/api/domains",                   handle_domain_list,     ROUTE_AUTH},
-    {"DELETE", "/api/domains/:host",             handle_domain_delete,   ROUTE_AUTH},
-    {"PATCH",  "/api/domains/:host",             handle_domain_patch,    ROUTE_AUTH | ROUTE_JSON},
+    {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON | ROUTE_CREATE},
+    {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON | ROUTE_CREATE},
+    {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH | ROUTE_READ},
+    {"GET",    "/api/links/top",                 handle_link_top,        ROUTE_AUTH | ROUTE_STATS},
+    {"GET",    "/api/links/:code",               handle_link_get,        ROUTE_AUTH | ROUTE_READ},
+    {"GET",    "/api/links/:code/stats",         handle_link_stats,      ROUTE_AUTH | ROUTE_STATS},
+    {"GET",    "/api/links/:code/qr",            handle_link_qr,         ROUTE_AUTH | ROUTE_READ},
+    {"GET",    "/api/stats",                     handle_stats,           ROUTE_AUTH | ROUTE_STATS},
+    {"GET",    "/api/export",                    handle_export,          ROUTE_AUTH | ROUTE_READ},
+    {"DELETE", "/api/links/:code",               handle_link_delete,     ROUTE_AUTH | ROUTE_WRITE},
+    {"PATCH",  "/api/links/:code",               handle_link_patch,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"GET",    "/api/links/:code/history",       handle_link_history,    ROUTE_AUTH | ROUTE_READ},
+    {"POST",   "/api/domains",                   handle_domain_add,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"POST",   "/api/keys",                      handle_key_create,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"GET",    "/api/keys",                      handle_key_list,        ROUTE_AUTH | ROUTE_READ},
+    {"DELETE", "/api/keys/:id",                  handle_key_delete,      ROUTE_AUTH | ROUTE_WRITE},
+    {"GET",    "/api/domains",                   handle_domain_list,     ROUTE_AUTH | ROUTE_READ},
+    {"DELETE", "/api/domains/:host",             handle_domain_delete,   ROUTE_AUTH | ROUTE_WRITE},
+    {"PATCH",  "/api/domains/:host",             handle_domain_patch,    ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
     {"POST",   "/api/links/:code/disable",       handle_link_disable,    ROUTE_ADMIN},
     {"POST",   "/api/links/:code/enable",        handle_link_enable,     ROUTE_ADMIN},
     {"GET",    "/api/admin/blocklist",           handle_blocklist_list,  ROUTE_ADMIN},
     {"POST",   "/api/admin/blocklist",           handle_blocklist_add,   ROUTE_ADMIN | ROUTE_JSON},
     {"DELETE", "/api/admin/blocklist/:host",     handle_blocklist_delete, ROUTE_ADMIN},
     {"GET",    "/api/openapi.json",              handle_openapi,         ROUTE_LOOP},
+    {"POST",   "/api/session",                   handle_session_create,  ROUTE_SIGNIN | ROUTE_JSON},
+    {"GET",    "/api/session",                   handle_session_get,     ROUTE_AUTH},
+    {"DELETE", "/api/session",                   handle_session_delete,  ROUTE_AUTH | ROUTE_ANYROLE},
     /* compatible APIs: each answers in its own shape (struct api_dialect) */
-    {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
-    {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
+    {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
+    {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
     /* Kutt's API v2 (compat_kutt.c); DELETE .../stats is how the npm `kutt`
      * client asks for stats */
-    {"POST",   "/api/v2/links",                  handle_kutt_create,     ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &kutt_dialect},
-    {"GET",    "/api/v2/links",                  handle_kutt_list,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"PATCH",  "/api/v2/links/:id",              handle_kutt_patch,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"DELETE", "/api/v2/links/:id",              handle_kutt_delete,     ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"GET",    "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"DELETE", "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"GET",    "/api/v2/users",                  handle_kutt_user,       ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"POST",   "/api/v2/domains",                handle_kutt_domain_add, ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
-    {"DELETE", "/api/v2/domains/:id",            handle_kutt_domain_delete, ROUTE_AUTH | ROUTE_CORS, &kutt_dialect},
+    {"POST",   "/api/v2/links",                  handle_kutt_create,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_CREATE | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/links",                  handle_kutt_list,       ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &kutt_dialect},
+    {"PATCH",  "/api/v2/links/:id",              handle_kutt_patch,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/links/:id",              handle_kutt_delete,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/links/:id/stats",        handle_kutt_stats,      ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &kutt_dialect},
+    {"GET",    "/api/v2/users",                  handle_kutt_user,       ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &kutt_dialect},
+    {"POST",   "/api/v2/domains",                handle_kutt_domain_add, ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &kutt_dialect},
+    {"DELETE", "/api/v2/domains/:id",            handle_kutt_domain_delete, ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &kutt_dialect},
     {"GET",    "/api/v2/health",                 handle_kutt_health,     ROUTE_LOOP | ROUTE_CORS, &kutt_dialect},
     /* Bitly v4 (compat_bitly.c): a bitlink "host/code" is one percent-encoded
      * segment or two; the one-segment routes come first, so that
      * /v4/bitlinks/ENCODED/clicks is not read as host ENCODED, code "clicks". */
-    {"POST",  "/v4/shorten",                          handle_bitly_shorten,         ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
-    {"POST",  "/v4/bitlinks",                         handle_bitly_create,          ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
-    {"POST",  "/v4/expand",                           handle_bitly_expand,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink",                handle_bitly_get,             ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"PATCH", "/v4/bitlinks/:bitlink",                handle_bitly_patch,           ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink/clicks",         handle_bitly_clicks,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink/clicks/summary", handle_bitly_clicks_summary,  ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink/countries",      handle_bitly_countries,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:bitlink/referrers",      handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code",             handle_bitly_get,             ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"PATCH", "/v4/bitlinks/:host/:code",             handle_bitly_patch,           ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code/clicks",      handle_bitly_clicks,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code/clicks/summary", handle_bitly_clicks_summary, ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code/countries",   handle_bitly_countries,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/bitlinks/:host/:code/referrers",   handle_bitly_referrers,       ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/user",                             handle_bitly_user,            ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/groups",                           handle_bitly_groups,          ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
-    {"GET",   "/v4/groups/:group_guid/bitlinks",      handle_bitly_group_bitlinks,  ROUTE_AUTH | ROUTE_CORS, &bitly_dialect},
+    {"POST",  "/v4/shorten",                          handle_bitly_shorten,         ROUTE_AUTH | ROUTE_WRITE | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
+    {"POST",  "/v4/bitlinks",                         handle_bitly_create,          ROUTE_AUTH | ROUTE_WRITE | ROUTE_CREATE | ROUTE_CORS, &bitly_dialect},
+    {"POST",  "/v4/expand",                           handle_bitly_expand,          ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink",                handle_bitly_get,             ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"PATCH", "/v4/bitlinks/:bitlink",                handle_bitly_patch,           ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/clicks",         handle_bitly_clicks,          ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/clicks/summary", handle_bitly_clicks_summary,  ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/countries",      handle_bitly_countries,       ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:bitlink/referrers",      handle_bitly_referrers,       ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code",             handle_bitly_get,             ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"PATCH", "/v4/bitlinks/:host/:code",             handle_bitly_patch,           ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/clicks",      handle_bitly_clicks,          ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/clicks/summary", handle_bitly_clicks_summary, ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/countries",   handle_bitly_countries,       ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/bitlinks/:host/:code/referrers",   handle_bitly_referrers,       ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/user",                             handle_bitly_user,            ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/groups",                           handle_bitly_groups,          ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
+    {"GET",   "/v4/groups/:group_guid/bitlinks",      handle_bitly_group_bitlinks,  ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &bitly_dialect},
     /* Shlink REST v3 (compat_shlink.c): answers in Shlink's shapes */
-    {"POST",   "/rest/v3/short-urls",            handle_shlink_create,   ROUTE_AUTH | ROUTE_CREATE | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/short-urls",            handle_shlink_list,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/short-urls/:code",      handle_shlink_get,      ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"PATCH",  "/rest/v3/short-urls/:code",      handle_shlink_edit,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"DELETE", "/rest/v3/short-urls/:code",      handle_shlink_delete,   ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/short-urls/:code/visits", handle_shlink_visits, ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/visits",                handle_shlink_visits_summary, ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
-    {"GET",    "/rest/v3/tags",                  handle_shlink_tags,     ROUTE_AUTH | ROUTE_CORS, &shlink_dialect},
+    {"POST",   "/rest/v3/short-urls",            handle_shlink_create,   ROUTE_AUTH | ROUTE_WRITE | ROUTE_CREATE | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls",            handle_shlink_list,     ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls/:code",      handle_shlink_get,      ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &shlink_dialect},
+    {"PATCH",  "/rest/v3/short-urls/:code",      handle_shlink_edit,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &shlink_dialect},
+    {"DELETE", "/rest/v3/short-urls/:code",      handle_shlink_delete,   ROUTE_AUTH | ROUTE_WRITE | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/short-urls/:code/visits", handle_shlink_visits, ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/visits",                handle_shlink_visits_summary, ROUTE_AUTH | ROUTE_STATS | ROUTE_CORS, &shlink_dialect},
+    {"GET",    "/rest/v3/tags",                  handle_shlink_tags,     ROUTE_AUTH | ROUTE_READ | ROUTE_CORS, &shlink_dialect},
     {"GET",    "/rest/health",                   handle_shlink_health,   ROUTE_CORS, &shlink_dialect},
     {"GET",    "/rest/v3/health",                handle_shlink_health,   ROUTE_CORS, &shlink_dialect},
 };
@@ -274,6 +284,128 @@ static int rate_refuse(struct request *r, const struct rl_info *info)
     return refuse(r, 429, "rate_limited", msg);
 }
 
+/* The token of the session cookie; false when there is none. */
+static bool session_cookie(const struct request *r, struct slice *token)
+{
+    struct slice c = http_header(r, "cookie");
+    static const char name[] = "shortd_session=";
+    const size_t nn = sizeof(name) - 1;
+    for (size_t i = 0; c.p && i < c.n;) {
+        while (i < c.n && (c.p[i] == ' ' || c.p[i] == ';'))
+            i++;
+        size_t end = i;
+        while (end < c.n && c.p[end] != ';')
+            end++;
+        if (end - i > nn && memcmp(c.p + i, name, nn) == 0) {
+            *token = (struct slice){c.p + i + nn, end - i - nn};
+            return true;
+        }
+        i = end;
+    }
+    return false;
+}
+
+/* Where a request comes from, as a browser says: this site's own pages
+ * (Sec-Fetch-Site: same-origin, or an Origin of this host), another site,
+ * or unsaid (no such header: not a browser's page, or a very old one). */
+enum site { SITE_UNSAID, SITE_OWN, SITE_FOREIGN };
+
+static enum site site_of(const struct request *r)
+{
+    struct slice site = http_header(r, "sec-fetch-site");
+    if (site.p)
+        return slice_eq(site, "same-origin") ? SITE_OWN : SITE_FOREIGN;
+    struct slice o = http_header(r, "origin");
+    if (!o.p)
+        return SITE_UNSAID;
+    const char *const schemes[] = {"https://", "http://"};
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(schemes[i]);
+        if (o.n > n && strncasecmp(o.p, schemes[i], n) == 0)
+            return o.n - n == r->host.n && strncasecmp(o.p + n, r->host.p, r->host.n) == 0
+                       ? SITE_OWN
+                       : SITE_FOREIGN;
+    }
+    return SITE_FOREIGN;
+}
+
+struct touch_job {
+    struct wjob job;
+    uint8_t hash[32];
+    int64_t now;
+};
+
+static int touch_run(struct wjob *j, struct store *st)
+{
+    struct touch_job *t = (struct touch_job *)j;
+    int rc = st->ops->session_touch(st, t->hash, t->now);
+    return rc == ERR_NOTFOUND ? ERR_OK : rc; /* signed out meanwhile */
+}
+
+static void touch_done(struct wjob *j) { free(j); }
+
+/* A session's request, on a store thread: the session and its user, then a
+ * write's CSRF token and origin, then a viewer's write refused. The session
+ * is marked used through the writer, not waited for. */
+static int authenticate_session(struct request *r, struct slice token, bool *refused)
+{
+    struct app *app = r->app;
+    uint8_t key[32];
+    links_session_key(app->links, key);
+    struct user u;
+    bool touch = false;
+    int64_t now = now_ms();
+    int rc =
+        users_session_check(app->store, key, token, now, app->cfg.session_idle * 1000, &u, &touch);
+    int status = 0;
+    bool write = r->method != HTTP_GET && r->method != HTTP_HEAD;
+    /* A session nobody can guess that ended is no attempt to guess one: the
+     * `auth` limit does not count it, so a page left open is not locked out. */
+    *refused = false;
+    if (rc == ERR_NOTFOUND)
+        status = http_error(r, 401, "session_ended", NULL, "the session has ended: sign in again");
+    else if (rc != ERR_OK)
+        status = http_unavailable(r, NULL);
+    else if (write && site_of(r) != SITE_OWN)
+        status = http_error(r, 403, "csrf", NULL,
+                            "a signed-in write must come from this site's own pages");
+    else if (write && !users_csrf_ok(key, token, http_header(r, "x-csrf-token")))
+        status = http_error(r, 403, "csrf", "X-CSRF-Token",
+                            "send the session's csrf_token (GET /api/session) in X-CSRF-Token");
+    else if (write && u.role == USER_VIEWER && !(r->route->flags & ROUTE_ANYROLE))
+        status = http_error(r, 403, "forbidden", NULL, "a viewer may read, not change");
+    if (status == 0) {
+        r->user_id = u.id;
+        r->user_role = u.role;
+        memcpy(r->user_name, u.name, sizeof(r->user_name));
+        r->session = token;
+        memset(&r->key, 0, sizeof(r->key));
+        r->key.id = u.key_id;
+        r->key.admin = u.role == USER_ADMIN;
+        /* A session may do all its user's role allows (links_key_cap). */
+        r->key.scopes = KEY_SCOPES_ALL;
+        r->key.role = KEY_ROLE(u.role);
+        r->key.user_id = u.id;
+        r->key.owner = u.key_id;
+        r->key.created_at = u.created_at;
+        snprintf(r->key.name, sizeof(r->key.name), "user:%s", u.name);
+    }
+    if (status == 0 && touch) {
+        struct touch_job *t = calloc(1, sizeof(*t));
+        if (!t)
+            abort();
+        users_session_hash(key, token, t->hash);
+        t->now = now;
+        t->job.run = touch_run;
+        t->job.done = touch_done;
+        t->job.single_write = true;
+        writer_submit(app->writer, &t->job);
+    }
+    sodium_memzero(key, sizeof(key));
+    sodium_memzero(&u, sizeof(u));
+    return status;
+}
+
 /* On a store thread: a key this node does not hold is read from the store.
  * *refused is set when the key is missing or wrong (the `auth` limit
  * counts those), whatever status the route's API gives that. */
@@ -283,11 +415,14 @@ static int authenticate(struct request *r, bool *refused)
     char buf[KEY_TOKEN_LEN + 1];
     struct slice token;
     *refused = false;
+    r->user_id = 0;
     int rc;
     if (route_token(r, buf, sizeof(buf), &token)) {
         rc = links_authenticate_cached(r->app->links, token, &r->key);
         if (rc == ERR_AGAIN) /* not known here yet */
             rc = links_authenticate(r->app->links, token, &r->key);
+    } else if (!d && session_cookie(r, &token)) {
+        return authenticate_session(r, token, refused);
     } else {
         rc = d && d->prove ? d->prove(r, &r->key) : ERR_INVALID;
     }
@@ -327,12 +462,12 @@ static size_t addr_key(const struct request *r, char *out, size_t cap)
 /* Authentication under the `auth` limit: a client over it is turned away
  * before its key is looked at (so a guess past the limit proves nothing), and
  * every 401 counts against its address. */
-static int authenticate_limited(struct request *r)
+static int limited(struct request *r, int (*check)(struct request *r, bool *refused))
 {
     struct ratelimit *rl = r->app->ratelimit;
     bool refused;
     if (!ratelimit_enabled(rl, RL_AUTH))
-        return authenticate(r, &refused);
+        return check(r, &refused);
     char key[64];
     size_t kn = addr_key(r, key, sizeof(key));
     int64_t now = now_ms();
@@ -340,7 +475,7 @@ static int authenticate_limited(struct request *r)
     if (!ratelimit_peek(rl, RL_AUTH, key, kn, now, &info))
         return rate_refuse(r, &info);
     size_t before = r->resp_headers.len;
-    int status = authenticate(r, &refused);
+    int status = check(r, &refused);
     if (!refused)
         return status;
     if (!ratelimit_take(rl, RL_AUTH, key, kn, now, &info)) {
@@ -348,6 +483,25 @@ static int authenticate_limited(struct request *r)
         return rate_refuse(r, &info);
     }
     ratelimit_headers(r, &info);
+    return status;
+}
+
+static int authenticate_limited(struct request *r) { return limited(r, authenticate); }
+
+static int parse_json(struct request *r);
+
+/* A sign-in (ROUTE_SIGNIN): its handler's 401 is a refused attempt.
+ * Another site's page may not sign a browser in (to an account of the
+ * attacker's choosing); a script, which says no site, may. */
+static int sign_in(struct request *r, bool *refused)
+{
+    *refused = false;
+    if (site_of(r) == SITE_FOREIGN)
+        return http_error(r, 403, "csrf", NULL, "a sign-in must come from this site's own pages");
+    int status = parse_json(r);
+    if (!status)
+        status = r->route->handler(r);
+    *refused = status == 401;
     return status;
 }
 
@@ -394,23 +548,72 @@ static int parse_json(struct request *r)
 }
 
 
+/* The scope the route needs (KEY_SCOPE_*), or 0. */
+static unsigned route_scope(const struct route *rt)
+{
+    if (rt->flags & ROUTE_ADMIN)
+        return KEY_SCOPE_ADMIN;
+    if (rt->flags & ROUTE_WRITE)
+        return KEY_SCOPE_LINKS_WRITE;
+    if (rt->flags & ROUTE_STATS)
+        return KEY_SCOPE_STATS_READ;
+    return rt->flags & ROUTE_READ ? KEY_SCOPE_LINKS_READ : 0;
+}
+
+static int scope_refuse(struct request *r, unsigned scope)
+{
+    char msg[96];
+    snprintf(msg, sizeof(msg), "this API key lacks the '%s' scope", links_scope_name(scope));
+    return refuse(r, 403, "forbidden", msg);
+}
+
+/* The one place where what a valid key may do is decided: its rights
+ * (links_key_rights: its scopes within its user's role) replace its scopes
+ * in r->key, and r->key.admin says whether they hold admin: an admin key
+ * without the admin scope acts as any other key (its owner's links only:
+ * owner.h). Then the route's scope is checked. 0, or the 403 written into r. */
+static int check_rights(struct request *r)
+{
+    bool admin_key = links_key_cap(&r->key) & KEY_SCOPE_ADMIN;
+    r->key.scopes = links_key_rights(&r->key);
+    r->key.admin = r->key.scopes & KEY_SCOPE_ADMIN;
+    /* A key not read from the store acts on its own links; so does a key
+     * limited to a domain, even a user's: every link it sees is one it made,
+     * on its domain, never the user's links on other domains. */
+    if (!r->key.owner || r->key.domain[0])
+        r->key.owner = r->key.id;
+    if ((r->route->flags & ROUTE_ADMIN) && !admin_key)
+        return refuse(r, 403, "forbidden", "this needs an admin API key");
+    unsigned need = route_scope(r->route);
+    return need & ~r->key.scopes ? scope_refuse(r, need) : 0;
+}
+
+int router_need_scope(struct request *r, unsigned scope)
+{
+    return scope & ~r->key.scopes ? scope_refuse(r, scope) : 0;
+}
+
 /* A matched route's flags, then its handler: on a store thread unless the
  * route is ROUTE_LOOP. */
 static int run_route(struct request *r)
 {
     const struct route *rt = r->route;
     int status;
+    if (rt->flags & ROUTE_SIGNIN)
+        return limited(r, sign_in);
     if (rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) {
         status = r->authed ? 0 : authenticate_limited(r);
         r->authed = false;
         if (status)
             return status;
+        links_key_used(r->app->links, r->key.id);
         status = limit_authenticated(r);
         if (status)
             return status;
+        status = check_rights(r);
+        if (status)
+            return status;
     }
-    if ((rt->flags & ROUTE_ADMIN) && !r->key.admin)
-        return refuse(r, 403, "forbidden", "this needs an admin API key");
     if (rt->flags & ROUTE_JSON) {
         status = parse_json(r);
         if (status)
@@ -421,12 +624,13 @@ static int run_route(struct request *r)
 
 static int gate_post(struct request *r) { return handle_gate_post(r, r->code); }
 
-/* A precheck's key is good: 403 for an admin route without an admin key,
+/* A precheck's key is good: 403 for a route it may not use (check_rights),
  * else 0 and the request is authenticated. */
 static int prechecked(struct request *r)
 {
-    if ((r->route->flags & ROUTE_ADMIN) && !r->key.admin)
-        return refuse(r, 403, "forbidden", "this needs an admin API key");
+    int status = check_rights(r);
+    if (status)
+        return status;
     r->authed = true;
     return 0;
 }

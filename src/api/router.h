@@ -22,15 +22,30 @@
 
 #include "http/http.h"
 
-#define ROUTE_AUTH (1u << 0)   /* needs a valid API key */
-#define ROUTE_ADMIN (1u << 1)  /* admin key only (implies ROUTE_AUTH) */
-#define ROUTE_JSON (1u << 2)   /* body must be a JSON object; parsed into r->json */
-#define ROUTE_LOOP (1u << 3)   /* needs no store: answered on the event loop */
-#define ROUTE_CREATE (1u << 4) /* creates links: the `create` rate limits count it, not `read` */
+#define ROUTE_AUTH (1u << 0)    /* needs a valid API key */
+#define ROUTE_ADMIN (1u << 1)   /* admin key only (implies ROUTE_AUTH) */
+#define ROUTE_JSON (1u << 2)    /* body must be a JSON object; parsed into r->json */
+#define ROUTE_LOOP (1u << 3)    /* needs no store: answered on the event loop */
+#define ROUTE_CREATE (1u << 4)  /* creates links: the `create` rate limits count it, not `read` */
+#define ROUTE_SIGNIN (1u << 6)  /* its 401 is a failed sign-in: the `auth` limit counts it */
+#define ROUTE_ANYROLE (1u << 7) /* a viewer's session may write it too (signing out) */
 #define ROUTE_INDEX (1u << 11) /* crawlers may index it: no X-Robots-Tag */
 #define ROUTE_CORS                                                                                 \
     (1u << 5) /* other sites' pages may call it (cors-origins, cors.h); every
                                  * route under /api/ is, flagged or not */
+/* The scope a ROUTE_AUTH route needs of its key (store_keys.h's KEY_SCOPE_*),
+ * one of these; a ROUTE_ADMIN route needs the admin scope. A key without it
+ * is refused 403, in the route's API's shape. */
+#define ROUTE_READ (1u << 8)   /* links:read: reads links */
+#define ROUTE_WRITE (1u << 9)  /* links:write: creates, edits, deletes links */
+#define ROUTE_STATS (1u << 10) /* stats:read: reads analytics */
+
+/* Authentication: an API key (Authorization: Bearer), or on shortd's own
+ * routes a dashboard session (users.h): its cookie, and on every write
+ * (not GET or HEAD) its CSRF token in X-CSRF-Token and a request from the
+ * site's own pages (Sec-Fetch-Site: same-origin, or an Origin of this
+ * host); else 403 "csrf". A session acts as its user's key row (an admin
+ * user's is an admin key); a viewer's writes are refused 403. */
 
 /* A compatible API's ways (YOURLS's, Kutt's...): where a request carries
  * its key and how an error is written. The router authenticates a route
@@ -93,6 +108,11 @@ extern const struct server_dispatch router_entry;
  * router_heavy_leave(app, key_id) when the read ends. Any thread. */
 int router_heavy_enter(struct request *r);
 void router_heavy_leave(struct app *app, int64_t key_id);
+
+/* For a route whose needs depend on its input (YOURLS's one route of
+ * many actions): 0 when the request's key has 'scope' (KEY_SCOPE_*), else
+ * the 403 written into r in the route's API's shape. */
+int router_need_scope(struct request *r, unsigned scope);
 
 /* NULL-terminated reserved words: first path segments of the routes and a
  * few names kept for later (lower case). */

@@ -1,5 +1,5 @@
 /* cli.c - the subcommand table of `shortd` and the commands that work on a
- * store directly (keys, links, backup). Commands that change links bump the
+ * store directly (keys, users, links, backup). Commands that change links bump the
  * store's change generation so a running server drops its cache within a
  * second; revoking a key on SQLite does too, and the server then forgets the
  * keys it knew. Only this file and main.c may exit the process. */
@@ -10,7 +10,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "app/app.h"
@@ -18,6 +20,8 @@
 #include "app/doctor.h"
 #include "base/err.h"
 #include "links/links.h"
+#include "links/pwhash.h"
+#include "links/users.h"
 #include "base/log.h"
 #include "store/migrate_store.h"
 #include "redirect/rcache.h"
@@ -62,6 +66,10 @@ static int cmd_key_create(struct opts *o);
 static int cmd_key_list(struct opts *o);
 static int cmd_key_revoke(struct opts *o);
 static int cmd_key_yourls_token(struct opts *o);
+static int cmd_user_create(struct opts *o);
+static int cmd_user_list(struct opts *o);
+static int cmd_user_set_password(struct opts *o);
+static int cmd_user_disable(struct opts *o);
 static int cmd_link_create(struct opts *o);
 static int cmd_link_list(struct opts *o);
 static int cmd_link_delete(struct opts *o);
@@ -93,11 +101,15 @@ static const struct command commands[] = {
      "  the log says). On the first start of an empty database, creates an admin API key\n"
      "  and prints it once on a terminal; when stdout is not one, writes it to DB.admin-key\n"
      "  (mode 0600) and logs that path."},
-    {"key create", cmd_key_create, "admin", STORE_OPTS " name", 0,
-     "shortd key create --db PATH --name NAME [--admin]\n"
-     "  Creates an API key and prints it once, as the last word of the output."},
+    {"key create", cmd_key_create, "admin", STORE_OPTS " name scopes domain", 0,
+     "shortd key create --db PATH --name NAME [--admin] [--scopes LIST] [--domain HOST]\n"
+     "  Creates an API key and prints it once, as the last word of the output. --scopes\n"
+     "  limits it to a comma-separated list of links:read, links:write, stats:read, admin\n"
+     "  (default: all of them; admin only with --admin); --domain to links on one custom\n"
+     "  domain."},
     {"key list", cmd_key_list, "", STORE_OPTS, 0,
-     "shortd key list --db PATH\n  Lists API keys (never the keys themselves)."},
+     "shortd key list --db PATH\n"
+     "  Lists API keys (never the keys themselves): their scopes, domain and last use."},
     {"key revoke", cmd_key_revoke, "", STORE_OPTS, 1,
      "shortd key revoke --db PATH ID\n"
      "  Revokes an API key: running servers refuse it within a few milliseconds over the\n"
@@ -106,6 +118,20 @@ static const struct command commands[] = {
      "shortd key yourls-token --db PATH ID\n"
      "  Prints the YOURLS signature token of a valid API key (its signature, or with a\n"
      "  timestamp md5(TIMESTAMP . TOKEN)): derived from the key, it dies when it is revoked."},
+    {"user create", cmd_user_create, "", STORE_OPTS " role", 1,
+     "shortd user create --db PATH NAME [--role admin|member|viewer]\n"
+     "  Creates a user who signs in to the dashboard (role default: member). The password\n"
+     "  is read twice from the terminal, or once from stdin when it is not one (never an\n"
+     "  argument): 8 to 128 bytes. NAME is 1 to 64 of a-z 0-9 . _ - @. An admin sees and\n"
+     "  changes everything, a member their own links, a viewer reads only."},
+    {"user list", cmd_user_list, "", STORE_OPTS, 0,
+     "shortd user list --db PATH\n  Lists users and their roles (never their passwords)."},
+    {"user set-password", cmd_user_set_password, "", STORE_OPTS, 1,
+     "shortd user set-password --db PATH NAME\n"
+     "  Sets a user's password, read as for 'user create', and signs them out everywhere."},
+    {"user disable", cmd_user_disable, "", STORE_OPTS, 1,
+     "shortd user disable --db PATH NAME\n"
+     "  Stops a user signing in and ends their sessions on every node; their links stay."},
     {"link create", cmd_link_create, "permanent", STORE_OPTS " url alias ttl title owner base-url",
      0,
      "shortd link create --db PATH --url URL [--alias ALIAS] [--ttl SECONDS] [--title TEXT]\n"
@@ -495,18 +521,12 @@ static int open_links(const struct opts *o, bool create, struct store **st, stru
 /* Tells a running server that links (or keys) changed under it. */
 static void bump_generation(struct store *st)
 {
-    struct buf v = BUF_INIT;
-    int64_t g = 0;
-    if (st->ops->meta_get(st, "generation", &v) == ERR_OK && v.len == sizeof(g))
-        memcpy(&g, v.p, sizeof(g));
-    g++;
     if (st->ops->begin(st) == ERR_OK) {
-        if (st->ops->meta_put(st, "generation", &g, sizeof(g)) == ERR_OK)
+        if (store_generation_bump(st) == ERR_OK)
             st->ops->commit(st);
         else
             st->ops->rollback(st);
     }
-    buf_release(&v);
 }
 
 static int cmd_key_create(struct opts *o)
@@ -516,14 +536,43 @@ static int cmd_key_create(struct opts *o)
         return fail("'key create' needs --name NAME");
     if (strlen(name) > 100)
         return fail("--name must be at most 100 bytes");
+    bool admin = opt(o, "admin") != NULL;
+    struct apikey spec = {.admin = admin, .scopes = KEY_SCOPES_ALL};
+    snprintf(spec.name, sizeof(spec.name), "%s", name);
+    const char *scopes = opt(o, "scopes");
+    if (scopes) {
+        spec.scopes = 0;
+        for (const char *p = scopes; *p;) {
+            size_t n = strcspn(p, ",");
+            unsigned bit;
+            if (links_scope_parse((struct slice){p, n}, &bit) != ERR_OK)
+                return fail("--scopes: '%.*s' is not one of links:read, links:write, stats:read, "
+                            "admin",
+                            (int)n, p);
+            spec.scopes |= bit;
+            p += n + (p[n] == ',');
+        }
+        if (!spec.scopes)
+            return fail("--scopes needs at least one scope");
+        if ((spec.scopes & KEY_SCOPE_ADMIN) && !admin)
+            return fail("--scopes: the admin scope needs --admin");
+    } else if (!admin) {
+        spec.scopes &= ~KEY_SCOPE_ADMIN;
+    }
+    const char *domain = opt(o, "domain");
+    if (domain) {
+        const char *why = NULL;
+        if (links_domain_check(domain, strlen(domain), &why) != ERR_OK)
+            return fail("--domain: '%s' %s", domain, why);
+        snprintf(spec.domain, sizeof(spec.domain), "%s", domain);
+    }
     struct store *st;
     struct links *l;
     if (open_links(o, false, &st, &l))
         return 1;
     char token[KEY_TOKEN_LEN + 1];
     int64_t id = 0;
-    bool admin = opt(o, "admin") != NULL;
-    int rc = links_key_create(l, st, name, admin, token, &id);
+    int rc = links_key_make(l, st, &spec, token, &id);
     if (rc == ERR_OK)
         printf("created %s key %lld '%s' (shown once, keep it): %s\n", admin ? "admin" : "user",
                (long long)id, name, token);
@@ -535,12 +584,23 @@ static int cmd_key_create(struct opts *o)
 static int print_key(const struct apikey *k, void *arg)
 {
     (void)arg;
-    char created[RFC3339_MAX], revoked[RFC3339_MAX] = "-";
+    char created[RFC3339_MAX], revoked[RFC3339_MAX] = "-", used[RFC3339_MAX] = "-";
     rfc3339_format(k->created_at, created);
     if (k->revoked_at)
         rfc3339_format(k->revoked_at, revoked);
-    printf("%-6lld %-24s %-6s %-8s %-24s %s\n", (long long)k->id, k->name,
-           k->admin ? "admin" : "user", k->revoked_at ? "revoked" : "valid", created,
+    if (k->last_used_at)
+        rfc3339_format(k->last_used_at, used);
+    char scopes[64] = "";
+    unsigned rights = links_key_rights(k);
+    for (unsigned bit = 1; bit <= KEY_SCOPE_ADMIN; bit <<= 1)
+        if (rights & bit) {
+            size_t n = strlen(scopes);
+            snprintf(scopes + n, sizeof(scopes) - n, "%s%s", n ? "," : "", links_scope_name(bit));
+        }
+    /* REVOKED_AT stays the last column: scripts read it there. */
+    printf("%-6lld %-24s %-6s %-8s %-40s %-24s %-24s %-24s %s\n", (long long)k->id, k->name,
+           k->admin ? "admin" : "user", k->revoked_at ? "revoked" : "valid",
+           scopes[0] ? scopes : "-", k->domain[0] ? k->domain : "-", used, created,
            k->revoked_at ? revoked : "-");
     return 0;
 }
@@ -550,8 +610,8 @@ static int cmd_key_list(struct opts *o)
     struct store *st;
     if (open_store(o, false, &st))
         return 1;
-    printf("%-6s %-24s %-6s %-8s %-24s %s\n", "ID", "NAME", "ROLE", "STATE", "CREATED",
-           "REVOKED_AT");
+    printf("%-6s %-24s %-6s %-8s %-40s %-24s %-24s %-24s %s\n", "ID", "NAME", "ROLE", "STATE",
+           "SCOPES", "DOMAIN", "LAST_USED", "CREATED", "REVOKED_AT");
     int rc = st->ops->key_list(st, print_key, NULL);
     st->ops->close(st);
     return rc == ERR_OK ? 0 : fail("cannot list keys");
@@ -584,6 +644,223 @@ static int cmd_key_revoke(struct opts *o)
     if (rc != ERR_OK)
         return fail("cannot revoke the key: %s", err_str(rc));
     printf("revoked key %lld\n", id);
+    return 0;
+}
+
+/* ---- users ---- */
+
+/* Set while the terminal's echo is off, so that an interrupt turns it back
+ * on before the process ends. */
+static struct termios saved_tty;
+static volatile sig_atomic_t tty_saved;
+
+static void restore_tty_and_die(int sig)
+{
+    if (tty_saved)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tty);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* One line of stdin into pw[0..cap) without its line end; false when there
+ * is none or it is longer than cap - 1 bytes (then *n is cap). */
+static bool read_line(char *pw, size_t cap, size_t *n)
+{
+    *n = 0;
+    int c;
+    while ((c = getchar()) != EOF && c != '\n') {
+        if (*n + 1 >= cap) {
+            *n = cap;
+            while ((c = getchar()) != EOF && c != '\n')
+                ;
+            return true;
+        }
+        pw[(*n)++] = (char)c;
+    }
+    if (*n && pw[*n - 1] == '\r')
+        (*n)--;
+    pw[*n] = '\0';
+    return c != EOF || *n > 0;
+}
+
+/* A prompt on stderr, then a line read with the terminal's echo off. The
+ * libc has no current function for this (getpass(3) is obsolete and has a
+ * 128-byte line), and a line of termios is all it takes. */
+static bool read_hidden(const char *prompt, char *pw, size_t cap, size_t *n)
+{
+    struct termios t;
+    bool hidden = tcgetattr(STDIN_FILENO, &t) == 0;
+    if (hidden) {
+        saved_tty = t;
+        tty_saved = 1;
+        signal(SIGINT, restore_tty_and_die);
+        signal(SIGTERM, restore_tty_and_die);
+        t.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &t);
+    }
+    /* Only now: what is typed after the prompt is never echoed. */
+    fputs(prompt, stderr);
+    fflush(stderr);
+    bool ok = read_line(pw, cap, n);
+    if (hidden) {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tty);
+        tty_saved = 0;
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+    }
+    fputc('\n', stderr);
+    return ok;
+}
+
+/* A new password for 'name': typed twice on a terminal, else the first line
+ * of stdin. Returns 0, or the exit status after saying what was wrong. */
+static int read_password(const char *name, char pw[PWHASH_PW_MAX + 2], size_t *n)
+{
+    const size_t cap = PWHASH_PW_MAX + 2;
+    if (!isatty(STDIN_FILENO)) {
+        if (!read_line(pw, cap, n))
+            return fail("no password on stdin: give it as the first line");
+    } else {
+        char prompt[128];
+        snprintf(prompt, sizeof(prompt), "password for '%s': ", name);
+        char again[PWHASH_PW_MAX + 2];
+        size_t n2 = 0;
+        bool ok = read_hidden(prompt, pw, cap, n) && read_hidden("again: ", again, cap, &n2);
+        bool same = ok && *n == n2 && sodium_memcmp(pw, again, n2) == 0;
+        sodium_memzero(again, sizeof(again));
+        if (!ok)
+            return fail("no password given");
+        if (!same)
+            return fail("the two passwords differ: nothing changed");
+    }
+    const char *why = "";
+    if (*n >= cap - 1 || users_password_valid(pw, *n, &why) != ERR_OK)
+        return fail("the password %s", *n >= cap - 1 ? "must be 8 to 128 bytes" : why);
+    return 0;
+}
+
+static int cmd_user_create(struct opts *o)
+{
+    const char *name = o->pos[0];
+    const char *why = "";
+    if (users_name_valid(name, &why) != ERR_OK)
+        return fail("user name '%s' %s", name, why);
+    enum user_role role = USER_MEMBER;
+    const char *r = opt(o, "role");
+    if (r && user_role_parse(r, &role) != ERR_OK)
+        return fail("--role must be admin, member or viewer, not '%s'", r);
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    struct user u;
+    int rc = st->ops->user_by_name(st, name, &u);
+    if (rc != ERR_NOTFOUND) {
+        st->ops->close(st);
+        return rc == ERR_OK ? fail("a user named '%s' exists already", name)
+                            : fail("cannot read users: %s", err_str(rc));
+    }
+    char pw[PWHASH_PW_MAX + 2];
+    size_t n = 0;
+    int status = read_password(name, pw, &n);
+    int64_t id = 0;
+    if (!status) {
+        rc = users_create(st, name, pw, n, role, now_ms(), &id, &why);
+        if (rc == ERR_OK)
+            printf("created %s user %lld '%s'\n", user_role_name(role), (long long)id, name);
+        else if (rc == ERR_EXISTS)
+            status = fail("a user named '%s' exists already", name);
+        else if (rc == ERR_INVALID)
+            status = fail("the password %s", why);
+        else
+            status = fail("cannot create the user: %s", err_str(rc));
+    }
+    sodium_memzero(pw, sizeof(pw));
+    st->ops->close(st);
+    return status;
+}
+
+static int print_user(const struct user *u, void *arg)
+{
+    (void)arg;
+    char created[RFC3339_MAX], disabled[RFC3339_MAX] = "-";
+    rfc3339_format(u->created_at, created);
+    if (u->disabled_at)
+        rfc3339_format(u->disabled_at, disabled);
+    printf("%-6lld %-24s %-7s %-9s %-24s %-24s %lld\n", (long long)u->id, u->name,
+           user_role_name(u->role), u->disabled_at ? "disabled" : "active", created, disabled,
+           (long long)u->key_id);
+    return 0;
+}
+
+static int cmd_user_list(struct opts *o)
+{
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    printf("%-6s %-24s %-7s %-9s %-24s %-24s %s\n", "ID", "NAME", "ROLE", "STATE", "CREATED",
+           "DISABLED_AT", "OWNER_KEY");
+    int rc = st->ops->user_list(st, print_user, NULL);
+    st->ops->close(st);
+    return rc == ERR_OK ? 0 : fail("cannot list users: %s", err_str(rc));
+}
+
+static int cmd_user_set_password(struct opts *o)
+{
+    const char *name = o->pos[0];
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    struct user u;
+    int rc = st->ops->user_by_name(st, name, &u);
+    if (rc != ERR_OK) {
+        st->ops->close(st);
+        return rc == ERR_NOTFOUND ? fail("no user named '%s' (see 'shortd user list')", name)
+                                  : fail("cannot read users: %s", err_str(rc));
+    }
+    char pw[PWHASH_PW_MAX + 2];
+    size_t n = 0;
+    const char *why = "";
+    int status = read_password(name, pw, &n);
+    if (!status) {
+        rc = users_set_password(st, name, pw, n, &why);
+        if (rc == ERR_OK)
+            printf("set the password of user '%s'; their sessions ended\n", name);
+        else if (rc == ERR_NOTFOUND)
+            status = fail("no user named '%s' (see 'shortd user list')", name);
+        else if (rc == ERR_INVALID)
+            status = fail("the password %s", why);
+        else
+            status = fail("cannot set the password: %s", err_str(rc));
+    }
+    sodium_memzero(pw, sizeof(pw));
+    st->ops->close(st);
+    return status;
+}
+
+static int cmd_user_disable(struct opts *o)
+{
+    const char *name = o->pos[0];
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    struct user u;
+    int rc = st->ops->user_by_name(st, name, &u);
+    if (rc == ERR_OK && u.disabled_at)
+        rc = ERR_EXISTS;
+    if (rc == ERR_OK)
+        rc = users_disable(st, name, now_ms());
+    /* Their API keys are refused at once: on PostgreSQL user_disable told
+     * every node over the bus; a server on a SQLite file reads the generation. */
+    if (rc == ERR_OK && !store_is_shared(store_url(o)))
+        bump_generation(st);
+    st->ops->close(st);
+    if (rc == ERR_NOTFOUND)
+        return fail("no user named '%s' (see 'shortd user list')", name);
+    if (rc == ERR_EXISTS)
+        return fail("user '%s' is disabled already", name);
+    if (rc != ERR_OK)
+        return fail("cannot disable the user: %s", err_str(rc));
+    printf("disabled user '%s'; their sessions ended\n", name);
     return 0;
 }
 

@@ -50,6 +50,8 @@ struct config {
     int64_t pass_query;   /* bool: append the request's query to the destination */
     int64_t permanent_max_age;
     int64_t idempotency_ttl;         /* seconds */
+    int64_t session_idle;            /* seconds a dashboard session lasts unused */
+    int64_t session_max;             /* seconds a dashboard session lasts at most */
     int64_t click_flush_ms;          /* counters to the store */
     int64_t journal_sync_ms;         /* clicks to the journal (the crash-loss window) */
     int64_t background_nice;         /* of the fold and writer threads (coop.h) */

@@ -58,12 +58,15 @@
 struct sweep_job {
     struct wjob job;
     int64_t before, idem_before, prune_before_day;
+    int64_t now, idle_before; /* sessions over at now, or unused since idle_before */
     int limit;
     int swept, pruned;
+    int64_t sessions;
 };
 
 /* Expired links' data, old idempotency keys, per-day analytics past the
- * retention: each in bounded batches, so a sweep never holds the writer long. */
+ * retention, ended sessions: each in bounded batches (sessions are few),
+ * so a sweep never holds the writer long. */
 static int sweep_run(struct wjob *j, struct store *st)
 {
     struct sweep_job *s = (struct sweep_job *)j;
@@ -72,6 +75,8 @@ static int sweep_run(struct wjob *j, struct store *st)
         rc = st->ops->idem_sweep(st, s->idem_before);
     if (rc == ERR_OK)
         rc = st->ops->prune_days(st, s->prune_before_day, s->limit, &s->pruned);
+    if (rc == ERR_OK)
+        rc = st->ops->session_sweep(st, s->now, s->idle_before, &s->sessions);
     return rc;
 }
 
@@ -94,9 +99,56 @@ static void sweep(struct app *app, int64_t now)
     s->job.done = sweep_done;
     s->before = now - app->cfg.sweep_grace * 1000;
     s->idem_before = now - app->cfg.idempotency_ttl * 1000;
+    s->now = now;
+    s->idle_before = now - app->cfg.session_idle * 1000;
     s->limit = (int)app->cfg.sweep_batch;
     s->prune_before_day = day_number(now) - app->cfg.retention_days;
     writer_submit(app->writer, &s->job);
+}
+
+/* API keys' last uses (links_key_uses), written in one batch by the writer:
+ * at most one write a minute per key, none on any request's path. */
+#define TOUCH_BATCH 256
+struct touch_job {
+    struct wjob job;
+    size_t n;
+    int64_t ids[TOUCH_BATCH], ats[TOUCH_BATCH];
+};
+
+static int touch_run(struct wjob *j, struct store *st)
+{
+    struct touch_job *t = (struct touch_job *)j;
+    int rc = ERR_OK;
+    for (size_t i = 0; i < t->n && rc == ERR_OK; i++)
+        rc = st->ops->key_touch(st, t->ids[i], t->ats[i]);
+    return rc;
+}
+
+static void touch_done(struct wjob *j)
+{
+    if (j->rc != ERR_OK)
+        log_at(LOG_WARN, "cannot note when API keys were last used: %s", err_str(j->rc));
+    free(j);
+}
+
+static void touch_keys(struct app *app)
+{
+    for (;;) {
+        struct touch_job *t = calloc(1, sizeof(*t));
+        if (!t)
+            abort();
+        t->n = links_key_uses(app->links, t->ids, t->ats, TOUCH_BATCH);
+        if (!t->n) {
+            free(t);
+            return;
+        }
+        size_t n = t->n; /* once submitted, t may be done and freed at any time */
+        t->job.run = touch_run;
+        t->job.done = touch_done;
+        writer_submit(app->writer, &t->job);
+        if (n < TOUCH_BATCH)
+            return;
+    }
 }
 
 /* A step of the wall clock (a bad NTP answer, an operator, a restored VM) must
@@ -144,15 +196,8 @@ static int64_t sweep_now(struct app *app, struct sweep_clock *c)
 #define GENERATION_CHECK_MS 100
 static int64_t generation(struct store *st)
 {
-    struct buf v = BUF_INIT;
-    int64_t g = 0;
-    int rc = st->ops->meta_get(st, "generation", &v);
-    if (rc == ERR_OK && v.len == sizeof(g))
-        memcpy(&g, v.p, sizeof(g));
-    else if (rc != ERR_NOTFOUND)
-        g = -1; /* unknown: the store did not answer */
-    buf_release(&v);
-    return g;
+    int64_t g;
+    return store_generation(st, &g) == ERR_OK ? g : -1; /* -1: the store did not answer */
 }
 
 /* An invalidation from any node (this one too): the code leaves this node's
@@ -567,6 +612,7 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
             continue;
         next_second = mono + 1000;
         cache_reclaim(app.cache);
+        touch_keys(&app);
         if (mono >= next_count) {
             count_links(&app);
             next_count = mono + LINKS_COUNT_MS;
@@ -589,6 +635,8 @@ out:
             writer_drain(app.writer); /* every acknowledged write, answered */
         server_stop(app.server);
         server_join(app.server); /* each worker hands over its clicks */
+        if (app.writer)
+            touch_keys(&app); /* the last minute's uses */
     }
     bus_free(app.bus); /* after the loops: /metrics reads its counts */
     app.bus = NULL;

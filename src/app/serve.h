@@ -18,6 +18,6 @@ struct serve_reload {
     void *arg;
 };
 
-int serve_run(struct config *cfg, const struct serve_reload *reload);
+int serve_run(struct config *cfg, const struct serve_reload *reload); /* reload: NULL for none */
 
 #endif

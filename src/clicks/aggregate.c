@@ -372,7 +372,7 @@ static void sorted_deltas(const struct table *t, struct day_delta *d)
     for (size_t i = 0; i < t->nslots; i++) {
         struct lday *c = t->slots[i].c;
         if (c)
-            a[got++] = (struct sort_item){code_prefix(c->code), {c->code, c->day, &c->row}};
+            a[got++] = (struct sort_item){code_prefix(c->code), {c->code, c->day, &c->row, false}};
         if (i % 4096 == 4095)
             coop_point();
     }
@@ -442,7 +442,7 @@ static int resume_at(struct store *st, const struct agg_job *a, size_t *at)
         char code[CODE_MAX + 1];
         memcpy(code, v.p + 16, v.len - 16);
         code[v.len - 16] = '\0';
-        struct day_delta last = {code, (int64_t)get_u64(v.p + 8), NULL};
+        struct day_delta last = {code, (int64_t)get_u64(v.p + 8), NULL, false};
         size_t lo = 0, hi = a->t.count; /* first delta after 'last' */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;

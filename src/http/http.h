@@ -52,9 +52,13 @@ struct request {
     const struct route *route; /* NULL for the redirect and server errors */
     int route_id;              /* metrics label index */
     struct slice params[HTTP_MAX_PARAMS];
-    struct apikey key; /* valid when ROUTE_AUTH */
+    struct apikey key; /* valid when ROUTE_AUTH; a session's is its user's key row */
     bool authed;       /* key checked at headers-complete (router_precheck) */
-    json_t *json;      /* parsed body when ROUTE_JSON; freed after the answer */
+    int64_t user_id;   /* a signed-in session's user; 0 for an API key */
+    enum user_role user_role;
+    char user_name[USER_NAME_MAX + 1];
+    struct slice session; /* the session cookie's token, when user_id is set */
+    json_t *json;         /* parsed body when ROUTE_JSON; freed after the answer */
 
     /* The answer */
     int status;

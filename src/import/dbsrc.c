@@ -104,6 +104,18 @@ void dbsrc_close(struct dbsrc *d)
 
 bool dbsrc_is_pg(const struct dbsrc *d) { return d->pg != NULL; }
 
+bool dbsrc_int(const char *v, int64_t *out)
+{
+    if (!v || !*v)
+        return false;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end)
+        return false;
+    *out = n;
+    return true;
+}
+
 bool dbsrc_bool(const char *v)
 {
     return v && (strcmp(v, "t") == 0 || strcmp(v, "true") == 0 || (v[0] >= '1' && v[0] <= '9'));

@@ -8,6 +8,7 @@
 #define SHORTD_DBSRC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct dbsrc;
 
@@ -30,5 +31,7 @@ int dbsrc_query(struct dbsrc *d, const char *what, const char *sql,
 
 /* A boolean column's text as either database writes it. */
 bool dbsrc_bool(const char *v);
+/* A decimal integer column: true and *out, false when absent or not one. */
+bool dbsrc_int(const char *v, int64_t *out);
 
 #endif

@@ -1,20 +1,26 @@
 /* formats.c - the source formats `shortd import` reads: one literal table,
  * each entry naming its reader (import_<format>.c). */
-#include <stdio.h>
 #include <string.h>
 
-#include "base/err.h"
 #include "import/import.h"
 #include "base/banned.h"
 
 const struct import_format import_formats[] = {
-    {"yourls", "a mysqldump of yourls_url and yourls_log, or CSV of those tables",
+    {"yourls",
+     "a mysqldump (.sql or .sql.gz) of yourls_url and yourls_log, any table prefix,\n"
+     "            or their CSV as phpMyAdmin exports it (a header row): a folder holding\n"
+     "            yourls_url.csv [and yourls_log.csv], or URL.csv[,LOG.csv]. Times\n"
+     "            without a zone are UTC, as YOURLS writes them",
      import_read_yourls},
     {"kutt", "Kutt's SQLite database file (db/data) or a postgres:// URL of its database",
      import_read_kutt},
     {"shlink", "the CSV Shlink's web client exports, or a postgres:// URL of its database",
      import_read_shlink},
-    {"bitly", "the CSV export of Bitly's web app", import_read_bitly},
+    {"bitly",
+     "the CSV export of Bitly's web app: columns by name in any order (Bitlink or\n"
+     "            Link, Long URL or Destination URL, Title, Created, Tags, Custom\n"
+     "            Bitlinks, Clicks or Engagements); a custom domain's links keep it",
+     import_read_bitly},
     {"csv", "CSV with a header: code,url,title,tags,created_at,expires_at,clicks", import_read_csv},
     {"shortd", "the JSON of `shortd export --format json`", import_read_shortd},
     {NULL, NULL, NULL},
@@ -26,25 +32,4 @@ const struct import_format *import_format_find(const char *name)
         if (!strcmp(f->name, name))
             return f;
     return NULL;
-}
-
-/* Readers not built yet. The helpers writing them (branches s26-yourls and
- * s26-peers) delete the stub of each reader they add, in the same commit:
- * the real definition lives in import_<format>.c. */
-static int not_built(const char *name, struct import_sink *s)
-{
-    import_refuse(s, (struct import_where){NULL, 0}, "the %s reader is not built yet", name);
-    return ERR_INVALID;
-}
-
-int import_read_yourls(const char *source, struct import_sink *s)
-{
-    (void)source;
-    return not_built("yourls", s);
-}
-
-int import_read_bitly(const char *source, struct import_sink *s)
-{
-    (void)source;
-    return not_built("bitly", s);
 }

@@ -19,9 +19,13 @@
  * the link there with the same destination and drops its visits. What the
  * killed run had not stored of its history stays in the imported totals.
  *
- * Transactions: 'batch_rows' records each (links, visits, tallies alike),
- * which also bumps the change generation so serving nodes drop their caches
- * and answer the new codes at once. A dry run does everything but the
+ * Transactions: 'batch_rows' records each (links, visits, tallies alike;
+ * records that write nothing yet, such as visits folded in memory, open
+ * none), which also bumps the change generation so serving nodes drop
+ * their caches and answer the new codes at once. The import's store work
+ * is bulk work (store_bulk): the backend may keep a large cache for it.
+ * Day rows of links this run inserted, on days it has not stored yet, go
+ * to agg_days marked fresh: inserted without reading them first. A dry run does everything but the
  * writes; --on-conflict fail runs one dry pass first and writes only when it
  * found no conflict. */
 #include "import/import.h"
@@ -64,6 +68,11 @@ struct code_ent {
     int64_t line;        /* where the source first gave it */
     int64_t remain;      /* imported clicks not yet taken back by days ... */
     int64_t remain_bots; /* ... and bot clicks (bot days take these first) */
+    /* The days of it this run stored, as a range (a log in time order
+     * stores each link's days in order): a link day outside it has no row
+     * yet if this run inserted the link, so agg_days needs not read it */
+    int64_t days_lo, days_hi;
+    bool days_stored;
 };
 
 /* Link days folded in memory before they are stored, and records folded
@@ -72,6 +81,12 @@ struct code_ent {
  * memory held to a few hundred megabytes whatever the source's shape. */
 #define DAYS_HELD 100000
 #define FOLDS_HELD 400000
+
+/* Link days a transaction of store_days, in batch_rows: a store page holds
+ * the rows of several link days, and each commit writes every page it
+ * changed to the WAL again, so fewer, larger day transactions write each
+ * page fewer times. A serving node's writer waits for each one. */
+#define DAYS_TX_BATCHES 10
 
 /* One link day being folded */
 struct iday {
@@ -247,20 +262,6 @@ static void days_clear(struct import_sink *s)
     bump_clear(s->mem);
 }
 
-static int bump_generation(struct store *st)
-{
-    struct buf v = BUF_INIT;
-    int64_t g = 0;
-    int rc = st->ops->meta_get(st, "generation", &v);
-    if (rc == ERR_OK && v.len == sizeof(g))
-        memcpy(&g, v.p, sizeof(g));
-    buf_release(&v);
-    if (rc != ERR_OK && rc != ERR_NOTFOUND)
-        return rc;
-    g++;
-    return st->ops->meta_put(st, "generation", &g, sizeof(g));
-}
-
 static size_t batch_max(const struct import_sink *s)
 {
     return s->o->batch_rows ? s->o->batch_rows : IMPORT_BATCH_ROWS;
@@ -269,7 +270,7 @@ static size_t batch_max(const struct import_sink *s)
 /* Commits the open transaction, telling serving nodes of its links. */
 static int commit_tx(struct import_sink *s)
 {
-    int rc = bump_generation(s->st);
+    int rc = store_generation_bump(s->st);
     if (rc == ERR_OK)
         rc = s->st->ops->commit(s->st);
     else
@@ -286,7 +287,7 @@ static int commit_tx(struct import_sink *s)
 }
 
 /* Stores the folded days: sorted by code and day, as agg_days wants, and
- * batch_rows link days a transaction (the first in the open one, if any),
+ * DAYS_TX_BATCHES times batch_rows link days a transaction (the first in the open one, if any),
  * each also taking what its days gained back from their links' imported
  * totals. A dry run only counts what a real one would take back. */
 static int store_days(struct import_sink *s)
@@ -302,11 +303,17 @@ static int store_days(struct import_sink *s)
         for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
             v[n++] = d;
     qsort(v, n, sizeof(*v), cmp_iday);
-    for (size_t i = 0; i < n; i++)
-        dd[i] = (struct day_delta){v[i]->ent->code, v[i]->day, &v[i]->row};
+    for (size_t i = 0; i < n; i++) {
+        const struct code_ent *e = v[i]->ent;
+        int64_t day = v[i]->day;
+        bool fresh = e->fate == FATE_NEW &&
+                     (!e->days_stored || day < e->days_lo || day > e->days_hi);
+        dd[i] = (struct day_delta){e->code, day, &v[i]->row, fresh};
+    }
     int rc = ERR_OK;
     for (size_t at = 0; rc == ERR_OK && at < n;) {
-        size_t end = at + batch_max(s) < n ? at + batch_max(s) : n;
+        size_t tx = DAYS_TX_BATCHES * batch_max(s);
+        size_t end = at + tx < n ? at + tx : n;
         if (s->write && !s->in_tx) {
             rc = s->st->ops->begin(s->st);
             s->in_tx = rc == ERR_OK;
@@ -319,6 +326,10 @@ static int store_days(struct import_sink *s)
             for (; at < end && v[at]->ent == e; at++) {
                 clicks += v[at]->row.clicks;
                 bots += v[at]->row.bots;
+                int64_t day = v[at]->day;
+                e->days_lo = e->days_stored && e->days_lo < day ? e->days_lo : day;
+                e->days_hi = e->days_stored && e->days_hi > day ? e->days_hi : day;
+                e->days_stored = true;
             }
             int64_t back = 0, back_bots = 0;
             take_back(e, clicks, bots, &back, &back_bots);
@@ -367,7 +378,8 @@ static int finish(struct import_sink *s)
     return rc;
 }
 
-/* Opens a transaction if none is open; commits when it holds enough rows. */
+/* Opens a transaction if none is open, for a link's writes (visits and
+ * tallies are only folded in memory until store_days). */
 static int need_tx(struct import_sink *s)
 {
     if (s->failed)
@@ -692,9 +704,8 @@ static struct slice sl(const char *p) { return (struct slice){p ? p : "", p ? st
 
 int import_visit(struct import_sink *s, const struct import_visit *v)
 {
-    int rc = need_tx(s);
-    if (rc != ERR_OK)
-        return rc;
+    if (s->failed)
+        return s->failed;
     struct code_ent *e = visit_target(s, v->code, v->where, 1);
     if (!e)
         return counted(s);
@@ -727,9 +738,8 @@ int import_visit(struct import_sink *s, const struct import_visit *v)
 
 int import_tally(struct import_sink *s, const struct import_tally *t)
 {
-    int rc = need_tx(s);
-    if (rc != ERR_OK)
-        return rc;
+    if (s->failed)
+        return s->failed;
     struct code_ent *e = visit_target(s, t->code, t->where, t->clicks);
     if (!e)
         return counted(s);
@@ -777,6 +787,8 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
         return rc;
     }
     s.pg = progress_new("import", "rows", o->progress);
+    bool bulk = store_bulk();
+    store_set_bulk(true);
     rc = f->read(source, &s);
     if (s.failed)
         rc = s.failed;
@@ -784,6 +796,7 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
         rc = finish(&s);
     else if (s.in_tx)
         st->ops->rollback(st);
+    store_set_bulk(bulk);
     progress_end(s.pg);
     for (size_t i = 0; i < s.codes_cap; i++)
         if (s.codes[i] && s.codes[i]->fate == FATE_NEW)

@@ -123,19 +123,6 @@ struct kutt {
     int64_t shadowed;     /* visits rows of links with an earlier link's address */
 };
 
-/* A decimal integer column: true and *out, false when absent or not one. */
-static bool int_col(const char *v, int64_t *out)
-{
-    if (!v || !*v)
-        return false;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (*end)
-        return false;
-    *out = n;
-    return true;
-}
-
 static void progress(struct kutt *k)
 {
     k->rows++;
@@ -150,7 +137,7 @@ static int link_row(void *arg, const char *const *c, int n)
     progress(k);
     struct import_link l = {0};
     int64_t id = 0;
-    (void)int_col(c[L_ID], &id);
+    (void)dbsrc_int(c[L_ID], &id);
     l.where = (struct import_where){"links", id};
     if (!c[L_ADDRESS] || !*c[L_ADDRESS]) {
         import_refuse(k->sink, l.where, "the link has no address");
@@ -160,7 +147,7 @@ static int link_row(void *arg, const char *const *c, int n)
         import_refuse(k->sink, l.where, "link '%s' has no target", c[L_ADDRESS]);
         return ERR_OK;
     }
-    if (c[L_EXPIRE_RAW] && !int_col(c[L_EXPIRE], &l.expires_at)) {
+    if (c[L_EXPIRE_RAW] && !dbsrc_int(c[L_EXPIRE], &l.expires_at)) {
         import_refuse(k->sink, l.where, "link '%s': expire_in '%s' is not a date", c[L_ADDRESS],
                       c[L_EXPIRE_RAW]);
         return ERR_OK;
@@ -170,8 +157,8 @@ static int link_row(void *arg, const char *const *c, int n)
     l.title = c[L_DESCRIPTION] && *c[L_DESCRIPTION] ? c[L_DESCRIPTION] : NULL;
     l.domain = c[L_DOMAIN] && *c[L_DOMAIN] ? c[L_DOMAIN] : NULL;
     l.password = c[L_PASSWORD] && *c[L_PASSWORD] ? c[L_PASSWORD] : NULL;
-    (void)int_col(c[L_CREATED], &l.created_at);
-    (void)int_col(c[L_VISIT_COUNT], &l.clicks);
+    (void)dbsrc_int(c[L_CREATED], &l.created_at);
+    (void)dbsrc_int(c[L_VISIT_COUNT], &l.clicks);
     l.disabled = dbsrc_bool(c[L_BANNED]);
     return import_link(k->sink, &l);
 }
@@ -330,7 +317,7 @@ static int visit_row(void *arg, const char *const *c, int n)
     progress(k);
     struct import_tally t = {0};
     int64_t id = 0;
-    (void)int_col(c[V_ID], &id);
+    (void)dbsrc_int(c[V_ID], &id);
     t.where = (struct import_where){"visits", id};
     if (!c[V_ADDRESS]) {
         import_refuse(k->sink, t.where, "the visits row is of no link");
@@ -340,12 +327,12 @@ static int visit_row(void *arg, const char *const *c, int n)
         k->shadowed++;
         return ERR_OK;
     }
-    if (!int_col(c[V_CREATED], &t.at)) {
+    if (!dbsrc_int(c[V_CREATED], &t.at)) {
         import_refuse(k->sink, t.where, "created_at '%s' is not a date",
                       c[V_CREATED_RAW] ? c[V_CREATED_RAW] : "NULL");
         return ERR_OK;
     }
-    if (!int_col(c[V_TOTAL], &t.clicks) || t.clicks < 0) {
+    if (!dbsrc_int(c[V_TOTAL], &t.clicks) || t.clicks < 0) {
         import_refuse(k->sink, t.where, "total '%s' is not a count",
                       c[V_TOTAL] ? c[V_TOTAL] : "NULL");
         return ERR_OK;
@@ -353,7 +340,7 @@ static int visit_row(void *arg, const char *const *c, int n)
     vs->tv.n = 0;
     for (size_t i = 0; i < NCOUNTED; i++) {
         int64_t cnt;
-        if (!int_col(c[V_COUNTED + i], &cnt) || cnt < 0) {
+        if (!dbsrc_int(c[V_COUNTED + i], &cnt) || cnt < 0) {
             import_refuse(k->sink, t.where, "%s '%s' is not a count", counted[i].column,
                           c[V_COUNTED + i] ? c[V_COUNTED + i] : "NULL");
             return ERR_OK;
@@ -391,7 +378,7 @@ static int count_row(void *arg, const char *const *c, int n)
 {
     struct kutt *k = arg;
     int64_t total = 0;
-    if (n > 0 && int_col(c[0], &total) && total > 0)
+    if (n > 0 && dbsrc_int(c[0], &total) && total > 0)
         k->total = (uint64_t)total;
     return ERR_OK;
 }

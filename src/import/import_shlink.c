@@ -99,18 +99,6 @@ struct shlink {
     int64_t shadowed; /* visits of short URLs with an earlier one's code */
 };
 
-static bool int_col(const char *v, int64_t *out)
-{
-    if (!v || !*v)
-        return false;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (*end)
-        return false;
-    *out = n;
-    return true;
-}
-
 static const char *text_col(const char *v) { return v && *v ? v : NULL; }
 
 static void progress(struct shlink *sh)
@@ -124,7 +112,8 @@ static int count_row(void *arg, const char *const *c, int n)
 {
     struct shlink *sh = arg;
     int64_t links = 0, visits = 0;
-    if (n >= 3 && int_col(c[0], &links) && int_col(c[1], &visits) && int_col(c[2], &sh->orphans))
+    if (n >= 3 && dbsrc_int(c[0], &links) && dbsrc_int(c[1], &visits) &&
+        dbsrc_int(c[2], &sh->orphans))
         sh->total = (uint64_t)(links + visits - sh->orphans);
     return ERR_OK;
 }
@@ -136,7 +125,7 @@ static int link_row(void *arg, const char *const *c, int n)
     progress(sh);
     struct import_link l = {0};
     int64_t id = 0, since = 0;
-    (void)int_col(c[L_ID], &id);
+    (void)dbsrc_int(c[L_ID], &id);
     l.where = (struct import_where){"short_urls", id};
     l.code = text_col(c[L_CODE]);
     l.url = text_col(c[L_URL]);
@@ -148,7 +137,7 @@ static int link_row(void *arg, const char *const *c, int n)
         import_refuse(sh->sink, l.where, "short URL '%s' has no original_url", l.code);
         return ERR_OK;
     }
-    if (int_col(c[L_SINCE], &since) && since > sh->now) {
+    if (dbsrc_int(c[L_SINCE], &since) && since > sh->now) {
         char when[RFC3339_MAX];
         rfc3339_format(since * 1000, when);
         import_refuse(sh->sink, l.where,
@@ -160,13 +149,13 @@ static int link_row(void *arg, const char *const *c, int n)
     l.title = text_col(c[L_TITLE]);
     l.domain = text_col(c[L_DOMAIN]);
     l.tags = text_col(c[L_TAGS]);
-    (void)int_col(c[L_CREATED], &l.created_at);
-    (void)int_col(c[L_UNTIL], &l.expires_at);
-    (void)int_col(c[L_MAX], &l.max_clicks);
+    (void)dbsrc_int(c[L_CREATED], &l.created_at);
+    (void)dbsrc_int(c[L_UNTIL], &l.expires_at);
+    (void)dbsrc_int(c[L_MAX], &l.max_clicks);
     if (l.max_clicks < 0)
         l.max_clicks = 0;
     /* Every visit of it is in the visits that follow. */
-    (void)int_col(c[L_VISITS], &l.clicks);
+    (void)dbsrc_int(c[L_VISITS], &l.clicks);
     return import_link(sh->sink, &l);
 }
 
@@ -177,13 +166,13 @@ static int visit_row(void *arg, const char *const *c, int n)
     progress(sh);
     struct import_visit v = {0};
     int64_t id = 0;
-    (void)int_col(c[V_ID], &id);
+    (void)dbsrc_int(c[V_ID], &id);
     v.where = (struct import_where){"visits", id};
     if (dbsrc_bool(c[V_SHADOWED])) {
         sh->shadowed++;
         return ERR_OK;
     }
-    if (!int_col(c[V_DATE], &v.at)) {
+    if (!dbsrc_int(c[V_DATE], &v.at)) {
         import_refuse(sh->sink, v.where, "the visit has no date");
         return ERR_OK;
     }

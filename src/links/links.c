@@ -23,6 +23,7 @@
 #include "links/codes.h"
 #include "base/err.h"
 #include "links/keycache.h"
+#include "links/keyuse.h"
 #include "links/pwhash.h"
 #include "links/utm.h"
 #include "links/variants.h"
@@ -47,6 +48,7 @@ struct links {
     _Atomic int64_t ndomains;                 /* registered custom domains, likewise */
     _Atomic int64_t nchanges; /* changes heard: each gives both a new negative stamp */
     struct keycache *keys;    /* API keys known valid, by token hash */
+    struct keyuse *uses;      /* their last uses, not yet written */
 };
 
 void link_input_release(struct link_input *in)
@@ -135,6 +137,7 @@ int links_new(struct store *st, const char *const *reserved, const char *const *
     crypto_generichash(l->yourls_key, sizeof(l->yourls_key), (const unsigned char *)label,
                        sizeof(label) - 1, l->key_secret, sizeof(l->key_secret));
     l->keys = keycache_new(LINKS_KEY_CACHE_MAX, LINKS_KEY_TTL_MS);
+    l->uses = keyuse_new(LINKS_KEY_CACHE_MAX);
     *out = l;
     return ERR_OK;
 }
@@ -144,6 +147,7 @@ void links_free(struct links *l)
     if (!l)
         return;
     keycache_free(l->keys);
+    keyuse_free(l->uses);
     sodium_memzero(l, sizeof(*l));
     free(l);
 }
@@ -818,20 +822,36 @@ static void key_hash(const struct links *l, const char *token, size_t n, uint8_t
 int links_key_create(struct links *l, struct store *st, const char *name, bool admin,
                      char token[KEY_TOKEN_LEN + 1], int64_t *id)
 {
+    struct apikey spec = {.admin = admin, .scopes = KEY_SCOPES_ALL};
+    snprintf(spec.name, sizeof(spec.name), "%s", name);
+    return links_key_make(l, st, &spec, token, id);
+}
+
+int links_key_make(struct links *l, struct store *st, const struct apikey *spec,
+                   char token[KEY_TOKEN_LEN + 1], int64_t *id)
+{
+    int rc = st->ops->begin(st);
+    if (rc == ERR_OK)
+        rc = links_key_insert(l, st, spec, token, id);
+    if (rc == ERR_OK)
+        rc = st->ops->commit(st);
+    if (rc != ERR_OK)
+        st->ops->rollback(st);
+    return rc;
+}
+
+int links_key_insert(struct links *l, struct store *st, const struct apikey *spec,
+                     char token[KEY_TOKEN_LEN + 1], int64_t *id)
+{
+    struct apikey k = *spec;
+    k.created_at = now_ms();
     memcpy(token, "sk_", 3);
     for (int i = 3; i < KEY_TOKEN_LEN; i++)
         token[i] = base62[randombytes_uniform(62)];
     token[KEY_TOKEN_LEN] = '\0';
     uint8_t hash[32];
     key_hash(l, token, KEY_TOKEN_LEN, hash);
-    int rc = st->ops->begin(st);
-    if (rc == ERR_OK)
-        rc = st->ops->key_insert(st, name, hash, admin, now_ms(), id);
-    if (rc == ERR_OK)
-        rc = st->ops->commit(st);
-    if (rc != ERR_OK)
-        st->ops->rollback(st);
-    return rc;
+    return st->ops->key_insert(st, &k, hash, id);
 }
 
 int links_authenticate(struct links *l, struct slice token, struct apikey *out)
@@ -843,7 +863,7 @@ int links_authenticate(struct links *l, struct slice token, struct apikey *out)
     /* Read before the store: a revocation heard while it reads wins. */
     uint64_t epoch = keycache_epoch(l->keys);
     int rc = l->st->ops->key_by_hash(l->st, hash, out);
-    if (rc == ERR_OK && out->revoked_at)
+    if (rc == ERR_OK && (out->revoked_at || out->user_disabled))
         rc = ERR_NOTFOUND;
     if (rc == ERR_OK)
         keycache_put(l->keys, hash, out, epoch, mono_ms());
@@ -865,6 +885,63 @@ int links_authenticate_cached(struct links *l, struct slice token, struct apikey
 }
 
 void links_forget_keys(struct links *l) { keycache_clear(l->keys); }
+
+void links_key_used(struct links *l, int64_t key_id) { keyuse_note(l->uses, key_id, now_ms()); }
+
+size_t links_key_uses(struct links *l, int64_t *ids, int64_t *ats, size_t cap)
+{
+    return keyuse_drain(l->uses, ids, ats, cap);
+}
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} scope_names[] = {
+    {"links:read", KEY_SCOPE_LINKS_READ},
+    {"links:write", KEY_SCOPE_LINKS_WRITE},
+    {"stats:read", KEY_SCOPE_STATS_READ},
+    {"admin", KEY_SCOPE_ADMIN},
+};
+#define NSCOPES (sizeof(scope_names) / sizeof(scope_names[0]))
+
+int links_scope_parse(struct slice name, unsigned *bit)
+{
+    for (size_t i = 0; i < NSCOPES; i++)
+        if (strlen(scope_names[i].name) == name.n &&
+            memcmp(scope_names[i].name, name.p, name.n) == 0) {
+            *bit = scope_names[i].bit;
+            return ERR_OK;
+        }
+    return ERR_INVALID;
+}
+
+const char *links_scope_name(unsigned bit)
+{
+    for (size_t i = 0; i < NSCOPES; i++)
+        if (scope_names[i].bit == bit)
+            return scope_names[i].name;
+    return NULL;
+}
+
+unsigned links_key_cap(const struct apikey *k)
+{
+    switch (k->role) {
+    case KEY_ROLE(USER_ADMIN): return KEY_SCOPES_ALL;
+    case KEY_ROLE(USER_MEMBER): return KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
+    case KEY_ROLE(USER_VIEWER): return KEY_SCOPE_LINKS_READ | KEY_SCOPE_STATS_READ;
+    default: /* a key of no user: its own admin flag, as before users */
+        return k->admin ? KEY_SCOPES_ALL : KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
+    }
+}
+
+unsigned links_key_rights(const struct apikey *k) { return k->scopes & links_key_cap(k); }
+
+void links_session_key(const struct links *l, uint8_t out[32])
+{
+    static const char label[] = "shortd session tokens";
+    crypto_generichash(out, 32, (const unsigned char *)label, sizeof(label) - 1, l->key_secret,
+                       sizeof(l->key_secret));
+}
 
 void links_yourls_token(const struct links *l, int64_t key_id, char out[YOURLS_TOKEN_LEN + 1])
 {

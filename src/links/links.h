@@ -144,6 +144,29 @@ void link_short_url(struct buf *out, const char *base_url, const char *code, con
 /* API keys: tokens are shown once; only their keyed BLAKE2b hash is stored. */
 int links_key_create(struct links *l, struct store *st, const char *name, bool admin,
                      char token[KEY_TOKEN_LEN + 1], int64_t *id);
+/* The same for a key of 'spec''s name, admin, user_id, scopes and domain
+ * (created now): its token into 'token', its id into *id. */
+int links_key_make(struct links *l, struct store *st, const struct apikey *spec,
+                   char token[KEY_TOKEN_LEN + 1], int64_t *id);
+/* links_key_make's insert alone, inside the caller's transaction. */
+int links_key_insert(struct links *l, struct store *st, const struct apikey *spec,
+                     char token[KEY_TOKEN_LEN + 1], int64_t *id);
+/* The most a key may do, whatever its scopes (KEY_SCOPE_*): its user's
+ * role's (admin: all; member: no admin; viewer: links:read and stats:read),
+ * or for a key of no user its own admin flag's (all, or no admin). */
+unsigned links_key_cap(const struct apikey *k);
+/* What key 'k' may do: its scopes within links_key_cap. */
+unsigned links_key_rights(const struct apikey *k);
+/* A scope's name ("links:read") to its bit: ERR_OK, or ERR_INVALID for no
+ * such scope; and back (NULL for no single scope's bit). */
+int links_scope_parse(struct slice name, unsigned *bit);
+const char *links_scope_name(unsigned bit);
+/* Key 'key_id' was used now: noted for the store at most once a minute
+ * (keyuse.h). Any thread; never touches the store. */
+void links_key_used(struct links *l, int64_t key_id);
+/* Up to 'cap' uses noted since the last call, for key_touch: their ids and
+ * times; returns how many. */
+size_t links_key_uses(struct links *l, int64_t *ids, int64_t *ats, size_t cap);
 /* Reads the store: ERR_NOTFOUND for an unknown or revoked key. On ERR_OK the
  * key is held in this node's key cache (unless links_forget_keys ran during
  * the read). Any thread that may read the store. */
@@ -162,6 +185,9 @@ void links_forget_keys(struct links *l);
  * signature): derived, never stored, so it needs no migration and dies with
  * its key. Hex of BLAKE2b keyed with a key derived from the install's key
  * secret, over a fixed label and the id. A secret: never logged. Any thread. */
+/* The key session tokens are hashed with (users.h): derived from the
+ * install's key secret, so every node of a shared store has the same. */
+void links_session_key(const struct links *l, uint8_t out[32]);
 void links_yourls_token(const struct links *l, int64_t key_id, char out[YOURLS_TOKEN_LEN + 1]);
 /* For /metrics: the key cache's hits, misses, keys held and bytes taken. */
 void links_key_counts(struct links *l, uint64_t *hits, uint64_t *misses, uint64_t *entries,

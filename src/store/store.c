@@ -18,6 +18,11 @@ static _Thread_local int64_t thread_deadline;
 void store_set_deadline(int64_t mono_ms) { thread_deadline = mono_ms; }
 int64_t store_deadline(void) { return thread_deadline; }
 
+static _Thread_local bool thread_bulk;
+
+void store_set_bulk(bool bulk) { thread_bulk = bulk; }
+bool store_bulk(void) { return thread_bulk; }
+
 static _Thread_local store_backup_cb backup_cb;
 static _Thread_local void *backup_arg;
 
@@ -48,6 +53,28 @@ void link_release(struct link *l)
     l->password = l->domain = l->variants = l->utm = l->dest = NULL;
 }
 
+static const char *const role_names[] = {
+    [USER_ADMIN] = "admin",
+    [USER_MEMBER] = "member",
+    [USER_VIEWER] = "viewer",
+};
+
+const char *user_role_name(enum user_role r)
+{
+    return (unsigned)r < sizeof(role_names) / sizeof(role_names[0]) ? role_names[r] : "?";
+}
+
+int user_role_parse(const char *s, enum user_role *out)
+{
+    for (size_t i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++) {
+        if (s && strcmp(s, role_names[i]) == 0) {
+            *out = (enum user_role)i;
+            return ERR_OK;
+        }
+    }
+    return ERR_INVALID;
+}
+
 bool link_controlled(const struct link *l)
 {
     return l->password || l->variants || l->max_clicks > 0;
@@ -69,6 +96,27 @@ int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg
 {
     struct recent_fwd f = {cb, arg};
     return dayrow_each_recent(r, limit, recent_fwd, &f);
+}
+
+int store_generation(struct store *st, int64_t *g)
+{
+    struct buf v = BUF_INIT;
+    *g = 0;
+    int rc = st->ops->meta_get(st, "generation", &v);
+    if (rc == ERR_OK && v.len == sizeof(*g))
+        memcpy(g, v.p, sizeof(*g));
+    buf_release(&v);
+    return rc == ERR_NOTFOUND ? ERR_OK : rc;
+}
+
+int store_generation_bump(struct store *st)
+{
+    int64_t g;
+    int rc = store_generation(st, &g);
+    if (rc != ERR_OK)
+        return rc;
+    g++;
+    return st->ops->meta_put(st, "generation", &g, sizeof(g));
 }
 
 int store_open(const char *url, struct store **out)

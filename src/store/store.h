@@ -84,6 +84,13 @@ extern const struct store_ops store_pg_ops;
  * scheme. */
 int store_open(const char *url, struct store **out);
 
+/* The change generation (meta 'generation'): commands that change links or
+ * keys under a running server bump it in their transaction, and a server
+ * that sees it move drops its cache. store_generation: ERR_OK and *g (0
+ * until the first bump), or the store's error. */
+int store_generation(struct store *st, int64_t *g);
+int store_generation_bump(struct store *st); /* inside a transaction */
+
 /* Brings a PostgreSQL database to this binary's schema: the pending
  * migrations in one transaction, under an advisory lock so two migrators
  * never race. 'from' and 'to' get the versions before and after. */
@@ -130,6 +137,13 @@ int store_pg_inspect(const char *url, int timeout_s, struct store_health *out);
  * opens another on the next call). */
 void store_set_deadline(int64_t mono_ms);
 int64_t store_deadline(void);
+
+/* Whether the calling thread's write transactions are bulk work (an
+ * import): large transactions touching much of the store, for which a
+ * backend may keep a larger cache on that thread's connection. Set it
+ * before the thread's first begin; false when never set. */
+void store_set_bulk(bool bulk);
+bool store_bulk(void);
 
 /* The calling thread's backup() reports its progress here: pages copied of
  * the total, after each step (NULL: none). For the CLI's progress line. */

@@ -67,13 +67,16 @@ enum table_id {
     TABLE_LINK_DAYS,
     TABLE_DOMAINS,
     TABLE_LINK_HISTORY,
+    TABLE_USERS,
+    TABLE_SESSIONS,
     TABLE__COUNT
 };
 
-/* Links and keys are never removed (a tombstone keeps its code for ever), so
- * a copy never removes them either; the other tables hold windows that the
- * source trims (salts, pruned days, swept idempotency records, an unblocked
- * host) and a copy follows. A link's clicks and bot_clicks are the totals of
+/* Links, keys and users are never removed (a tombstone keeps its code for
+ * ever, a user is disabled), so a copy never removes them either; the other
+ * tables hold windows that the source trims (salts, pruned days, swept
+ * idempotency records, an unblocked host, ended sessions) and a copy
+ * follows. A link's clicks and bot_clicks are the totals of
  * its pruned days and of an import (imported_clicks of them); link_days
  * holds the others. In meta, 'counter' is the next code
  * number: an import keeps the larger of the two, so codes never repeat. */
@@ -83,9 +86,10 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         "meta", 2, 1, true, NULL, {NULL, NULL},
         {{"k", COL_TEXT}, {"v", COL_BLOB}}},
     [TABLE_API_KEYS] = {
-        "api_keys", 6, 1, false, "id", {NULL, NULL},
+        "api_keys", 10, 1, false, "id", {NULL, NULL},
         {{"id", COL_INT}, {"hash", COL_BLOB}, {"name", COL_TEXT}, {"admin", COL_BOOL},
-         {"created_at", COL_INT}, {"revoked_at", COL_INT}}},
+         {"created_at", COL_INT}, {"revoked_at", COL_INT}, {"user_id", COL_INT},
+         {"scopes", COL_INT}, {"domain", COL_TEXT}, {"last_used_at", COL_INT}}},
     [TABLE_LINKS] = {
         "links", 21, 1, false, NULL, {"clicks", "bot_clicks"},
         {{"code", COL_TEXT}, {"owner", COL_INT}, {"url", COL_TEXT}, {"title", COL_TEXT},
@@ -116,6 +120,14 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         "link_history", 6, 2, false, NULL, {NULL, NULL},
         {{"code", COL_TEXT}, {"seq", COL_INT}, {"old_url", COL_TEXT}, {"new_url", COL_TEXT},
          {"changed_at", COL_INT}, {"by_key", COL_INT}}},
+    [TABLE_USERS] = {
+        "users", 7, 1, false, "id", {NULL, NULL},
+        {{"id", COL_INT}, {"name", COL_TEXT}, {"pwhash", COL_TEXT}, {"role", COL_TEXT},
+         {"key_id", COL_INT}, {"created_at", COL_INT}, {"disabled_at", COL_INT}}},
+    [TABLE_SESSIONS] = {
+        "sessions", 5, 1, true, NULL, {NULL, NULL},
+        {{"hash", COL_BLOB}, {"user_id", COL_INT}, {"created_at", COL_INT},
+         {"seen_at", COL_INT}, {"expires_at", COL_INT}}},
 };
 /* clang-format on */
 

@@ -94,11 +94,27 @@ enum stmt {
     S_STATS_RECENT,
     S_STATS_TOTALS,
     S_STATS_TOP,
+    S_STATS_ALL_DAYS,
+    S_STATS_ALL_DIMS,
     S_KEY_INSERT,
     S_KEY_BY_HASH,
     S_KEY_LIST,
     S_KEY_REVOKE,
     S_KEY_COUNT,
+    S_USER_INSERT,
+    S_USER_GET,
+    S_USER_BY_NAME,
+    S_USER_LIST,
+    S_USER_PASSWORD,
+    S_USER_DISABLE,
+    S_USER_COUNT,
+    S_SESSION_INSERT,
+    S_SESSION_GET,
+    S_SESSION_TOUCH,
+    S_SESSION_END,
+    S_SESSION_END_USER,
+    S_SESSION_SWEEP,
+    S_KEY_TOUCH,
     S_IDEM_GET,
     S_IDEM_PUT,
     S_IDEM_SWEEP,
@@ -120,7 +136,14 @@ enum stmt {
 };
 
 /* A link's columns as PostgreSQL reads them (sqlgen.h). */
+/* A key's columns with its user's role, links' owner and state. */
+#define KEY_COLS                                                                                   \
+    "k.id, k.name, k.admin, k.created_at, k.revoked_at, k.user_id, k.scopes, k.domain, "           \
+    "k.last_used_at, u.role, u.key_id, u.disabled_at"
+#define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
+
+#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
 
 static const char *const sql[S__COUNT] = {
     [S_PING] = "SELECT 1",
@@ -198,16 +221,45 @@ static const char *const sql[S__COUNT] = {
                     "WHERE d.day = $1 AND d.clicks > 0 "
                     "AND ($2::bigint < 0 OR l.owner = $2::bigint) "
                     "ORDER BY d.clicks DESC, d.code LIMIT $3",
-    [S_KEY_INSERT] = "INSERT INTO api_keys (name, hash, admin, created_at) "
-                     "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id",
-    [S_KEY_BY_HASH] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys "
-                      "WHERE hash = $1",
-    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    [S_STATS_ALL_DAYS] = "SELECT day, sum(clicks)::bigint, sum(uniques)::bigint, sum(bots)::bigint "
+                         "FROM link_days WHERE day BETWEEN $2 AND $3 AND ($1::bigint < 0 OR "
+                         "code IN (SELECT code FROM links WHERE owner = $1::bigint)) "
+                         "GROUP BY day ORDER BY day",
+    [S_STATS_ALL_DIMS] = "SELECT dims FROM link_days WHERE day BETWEEN $2 AND $3 "
+                         "AND dims IS NOT NULL AND ($1::bigint < 0 OR "
+                         "code IN (SELECT code FROM links WHERE owner = $1::bigint))",
+    [S_KEY_INSERT] =
+        "INSERT INTO api_keys (name, hash, admin, created_at, user_id, scopes, domain) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
+    [S_KEY_BY_HASH] = "SELECT " KEY_COLS KEY_FROM " WHERE k.hash = $1",
+    [S_KEY_LIST] = "SELECT " KEY_COLS KEY_FROM " ORDER BY k.id",
+    [S_KEY_TOUCH] = "UPDATE api_keys SET last_used_at = $2 WHERE id = $1 "
+                    "AND (last_used_at IS NULL OR last_used_at < $2)",
     /* Every node listening on the bus empties its key cache when this commits. */
     [S_KEY_REVOKE] = "WITH r AS (UPDATE api_keys SET revoked_at = $2 "
                      "WHERE id = $1 AND revoked_at = 0 RETURNING id) "
                      "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
     [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+    [S_USER_INSERT] = "INSERT INTO users (name, pwhash, role, key_id, created_at, disabled_at) "
+                      "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING id",
+    [S_USER_GET] = "SELECT " USER_READ " FROM users WHERE id = $1",
+    [S_USER_BY_NAME] = "SELECT " USER_READ " FROM users WHERE name = $1",
+    [S_USER_LIST] = "SELECT " USER_READ " FROM users ORDER BY id",
+    [S_USER_PASSWORD] = "UPDATE users SET pwhash = $2 WHERE id = $1",
+    /* The user's API keys are refused from now on: every node empties its
+     * key cache when this commits, as for a revoked key. */
+    [S_USER_DISABLE] = "WITH r AS (UPDATE users SET disabled_at = $2 "
+                       "WHERE id = $1 AND disabled_at = 0 RETURNING id) "
+                       "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
+    [S_USER_COUNT] = "SELECT count(*) FROM users",
+    [S_SESSION_INSERT] = "INSERT INTO sessions (hash, user_id, created_at, seen_at, expires_at) "
+                         "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+    [S_SESSION_GET] = "SELECT user_id, created_at, seen_at, expires_at FROM sessions "
+                      "WHERE hash = $1 AND expires_at > $2",
+    [S_SESSION_TOUCH] = "UPDATE sessions SET seen_at = $2 WHERE hash = $1",
+    [S_SESSION_END] = "DELETE FROM sessions WHERE hash = $1",
+    [S_SESSION_END_USER] = "DELETE FROM sessions WHERE user_id = $1",
+    [S_SESSION_SWEEP] = "DELETE FROM sessions WHERE expires_at <= $1 OR seen_at < $2",
     [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
                    "WHERE key_id = $1 AND idem = $2 AND created_at >= $3",
     [S_IDEM_PUT] = "INSERT INTO idempotency (key_id, idem, fingerprint, status, body, created_at) "
@@ -1511,6 +1563,39 @@ static int pg_stats_dims(struct store *st, const char *code, int64_t from, int64
     return rc;
 }
 
+static int pg_stats_all_days(struct store *st, int64_t owner, int64_t from, int64_t to, day_cb cb,
+                             void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    PGresult *r = NULL;
+    int rc = run(st, S_STATS_ALL_DAYS, &p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(val_i64(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), val_i64(r, i, 3), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_stats_all_dims(struct store *st, int64_t owner, int64_t from, int64_t to, dim_cb cb,
+                             void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    struct dayrow acc;
+    int rc = stats_blobs(st, S_STATS_ALL_DIMS, &p, true, "(every link)", &acc);
+    if (rc == ERR_OK)
+        dayrow_each_tally(&acc, cb, arg);
+    dayrow_release(&acc);
+    return rc;
+}
+
 static int pg_stats_recent(struct store *st, const char *code, int limit, recent_cb cb, void *arg)
 {
     /* Each day keeps its newest RECENT_KEEP: so many days are always enough. */
@@ -1560,6 +1645,7 @@ static int pg_stats_top(struct store *st, int64_t owner, int64_t day, int limit,
 
 /* ---- API keys ---- */
 
+/* KEY_COLS's columns; a NULL scopes is the full set (0006_key_scopes.sql). */
 static void row_to_key(const PGresult *r, int row, struct apikey *k)
 {
     memset(k, 0, sizeof(*k));
@@ -1568,16 +1654,35 @@ static void row_to_key(const PGresult *r, int row, struct apikey *k)
     k->admin = val_bool(r, row, 2);
     k->created_at = val_i64(r, row, 3);
     k->revoked_at = val_i64(r, row, 4);
+    k->user_id = PQgetisnull(r, row, 5) ? 0 : val_i64(r, row, 5);
+    k->scopes = PQgetisnull(r, row, 6) ? KEY_SCOPES_ALL : (unsigned)val_i64(r, row, 6);
+    snprintf(k->domain, sizeof(k->domain), "%s", PQgetvalue(r, row, 7));
+    k->last_used_at = PQgetisnull(r, row, 8) ? 0 : val_i64(r, row, 8);
+    enum user_role role;
+    k->role = !PQgetisnull(r, row, 9) && user_role_parse(PQgetvalue(r, row, 9), &role) == ERR_OK
+                  ? KEY_ROLE(role)
+                  : KEY_NO_USER;
+    k->owner = PQgetisnull(r, row, 10) ? k->id : val_i64(r, row, 10);
+    k->user_disabled = !PQgetisnull(r, row, 11) && val_i64(r, row, 11) != 0;
 }
 
-static int pg_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
-                         int64_t now, int64_t *id)
+static int pg_key_insert(struct store *st, const struct apikey *k, const uint8_t hash[32],
+                         int64_t *id)
 {
     struct params p = {0};
-    p_text(&p, name);
+    p_text(&p, k->name);
     p_bytes(&p, hash, 32);
-    p_bool(&p, admin);
-    p_i64(&p, now);
+    p_bool(&p, k->admin);
+    p_i64(&p, k->created_at);
+    if (k->user_id)
+        p_i64(&p, k->user_id);
+    else
+        p_text(&p, NULL);
+    if (k->scopes != KEY_SCOPES_ALL)
+        p_i64(&p, k->scopes);
+    else
+        p_text(&p, NULL);
+    p_text(&p, k->domain[0] ? k->domain : NULL);
     PGresult *r = NULL;
     int rc = run(st, S_KEY_INSERT, &p, "key insert", &r);
     if (rc != ERR_OK)
@@ -1633,6 +1738,187 @@ static int pg_key_revoke(struct store *st, int64_t id, int64_t now)
 }
 
 static int pg_key_count(struct store *st, int64_t *n) { return count(st, S_KEY_COUNT, n); }
+
+/* ---- users and sessions ---- */
+
+static int row_to_user(const PGresult *r, int row, struct user *u)
+{
+    memset(u, 0, sizeof(*u));
+    u->id = val_i64(r, row, 0);
+    snprintf(u->name, sizeof(u->name), "%s", PQgetvalue(r, row, 1));
+    snprintf(u->pwhash, sizeof(u->pwhash), "%s", PQgetvalue(r, row, 2));
+    u->key_id = val_i64(r, row, 4);
+    u->created_at = val_i64(r, row, 5);
+    u->disabled_at = val_i64(r, row, 6);
+    if (user_role_parse(PQgetvalue(r, row, 3), &u->role) != ERR_OK)
+        return log_fail(ERR_STORAGE, "user '%s' has an unknown role", u->name);
+    return ERR_OK;
+}
+
+static int pg_user_insert(struct store *st, const struct user *u, int64_t *id)
+{
+    struct params p = {0};
+    p_text(&p, u->name);
+    p_text(&p, u->pwhash);
+    p_text(&p, user_role_name(u->role));
+    p_i64(&p, u->key_id);
+    p_i64(&p, u->created_at);
+    p_i64(&p, u->disabled_at);
+    PGresult *r = NULL;
+    int rc = run(st, S_USER_INSERT, &p, "user insert", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 1)
+        *id = val_i64(r, 0, 0);
+    else
+        rc = ERR_EXISTS;
+    PQclear(r);
+    return rc;
+}
+
+static int user_one(struct store *st, enum stmt id, const struct params *p, struct user *out)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, p, "user get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    rc = PQntuples(r) == 0 ? ERR_NOTFOUND : row_to_user(r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_user_get(struct store *st, int64_t id, struct user *out)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    return user_one(st, S_USER_GET, &p, out);
+}
+
+static int pg_user_by_name(struct store *st, const char *name, struct user *out)
+{
+    struct params p = {0};
+    p_text(&p, name);
+    return user_one(st, S_USER_BY_NAME, &p, out);
+}
+
+static int pg_user_list(struct store *st, user_cb cb, void *arg)
+{
+    PGresult *r = NULL;
+    int rc = run(st, S_USER_LIST, NULL, "user list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct user u;
+        rc = row_to_user(r, i, &u);
+        if (rc != ERR_OK || cb(&u, arg))
+            break;
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* A write that must change a row: ERR_NOTFOUND when it changed none. */
+static int run_changed(struct store *st, enum stmt id, const struct params *p, const char *what)
+{
+    int n = 0;
+    int rc = run_count(st, id, p, what, &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_user_set_password(struct store *st, int64_t id, const char *pwhash)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_text(&p, pwhash);
+    return run_changed(st, S_USER_PASSWORD, &p, "user password");
+}
+
+static int pg_user_disable(struct store *st, int64_t id, int64_t now)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, now);
+    return run_changed(st, S_USER_DISABLE, &p, "user disable");
+}
+
+static int pg_user_count(struct store *st, int64_t *n) { return count(st, S_USER_COUNT, n); }
+
+static int pg_session_insert(struct store *st, const uint8_t hash[32], const struct session *s)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, s->user_id);
+    p_i64(&p, s->created_at);
+    p_i64(&p, s->seen_at);
+    p_i64(&p, s->expires_at);
+    int rc = run_changed(st, S_SESSION_INSERT, &p, "session insert");
+    return rc == ERR_NOTFOUND ? ERR_EXISTS : rc;
+}
+
+static int pg_session_get(struct store *st, const uint8_t hash[32], int64_t now,
+                          struct session *out)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, now);
+    PGresult *r = NULL;
+    int rc = run(st, S_SESSION_GET, &p, "session get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0) {
+        rc = ERR_NOTFOUND;
+    } else {
+        out->user_id = val_i64(r, 0, 0);
+        out->created_at = val_i64(r, 0, 1);
+        out->seen_at = val_i64(r, 0, 2);
+        out->expires_at = val_i64(r, 0, 3);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_session_touch(struct store *st, const uint8_t hash[32], int64_t now)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, now);
+    return run_changed(st, S_SESSION_TOUCH, &p, "session touch");
+}
+
+static int pg_session_end(struct store *st, const uint8_t hash[32])
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    return run_changed(st, S_SESSION_END, &p, "session end");
+}
+
+static int pg_session_end_user(struct store *st, int64_t user_id)
+{
+    struct params p = {0};
+    p_i64(&p, user_id);
+    int n = 0;
+    return run_count(st, S_SESSION_END_USER, &p, "session end user", &n);
+}
+
+static int pg_session_sweep(struct store *st, int64_t now, int64_t idle_before, int64_t *n)
+{
+    struct params p = {0};
+    p_i64(&p, now);
+    p_i64(&p, idle_before);
+    int k = 0;
+    int rc = run_count(st, S_SESSION_SWEEP, &p, "session sweep", &k);
+    *n = k;
+    return rc;
+}
+
+static int pg_key_touch(struct store *st, int64_t id, int64_t at)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, at);
+    int n = 0;
+    return run_count(st, S_KEY_TOUCH, &p, "key touch", &n);
+}
 
 /* ---- idempotency ---- */
 
@@ -1813,12 +2099,28 @@ const struct store_ops store_pg_ops = {
     .stats_dims = pg_stats_dims,
     .stats_recent = pg_stats_recent,
     .stats_totals = pg_stats_totals,
+    .stats_all_days = pg_stats_all_days,
+    .stats_all_dims = pg_stats_all_dims,
     .stats_top = pg_stats_top,
     .key_insert = pg_key_insert,
     .key_by_hash = pg_key_by_hash,
     .key_list = pg_key_list,
     .key_revoke = pg_key_revoke,
     .key_count = pg_key_count,
+    .user_insert = pg_user_insert,
+    .user_get = pg_user_get,
+    .user_by_name = pg_user_by_name,
+    .user_list = pg_user_list,
+    .user_set_password = pg_user_set_password,
+    .user_disable = pg_user_disable,
+    .user_count = pg_user_count,
+    .session_insert = pg_session_insert,
+    .session_get = pg_session_get,
+    .session_touch = pg_session_touch,
+    .session_end = pg_session_end,
+    .session_end_user = pg_session_end_user,
+    .session_sweep = pg_session_sweep,
+    .key_touch = pg_key_touch,
     .idem_get = pg_idem_get,
     .idem_put = pg_idem_put,
     .idem_sweep = pg_idem_sweep,

@@ -73,6 +73,7 @@ enum stmt {
     S_IDEM_CLAIM,
     S_DAY_GET,
     S_DAY_INSERT,
+    S_DAY_INSERT_NEW,
     S_DAY_UPDATE,
     S_PRUNE_CARRY,
     S_PRUNE_DAYS,
@@ -82,11 +83,27 @@ enum stmt {
     S_STATS_RECENT,
     S_STATS_TOTALS,
     S_STATS_TOP,
+    S_STATS_ALL_DAYS,
+    S_STATS_ALL_DIMS,
     S_KEY_INSERT,
     S_KEY_BY_HASH,
     S_KEY_LIST,
     S_KEY_REVOKE,
     S_KEY_COUNT,
+    S_USER_INSERT,
+    S_USER_GET,
+    S_USER_BY_NAME,
+    S_USER_LIST,
+    S_USER_PASSWORD,
+    S_USER_DISABLE,
+    S_USER_COUNT,
+    S_SESSION_INSERT,
+    S_SESSION_GET,
+    S_SESSION_TOUCH,
+    S_SESSION_END,
+    S_SESSION_END_USER,
+    S_SESSION_SWEEP,
+    S_KEY_TOUCH,
     S_IDEM_GET,
     S_IDEM_PUT,
     S_IDEM_SWEEP,
@@ -114,7 +131,14 @@ enum stmt {
 };
 
 /* A link's columns as SQLite reads them (sqlgen.h). */
+/* A key's columns with its user's role, links' owner and state. */
+#define KEY_COLS                                                                                   \
+    "k.id, k.name, k.admin, k.created_at, k.revoked_at, k.user_id, k.scopes, k.domain, "           \
+    "k.last_used_at, u.role, u.key_id, u.disabled_at"
+#define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_SQLITE)
+
+#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
 
 static const char *const sql[S__COUNT] = {
     [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
@@ -149,6 +173,9 @@ static const char *const sql[S__COUNT] = {
                   "WHERE code = ?1 AND day = ?2",
     [S_DAY_INSERT] = "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, visitors, "
                      "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_DAY_INSERT_NEW] = "INSERT INTO link_days(code, day, clicks, bots, uniques, dims, visitors, "
+                         "recent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                         "ON CONFLICT(code, day) DO NOTHING",
     [S_DAY_UPDATE] = "UPDATE link_days SET clicks = ?3, bots = ?4, uniques = ?5, dims = ?6, "
                      "visitors = ?7, recent = ?8 WHERE id = ?2",
     /* A pruned day's counts move into its link's totals, in one statement
@@ -176,12 +203,35 @@ static const char *const sql[S__COUNT] = {
     [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
                     "WHERE d.day = ?1 AND d.clicks > 0 AND (?2 < 0 OR l.owner = ?2) "
                     "ORDER BY d.clicks DESC, d.code LIMIT ?3",
-    [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
-    [S_KEY_BY_HASH] =
-        "SELECT id, name, admin, created_at, revoked_at FROM api_keys WHERE hash = ?1",
-    [S_KEY_LIST] = "SELECT id, name, admin, created_at, revoked_at FROM api_keys ORDER BY id",
+    [S_STATS_ALL_DAYS] = "SELECT day, sum(clicks), sum(uniques), sum(bots) FROM link_days "
+                         "WHERE day BETWEEN ?2 AND ?3 AND (?1 < 0 OR code IN "
+                         "(SELECT code FROM links WHERE owner = ?1)) GROUP BY day ORDER BY day",
+    [S_STATS_ALL_DIMS] = "SELECT dims FROM link_days WHERE day BETWEEN ?2 AND ?3 AND "
+                         "(?1 < 0 OR code IN (SELECT code FROM links WHERE owner = ?1))",
+    [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at, user_id, scopes, domain) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [S_KEY_BY_HASH] = "SELECT " KEY_COLS KEY_FROM " WHERE k.hash = ?1",
+    [S_KEY_LIST] = "SELECT " KEY_COLS KEY_FROM " ORDER BY k.id",
+    [S_KEY_TOUCH] = "UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1 "
+                    "AND (last_used_at IS NULL OR last_used_at < ?2)",
     [S_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at = 0",
     [S_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+    [S_USER_INSERT] = "INSERT INTO users(name, pwhash, role, key_id, created_at, disabled_at) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_USER_GET] = "SELECT " USER_READ " FROM users WHERE id = ?1",
+    [S_USER_BY_NAME] = "SELECT " USER_READ " FROM users WHERE name = ?1",
+    [S_USER_LIST] = "SELECT " USER_READ " FROM users ORDER BY id",
+    [S_USER_PASSWORD] = "UPDATE users SET pwhash = ?2 WHERE id = ?1",
+    [S_USER_DISABLE] = "UPDATE users SET disabled_at = ?2 WHERE id = ?1 AND disabled_at = 0",
+    [S_USER_COUNT] = "SELECT count(*) FROM users",
+    [S_SESSION_INSERT] = "INSERT INTO sessions(hash, user_id, created_at, seen_at, expires_at) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [S_SESSION_GET] = "SELECT user_id, created_at, seen_at, expires_at FROM sessions "
+                      "WHERE hash = ?1 AND expires_at > ?2",
+    [S_SESSION_TOUCH] = "UPDATE sessions SET seen_at = ?2 WHERE hash = ?1",
+    [S_SESSION_END] = "DELETE FROM sessions WHERE hash = ?1",
+    [S_SESSION_END_USER] = "DELETE FROM sessions WHERE user_id = ?1",
+    [S_SESSION_SWEEP] = "DELETE FROM sessions WHERE expires_at <= ?1 OR seen_at < ?2",
     [S_IDEM_GET] = "SELECT fingerprint, status, body, created_at FROM idempotency "
                    "WHERE key_id = ?1 AND idem = ?2 AND created_at >= ?3",
     [S_IDEM_PUT] = "INSERT INTO idempotency(key_id, idem, fingerprint, status, body, created_at) "
@@ -224,7 +274,7 @@ static const char *const sql[S__COUNT] = {
 struct conn {
     sqlite3 *db;
     sqlite3_stmt *stmt[S__COUNT];
-    bool writes; /* has begun a write transaction: its page cache is sized */
+    int cache_kib; /* the page cache its write transactions asked for; 0: none yet */
     struct conn *next;
 };
 
@@ -239,6 +289,13 @@ struct conn {
  * redirect cache does not copy the file into memory. */
 #define CLICKS_CACHE_KIB 131072
 #define CREATES_CACHE_KIB 8192
+/* A bulk writer (store_bulk: an import) merges link days all over the file
+ * in few, large transactions, so the page cache's walk at each commit
+ * matters less than reading pages back: it keeps a cache the size of a
+ * large store's hot part, and maps the file so that pages missing from the
+ * cache are read without a copy. */
+#define BULK_CACHE_KIB 1048576
+#define BULK_MMAP_BYTES 4294967296LL
 
 /* Copying the WAL back into the database file (a checkpoint) is SQLite's
  * own work, by default done inside the commit that takes the WAL past 1,000
@@ -817,12 +874,15 @@ static int simple(struct store *st, enum stmt id, const char *what)
 static int sq_begin(struct store *st)
 {
     struct conn *c = conn_get(st);
-    if (c && !c->writes) {
-        char pragma[64];
-        snprintf(pragma, sizeof(pragma), "PRAGMA cache_size = -%d",
-                 coop_background() ? CLICKS_CACHE_KIB : CREATES_CACHE_KIB);
+    int kib = store_bulk()        ? BULK_CACHE_KIB
+              : coop_background() ? CLICKS_CACHE_KIB
+                                  : CREATES_CACHE_KIB;
+    if (c && c->cache_kib != kib) {
+        char pragma[96];
+        snprintf(pragma, sizeof(pragma), "PRAGMA cache_size = -%d; PRAGMA mmap_size = %lld", kib,
+                 kib == BULK_CACHE_KIB ? BULK_MMAP_BYTES : 0LL);
         if (sqlite3_exec(c->db, pragma, NULL, NULL, NULL) == SQLITE_OK)
-            c->writes = true;
+            c->cache_kib = kib;
     }
     return simple(st, S_BEGIN, "begin");
 }
@@ -1377,11 +1437,40 @@ static void forget_visitors(const struct day_delta *d, int64_t visitors_from,
     }
 }
 
+/* A fresh link day (day_delta.fresh) inserted without a read first: 'done'
+ * false when a row was there after all (a server counted a click of the
+ * new link meanwhile), which the caller then merges. */
+static int day_insert_new(struct store *st, const struct day_delta *d, int64_t visitors_from,
+                          struct buf bufs[3], bool *done)
+{
+    struct day_blobs row;
+    *done = false;
+    if (dayrow_merge(NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &row) != ERR_OK)
+        return log_fail(ERR_STORAGE, "the clicks of '%s' on day %lld cannot be stored", d->code,
+                        (long long)d->day);
+    forget_visitors(d, visitors_from, &row);
+    sqlite3_stmt *q = stmt_get(st, S_DAY_INSERT_NEW);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, d->day);
+    bind_day(q, &row);
+    int rc = run_done(q, "day insert");
+    *done = rc == ERR_OK && sqlite3_changes(sqlite3_db_handle(q)) > 0;
+    return rc;
+}
+
 /* The stored row, if there is one, is read, the delta merged in, and the
  * row written back; a new link day is the delta, inserted as it is. */
 static int day_merge(struct store *st, const struct day_delta *d, int64_t visitors_from,
                      struct buf bufs[3])
 {
+    if (d->fresh) {
+        bool done;
+        int rc = day_insert_new(st, d, visitors_from, bufs, &done);
+        if (rc != ERR_OK || done)
+            return rc;
+    }
     struct day_blobs merged;
     sqlite3_stmt *q = stmt_get(st, S_DAY_GET);
     if (!q)
@@ -1476,13 +1565,18 @@ static int sq_prune_visitors(struct store *st, int64_t before_day)
 }
 
 /* Binds code, from, to and steps through the rows, handing each to 'row'. */
-static int each_row(struct store *st, enum stmt id, const char *code, int64_t a, int64_t b,
-                    int (*row)(sqlite3_stmt *q, void *cb, void *arg), void *cb, void *arg)
+/* Runs statement 'id' with ?1 = code (or, without one, owner), ?2 = a, ?3 = b. */
+static int each_row_of(struct store *st, enum stmt id, const char *code, int64_t owner, int64_t a,
+                       int64_t b, int (*row)(sqlite3_stmt *q, void *cb, void *arg), void *cb,
+                       void *arg)
 {
     sqlite3_stmt *q = stmt_get(st, id);
     if (!q)
         return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    if (code)
+        sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_int64(q, 1, owner);
     sqlite3_bind_int64(q, 2, a);
     sqlite3_bind_int64(q, 3, b);
     int rc;
@@ -1493,6 +1587,12 @@ static int each_row(struct store *st, enum stmt id, const char *code, int64_t a,
         return fail(q, "stats");
     finish(q);
     return ERR_OK;
+}
+
+static int each_row(struct store *st, enum stmt id, const char *code, int64_t a, int64_t b,
+                    int (*row)(sqlite3_stmt *q, void *cb, void *arg), void *cb, void *arg)
+{
+    return each_row_of(st, id, code, 0, a, b, row, cb, arg);
 }
 
 static const char *col_text(sqlite3_stmt *q, int i)
@@ -1542,6 +1642,27 @@ static int sq_stats_days(struct store *st, const char *code, int64_t from, int64
                          void *arg)
 {
     return each_row(st, S_STATS_DAYS, code, from, to, day_row, (void *)cb, arg);
+}
+
+static int sq_stats_all_days(struct store *st, int64_t owner, int64_t from, int64_t to, day_cb cb,
+                             void *arg)
+{
+    return each_row_of(st, S_STATS_ALL_DAYS, NULL, owner, from, to, day_row, (void *)cb, arg);
+}
+
+static int sq_stats_all_dims(struct store *st, int64_t owner, int64_t from, int64_t to, dim_cb cb,
+                             void *arg)
+{
+    struct blobs_read br = {.bad = false};
+    dayrow_init(&br.acc);
+    int rc = each_row_of(st, S_STATS_ALL_DIMS, NULL, owner, from, to, blob_row,
+                         (void *)(intptr_t)S_STATS_DIMS, &br);
+    if (rc == ERR_OK && br.bad)
+        log_at(LOG_WARN, "some stored clicks are damaged and were skipped");
+    if (rc == ERR_OK)
+        dayrow_each_tally(&br.acc, cb, arg);
+    dayrow_release(&br.acc);
+    return rc;
 }
 
 static int sq_stats_dims(struct store *st, const char *code, int64_t from, int64_t to, dim_cb cb,
@@ -1601,6 +1722,7 @@ static int sq_stats_top(struct store *st, int64_t owner, int64_t day, int limit,
 
 /* ---- API keys ---- */
 
+/* KEY_COLS's columns; a NULL scopes is the full set (0007_key_scopes.sql). */
 static void row_to_key(sqlite3_stmt *q, struct apikey *k)
 {
     memset(k, 0, sizeof(*k));
@@ -1610,18 +1732,36 @@ static void row_to_key(sqlite3_stmt *q, struct apikey *k)
     k->admin = sqlite3_column_int(q, 2) != 0;
     k->created_at = sqlite3_column_int64(q, 3);
     k->revoked_at = sqlite3_column_int64(q, 4);
+    k->user_id = sqlite3_column_int64(q, 5);
+    k->scopes = sqlite3_column_type(q, 6) == SQLITE_NULL ? KEY_SCOPES_ALL
+                                                         : (unsigned)sqlite3_column_int(q, 6);
+    const unsigned char *domain = sqlite3_column_text(q, 7);
+    snprintf(k->domain, sizeof(k->domain), "%s", domain ? (const char *)domain : "");
+    k->last_used_at = sqlite3_column_int64(q, 8);
+    enum user_role role;
+    const unsigned char *rn = sqlite3_column_text(q, 9);
+    k->role = rn && user_role_parse((const char *)rn, &role) == ERR_OK ? KEY_ROLE(role)
+                                                                       : KEY_NO_USER;
+    k->owner = sqlite3_column_type(q, 10) == SQLITE_NULL ? k->id : sqlite3_column_int64(q, 10);
+    k->user_disabled = sqlite3_column_int64(q, 11) != 0;
 }
 
-static int sq_key_insert(struct store *st, const char *name, const uint8_t hash[32], bool admin,
-                         int64_t now, int64_t *id)
+static int sq_key_insert(struct store *st, const struct apikey *k, const uint8_t hash[32],
+                         int64_t *id)
 {
     sqlite3_stmt *q = stmt_get(st, S_KEY_INSERT);
     if (!q)
         return ERR_STORAGE;
-    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 1, k->name, -1, SQLITE_STATIC);
     sqlite3_bind_blob(q, 2, hash, 32, SQLITE_STATIC);
-    sqlite3_bind_int(q, 3, admin);
-    sqlite3_bind_int64(q, 4, now);
+    sqlite3_bind_int(q, 3, k->admin);
+    sqlite3_bind_int64(q, 4, k->created_at);
+    if (k->user_id)
+        sqlite3_bind_int64(q, 5, k->user_id);
+    if (k->scopes != KEY_SCOPES_ALL)
+        sqlite3_bind_int(q, 6, (int)k->scopes);
+    if (k->domain[0])
+        sqlite3_bind_text(q, 7, k->domain, -1, SQLITE_STATIC);
     int rc = run_done(q, "key insert");
     if (rc == ERR_OK)
         *id = sqlite3_last_insert_rowid(sqlite3_db_handle(q));
@@ -1678,6 +1818,213 @@ static int sq_key_revoke(struct store *st, int64_t id, int64_t now)
 }
 
 static int sq_key_count(struct store *st, int64_t *n) { return count(st, S_KEY_COUNT, n); }
+
+/* ---- users and sessions ---- */
+
+static int row_to_user(sqlite3_stmt *q, struct user *u)
+{
+    memset(u, 0, sizeof(*u));
+    u->id = sqlite3_column_int64(q, 0);
+    const unsigned char *name = sqlite3_column_text(q, 1);
+    const unsigned char *hash = sqlite3_column_text(q, 2);
+    const unsigned char *role = sqlite3_column_text(q, 3);
+    snprintf(u->name, sizeof(u->name), "%s", name ? (const char *)name : "");
+    snprintf(u->pwhash, sizeof(u->pwhash), "%s", hash ? (const char *)hash : "");
+    u->key_id = sqlite3_column_int64(q, 4);
+    u->created_at = sqlite3_column_int64(q, 5);
+    u->disabled_at = sqlite3_column_int64(q, 6);
+    if (user_role_parse((const char *)role, &u->role) != ERR_OK)
+        return log_fail(ERR_STORAGE, "user '%s' has an unknown role", u->name);
+    return ERR_OK;
+}
+
+static int sq_user_insert(struct store *st, const struct user *u, int64_t *id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, u->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, u->pwhash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, user_role_name(u->role), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, u->key_id);
+    sqlite3_bind_int64(q, 5, u->created_at);
+    sqlite3_bind_int64(q, 6, u->disabled_at);
+    int rc = run_done(q, "user insert");
+    if (rc == ERR_OK)
+        *id = sqlite3_last_insert_rowid(sqlite3_db_handle(q));
+    return rc;
+}
+
+/* One user from a prepared and bound statement. */
+static int user_one(sqlite3_stmt *q, struct user *out)
+{
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "user get");
+    rc = row_to_user(q, out);
+    finish(q);
+    return rc;
+}
+
+static int sq_user_get(struct store *st, int64_t id, struct user *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    return user_one(q, out);
+}
+
+static int sq_user_by_name(struct store *st, const char *name, struct user *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_BY_NAME);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    return user_one(q, out);
+}
+
+static int sq_user_list(struct store *st, user_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct user u;
+        if (row_to_user(q, &u) != ERR_OK) {
+            finish(q);
+            return ERR_STORAGE;
+        }
+        if (cb(&u, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "user list");
+    finish(q);
+    return ERR_OK;
+}
+
+/* Runs a bound write; ERR_NOTFOUND when it changed no row. */
+static int run_changed(sqlite3_stmt *q, const char *what)
+{
+    int rc = run_done(q, what);
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_user_set_password(struct store *st, int64_t id, const char *pwhash)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_PASSWORD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_text(q, 2, pwhash, -1, SQLITE_STATIC);
+    return run_changed(q, "user password");
+}
+
+static int sq_user_disable(struct store *st, int64_t id, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_DISABLE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, now);
+    return run_changed(q, "user disable");
+}
+
+static int sq_user_count(struct store *st, int64_t *n) { return count(st, S_USER_COUNT, n); }
+
+static int sq_session_insert(struct store *st, const uint8_t hash[32], const struct session *s)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, s->user_id);
+    sqlite3_bind_int64(q, 3, s->created_at);
+    sqlite3_bind_int64(q, 4, s->seen_at);
+    sqlite3_bind_int64(q, 5, s->expires_at);
+    return run_done(q, "session insert");
+}
+
+static int sq_session_get(struct store *st, const uint8_t hash[32], int64_t now,
+                          struct session *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, now);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "session get");
+    out->user_id = sqlite3_column_int64(q, 0);
+    out->created_at = sqlite3_column_int64(q, 1);
+    out->seen_at = sqlite3_column_int64(q, 2);
+    out->expires_at = sqlite3_column_int64(q, 3);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_session_touch(struct store *st, const uint8_t hash[32], int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_TOUCH);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, now);
+    return run_changed(q, "session touch");
+}
+
+static int sq_session_end(struct store *st, const uint8_t hash[32])
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_END);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    return run_changed(q, "session end");
+}
+
+static int sq_session_end_user(struct store *st, int64_t user_id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_END_USER);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, user_id);
+    return run_done(q, "session end user");
+}
+
+static int sq_session_sweep(struct store *st, int64_t now, int64_t idle_before, int64_t *n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SESSION_SWEEP);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, now);
+    sqlite3_bind_int64(q, 2, idle_before);
+    int rc = run_done(q, "session sweep");
+    *n = rc == ERR_OK ? sqlite3_changes(sqlite3_db_handle(q)) : 0;
+    return rc;
+}
+
+static int sq_key_touch(struct store *st, int64_t id, int64_t at)
+{
+    sqlite3_stmt *q = stmt_get(st, S_KEY_TOUCH);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, at);
+    return run_done(q, "key touch");
+}
 
 /* ---- idempotency ---- */
 
@@ -1830,12 +2177,28 @@ const struct store_ops store_sqlite_ops = {
     .stats_dims = sq_stats_dims,
     .stats_recent = sq_stats_recent,
     .stats_totals = sq_stats_totals,
+    .stats_all_days = sq_stats_all_days,
+    .stats_all_dims = sq_stats_all_dims,
     .stats_top = sq_stats_top,
     .key_insert = sq_key_insert,
     .key_by_hash = sq_key_by_hash,
     .key_list = sq_key_list,
     .key_revoke = sq_key_revoke,
     .key_count = sq_key_count,
+    .user_insert = sq_user_insert,
+    .user_get = sq_user_get,
+    .user_by_name = sq_user_by_name,
+    .user_list = sq_user_list,
+    .user_set_password = sq_user_set_password,
+    .user_disable = sq_user_disable,
+    .user_count = sq_user_count,
+    .session_insert = sq_session_insert,
+    .session_get = sq_session_get,
+    .session_touch = sq_session_touch,
+    .session_end = sq_session_end,
+    .session_end_user = sq_session_end_user,
+    .session_sweep = sq_session_sweep,
+    .key_touch = sq_key_touch,
     .idem_get = sq_idem_get,
     .idem_put = sq_idem_put,
     .idem_sweep = sq_idem_sweep,

@@ -6,6 +6,7 @@
 #ifndef SHORTD_STORE_STATS_H
 #define SHORTD_STORE_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,11 @@ struct day_delta {
     const char *code;
     int64_t day;
     const struct dayrow *row;
+    /* The writer stored no row of this link day before (a link an import
+     * inserted, on a day it had not stored yet): the row is most likely
+     * absent, and a backend may insert it without reading first (and merge
+     * as usual when the insert finds one after all). */
+    bool fresh;
 };
 
 /* One of the last clicks of a link, as the stats show it. */
@@ -66,7 +72,14 @@ int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg
     int (*stats_recent)(struct store * st, const char *code, int limit, recent_cb cb, void *arg);    \
     int (*stats_totals)(struct store * st, int64_t owner, struct totals * out); /* -1: all */        \
     int (*stats_top)(struct store * st, int64_t owner, int64_t day, int limit, top_cb cb,            \
-                     void *arg);
+                     void *arg);                                                                     \
+    /* stats_days and stats_dims over every link of 'owner' (-1: all) together:                    \
+     * a day's uniques are the sum of its links' (one visitor of two links counts                  \
+     * twice). */ \
+    int (*stats_all_days)(struct store * st, int64_t owner, int64_t from, int64_t to, day_cb cb,     \
+                          void *arg);                                                                \
+    int (*stats_all_dims)(struct store * st, int64_t owner, int64_t from, int64_t to, dim_cb cb,     \
+                          void *arg);
 
 #endif
 

@@ -21,7 +21,7 @@ import { after, before } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { BROWSER_UA, ROOT, api, createKey, createLink, it, poll, startServer, tempDir, unique, visit } from '../e2e/harness.mjs';
+import { BROWSER_UA, ROOT, api, cli, createLink, it, poll, startServer, tempDir, unique, visit } from '../e2e/harness.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SHOTS = path.join(ROOT, 'tests/browser/screenshots');
@@ -45,8 +45,7 @@ let browser;
 let context;
 let page;
 let dir;
-let otherKey;
-let theirs;           // a link of another key
+let theirs;           // a link of another user
 let link;             // the link created through the form
 let hostile;          // a link whose title, note and tags are markup
 const problems = [];  // CSP violations, page errors, unexpected console errors
@@ -58,8 +57,20 @@ before(async () => {
     fs.mkdirSync(SHOTS, { recursive: true });
     dir = tempDir();
     srv = await startServer({ args: ['--trusted-proxies', '127.0.0.1/32'] });   // believes cf-ipcountry
-    otherKey = createKey(srv, 'someone-else');
-    theirs = await createLink(srv, otherKey, { url: 'https://example.com/theirs', title: 'Not yours' });
+    // The people who sign in: an admin, and a member with a link of their own
+    // (made through the API with the member's session, as the page would).
+    for (const [name, role] of [['boss', 'admin'], ['someone', 'member']]) {
+        const r = cli(['user', 'create', name, '--role', role, '--db', srv.db], { input: `${name}-password\n` });
+        if (r.code !== 0) throw new Error(`shortd user create ${name} failed: ${r.stderr}`);
+    }
+    const s = await api(srv, 'POST', '/api/session', { body: { name: 'someone', password: 'someone-password' } });
+    const cookie = (s.headers.get('set-cookie') || '').split(';')[0];
+    const made = await api(srv, 'POST', '/api/links', {
+        body: { url: 'https://example.com/theirs', title: 'Not yours' },
+        headers: { cookie, 'sec-fetch-site': 'same-origin', 'x-csrf-token': s.json.csrf_token },
+    });
+    if (made.status !== 201) throw new Error(`the member's link: ${made.status} ${made.text}`);
+    theirs = made.json;
     // Enough links for two pages of the table (50 a page); the one tagged
     // "rare" is on the second.
     for (let i = 0; i < 51; i++) {
@@ -135,26 +146,37 @@ async function tableShows(codes) {
 
 /* ------------------------------------------------------------------ tests */
 
-it('the sign-in page, and a clear message for a wrong key', async () => {
+/* Signs in through the form. */
+async function signIn(name, password) {
+    await page.getByLabel('Name').fill(name);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+it('the sign-in page, and a clear message for a wrong password', async () => {
     await page.goto(`${srv.url}/dashboard`);
     await page.waitForURL(/#\/signin$/);
-    await page.getByLabel('API key').fill('sk_thisIsNotAKeyThatExists000000000000000000');
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    const err = page.locator('#apikey-error');
+    await signIn('boss', 'not-the-password');
+    const err = page.locator('#signin-error');
     await err.waitFor({ state: 'visible' });
-    assert.match(await err.innerText(), /not accepted: unknown or revoked API key/);
-    assert.equal(await page.evaluate(() => localStorage.getItem('shortd.apiKey')), null);
+    assert.match(await err.innerText(), /Wrong name or password/);
+    assert.equal(await page.getByLabel('Password').inputValue(), '');
     assert.ok(await page.locator('#nav').isHidden());
     await shot('01-wrong-key');
 });
 
-it('signs in with the admin key, kept in local storage', async () => {
-    await page.getByLabel('API key').fill(srv.adminKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+it('signs in with a name and password; the browser keeps no key, the cookie is out of scripts\' reach', async () => {
+    await signIn('boss', 'boss-password');
     await page.waitForURL(/#\/links/);
     await page.locator('#links-table').waitFor();
-    assert.equal(await page.evaluate(() => localStorage.getItem('shortd.apiKey')), srv.adminKey);
     assert.ok(await page.locator('#nav').isVisible());
+    assert.equal(await page.evaluate(() => localStorage.length + sessionStorage.length), 0);
+    assert.equal(await page.evaluate(() => document.cookie), '');
+    const cookies = await context.cookies(srv.url);
+    const c = cookies.find((x) => x.name === 'shortd_session');
+    assert.ok(c, JSON.stringify(cookies));
+    assert.equal(c.httpOnly, true);
+    assert.equal(c.sameSite, 'Strict');
 });
 
 it('create: the API\'s error is shown next to the alias; then the short URL, a copy button and its QR code', async () => {
@@ -329,7 +351,8 @@ it('the link page: counts, the chart, the heatmap, ranked bars, the last clicks;
     const legend = page.locator('#daily-chart .u-legend .u-series');
     await poll(async () => (await legend.nth(1).locator('.u-value').innerText()) === '8');
     assert.equal(await legend.nth(2).locator('.u-value').innerText(), '3', 'unique visitors today');
-    const today = new Date().toISOString().slice(0, 10);
+    // The day under the cursor is named with its weekday, in UTC.
+    const today = new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' }).format(new Date());
     assert.equal(await legend.nth(0).locator('.u-value').innerText(), today);
 
     // The heatmap: 7 × 24 cells; this hour of this weekday (UTC) has the 8.
@@ -495,14 +518,17 @@ it('delete asks first; cancel keeps the link, confirm deletes it', async () => {
     assert.equal(await row.getByRole('button', { name: /Delete/ }).count(), 0);
 });
 
-it('sign out forgets the key; another key sees only its own links', async () => {
+it('sign out ends the session; another user sees only their own links', async () => {
+    const before1 = (await context.cookies(srv.url)).find((x) => x.name === 'shortd_session');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL(/#\/signin$/);
-    await page.getByLabel('API key').waitFor();
-    assert.equal(await page.evaluate(() => localStorage.getItem('shortd.apiKey')), null);
+    await page.getByLabel('Name').waitFor();
+    assert.equal((await context.cookies(srv.url)).find((x) => x.name === 'shortd_session'), undefined);
+    // The session is over on the server too, not only forgotten here.
+    const old = await api(srv, 'GET', '/api/session', { headers: { cookie: `shortd_session=${before1.value}` } });
+    assert.equal(old.status, 401);
 
-    await page.getByLabel('API key').fill(otherKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn('someone', 'someone-password');
     const rows = page.locator('#links-table tbody tr');
     await rows.first().waitFor();
     assert.deepEqual(await rows.evaluateAll((rs) => rs.map((r) => r.dataset.code)), [theirs.code]);
@@ -511,12 +537,11 @@ it('sign out forgets the key; another key sees only its own links', async () => 
     assert.match(await text('.error'), /No link .* among yours/);
     assert.equal(await page.locator('#kpi-clicks').count(), 0);
     await shot('08-other-owner');
-    // A revoked key on a later visit sends the user back to sign in.
-    await page.evaluate(() => localStorage.setItem('shortd.apiKey', 'sk_revokedOrNeverExisted00000000000000000000'));
-    await page.goto('about:blank');
-    await page.goto(`${srv.url}/dashboard#/service`);
+    // A user disabled meanwhile is sent back to sign in at their next step.
+    assert.equal(cli(['user', 'disable', 'someone', '--db', srv.db]).code, 0);
+    await page.evaluate(() => { location.hash = '#/service'; });
     await page.waitForURL(/#\/signin$/);
-    assert.match(await text('.notice'), /signed out: unknown or revoked API key/);
+    assert.match(await text('.notice'), /signed out: the session has ended/);
 });
 
 it('no page broke the Content-Security-Policy or threw', () => {

@@ -8,7 +8,7 @@ import { after, before } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { api, createLink, it, poll, startServer, unique, visit } from '../e2e/harness.mjs';
+import { api, cli, createLink, it, poll, startServer, unique, visit } from '../e2e/harness.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
@@ -24,6 +24,8 @@ const problems = [];
 before(async () => {
     if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: run scripts/setup.sh (apt-get install chromium)`);
     srv = await startServer();
+    const made = cli(['user', 'create', 'boss', '--role', 'admin', '--db', srv.db], { input: 'boss-password\n' });
+    assert.equal(made.code, 0, made.stderr);
     spent = await createLink(srv, srv.adminKey, { url: 'https://example.com/once', alias: unique('once'), max_clicks: 1 });
     fresh = await createLink(srv, srv.adminKey, { url: 'https://example.com/thrice', alias: unique('thrice'), max_clicks: 3 });
     assert.equal((await visit(srv, spent.code)).status, 302);
@@ -34,7 +36,8 @@ before(async () => {
     page.setDefaultTimeout(10_000);
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     await page.goto(`${srv.url}/dashboard#/signin`);
-    await page.getByLabel('API key').fill(srv.adminKey);
+    await page.getByLabel('Name').fill('boss');
+    await page.getByLabel('Password').fill('boss-password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(/#\/links/);
     await page.locator('#links-table').waitFor();

@@ -732,10 +732,17 @@ it('top links of the day and /api/stats: per caller, admin sees all, bots never 
         bot_clicks: all.json.reduce((a, l) => a + l.bot_clicks, 0),
     };
     assert.ok(totals.clicks >= 78 + 20 && totals.bot_clicks >= 82, JSON.stringify(totals));
-    for (const [k, t] of [[kt, want], [kt2, [entry(big, 20)]], [geoAdmin, topAdmin.json]]) {
+    // range: the caller's links together over the last 30 days (all made today).
+    for (const [k, t, clicks] of [[kt, want, 78], [kt2, [entry(big, 20)], 20], [geoAdmin, topAdmin.json, null]]) {
         const r = await api(geo, 'GET', '/api/stats', { key: k });
         assert.equal(r.status, 200, r.text);
-        assert.deepEqual(r.json, { ...totals, day: today(), top_today: t });
+        const { range, ...rest } = r.json;
+        assert.deepEqual(rest, { ...totals, day: today(), top_today: t });
+        assert.equal(range.to, today());
+        assert.equal(range.days.length, 30);
+        assert.equal(range.days.at(-1).clicks, range.clicks);
+        if (clicks !== null) assert.equal(range.clicks, clicks);
+        else assert.ok(range.clicks >= 98 && range.clicks <= totals.clicks, `admin's range: ${range.clicks}`);
     }
 });
 

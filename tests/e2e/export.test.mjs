@@ -65,6 +65,13 @@ it('GET /api/export?format=json streams the caller\'s links with their daily cou
     const today = new Date().toISOString().slice(0, 10);
     assert.deepEqual(first.days, [{ day: today, clicks: 4, unique_visitors: 1, bot_clicks: 0 }]);
     assert.deepEqual(links.find((l) => l.code === mine[2].code).days, []);
+    // Each link's all-time dimensions, as its stats count them; none without clicks.
+    const stats = await api(srv, 'GET', `/api/links/${mine[0].code}/stats`, { key: userKey });
+    assert.deepEqual(first.dimensions.browsers, stats.json.browsers);
+    assert.deepEqual(first.dimensions.devices, stats.json.devices);
+    assert.equal(first.dimensions.browsers[Object.keys(stats.json.browsers)[0]], 4);
+    assert.ok(!('countries' in first.dimensions) || Object.keys(first.dimensions.countries).length > 0);
+    assert.deepEqual(links.find((l) => l.code === mine[2].code).dimensions, {});
 });
 
 it('GET /api/export?format=csv has a header row and one row per link and day, quoted', async () => {

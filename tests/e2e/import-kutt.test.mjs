@@ -8,41 +8,12 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after } from 'node:test';
 
-import { api, cli, cliAsync, it, startServer, tempDir, visit } from './harness.mjs';
+import { api, cliAsync, it, startServer, tempDir, visit } from './harness.mjs';
+import { PG, pgSource, runImport, servers, statsOf } from './import-kit.mjs';
 import { KUTT_PASSWORD, makeKutt } from '../data/make-kutt.mjs';
 
-const PG = process.env.SHORTD_TEST_PG || '';
-const schemas = [];
-const servers = [];
-
-after(async () => {
-    for (const s of servers) if (s.running) await s.stop();
-    if (schemas.length) {
-        spawnSync('psql', ['-X', '-q', '-d', PG, '-c', schemas.map((s) => `DROP SCHEMA ${s} CASCADE;`).join(' ')]);
-    }
-});
-
-/* An empty schema of the test PostgreSQL, as a URL whose search_path is it. */
-function pgSource(name) {
-    const schema = `${name}_${process.pid}`;
-    const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', PG, '-c',
-        `DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`], { encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    schemas.push(schema);
-    return `${PG}${PG.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
-}
-
-function importKutt(srv, source, extra = []) {
-    return cli(['import', 'kutt', source, '--db', srv.db, ...extra], { timeoutMs: 120_000 });
-}
-
-function statsOf(srv, code) {
-    const r = cli(['stats', '--db', srv.db, code, '--from', '2026-11-19', '--to', '2026-11-23']);
-    assert.equal(r.code, 0, r.stderr);
-    return JSON.parse(r.stdout);
-}
+const importKutt = (srv, source, extra = []) => runImport('kutt', srv, source, extra);
 
 const dayClicks = (st) => Object.fromEntries(st.days.filter((d) => d.clicks || d.bot_clicks)
     .map((d) => [d.day, d.clicks]));

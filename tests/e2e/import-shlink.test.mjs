@@ -6,43 +6,14 @@
 // short URL not valid yet is refused, orphan visits are counted and dropped,
 // visitor addresses end up nowhere, and a second run imports nothing.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after } from 'node:test';
 
-import { PG_MODE, api, cli, cliAsync, filesUnder, it, startServer, tempDir, visit } from './harness.mjs';
+import { PG_MODE, api, cliAsync, filesUnder, it, startServer, tempDir, visit } from './harness.mjs';
+import { PG, pgSource, runImport, servers, statsOf } from './import-kit.mjs';
 import { CHROME_UA, VISITOR_ADDR, makeShlinkCsv, makeShlinkDb } from '../data/make-shlink.mjs';
 
-const PG = process.env.SHORTD_TEST_PG || '';
-const schemas = [];
-const servers = [];
-
-after(async () => {
-    for (const s of servers) if (s.running) await s.stop();
-    if (schemas.length) {
-        spawnSync('psql', ['-X', '-q', '-d', PG, '-c', schemas.map((s) => `DROP SCHEMA ${s} CASCADE;`).join(' ')]);
-    }
-});
-
-function pgSource(name) {
-    const schema = `${name}_${process.pid}`;
-    const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', PG, '-c',
-        `DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`], { encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    schemas.push(schema);
-    return `${PG}${PG.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
-}
-
-function importShlink(srv, source, extra = []) {
-    return cli(['import', 'shlink', source, '--db', srv.db, ...extra], { timeoutMs: 120_000 });
-}
-
-function statsOf(srv, code) {
-    const r = cli(['stats', '--db', srv.db, code, '--from', '2026-11-19', '--to', '2026-11-23']);
-    assert.equal(r.code, 0, r.stderr);
-    return JSON.parse(r.stdout);
-}
+const importShlink = (srv, source, extra = []) => runImport('shlink', srv, source, extra);
 
 const days = (st) => Object.fromEntries(st.days.filter((d) => d.clicks || d.bot_clicks)
     .map((d) => [d.day, [d.clicks, d.bot_clicks]]));

@@ -45,9 +45,11 @@ function summaryOf(r) {
     return JSON.parse(line);
 }
 
+// HEAD: a redirect that counts no click, so the totals stay the source's
 async function redirectsTo(server, code, url) {
-    await poll(async () => (await visit(server, code)).status === 302, { timeoutMs: 5000 });
-    const r = await visit(server, code);
+    const head = { method: 'HEAD' };
+    await poll(async () => (await visit(server, code, head)).status === 302, { timeoutMs: 5000 });
+    const r = await visit(server, code, head);
     assert.equal(r.status, 302, `code ${code}`);
     assert.equal(r.headers.get('location'), url, `code ${code}`);
 }

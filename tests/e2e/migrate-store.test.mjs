@@ -82,7 +82,8 @@ function migrateStore(to = url, args = []) {
 function assertVerified(r) {
     assert.equal(r.code, 0, `migrate-store failed\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stdout, /^verified: /m);
-    const tables = ['meta', 'api_keys', 'links', 'blocklist', 'idempotency', 'link_days', 'domains', 'link_history'];
+    const tables = ['meta', 'api_keys', 'links', 'blocklist', 'idempotency', 'link_days', 'domains', 'link_history',
+        'users', 'sessions'];
     assert.deepEqual(Object.keys(r.rows).sort(), [...tables].sort(), r.stdout);
     for (const t of tables) {
         assert.ok(r.rows[t].ok && r.rows[t].source === r.rows[t].target, `${t}: ${JSON.stringify(r.rows[t])}`);
@@ -136,6 +137,8 @@ before(async () => {
     admin = src.adminKey;
     user = createKey(src, 'user');
     revoked = createKey(src, 'old-key');
+    const made = cli(['user', 'create', 'mia', '--role', 'member', '--db', src.db], { input: 'mia-password\n' });
+    assert.equal(made.code, 0, made.stderr);
     const list = cli(['key', 'list', '--db', src.db]);
     const line = list.stdout.split('\n').find((l) => l.split(/\s+/)[1] === 'old-key');
     assert.ok(line, list.stdout);
@@ -211,7 +214,9 @@ it('copies every table, verifies the counts and never prints the password', () =
     assert.ok(!r.stdout.includes(PASSWORD) && !r.stderr.includes(PASSWORD), `the password leaked: ${r.stderr}`);
     assert.match(r.stderr, /postgres:\*\*\*@/);
     assert.equal(r.rows.links.source, Object.keys(links).length);
-    assert.equal(r.rows.api_keys.source, 3);
+    assert.equal(r.rows.api_keys.source, 4); // three keys, and the one of user mia
+    assert.equal(r.rows.users.source, 1);
+    assert.match(targetValue("SELECT name || ',' || role || ',' || (pwhash LIKE '$argon2id$%') FROM users"), /^mia,member,true$/);
     assert.equal(r.rows.blocklist.source, 2);
     // The code counter and the secrets are the source's: keys hash and codes
     // scramble as before, and no code is handed out twice.
@@ -226,7 +231,7 @@ it('copies every table, verifies the counts and never prints the password', () =
     assert.equal(r.rows.link_history.source, 1);
     assert.equal(targetValue(`SELECT used || ',' || max_clicks || ',' || domain || ',' || dest FROM links WHERE code = '${links.controls.code}'`),
         '2,10,go-ms.example,https://example.com/ctl2?utm_source=ms');
-    for (const t of ['meta', 'api_keys', 'links', 'link_days', 'domains', 'link_history']) {
+    for (const t of ['meta', 'api_keys', 'links', 'link_days', 'domains', 'link_history', 'users']) {
         assert.ok(r.rows[t].source > 0, `${t} is empty: the test copies nothing there`);
         assert.equal(r.rows[t].written, r.rows[t].source, `${t}: a first copy writes every row`);
     }

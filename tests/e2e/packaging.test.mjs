@@ -126,7 +126,8 @@ it('the bash completion completes commands, subcommands and options from the bin
     assert.deepEqual(complete('').filter((w) => !w.startsWith('-')).sort(), first);
     assert.deepEqual(complete('mi'), ['migrate', 'migrate-store']);
     assert.deepEqual(complete('key', '').sort(), ['create', 'list', 'revoke', 'yourls-token']);
-    assert.deepEqual(complete('key', 'create', '--').sort(), ['--admin', '--db', '--help', '--name', '--store']);
+    assert.deepEqual(complete('key', 'create', '--').sort(),
+        ['--admin', '--db', '--domain', '--help', '--name', '--scopes', '--store']);
     const rates = complete('serve', '--rate-');
     assert.deepEqual(rates.sort(), exampleSettings().filter((s) => s.startsWith('rate-')).map((s) => `--${s}`).sort());
     // After an option that takes a value, nothing: bash completes a file name.

@@ -64,11 +64,17 @@
       (struct store * st, const char *code, int64_t from, int64_t to, day_cb cb, void *arg),       \
       (st, code, from, to, cb, arg))                                                               \
     X(stats_totals, (struct store * st, int64_t owner, struct totals * out), (st, owner, out))     \
+    X(stats_all_days,                                                                              \
+      (struct store * st, int64_t owner, int64_t from, int64_t to, day_cb cb, void *arg),          \
+      (st, owner, from, to, cb, arg))                                                              \
     X(stats_top, (struct store * st, int64_t owner, int64_t day, int limit, top_cb cb, void *arg), \
       (st, owner, day, limit, cb, arg))                                                            \
     X(key_by_hash, (struct store * st, const uint8_t hash[32], struct apikey *out),                \
       (st, hash, out))                                                                             \
-    X(key_list, (struct store * st, key_cb cb, void *arg), (st, cb, arg))
+    X(key_list, (struct store * st, key_cb cb, void *arg), (st, cb, arg))                          \
+    X(user_by_name, (struct store * st, const char *name, struct user *out), (st, name, out))      \
+    X(session_get, (struct store * st, const uint8_t hash[32], int64_t now, struct session *out),  \
+      (st, hash, now, out))
 
 enum {
 #define X(op, params, args) FOP_##op,

@@ -118,6 +118,7 @@
     X(store_sweep)                                                                                 \
     X(store_claim)                                                                                 \
     X(store_keys)                                                                                  \
+    X(store_users)                                                                                 \
     X(keycache_hit_miss)                                                                           \
     X(keycache_revoked)                                                                            \
     X(keycache_bounded)                                                                            \
@@ -190,6 +191,11 @@
     X(dbsrc_sqlite)                                                                                \
     X(dbsrc_pg)                                                                                    \
     X(pwhash_async)                                                                                \
+    X(users_rules)                                                                                 \
+    X(users_lifecycle)                                                                             \
+    X(users_sessions)                                                                              \
+    X(api_session_roles)                                                                           \
+    X(api_session_failures)                                                                        \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \
@@ -248,6 +254,11 @@
     X(api_stats_service)                                                                           \
     X(api_stats_export)                                                                            \
     X(api_stats_export_domain)                                                                     \
+    X(api_keys_scopes)                                                                             \
+    X(api_keys_manage)                                                                             \
+    X(api_keys_domain)                                                                             \
+    X(api_keys_roles)                                                                              \
+    X(keyuse_marks)                                                                                \
     X(api_domains_add)                                                                             \
     X(api_domains_list)                                                                            \
     X(api_domains_delete)                                                                          \
@@ -262,6 +273,12 @@
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \
+    X(when_formats)                                                                                \
+    X(mysqldump_statements)                                                                        \
+    X(mysqldump_escapes)                                                                           \
+    X(mysqldump_forms)                                                                             \
+    X(mysqldump_damage)                                                                            \
+    X(mysqldump_pieces)                                                                            \
     X(form_urlencoded)                                                                             \
     X(form_multipart)                                                                              \
     X(compat_yourls_shorturl)                                                                      \

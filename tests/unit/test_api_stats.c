@@ -211,14 +211,39 @@ void test_api_stats_service(void)
     json_t *top = json_object_get(resp.json, "top_today");
     CHECK_EQ_INT(json_array_size(top), 1);
     CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(top, 0), "code")), f.code);
+    /* The range: the caller's links together, by day and by dimension. */
+    CHECK_EQ_STR(hx_json_str(&resp, "range.from"), day(-29));
+    CHECK_EQ_STR(hx_json_str(&resp, "range.to"), day(0));
+    CHECK_EQ_INT(hx_json_int(&resp, "range.clicks"), 3);
+    CHECK_EQ_INT(hx_json_int(&resp, "range.unique_visitors"), 1);
+    CHECK_EQ_INT(hx_json_int(&resp, "range.bot_clicks"), 1);
+    CHECK_EQ_INT(hx_json_int(&resp, "range.browsers.Firefox"), 3);
+    CHECK_EQ_INT(hx_json_int(&resp, "range.bot_kinds.crawler"), 1);
+    json_t *days = json_object_get(json_object_get(resp.json, "range"), "days");
+    CHECK_EQ_INT(json_array_size(days), 30);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(days, 29), "clicks")), 3);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(days, 0), "clicks")), 0);
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", "/api/stats", f.admins, NULL, &resp), 200);
     CHECK_EQ_INT(json_array_size(json_object_get(resp.json, "top_today")), 2);
+    CHECK_EQ_INT(hx_json_int(&resp, "range.clicks"), 5);
+    CHECK_EQ_INT(hx_json_int(&resp, "range.unique_visitors"), 2);
+    CHECK_EQ_INT(hx_json_int(&resp, "range.browsers.Firefox"), 5);
+    hx_resp_release(&resp);
+    char target[64];
+    snprintf(target, sizeof(target), "/api/stats?from=%s&to=%s", day(-1), day(-1));
+    CHECK_EQ_INT(hx_request(h, "GET", target, f.mine, NULL, &resp), 200);
+    CHECK_EQ_INT(hx_json_int(&resp, "range.clicks"), 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(json_object_get(resp.json, "range"), "days")), 1);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/stats?from=2026-13-01", f.mine, NULL, &resp), 400);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.field"), "from");
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", "/api/stats", NULL, NULL, &resp), 401);
     hx_resp_release(&resp);
     hx_unavailable(h, "stats_totals", 0, "GET", "/api/stats", f.mine, NULL);
     hx_unavailable(h, "stats_top", 0, "GET", "/api/stats", f.mine, NULL);
+    hx_unavailable(h, "stats_all_days", 0, "GET", "/api/stats", f.mine, NULL);
     hx_free(h);
 }
 

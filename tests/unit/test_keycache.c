@@ -360,7 +360,8 @@ void test_keycache_pg_revoke_notifies(void)
     uint8_t hash[32];
     hash_of(42, hash);
     int64_t id = 0;
-    CHECK_EQ_INT(st->ops->key_insert(st, "pg-key", hash, false, 100, &id), ERR_OK);
+    struct apikey spec = {.name = "pg-key", .created_at = 100, .scopes = KEY_SCOPES_ALL};
+    CHECK_EQ_INT(st->ops->key_insert(st, &spec, hash, &id), ERR_OK);
     CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
     CHECK_EQ_INT(st->ops->key_revoke(st, id, 200), ERR_OK);
     CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
@@ -372,7 +373,7 @@ void test_keycache_pg_revoke_notifies(void)
     CHECK_EQ_INT(st->ops->key_revoke(st, id, 300), ERR_NOTFOUND);
     hash_of(43, hash);
     int64_t id2 = 0;
-    CHECK_EQ_INT(st->ops->key_insert(st, "pg-key-2", hash, false, 100, &id2), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_insert(st, &spec, hash, &id2), ERR_OK);
     CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
     CHECK_EQ_INT(st->ops->key_revoke(st, id2, 300), ERR_OK);
     st->ops->rollback(st);

@@ -307,7 +307,7 @@ static int64_t day_clicks(struct store *st, const char *code, int64_t day);
 /* A link's day as the aggregator hands it over: one delta through agg_days. */
 static int add_row(struct store *st, const char *code, int64_t day, struct dayrow *r)
 {
-    struct day_delta d = {code, day, r};
+    struct day_delta d = {code, day, r, false};
     int rc = st->ops->agg_days(st, &d, 1);
     dayrow_release(r);
     dayrow_init(r);
@@ -784,6 +784,15 @@ static int count_key(const struct apikey *k, void *arg)
     return ++c->calls == c->stop_after;
 }
 
+/* key_insert of a key with the full set of scopes and no user or domain. */
+static int insert_key(struct store *st, const char *name, const uint8_t hash[32], bool admin,
+                      int64_t now, int64_t *id)
+{
+    struct apikey k = {.admin = admin, .created_at = now, .scopes = KEY_SCOPES_ALL};
+    snprintf(k.name, sizeof(k.name), "%s", name);
+    return st->ops->key_insert(st, &k, hash, id);
+}
+
 static void keys_checks(struct backend *b)
 {
     struct store *st = b->st;
@@ -796,15 +805,15 @@ static void keys_checks(struct backend *b)
     int64_t id1 = 0, id2 = 0, id3 = 0, n = -1;
     CHECK_EQ_INT(st->ops->key_count(st, &n), ERR_OK);
     CHECK_EQ_INT(n, 0);
-    CHECK_EQ_INT(st->ops->key_insert(st, "admin", h1, true, 100, &id1), ERR_OK);
-    CHECK_EQ_INT(st->ops->key_insert(st, "alice", h2, false, 200, &id2), ERR_OK);
+    CHECK_EQ_INT(insert_key(st, "admin", h1, true, 100, &id1), ERR_OK);
+    CHECK_EQ_INT(insert_key(st, "alice", h2, false, 200, &id2), ERR_OK);
     CHECK(id1 > 0 && id2 > id1);
     int64_t dup = 0;
-    CHECK_EQ_INT(st->ops->key_insert(st, "again", h1, false, 300, &dup), ERR_EXISTS);
+    CHECK_EQ_INT(insert_key(st, "again", h1, false, 300, &dup), ERR_EXISTS);
     /* Inside a transaction, a taken hash leaves the transaction usable. */
     CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
-    CHECK_EQ_INT(st->ops->key_insert(st, "again", h2, false, 300, &dup), ERR_EXISTS);
-    CHECK_EQ_INT(st->ops->key_insert(st, "bob", h3, false, 300, &id3), ERR_OK);
+    CHECK_EQ_INT(insert_key(st, "again", h2, false, 300, &dup), ERR_EXISTS);
+    CHECK_EQ_INT(insert_key(st, "bob", h3, false, 300, &id3), ERR_OK);
     CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
     CHECK(id3 > id2);
 
@@ -815,7 +824,58 @@ static void keys_checks(struct backend *b)
         CHECK(k.admin);
         CHECK_EQ_INT(k.created_at, 100);
         CHECK_EQ_INT(k.revoked_at, 0);
+        /* No scopes stored: the full set; no user, no domain, never used. */
+        CHECK_EQ_INT(k.scopes, KEY_SCOPES_ALL);
+        CHECK_EQ_INT(k.user_id, 0);
+        CHECK_EQ_STR(k.domain, "");
+        CHECK_EQ_INT(k.last_used_at, 0);
     }
+    /* A key with fewer scopes, a user and a domain keeps them. */
+    uint8_t h4[32];
+    for (int i = 0; i < 32; i++)
+        h4[i] = (uint8_t)(i * 3 + 1);
+    struct apikey spec = {.created_at = 700, .user_id = 42, .scopes = KEY_SCOPE_LINKS_READ};
+    snprintf(spec.name, sizeof(spec.name), "reader");
+    snprintf(spec.domain, sizeof(spec.domain), "go.example.com");
+    int64_t id4 = 0;
+    CHECK_EQ_INT(st->ops->key_insert(st, &spec, h4, &id4), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h4, &k), ERR_OK)) {
+        CHECK_EQ_INT(k.id, id4);
+        CHECK_EQ_INT(k.scopes, KEY_SCOPE_LINKS_READ);
+        CHECK_EQ_INT(k.user_id, 42);
+        CHECK_EQ_STR(k.domain, "go.example.com");
+        CHECK(!k.admin);
+    }
+    /* key_touch moves last_used_at forward only. */
+    CHECK_EQ_INT(st->ops->key_touch(st, id4, 5000), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_touch(st, id4, 4000), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h4, &k), ERR_OK))
+        CHECK_EQ_INT(k.last_used_at, 5000);
+    CHECK_EQ_INT(k.role, KEY_NO_USER); /* user 42 does not exist: its own links */
+    CHECK_EQ_INT(k.owner, id4);
+    /* A user's key reads its user's role, links' owner and state. */
+    struct user u = {.role = USER_VIEWER, .key_id = id1, .created_at = 1};
+    snprintf(u.name, sizeof(u.name), "keyed");
+    snprintf(u.pwhash, sizeof(u.pwhash), "$argon2id$x");
+    int64_t uid = 0;
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &uid), ERR_OK);
+    uint8_t h5[32];
+    for (int i = 0; i < 32; i++)
+        h5[i] = (uint8_t)(i * 5 + 2);
+    spec.user_id = uid;
+    spec.domain[0] = '\0';
+    int64_t id5 = 0;
+    CHECK_EQ_INT(st->ops->key_insert(st, &spec, h5, &id5), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h5, &k), ERR_OK)) {
+        CHECK_EQ_INT(k.role, KEY_ROLE(USER_VIEWER));
+        CHECK_EQ_INT(k.owner, id1);
+        CHECK(!k.user_disabled);
+    }
+    CHECK_EQ_INT(st->ops->user_disable(st, uid, 900), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->key_by_hash(st, h5, &k), ERR_OK))
+        CHECK(k.user_disabled);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id5, 800), ERR_OK);
+    CHECK_EQ_INT(st->ops->key_revoke(st, id4, 800), ERR_OK);
     uint8_t none[32] = {0};
     CHECK_EQ_INT(st->ops->key_by_hash(st, none, &k), ERR_NOTFOUND);
     CHECK_EQ_INT(st->ops->key_revoke(st, id2, 500), ERR_OK);
@@ -825,18 +885,124 @@ static void keys_checks(struct backend *b)
         CHECK_EQ_INT(k.revoked_at, 500);
     struct collect c = {BUF_INIT, 0, 0, "", 0};
     CHECK_EQ_INT(st->ops->key_list(st, count_key, &c), ERR_OK);
-    CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0,alice:0:500,bob:0:0");
+    CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0,alice:0:500,bob:0:0,reader:0:800,reader:0:800");
     buf_reset(&c.s);
     c.calls = 0;
     c.stop_after = 1;
     CHECK_EQ_INT(st->ops->key_list(st, count_key, &c), ERR_OK);
     CHECK_EQ_STR(buf_cstr(&c.s), "admin:1:0");
     CHECK_EQ_INT(st->ops->key_count(st, &n), ERR_OK);
-    CHECK_EQ_INT(n, 3);
+    CHECK_EQ_INT(n, 5);
     buf_release(&c.s);
 }
 
 void test_store_keys(void) { each_backend("keys", keys_checks); }
+
+/* ---- users and sessions ---- */
+
+static int collect_user(const struct user *u, void *arg)
+{
+    struct collect *c = arg;
+    buf_printf(&c->s, "%s%s:%s:%lld:%lld", c->s.len ? "," : "", u->name, user_role_name(u->role),
+               (long long)u->key_id, (long long)u->disabled_at);
+    return ++c->calls == c->stop_after;
+}
+
+static void users_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    int64_t n = -1, ann = 0, bob = 0, dup = 0;
+    CHECK_EQ_INT(st->ops->user_count(st, &n), ERR_OK);
+    CHECK_EQ_INT(n, 0);
+    struct user u = {.role = USER_ADMIN, .key_id = 3, .created_at = 100};
+    snprintf(u.name, sizeof(u.name), "ann");
+    snprintf(u.pwhash, sizeof(u.pwhash), "$argon2id$v=19$m=19456,t=2,p=1$aaaa$bbbb");
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &ann), ERR_OK);
+    u.role = USER_VIEWER;
+    u.key_id = 4;
+    snprintf(u.name, sizeof(u.name), "bob");
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &bob), ERR_OK);
+    /* A taken name leaves the transaction usable. */
+    CHECK_EQ_INT(st->ops->user_insert(st, &u, &dup), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(ann > 0 && bob > ann);
+
+    struct user g;
+    if (CHECK_EQ_INT(st->ops->user_by_name(st, "ann", &g), ERR_OK)) {
+        CHECK_EQ_INT(g.id, ann);
+        CHECK_EQ_INT(g.role, USER_ADMIN);
+        CHECK_EQ_INT(g.key_id, 3);
+        CHECK_EQ_INT(g.created_at, 100);
+        CHECK_EQ_STR(g.pwhash, "$argon2id$v=19$m=19456,t=2,p=1$aaaa$bbbb");
+    }
+    CHECK_EQ_INT(st->ops->user_by_name(st, "Ann", &g), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->user_get(st, bob + 100, &g), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->user_set_password(st, bob, "$argon2id$new"), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_set_password(st, bob + 100, "$argon2id$new"), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->user_get(st, bob, &g), ERR_OK)) {
+        CHECK_EQ_STR(g.name, "bob");
+        CHECK_EQ_STR(g.pwhash, "$argon2id$new");
+        CHECK_EQ_INT(g.role, USER_VIEWER);
+    }
+    CHECK_EQ_INT(st->ops->user_disable(st, bob, 500), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_disable(st, bob, 600), ERR_NOTFOUND); /* already */
+    struct collect c = {BUF_INIT, 0, 0, "", 0};
+    CHECK_EQ_INT(st->ops->user_list(st, collect_user, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "ann:admin:3:0,bob:viewer:4:500");
+    CHECK_EQ_INT(st->ops->user_count(st, &n), ERR_OK);
+    CHECK_EQ_INT(n, 2);
+
+    /* Sessions: found until expires_at, touched, ended one by one or per user. */
+    uint8_t h1[32], h2[32], h3[32];
+    for (int i = 0; i < 32; i++) {
+        h1[i] = (uint8_t)i;
+        h2[i] = (uint8_t)(255 - i);
+        h3[i] = (uint8_t)(i * 7 + 92);
+    }
+    struct session s1 = {.user_id = ann, .created_at = 1000, .seen_at = 1000, .expires_at = 9000};
+    struct session s2 = {.user_id = ann, .created_at = 1100, .seen_at = 1100, .expires_at = 9100};
+    struct session s3 = {.user_id = bob, .created_at = 1200, .seen_at = 1200, .expires_at = 2000};
+    CHECK_EQ_INT(st->ops->session_insert(st, h1, &s1), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h2, &s2), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h3, &s3), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h3, &s1), ERR_EXISTS);
+    struct session got;
+    if (CHECK_EQ_INT(st->ops->session_get(st, h1, 1500, &got), ERR_OK)) {
+        CHECK_EQ_INT(got.user_id, ann);
+        CHECK_EQ_INT(got.created_at, 1000);
+        CHECK_EQ_INT(got.seen_at, 1000);
+        CHECK_EQ_INT(got.expires_at, 9000);
+    }
+    CHECK_EQ_INT(st->ops->session_touch(st, h1, 1700), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->session_get(st, h1, 1800, &got), ERR_OK))
+        CHECK_EQ_INT(got.seen_at, 1700);
+    CHECK_EQ_INT(st->ops->session_get(st, h3, 1999, &got), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_get(st, h3, 2000, &got), ERR_NOTFOUND); /* past its cap */
+    uint8_t none[32] = {0};
+    CHECK_EQ_INT(st->ops->session_get(st, none, 1000, &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_touch(st, none, 1000), ERR_NOTFOUND);
+
+    /* The sweep takes those past their cap (h3) and those idle since before
+     * 1500 (h2, seen at 1100); h1 was seen at 1700. */
+    int64_t swept = -1;
+    CHECK_EQ_INT(st->ops->session_sweep(st, 2500, 1500, &swept), ERR_OK);
+    CHECK_EQ_INT(swept, 2);
+    CHECK_EQ_INT(st->ops->session_get(st, h2, 1000, &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_get(st, h1, 2500, &got), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_end(st, h1), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_end(st, h1), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_insert(st, h1, &s1), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h2, &s2), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_insert(st, h3, &s3), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_end_user(st, ann), ERR_OK);
+    CHECK_EQ_INT(st->ops->session_get(st, h1, 1000, &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_get(st, h2, 1000, &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->session_get(st, h3, 1000, &got), ERR_OK);
+    buf_release(&c.s);
+}
+
+void test_store_users(void) { each_backend("users", users_checks); }
 
 /* ---- idempotency ---- */
 
@@ -1001,6 +1167,26 @@ static const char *recent_of(struct store *st, const char *code, int limit, stru
     return buf_cstr(s);
 }
 
+static const char *all_days_of(struct store *st, int64_t owner, int64_t from, int64_t to,
+                               struct buf *s)
+{
+    buf_reset(s);
+    buf_adds(s, "");
+    if (st->ops->stats_all_days(st, owner, from, to, collect_day, s) != ERR_OK)
+        return "(error)";
+    return buf_cstr(s);
+}
+
+static const char *all_dims_of(struct store *st, int64_t owner, int64_t from, int64_t to,
+                               struct buf *s)
+{
+    buf_reset(s);
+    buf_adds(s, "");
+    if (st->ops->stats_all_dims(st, owner, from, to, collect_dim, s) != ERR_OK)
+        return "(error)";
+    return buf_cstr(s);
+}
+
 static const char *top_of(struct store *st, int64_t owner, int64_t day, int limit, struct buf *s)
 {
     buf_reset(s);
@@ -1115,9 +1301,20 @@ static void agg_checks(struct backend *b)
     CHECK_EQ_STR(top_of(st, -1, 100, 1, &s), "agg2=10");
     CHECK_EQ_STR(top_of(st, 1, 100, 10, &s), "agg1=6");
     CHECK_EQ_STR(top_of(st, -1, 103, 10, &s), "");
+    /* Every link of an owner together (-1: every day row, as the totals). */
+    CHECK_EQ_STR(all_days_of(st, 1, 0, 1000, &s), "100:6/2/3,101:3/1/0,102:0/0/0");
+    CHECK_EQ_STR(all_days_of(st, 2, 100, 101, &s), "100:10/1/0");
+    CHECK_EQ_STR(all_days_of(st, -1, 100, 101, &s), "100:17/3/3,101:3/1/0");
+    CHECK_EQ_STR(all_days_of(st, 9, 0, 1000, &s), "");
+    CHECK_EQ_STR(all_dims_of(st, 2, 100, 101, &s), "3:Firefox=10");
+    CHECK_EQ_STR(all_dims_of(st, -1, 100, 100, &s),
+                 "0:a \"b\" \\c, {d} NULL=1,2:NL=4,2:DE=3,3:Firefox=10");
+    CHECK_EQ_STR(all_dims_of(st, 9, 0, 1000, &s), "");
 
     /* More link days in one call than one round of statements takes, in
-     * (code, day) order, half of them already stored. */
+     * (code, day) order, half of them already stored. All are marked fresh
+     * (the hint an import gives): the two rows that exist all the same are
+     * merged into, not replaced or refused. */
     enum { MANY = 5000 };
     struct dayrow *rows = calloc(MANY, sizeof(*rows));
     struct day_delta *d = calloc(MANY, sizeof(*d));
@@ -1127,7 +1324,7 @@ static void agg_checks(struct backend *b)
         dayrow_init(&rows[i]);
         rows[i].clicks = 1;
         tally(&rows[i], DIM_LANGUAGE, i % 2 ? "de" : "nl", 1);
-        d[i] = (struct day_delta){codes[i], 200 + i % 2, &rows[i]};
+        d[i] = (struct day_delta){codes[i], 200 + i % 2, &rows[i], true};
     }
     CHECK_EQ_INT(add_clicks(st, "m00000", 200, 1, 0), ERR_OK);
     CHECK_EQ_INT(add_clicks(st, "m02499", 201, 1, 0), ERR_OK);
@@ -1627,7 +1824,7 @@ static void *count_clicks(void *arg)
             dayrow_init(&rows[i]);
             rows[i].clicks = 1;
             tally(&rows[i], DIM_COUNTRY, "NL", 1);
-            d[i] = (struct day_delta){codes[i], 100, &rows[i]};
+            d[i] = (struct day_delta){codes[i], 100, &rows[i], false};
         }
         qsort(d, HOT, sizeof(d[0]), cmp_delta);
         int rc = st->ops->begin(st);
@@ -1828,6 +2025,11 @@ static bool sqlite_admin(const struct backend *b, const char *sql)
     return ok;
 }
 
+/* The columns of 0007_key_scopes.sql (pg: 0006), gone from a schema rewound. */
+#define KEY_SCOPES_DROP                                                                            \
+    "ALTER TABLE api_keys DROP COLUMN user_id; ALTER TABLE api_keys DROP COLUMN scopes; "          \
+    "ALTER TABLE api_keys DROP COLUMN domain; ALTER TABLE api_keys DROP COLUMN last_used_at; "
+
 static void upgrade_checks(struct backend *b)
 {
     CHECK_EQ_INT(insert(b->st, "up1", 1, "https://e.example/1", 10, 0), ERR_OK);
@@ -1840,6 +2042,7 @@ static void upgrade_checks(struct backend *b)
                  "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks; "
                  "ALTER TABLE domains DROP COLUMN base_url_redirect, "
                  "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
+                 "DROP TABLE users; DROP TABLE sessions; " KEY_SCOPES_DROP
                  "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
@@ -1849,7 +2052,8 @@ static void upgrade_checks(struct backend *b)
         CHECK(from < 3 && to >= 3);
     } else {
         snprintf(sql, sizeof(sql),
-                 "%s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "%s ALTER TABLE links DROP COLUMN imported_clicks; DROP TABLE users; "
+                 "DROP TABLE sessions; " KEY_SCOPES_DROP
                  "ALTER TABLE domains DROP COLUMN base_url_redirect; "
                  "ALTER TABLE domains DROP COLUMN regular_404_redirect; "
                  "ALTER TABLE domains DROP COLUMN invalid_short_url_redirect; "

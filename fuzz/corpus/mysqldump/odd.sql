@@ -1,0 +1,5 @@
+INSERT INTO t VALUES
+(0x41,X'42',_binary 'b','it''s\0\Z'),
+(1 2);
+INSERT IGNORE INTO db.t (a) VALUES (1) ON DUPLICATE KEY UPDATE a=1;
+REPLACE INTO "t" VALUES ('unterminated

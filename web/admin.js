@@ -1,0 +1,18 @@
+// admin.js - the admin page: the blocklist of destination hosts
+// (/api/admin/blocklist), for admin keys only.
+import { h } from './dom.js';
+import { hostList } from './hosts.js';
+
+export function renderAdmin(view, ctx) {
+    view.replaceChildren(h('section', { class: 'panel admin-page' },
+        h('h1', { text: 'Admin' }),
+        h('p', {}, 'Service-wide figures are on the ', h('a', { class: 'text-link', href: '#/service', text: 'Service page' }), '.'),
+        h('h2', { text: 'Blocklist' }),
+        h('p', { class: 'muted', text: 'No new link, edit or variant may lead to a blocked host (or its subdomains).' }),
+        hostList({
+            api: '/api/admin/blocklist', id: 'block', label: 'Host to block', addText: 'Block host', removeText: 'Unblock',
+            help: 'For example bad.example.',
+            confirmText: (host) => `Links to ${host} may be made and followed again.`,
+            ctx,
+        })));
+}

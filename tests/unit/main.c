@@ -243,6 +243,8 @@
     X(redirect_password)                                                                           \
     X(redirect_variants)                                                                           \
     X(redirect_click_limit)                                                                        \
+    X(redirect_untracked)                                                                          \
+    X(redirect_untracked_limit)                                                                    \
     X(redirect_utm)                                                                                \
     X(redirect_hosts)                                                                              \
     X(redirect_visitor_pages)                                                                      \

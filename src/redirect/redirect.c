@@ -106,7 +106,8 @@ void redirect_location(struct request *r, const char *url, size_t n, bool pass_q
         add_query(h, r->query);
         buf_add(h, url + before, n - before);
     }
-    buf_add(h, "\r\n", 2);
+    static const char accept_ch[] = "\r\nAccept-CH: " EVENT_ACCEPT_CH "\r\n";
+    buf_add(h, accept_ch, sizeof(accept_ch) - 1);
 }
 
 /* The utm_* parameters of the query, copied into 'out' as "k=v&k=v": only
@@ -145,6 +146,12 @@ void redirect_record_click(struct request *r, struct slice code, int64_t now, ui
             e.referer = v;
         else if (slice_ieq(name, "accept-language"))
             e.lang = v;
+        else if (slice_ieq(name, "sec-ch-ua"))
+            e.ch_ua = v;
+        else if (slice_ieq(name, "sec-ch-ua-mobile"))
+            e.ch_mobile = v;
+        else if (slice_ieq(name, "sec-ch-ua-platform"))
+            e.ch_platform = v;
         else if (slice_ieq(name, "sec-purpose"))
             sec = v;
         else if (slice_ieq(name, "purpose"))

@@ -1,5 +1,6 @@
-// track.test.mjs - per-link tracking off (track: false), against the real
-// binary on either store (SHORTD_E2E_STORE=pg runs it on PostgreSQL).
+// track.test.mjs - per-link tracking off (track: false) and client hints,
+// against the real binary on either store (SHORTD_E2E_STORE=pg runs it on
+// PostgreSQL).
 //
 // An untracked link redirects exactly as a tracked one and records nothing:
 // its stats stay at zero, across a restart that replays the journal too;
@@ -7,6 +8,10 @@
 // tracked "sentinel" link clicked after the others on the same connection
 // tells when everything before it has been folded (one connection is served
 // by one thread, whose events are journaled in order).
+//
+// Every redirect asks for the user-agent client hints (Accept-CH, never
+// Critical-CH), and a click that sends them is counted under the hinted
+// browser, OS and device.
 
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
@@ -22,6 +27,8 @@ before(async () => {
 after(async () => {
     if (srv && srv.running) await srv.stop();
 });
+
+const ACCEPT_CH = 'Sec-CH-UA, Sec-CH-UA-Mobile, Sec-CH-UA-Platform';
 
 /* One GET on a kept-alive connection: its answer, which must be 'status'. */
 async function click(conn, code, headers = {}, status = 302) {
@@ -170,4 +177,43 @@ it('bulk create and the JSON export carry track', async () => {
     assert.equal(e.status, 200, e.text);
     const byCode = Object.fromEntries(e.json.map((x) => [x.code, x]));
     assert.deepEqual(made.map((x) => byCode[x.code].track), [false, true]);
+});
+
+it('redirects send Accept-CH and never Critical-CH', async () => {
+    const key = createKey(srv, 'accept-ch');
+    const l = await createLink(srv, key, { url: 'https://hints.example/' });
+    const p = await createLink(srv, key, { url: 'https://hints.example/p', permanent: true });
+    for (const [code, status] of [[l.code, 302], [l.code, 302], [p.code, 301]]) {
+        const r = await api(srv, 'GET', `/${code}`, { headers: { 'user-agent': BROWSER_UA } });
+        assert.equal(r.status, status, r.text);
+        assert.equal(r.headers.get('accept-ch'), ACCEPT_CH);
+        assert.equal(r.headers.get('critical-ch'), null);
+    }
+});
+
+it('a click with client hints is counted under the hinted browser, OS and device', async () => {
+    const key = createKey(srv, 'hints');
+    const l = await createLink(srv, key, { url: 'https://hints.example/c' });
+    // Chrome's reduced user agent names Windows and a desktop whatever it runs on.
+    const reduced = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) ' +
+        'Chrome/124.0.0.0 Safari/537.36';
+    await withConn(async (c) => {
+        await click(c, l.code, {
+            'User-Agent': reduced,
+            'Sec-CH-UA': '"Not A(Brand";v="99", "Microsoft Edge";v="124", "Chromium";v="124"',
+            'Sec-CH-UA-Mobile': '?1',
+            'Sec-CH-UA-Platform': '"Android"',
+        });
+        await click(c, l.code, { 'User-Agent': reduced });
+        // A bot stays a bot whatever it hints.
+        await click(c, l.code, { 'User-Agent': 'curl/8.5.0', 'Sec-CH-UA': '"Google Chrome";v="124"' });
+    });
+    const s = await poll(async () => {
+        const x = await statsOf(key, l.code);
+        return x.clicks === 2 && x.bot_clicks === 1 ? x : null;
+    });
+    assert.ok(s, 'the three clicks were never counted');
+    assert.deepEqual(s.browsers, { Edge: 1, Chrome: 1 });
+    assert.deepEqual(s.os, { Android: 1, Windows: 1 });
+    assert.deepEqual(s.devices, { mobile: 1, desktop: 1 });
 });

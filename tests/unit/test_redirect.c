@@ -361,6 +361,47 @@ void test_redirect_untracked_limit(void)
     hx_free(h);
 }
 
+/* Every redirect asks for the client hints the classifier reads, and never
+ * with Critical-CH (Chromium would repeat the visit). */
+void test_redirect_accept_ch(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX], perm[HX_CODE_MAX], gated[HX_CODE_MAX];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://hints.example/\"}", code), 201);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://hints.example/p\",\"permanent\":true}",
+                           perm),
+                 201);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://hints.example/g\",\"password\":\"pw\"}",
+                           gated),
+                 201);
+    const char *form[] = {BROWSER, "Content-Type: application/x-www-form-urlencoded", NULL};
+    struct {
+        const char *method, *code, *body;
+        int status;
+    } cases[] = {{"GET", code, NULL, 302},
+                 {"GET", code, NULL, 302},
+                 {"HEAD", code, NULL, 302},
+                 {"GET", perm, NULL, 301},
+                 {"POST", gated, "password=pw", 302}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char target[128];
+        snprintf(target, sizeof(target), "/%s", cases[i].code);
+        struct hx_resp resp;
+        CHECK_EQ_INT(hx_request(h, cases[i].method, target, cases[i].body ? form : human,
+                                cases[i].body, &resp),
+                     cases[i].status);
+        if (!CHECK_EQ_STR(hx_header(&resp, "Accept-CH"),
+                          "Sec-CH-UA, Sec-CH-UA-Mobile, Sec-CH-UA-Platform") |
+            !CHECK(!hx_header(&resp, "Critical-CH")))
+            test_note("case %zu", i);
+        hx_resp_release(&resp);
+    }
+    hx_free(h);
+}
+
 /* POST /CODE with the form's password field. */
 static int post_password(struct hx *h, const char *code, const char *form, bool browser,
                          struct hx_resp *resp)

@@ -1413,10 +1413,6 @@ static bool sf_is(const char *s, size_t n, const char *lit)
     return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
-/* Chromium's GREASE brands ("Not A(Brand", "Not/A)Brand", ";Not A Brand"...):
- * made up to keep servers from trusting the list's order or its names. */
-static bool is_grease(const char *s, size_t n) { return has(s, n, "Not") && has(s, n, "Brand"); }
-
 void classify_hints(const char *ch_ua, size_t n1, const char *ch_mobile, size_t n2,
                     const char *ch_platform, size_t n3, struct ua_info *io)
 {
@@ -1426,9 +1422,10 @@ void classify_hints(const char *ch_ua, size_t n1, const char *ch_mobile, size_t 
     size_t n;
     const char *browser = NULL;
     bool chromium = false;
+    /* Chromium's GREASE brands ("Not A(Brand", "Not;A=Brand"...), made up to
+     * keep servers from trusting the list's order or names, match no name
+     * here: only the table's brands and "Chromium" are read. */
     while (p && next_sf_string(&p, end, &s, &n)) {
-        if (is_grease(s, n))
-            continue;
         chromium |= sf_is(s, n, "Chromium");
         for (size_t i = 0; !browser && i < ARRAY_LEN(hint_brands); i++)
             if (sf_is(s, n, hint_brands[i].brand))

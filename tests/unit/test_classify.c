@@ -1376,6 +1376,9 @@ void test_classify_hints(void)
         /* the same on a tablet: "?0" */
         {android, "\"Google Chrome\";v=\"124\"", "?0", "\"Android\"", DEV_TABLET, "Chrome",
          "Android", BOT_NONE},
+        /* GREASE with ';' and '=' in its name, then Edge */
+        {reduced, "\"Not;A=Brand\";v=\"99\", \"Microsoft Edge\";v=\"124\"", "?0", "\"Windows\"",
+         DEV_DESKTOP, "Edge", "Windows", BOT_NONE},
         /* Opera on Linux; a parameter with a quoted comma */
         {reduced, "\"Opera\";v=\"110\";x=\"a, b\", \"Not:A-Brand\";v=\"8\"", "?0", "\"Linux\"",
          DEV_DESKTOP, "Opera", "Linux", BOT_NONE},

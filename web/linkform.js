@@ -181,7 +181,6 @@ export function linkForm({ link = null, onSaved }) {
         maxClicks.disabled = !track.checked || permanent.checked;
         if (!track.checked) maxClicks.value = '';
     });
-    if (edit && link.max_clicks) track.disabled = true;
 
     const utmBox = h('fieldset', { class: 'group', id: 'utm-group' },
         h('legend', { text: 'UTM parameters' }),
@@ -218,9 +217,9 @@ export function linkForm({ link = null, onSaved }) {
                 : field('max_clicks', 'Click limit', maxClicks, 'After this many clicks the link answers 410 Gone. Not with a permanent redirect.')),
         pwField,
         edit ? null : check('permanent', 'Permanent redirect (301). Browsers cache it, so their repeat clicks are not counted.', permanent),
-        check('track', edit && link.max_clicks
-            ? 'Record visits (always, with a click limit).'
-            : 'Record visits. Unchecked, the link still redirects, but nothing about its visits is counted, stored or sent.', track),
+        // A limited link always records its visits: no box to offer.
+        edit && link.max_clicks ? null
+            : check('track', 'Record visits. Unchecked, the link still redirects, but nothing about its visits is counted, stored or sent.', track),
         utmBox,
         abBox,
         general,

@@ -125,6 +125,7 @@ export function renderLink(view, code, params, ctx) {
                 h('dt', { text: 'All-time clicks' }), h('dd', { id: 'total-clicks', text: num(stats.total_clicks) }),
                 h('dt', { text: 'All-time bot clicks' }), h('dd', { text: num(stats.total_bot_clicks) }),
                 link.permanent ? [h('dt', { text: 'Redirect' }), h('dd', { text: '301 permanent (browsers cache it)' })] : null,
+                link.track === false ? [h('dt', { text: 'Tracking' }), h('dd', { id: 'tracking', text: 'off: visits are not recorded' })] : null,
                 link.domain ? [h('dt', { text: 'Short host' }), h('dd', { text: link.domain })] : null,
                 (link.tags || []).length ? [h('dt', { text: 'Tags' }), h('dd', { class: 'tags' },
                     link.tags.map((t) => h('a', { class: 'tag', href: `#/links?tag=${encodeURIComponent(t)}`, text: t })))] : null,
@@ -268,6 +269,9 @@ export function linkBadges(link) {
     if (link.expires_at && link.state === 'active') out.push(h('span', { class: 'pill expiring', text: 'expiring' }));
     if (link.permanent) out.push(h('span', { class: 'pill permanent', text: 'permanent' }));
     if (link.variants) out.push(h('span', { class: 'pill ab', text: 'A/B' }));
+    if (link.track === false) {
+        out.push(h('span', { class: 'pill untracked', text: 'not tracked', title: 'Visits redirect but are not recorded' }));
+    }
     return out.length ? h('span', { class: 'flags' }, out) : null;
 }
 

@@ -279,6 +279,7 @@ static int export_link(const struct link *l, void *arg)
         if (o) {
             json_object_set_new(o, "tags", tags ? tags : json_null());
             json_object_set_new(o, "permanent", json_boolean(l->permanent));
+            json_object_set_new(o, "track", json_boolean(!l->untracked));
             json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
             json_object_set_new(o, "max_clicks", json_integer(l->max_clicks));
             json_object_set_new(o, "dimensions", dims);

@@ -248,6 +248,9 @@ void aggregate_fold(struct classify *cl, const char *const *self_hosts, bool hur
         count_dim(r, DIM_BOT_AGENT, ua.agent);
         return;
     }
+    if (e->ch_ua.n || e->ch_mobile.n || e->ch_platform.n)
+        classify_hints(e->ch_ua.p, e->ch_ua.n, e->ch_mobile.p, e->ch_mobile.n, e->ch_platform.p,
+                       e->ch_platform.n, &ua);
     r->clicks++;
     if (e->visitor)
         dayrow_visitor(r, e->visitor);

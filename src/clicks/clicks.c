@@ -218,11 +218,17 @@ void clicks_flush(struct clicks *c, int worker)
     }
 }
 
-uint64_t clicks_pending(struct clicks *c)
+uint64_t clicks_recorded(struct clicks *c)
 {
     uint64_t recorded = 0;
     for (int i = 0; i < c->nworkers; i++)
         recorded += atomic_load_explicit(&c->local[i].recorded, memory_order_relaxed);
+    return recorded;
+}
+
+uint64_t clicks_pending(struct clicks *c)
+{
+    uint64_t recorded = clicks_recorded(c);
     uint64_t committed = atomic_load(&c->committed);
     return recorded > committed ? recorded - committed : 0;
 }

@@ -489,6 +489,7 @@ static int insert_link(struct import_sink *s, const struct import_link *l, const
     k.changed_at = s->now;
     k.state = l->disabled ? LINK_DISABLED : LINK_ACTIVE;
     k.permanent = l->permanent;
+    k.untracked = l->untracked;
     k.password = (char *)(l->password && *l->password ? l->password : NULL);
     k.domain = *domain ? domain : NULL;
     k.max_clicks = l->max_clicks > 0 ? l->max_clicks : 0;

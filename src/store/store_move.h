@@ -42,7 +42,7 @@ struct store_value {
 
 /* PostgreSQL binds a parameter per column (an upsert) or three per key
  * column (a range delete): both stay within store_pg.c's MAX_PARAMS. */
-#define TABLE_COLS_MAX 21
+#define TABLE_COLS_MAX 22
 #define TABLE_KEYS_MAX 4
 
 struct store_table {
@@ -91,14 +91,14 @@ static const struct store_table store_tables[TABLE__COUNT] = {
          {"created_at", COL_INT}, {"revoked_at", COL_INT}, {"user_id", COL_INT},
          {"scopes", COL_INT}, {"domain", COL_TEXT}, {"last_used_at", COL_INT}}},
     [TABLE_LINKS] = {
-        "links", 21, 1, false, NULL, {"clicks", "bot_clicks"},
+        "links", 22, 1, false, NULL, {"clicks", "bot_clicks"},
         {{"code", COL_TEXT}, {"owner", COL_INT}, {"url", COL_TEXT}, {"title", COL_TEXT},
          {"note", COL_TEXT}, {"tags", COL_TEXT}, {"created_at", COL_INT},
          {"expires_at", COL_INT}, {"changed_at", COL_INT}, {"state", COL_INT},
          {"permanent", COL_BOOL}, {"clicks", COL_INT}, {"bot_clicks", COL_INT},
          {"password", COL_TEXT}, {"domain", COL_TEXT}, {"variants", COL_TEXT},
          {"utm", COL_TEXT}, {"dest", COL_TEXT}, {"max_clicks", COL_INT}, {"used", COL_INT},
-         {"imported_clicks", COL_INT}}},
+         {"imported_clicks", COL_INT}, {"track", COL_BOOL}}},
     [TABLE_BLOCKLIST] = {
         "blocklist", 2, 1, true, NULL, {NULL, NULL},
         {{"host", COL_TEXT}, {"created_at", COL_INT}}},

@@ -164,7 +164,7 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = $1",
     [S_LINK_INSERT] = "INSERT INTO links (" SQL_LINK_COLS ") "
                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-                      "$16, $17, $18, $19, $20) "
+                      "$16, $17, $18, $19, $20, $21) "
                       "ON CONFLICT DO NOTHING",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = $1 "
                          "AND md5(url) = md5($2::text) AND url = $2 "
@@ -274,7 +274,7 @@ static const char *const sql[S__COUNT] = {
     [S_BLOCK_LIST] = "SELECT host, created_at FROM blocklist ORDER BY host",
     [S_LINK_UPDATE] = "UPDATE links SET url = $2, title = $3, note = $4, tags = $5, "
                       "expires_at = $6, changed_at = $7, password = $8, variants = $9, "
-                      "utm = $10, dest = $11 WHERE code = $1",
+                      "utm = $10, dest = $11, track = $12 WHERE code = $1",
     /* The row lock makes concurrent reservations on every node queue here:
      * exactly max_clicks of them see a row. */
     [S_LINK_RESERVE] = "UPDATE links SET used = used + 1 WHERE code = $1 AND max_clicks > 0 "
@@ -690,6 +690,7 @@ static void row_to_link(const PGresult *r, int row, struct link *l)
     l->max_clicks = val_i64(r, row, 18);
     l->used = val_i64(r, row, 19);
     l->imported = val_i64(r, row, 20);
+    l->untracked = !val_bool(r, row, 21);
 }
 
 /* ---- lifecycle ---- */
@@ -1014,6 +1015,7 @@ static int pg_link_insert(struct store *st, const struct link *l)
     p_text(&p, l->dest);
     p_i64(&p, l->max_clicks);
     p_i64(&p, l->used);
+    p_bool(&p, !l->untracked);
     int n = 0;
     int rc = run_count(st, S_LINK_INSERT, &p, "link insert", &n);
     return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
@@ -1033,6 +1035,7 @@ static int pg_link_update(struct store *st, const struct link *l)
     p_text(&p, l->variants);
     p_text(&p, l->utm);
     p_text(&p, l->dest);
+    p_bool(&p, !l->untracked);
     int n = 0;
     int rc = run_count(st, S_LINK_UPDATE, &p, "link update", &n);
     return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;

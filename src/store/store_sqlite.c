@@ -148,7 +148,7 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_INSERT] =
         "INSERT INTO links(" SQL_LINK_COLS ") "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-        "?17, ?18, ?19, ?20)",
+        "?17, ?18, ?19, ?20, ?21)",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = ?1 AND url = ?2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
                          "ORDER BY created_at DESC LIMIT 1",
@@ -250,7 +250,7 @@ static const char *const sql[S__COUNT] = {
     [S_ROLLBACK_TO] = "ROLLBACK TO unit",
     [S_LINK_UPDATE] = "UPDATE links SET url = ?2, title = ?3, note = ?4, tags = ?5, "
                       "expires_at = ?6, changed_at = ?7, password = ?8, variants = ?9, "
-                      "utm = ?10, dest = ?11 WHERE code = ?1",
+                      "utm = ?10, dest = ?11, track = ?12 WHERE code = ?1",
     [S_LINK_RESERVE] = "UPDATE links SET used = used + 1 WHERE code = ?1 AND max_clicks > 0 "
                        "AND used < max_clicks RETURNING used",
     [S_HISTORY_ADD] = "INSERT INTO link_history(code, seq, old_url, new_url, changed_at, by_key) "
@@ -608,6 +608,7 @@ static void row_to_link(sqlite3_stmt *q, struct link *l)
     l->max_clicks = sqlite3_column_int64(q, 18);
     l->used = sqlite3_column_int64(q, 19);
     l->imported = sqlite3_column_int64(q, 20);
+    l->untracked = sqlite3_column_int(q, 21) == 0;
 }
 
 static void bind_blob(sqlite3_stmt *q, int i, const void *p, size_t n)
@@ -999,6 +1000,7 @@ static int sq_link_insert(struct store *st, const struct link *l)
     bind_opt_text(q, 18, l->dest);
     sqlite3_bind_int64(q, 19, l->max_clicks);
     sqlite3_bind_int64(q, 20, l->used);
+    sqlite3_bind_int(q, 21, !l->untracked);
     return run_done(q, "link insert");
 }
 
@@ -1018,6 +1020,7 @@ static int sq_link_update(struct store *st, const struct link *l)
     bind_opt_text(q, 9, l->variants);
     bind_opt_text(q, 10, l->utm);
     bind_opt_text(q, 11, l->dest);
+    sqlite3_bind_int(q, 12, !l->untracked);
     int rc = run_done(q, "link update");
     if (rc != ERR_OK)
         return rc;

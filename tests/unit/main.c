@@ -73,6 +73,9 @@
     X(classify_referrer)                                                                           \
     X(classify_language)                                                                           \
     X(classify_utm)                                                                                \
+    X(classify_hints)                                                                              \
+    X(event_round_trip)                                                                            \
+    X(event_version_1)                                                                             \
     X(clamp_utf8)                                                                                  \
     X(config_example_file)                                                                         \
     X(config_sources)                                                                              \
@@ -243,6 +246,9 @@
     X(redirect_password)                                                                           \
     X(redirect_variants)                                                                           \
     X(redirect_click_limit)                                                                        \
+    X(redirect_untracked)                                                                          \
+    X(redirect_untracked_limit)                                                                    \
+    X(redirect_accept_ch)                                                                          \
     X(redirect_utm)                                                                                \
     X(redirect_hosts)                                                                              \
     X(redirect_visitor_pages)                                                                      \

@@ -2039,7 +2039,8 @@ static void upgrade_checks(struct backend *b)
     char sql[2048];
     if (b->pg) {
         snprintf(sql, sizeof(sql),
-                 "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks, "
+                 "DROP COLUMN track; "
                  "ALTER TABLE domains DROP COLUMN base_url_redirect, "
                  "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
                  "DROP TABLE users; DROP TABLE sessions; " KEY_SCOPES_DROP
@@ -2052,7 +2053,8 @@ static void upgrade_checks(struct backend *b)
         CHECK(from < 3 && to >= 3);
     } else {
         snprintf(sql, sizeof(sql),
-                 "%s ALTER TABLE links DROP COLUMN imported_clicks; DROP TABLE users; "
+                 "%s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "ALTER TABLE links DROP COLUMN track; DROP TABLE users; "
                  "DROP TABLE sessions; " KEY_SCOPES_DROP
                  "ALTER TABLE domains DROP COLUMN base_url_redirect; "
                  "ALTER TABLE domains DROP COLUMN regular_404_redirect; "
@@ -2076,7 +2078,15 @@ static void upgrade_checks(struct backend *b)
     if (CHECK_EQ_INT(st->ops->link_get(st, "up1", &l), ERR_OK)) {
         CHECK_EQ_INT(l.clicks, 7);
         CHECK_EQ_INT(l.bot_clicks, 2);
+        CHECK(!l.untracked); /* a link made before 'track' is tracked */
+        /* ... and 'track' is written and read like the other columns. */
+        l.untracked = true;
+        CHECK_EQ_INT(st->ops->link_update(st, &l), ERR_OK);
         link_release(&l);
+        if (CHECK_EQ_INT(st->ops->link_get(st, "up1", &l), ERR_OK)) {
+            CHECK(l.untracked);
+            link_release(&l);
+        }
     }
     /* A converted row takes new clicks like any other. */
     struct dayrow r;

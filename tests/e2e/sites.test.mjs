@@ -192,6 +192,35 @@ it('the CLI lists, sizes and deletes a site, and nothing else', async () => {
     assert.notEqual(c.code, 0);
 });
 
+it('a crash loses no journaled beacon and a replay counts none twice', async () => {
+    // Counters would reach the store after a minute: the journal alone has them.
+    const crash = await startServer({ args: ['--click-flush-ms', '60000'] });
+    try {
+        const key = crash.adminKey;
+        let r = await api(crash, 'POST', '/api/sites', { key, body: { id: 'crash', hosts: ['crash.example'] } });
+        assert.equal(r.status, 201, r.text);
+        const v = (i) => b64({ p: `/p${i % 3}`, z: String(i).padStart(6, '0') });
+        for (let i = 0; i < 30; i++) {
+            const b = await fetch(`${crash.url}/e?v=${v(i)}`, { headers: { origin: 'https://crash.example', 'user-agent': BROWSER_UA } });
+            assert.equal(b.status, 200);
+        }
+        await new Promise((res) => setTimeout(res, 300)); // past journal-sync-ms
+        r = await api(crash, 'GET', '/api/sites/crash/stats', { key });
+        assert.equal(r.json.page_views, 0); // nothing stored yet
+        await crash.kill9();
+        await crash.restart(); // replays the journal
+        const counted = async () => (await api(crash, 'GET', '/api/sites/crash/stats', { key })).json;
+        assert.ok(await poll(async () => (await counted()).page_views === 30 || undefined));
+        await crash.stop();
+        await crash.restart(); // a clean restart replays nothing again
+        const s = await counted();
+        assert.equal(s.page_views, 30);
+        assert.deepEqual(s.paths, { '/p0': 10, '/p1': 10, '/p2': 10 });
+    } finally {
+        if (crash.running) await crash.stop();
+    }
+});
+
 // The database file and the journal (on PostgreSQL, the journal alone).
 it('no client address in any file', async () => {
     await srv.stop();

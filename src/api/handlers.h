@@ -39,6 +39,21 @@ int handle_domain_list(struct request *r);
 int handle_domain_patch(struct request *r); /* its not-found redirects */
 int handle_domain_delete(struct request *r);
 
+/* api_sites.c - sites (sites.h), their tokens and stats, the badge */
+int handle_site_create(struct request *r);
+int handle_site_list(struct request *r);
+int handle_site_get(struct request *r);
+int handle_site_patch(struct request *r);
+int handle_site_delete(struct request *r);
+int handle_site_token_create(struct request *r);
+int handle_site_token_delete(struct request *r);
+int handle_site_stats(struct request *r);
+int handle_site_badge(struct request *r);
+/* A site read token in ?token= or a Bearer "st_...": true with *token. */
+bool site_token_in(const struct request *r, struct slice *token);
+/* collect.c - GET|POST /e: a site's page beacon, on the event loop */
+int handle_beacon(struct request *r);
+
 /* api_keys.c */
 int handle_key_create(struct request *r);
 int handle_key_list(struct request *r);

@@ -53,6 +53,7 @@
 #include "base/timeutil.h"
 #include "links/urlcheck.h"
 #include "store/writer.h"
+#include "sites/sites.h"
 #include "base/banned.h"
 
 struct sweep_job {
@@ -75,6 +76,10 @@ static int sweep_run(struct wjob *j, struct store *st)
         rc = st->ops->idem_sweep(st, s->idem_before);
     if (rc == ERR_OK)
         rc = st->ops->prune_days(st, s->prune_before_day, s->limit, &s->pruned);
+    int site_days = 0;
+    if (rc == ERR_OK)
+        rc = st->ops->site_prune_days(st, s->prune_before_day, s->limit, &site_days);
+    s->pruned += site_days;
     if (rc == ERR_OK)
         rc = st->ops->session_sweep(st, s->now, s->idle_before, &s->sessions);
     return rc;
@@ -227,6 +232,7 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     if (code && bus_is_blocklist(code, n)) {
         links_blocklist_changed(app->links);
         fallbacks_mark_stale(app->fallbacks); /* the domains too (tiers.h) */
+        sitemap_mark_stale(app->sites);       /* and the sites (sites.h) */
         return;
     }
     if (code && bus_is_keys(code, n)) {
@@ -236,6 +242,7 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     if (!code) { /* a change may have been missed too */
         links_blocklist_changed(app->links);
         fallbacks_mark_stale(app->fallbacks);
+        sitemap_mark_stale(app->sites);
         links_forget_keys(app->links);
     }
     if (n > CODE_MAX)
@@ -503,6 +510,11 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
         log_at(LOG_ERROR, "cannot read the custom domains' not-found redirects");
         goto out;
     }
+    app.sites = sitemap_new();
+    if (sitemap_load(app.sites, app.store) != ERR_OK) {
+        log_at(LOG_ERROR, "cannot read the sites' hosts");
+        goto out;
+    }
     if (app.cfg.geoip_db && geo_open(app.cfg.geoip_db, &app.geo) != ERR_OK)
         goto out;
     if (classify_new((size_t)app.cfg.ua_cache, &app.classify) != ERR_OK)
@@ -601,6 +613,12 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
             cache_clear(app.cache);
             links_forget_keys(app.links);
             fallbacks_mark_stale(app.fallbacks);
+            sitemap_mark_stale(app.sites);
+        }
+        /* Another node (or the command line) changed sites: read again. */
+        if (sitemap_take_stale(app.sites) && sitemap_load(app.sites, app.store) != ERR_OK) {
+            log_at(LOG_WARN, "cannot read the sites' hosts; trying again");
+            sitemap_mark_stale(app.sites);
         }
         /* Another node changed a domain: its redirects are read again. */
         if (fallbacks_take_stale(app.fallbacks) &&
@@ -612,6 +630,7 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
             continue;
         next_second = mono + 1000;
         cache_reclaim(app.cache);
+        sitemap_reclaim(app.sites);
         touch_keys(&app);
         if (mono >= next_count) {
             count_links(&app);
@@ -664,6 +683,7 @@ out:
     metrics_free(app.metrics);
     links_free(app.links);
     fallbacks_free(app.fallbacks);
+    sitemap_free(app.sites);
     if (app.store)
         app.store->ops->close(app.store);
     buf_release(&hostbufs[0]);

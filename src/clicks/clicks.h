@@ -40,6 +40,9 @@ void clicks_free(struct clicks *c);
 
 /* Event-loop thread 'worker' only */
 void clicks_record(struct clicks *c, int worker, const struct click_event *e);
+/* A site's page beacon (pageview.h), journaled and folded as a click is. */
+struct page_event;
+void clicks_record_page(struct clicks *c, int worker, const struct page_event *e);
 void clicks_flush(struct clicks *c, int worker);
 
 /* Clicks recorded but not yet in the store. Any thread. */

@@ -29,6 +29,7 @@
 #include "links/links.h"
 #include "redirect/cache.h"
 #include "redirect/notfound.h"
+#include "sites/sites.h"
 #include "store/store.h"
 #include "store/store_keys.h"
 #include "store/store_links.h"
@@ -164,6 +165,9 @@ static bool assemble(struct hx *h)
     app->fallbacks = fallbacks_new();
     if (!CHECK_EQ_INT(fallbacks_load(app->fallbacks, app->store), ERR_OK))
         return false;
+    app->sites = sitemap_new();
+    if (!CHECK_EQ_INT(sitemap_load(app->sites, app->store), ERR_OK))
+        return false;
     app->aggregate = aggregate_new(app->classify, self);
     int nroutes = 0;
     const char *const *names = router_route_names(&nroutes);
@@ -286,6 +290,7 @@ void hx_free(struct hx *h)
     metrics_free(app->metrics);
     links_free(app->links);
     fallbacks_free(app->fallbacks);
+    sitemap_free(app->sites);
     if (app->store) {
         app->store->ops = h->real;
         app->store->ops->close(app->store);

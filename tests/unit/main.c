@@ -130,6 +130,7 @@
     X(store_idempotency)                                                                           \
     X(store_blocklist)                                                                             \
     X(store_analytics)                                                                             \
+    X(store_sites)                                                                                 \
     X(store_concurrent_counts)                                                                     \
     X(store_prune)                                                                                 \
     X(store_upgrade)                                                                               \
@@ -260,6 +261,11 @@
     X(api_keys_roles)                                                                              \
     X(keyuse_marks)                                                                                \
     X(api_domains_add)                                                                             \
+    X(api_sites)                                                                                   \
+    X(sites_beacon_decode)                                                                         \
+    X(sites_rules)                                                                                 \
+    X(sites_map)                                                                                   \
+    X(sites_fold)                                                                                  \
     X(api_domains_list)                                                                            \
     X(api_domains_delete)                                                                          \
     X(api_domains_links)                                                                           \

@@ -1346,6 +1346,163 @@ static void agg_checks(struct backend *b)
 
 void test_store_analytics(void) { each_backend("agg", agg_checks); }
 
+/* ---- site analytics (store_sites.h) ---- */
+
+static int collect_site(const struct site_info *x, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%s/%lld/%d/%lld", s->len ? "," : "", x->id, (long long)x->owner, x->badge,
+               (long long)x->pv_total);
+    return 0;
+}
+
+static int collect_site_host(const char *host, const char *site, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%s=%s", s->len ? "," : "", host, site);
+    return 0;
+}
+
+static int collect_site_day(int64_t day, int64_t pv, int64_t uniques, int64_t bots, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%lld:%lld/%lld/%lld", s->len ? "," : "", (long long)day, (long long)pv,
+               (long long)uniques, (long long)bots);
+    return 0;
+}
+
+static int count_token(int64_t id, int64_t created_at, void *arg)
+{
+    (void)id, (void)created_at;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void sites_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct site_info a = {.id = "alpha", .owner = 7, .badge = true, .created_at = 100};
+    struct site_info z = {.id = "zeta", .owner = 8, .created_at = 200};
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_insert(st, &a), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_insert(st, &z), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_host_add(st, "a.example", "alpha"), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_host_add(st, "z.example", "zeta"), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_insert(st, &a), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->site_host_add(st, "a.example", "zeta"), ERR_EXISTS);
+    struct site_info got;
+    CHECK_EQ_INT(st->ops->site_get(st, "alpha", &got), ERR_OK);
+    CHECK_EQ_STR(got.id, "alpha");
+    CHECK(got.badge && got.owner == 7 && got.created_at == 100 && got.pv_total == 0);
+    CHECK_EQ_INT(st->ops->site_get(st, "nope", &got), ERR_NOTFOUND);
+    struct buf s = BUF_INIT;
+    CHECK_EQ_INT(st->ops->site_list(st, -1, collect_site, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "alpha/7/1/0,zeta/8/0/0");
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_list(st, 8, collect_site, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "zeta/8/0/0");
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_hosts_list(st, NULL, collect_site_host, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "a.example=alpha,z.example=zeta");
+    CHECK_EQ_INT(st->ops->site_set_badge(st, "nope", true), ERR_NOTFOUND);
+
+    /* Tokens: found by hash, removed by id. */
+    uint8_t h1[32], h2[32];
+    memset(h1, 1, sizeof(h1));
+    memset(h2, 2, sizeof(h2));
+    int64_t t1 = 0, t2 = 0;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_token_add(st, "alpha", h1, 5, &t1), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_token_add(st, "zeta", h2, 6, &t2), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(t1 > 0 && t2 > 0 && t1 != t2);
+    char site[SITE_ID_MAX + 1];
+    CHECK_EQ_INT(st->ops->site_token_find(st, h1, site), ERR_OK);
+    CHECK_EQ_STR(site, "alpha");
+    CHECK_EQ_INT(st->ops->site_token_del(st, "zeta", t1), ERR_NOTFOUND);
+    int tokens = 0;
+    CHECK_EQ_INT(st->ops->site_token_list(st, "alpha", count_token, &tokens), ERR_OK);
+    CHECK_EQ_INT(tokens, 1);
+
+    /* Days: merged twice (a second batch adds), the badge total follows
+     * page views of badge sites only. */
+    struct dayrow r1, r2;
+    dayrow_init(&r1);
+    dayrow_init(&r2);
+    r1.clicks = 3;
+    r1.bots = 1;
+    dayrow_tally(&r1, DIM_PATH, "/a", 2, 3);
+    dayrow_tally(&r1, DIM_BOT, "ua", 2, 1);
+    r2.clicks = 2;
+    dayrow_tally(&r2, DIM_PATH, "/b", 2, 2);
+    struct day_delta d[] = {{"alpha", 19000, &r1, false},
+                            {"alpha", 19001, &r2, false},
+                            {"zeta", 19000, &r2, false}};
+    for (int round = 0; round < 2; round++) {
+        CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+        CHECK_EQ_INT(st->ops->site_agg_days(st, d, 3), ERR_OK);
+        CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    }
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_stats_days(st, "alpha", 18000, 20000, collect_site_day, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "19000:6/0/2,19001:4/0/0");
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_stats_dims(st, "alpha", 19000, 19001, collect_dim, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "15:/a=6,15:/b=4,25:ua=2");
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_stats_dims(st, "alpha", 19001, 19001, collect_dim, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "15:/b=4");
+    CHECK_EQ_INT(st->ops->site_get(st, "alpha", &got), ERR_OK);
+    CHECK_EQ_INT(got.pv_total, 10);
+    CHECK_EQ_INT(st->ops->site_get(st, "zeta", &got), ERR_OK);
+    CHECK_EQ_INT(got.pv_total, 0); /* no badge */
+    struct site_size sz;
+    CHECK_EQ_INT(st->ops->site_size(st, "alpha", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 2);
+    CHECK(sz.bytes > 0);
+
+    /* A link's day beside them, then alpha deleted: every row of alpha
+     * goes, zeta's and the link's stay; alpha's late beacons store nothing. */
+    CHECK_EQ_INT(insert(st, "lnk1", 7, "https://x.example/", 1, 0), ERR_OK);
+    struct day_delta ld = {"lnk1", 19000, &r1, false};
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_days(st, &ld, 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_delete(st, "alpha"), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_delete(st, "alpha"), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->site_get(st, "alpha", &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->site_token_find(st, h1, site), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->site_size(st, "alpha", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 0);
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_agg_days(st, d, 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_size(st, "alpha", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 0);
+    CHECK_EQ_INT(st->ops->site_size(st, "zeta", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 1);
+    CHECK_EQ_INT(day_clicks(st, "lnk1", 19000), 3);
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_hosts_list(st, NULL, collect_site_host, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "z.example=zeta");
+    CHECK_EQ_INT(st->ops->site_token_find(st, h2, site), ERR_OK);
+
+    /* Pruned with the link days' retention. */
+    int pruned = -1;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_prune_days(st, 19001, 100, &pruned), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(pruned, 1);
+    CHECK_EQ_INT(st->ops->site_size(st, "zeta", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 0);
+    dayrow_release(&r1);
+    dayrow_release(&r2);
+    buf_release(&s);
+}
+
+void test_store_sites(void) { each_backend("sites", sites_checks); }
+
 /* ---- click jobs, a chunk at a time ---- */
 
 /* Folds one human click on each of 'codes' (a comma-separated list) today

@@ -115,7 +115,7 @@ export function renderSites(view, ctx) {
                     s.badge ? h('span', { class: 'pill', text: 'badge' }) : null,
                     h('span', { class: 'muted small', text: (s.hosts || []).join(', ') || 'no host yet' }),
                     h('span', { class: 'site-actions' },
-                        h('a', { class: 'button small', href: `${siteHash(s.id)}/setup`, text: 'Setup', 'aria-label': `Set up ${s.id}` }),
+                        h('a', { class: 'button small', href: `${siteHash(s.id)}/setup`, text: 'Setup', 'aria-label': `Setup of ${s.id}` }),
                         h('a', { class: 'button small', href: `${siteHash(s.id)}/settings`, text: 'Settings', 'aria-label': `Settings of ${s.id}` }))))))
                 : h('p', { class: 'muted empty', text: 'No site yet: add one above, then put its snippet on your pages.' }));
         } catch (e) {

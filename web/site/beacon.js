@@ -1,4 +1,4 @@
-// beacon.js - what the page script puts in a beacon (docs/site-script.md,
+// beacon.js - what the page script puts in a beacon (README, "Site analytics":
 // the wire format of /e): the fields of a page view, of a link click, of the
 // behavioural probe's verdict, the visit flags kept in localStorage, and the
 // encoding (base64url of UTF-8 JSON, no padding). Pure functions of their

@@ -9,7 +9,7 @@
 // A site's figures are counted independently of each other (no visitor is
 // followed from one to the next): each card is one dimension on its own.
 import { getJSON, request } from './api.js';
-import { h, fill, copyButton, toast, confirmDialog } from './dom.js';
+import { h, fill, copyButton, toast, confirmDialog, download } from './dom.js';
 import { num, pct, when, isoDay, addDays, daysBetween, country, language, botKind } from './format.js';
 import { timeSeries, bars, heatmap } from './charts.js';
 
@@ -219,8 +219,17 @@ export function renderSite(view, id, params, ctx) {
                 h('label', { for: 'range-to', text: 'to' }), to,
                 h('button', { type: 'submit', class: 'button', text: 'Apply' })),
             h('label', { class: 'check' }, bots, ' Show bots'),
+            h('button', { type: 'button', class: 'button ghost', id: 'csv', text: 'CSV', title: 'Every figure of this range as CSV, referrer groups included', onclick: saveCsv }),
             h('button', { type: 'button', class: 'button ghost', id: 'refresh', text: 'Refresh', onclick: () => ctx.rerender() }),
             rangeErr);
+        async function saveCsv() {
+            try {
+                const res = await request(`${sitePath(site.id)}/stats?from=${range.from}&to=${range.to}&format=csv`, { headers: { Accept: 'text/csv' } });
+                download(await res.blob(), `${site.id}-${range.from}-${range.to}.csv`);
+            } catch (e) {
+                toast(`No CSV: ${e.message}`, 'error');
+            }
+        }
         rangeForm.addEventListener('submit', (ev) => {
             ev.preventDefault();
             if (!from.value || !to.value) { rangeErr.textContent = 'Pick both days.'; return; }

@@ -301,7 +301,7 @@ async function go(hash, ready) {
 it('the Sites list, and a site added through the form with a clear error first', async () => {
     const user = cli(['user', 'create', 'boss', '--role', 'admin', '--db', srv.db], { input: 'boss-password\n' });
     assert.equal(user.code, 0, user.stderr);
-    const dctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const dctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
     await dctx.addInitScript(() => {
         document.addEventListener('securitypolicyviolation', (e) => {
             console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI}`);
@@ -367,6 +367,12 @@ it('a site\'s page: the same figures as the API, bots only when asked, and added
     assert.equal(await admin.locator('#kpi-bot-synthetic .kpi-value').innerText(), '1');
     assert.equal(await admin.locator('#kpi-pv .kpi-value').innerText(), '6', 'bots never change the page views');
     assert.match(admin.url(), /bots=1/);
+    // The range as CSV, with the referrer groups.
+    const [file] = await Promise.all([admin.waitForEvent('download'), admin.locator('#csv').click()]);
+    const csv = fs.readFileSync(await file.path(), 'utf8');
+    assert.match(file.suggestedFilename(), /^blog-\d{4}-\d{2}-\d{2}-\d{4}-\d{2}-\d{2}\.csv$/);
+    assert.match(csv, /^page_views,,6\r?$/m);
+    assert.match(csv, /^ref_groups,internal,2\r?$/m);
 });
 
 it('settings: hosts and badge saved, a read token shown once and working, revoked, the site deleted', async () => {
@@ -435,6 +441,21 @@ it('deleting a site: confirmed, gone from the list, its beacons counted nowhere'
     await admin.locator('#site-list li[data-site="blog"]').waitFor();
     assert.equal(await admin.locator('#site-list li[data-site="docs"]').count(), 0);
     assert.equal((await api(srv, 'GET', '/api/sites/docs', { key: srv.adminKey })).status, 404);
+});
+
+it('back and forward between pages: each page shown is one page view, from the back-forward cache or not', async () => {
+    const before = pvOf(await stats());
+    const p = await ctx.newPage();
+    watch(p);
+    await p.goto(`${site.url}/about.html`);
+    await p.goto(`${site.url}/app/`);
+    await p.goBack();
+    await p.goForward();
+    const restored = await p.evaluate(() => performance.getEntriesByType('navigation')[0]?.type);
+    await statsUntil((x) => pvOf(x) >= before + 4, `four more page views than ${before} (last navigation: ${restored})`);
+    await p.waitForTimeout(500);
+    assert.equal(pvOf(await stats()), before + 4);
+    await p.close();
 });
 
 it('no page broke the Content-Security-Policy or threw', () => {

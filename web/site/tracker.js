@@ -25,7 +25,9 @@ export function start(win) {
     const nav = win.navigator;
     const queued = win.shortd;
     if (queued && queued.started) return false;
-    const script = doc.currentScript || doc.querySelector('script[src$="/s.js"]');
+    // currentScript is null in a module or a callback; then the first
+    // script element whose address names s.js.
+    const script = doc.currentScript || doc.querySelector('script[src*="/s.js"]');
     if (!script || !script.src) return false;
     const endpoint = new URL('/e', script.src).href;
     let leaving = false;     // pagehide came: beacons go by sendBeacon

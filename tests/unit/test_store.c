@@ -2186,6 +2186,9 @@ static bool sqlite_admin(const struct backend *b, const char *sql)
 #define KEY_SCOPES_DROP                                                                            \
     "ALTER TABLE api_keys DROP COLUMN user_id; ALTER TABLE api_keys DROP COLUMN scopes; "          \
     "ALTER TABLE api_keys DROP COLUMN domain; ALTER TABLE api_keys DROP COLUMN last_used_at; "
+/* The tables of 0011_sites.sql (pg: 0010), gone from a schema rewound. */
+#define SITES_DROP                                                                                 \
+    "DROP TABLE sites; DROP TABLE site_hosts; DROP TABLE site_tokens; DROP TABLE site_days; "
 
 static void upgrade_checks(struct backend *b)
 {
@@ -2199,7 +2202,7 @@ static void upgrade_checks(struct backend *b)
                  "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks; "
                  "ALTER TABLE domains DROP COLUMN base_url_redirect, "
                  "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
-                 "DROP TABLE users; DROP TABLE sessions; " KEY_SCOPES_DROP
+                 "DROP TABLE users; DROP TABLE sessions; " KEY_SCOPES_DROP SITES_DROP
                  "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
@@ -2210,7 +2213,7 @@ static void upgrade_checks(struct backend *b)
     } else {
         snprintf(sql, sizeof(sql),
                  "%s ALTER TABLE links DROP COLUMN imported_clicks; DROP TABLE users; "
-                 "DROP TABLE sessions; " KEY_SCOPES_DROP
+                 "DROP TABLE sessions; " KEY_SCOPES_DROP SITES_DROP
                  "ALTER TABLE domains DROP COLUMN base_url_redirect; "
                  "ALTER TABLE domains DROP COLUMN regular_404_redirect; "
                  "ALTER TABLE domains DROP COLUMN invalid_short_url_redirect; "

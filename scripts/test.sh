@@ -82,5 +82,9 @@ CONTENTION_HOGS=1 CONTENTION_LIMIT=20 bench/contention.sh build/shortd 1000 || s
 # throwaway PostgreSQL: it checks every link and log row arrives, never a time.
 echo "== import benchmark smoke run (bench/import.sh --smoke: 2,000 links, 20,000 log rows)"
 bench/import.sh --smoke build/shortd || status=1
+# The page beacon's benchmark: a 1 s run against nginx; checks that every
+# beacon sent is a page view in the stats, never a time.
+echo "== beacon benchmark smoke run (bench/beacon.sh --smoke)"
+bench/beacon.sh --smoke || status=1
 
 exit $status

@@ -69,6 +69,10 @@ enum table_id {
     TABLE_LINK_HISTORY,
     TABLE_USERS,
     TABLE_SESSIONS,
+    TABLE_SITES, /* site analytics (store_sites.h) */
+    TABLE_SITE_HOSTS,
+    TABLE_SITE_TOKENS,
+    TABLE_SITE_DAYS,
     TABLE__COUNT
 };
 
@@ -79,7 +83,9 @@ enum table_id {
  * follows. A link's clicks and bot_clicks are the totals of
  * its pruned days and of an import (imported_clicks of them); link_days
  * holds the others. In meta, 'counter' is the next code
- * number: an import keeps the larger of the two, so codes never repeat. */
+ * number: an import keeps the larger of the two, so codes never repeat.
+ * Sites can be deleted, their tokens revoked and their days pruned: a copy
+ * follows them all. */
 /* clang-format off */
 static const struct store_table store_tables[TABLE__COUNT] = {
     [TABLE_META] = {
@@ -128,6 +134,20 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         "sessions", 5, 1, true, NULL, {NULL, NULL},
         {{"hash", COL_BLOB}, {"user_id", COL_INT}, {"created_at", COL_INT},
          {"seen_at", COL_INT}, {"expires_at", COL_INT}}},
+    [TABLE_SITES] = {
+        "sites", 5, 1, true, NULL, {"pv_total", NULL},
+        {{"id", COL_TEXT}, {"owner", COL_INT}, {"badge", COL_BOOL}, {"created_at", COL_INT},
+         {"pv_total", COL_INT}}},
+    [TABLE_SITE_HOSTS] = {
+        "site_hosts", 2, 1, true, NULL, {NULL, NULL},
+        {{"host", COL_TEXT}, {"site", COL_TEXT}}},
+    [TABLE_SITE_TOKENS] = {
+        "site_tokens", 4, 1, true, "id", {NULL, NULL},
+        {{"id", COL_INT}, {"site", COL_TEXT}, {"hash", COL_BLOB}, {"created_at", COL_INT}}},
+    [TABLE_SITE_DAYS] = {
+        "site_days", 5, 2, true, NULL, {"pv", "bots"},
+        {{"site", COL_TEXT}, {"day", COL_INT}, {"pv", COL_INT}, {"bots", COL_INT},
+         {"dims", COL_BLOB}}},
 };
 /* clang-format on */
 

@@ -75,7 +75,14 @@
     X(key_list, (struct store * st, key_cb cb, void *arg), (st, cb, arg))                          \
     X(user_by_name, (struct store * st, const char *name, struct user *out), (st, name, out))      \
     X(session_get, (struct store * st, const uint8_t hash[32], int64_t now, struct session *out),  \
-      (st, hash, now, out))
+      (st, hash, now, out))                                                                        \
+    X(site_get, (struct store * st, const char *id, struct site_info *out), (st, id, out))         \
+    X(site_list, (struct store * st, int64_t owner, site_cb cb, void *arg), (st, owner, cb, arg))  \
+    X(site_stats_days,                                                                             \
+      (struct store * st, const char *site, int64_t from, int64_t to, day_cb cb, void *arg),       \
+      (st, site, from, to, cb, arg))                                                               \
+    X(site_token_find, (struct store * st, const uint8_t hash[32], char site[SITE_ID_MAX + 1]),    \
+      (st, hash, site))
 
 enum {
 #define X(op, params, args) FOP_##op,

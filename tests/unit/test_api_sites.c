@@ -222,6 +222,19 @@ void test_api_sites(void)
         CHECK_EQ_INT(stat_of(h, auth, "paths./new"), 1);
     }
 
+    /* A failing store: every read and write of sites answers 503, a beacon
+     * its GIF (it reads no store). */
+    CHECK(hx_unavailable(h, "site_get", 0, "GET", "/api/sites/blog", mine, NULL));
+    CHECK(hx_unavailable(h, "site_list", 0, "GET", "/api/sites", mine, NULL));
+    CHECK(hx_unavailable(h, "site_stats_days", 0, "GET", "/api/sites/blog/stats", mine, NULL));
+    CHECK(hx_unavailable(h, "site_get", 0, "GET", "/badge/blog.svg", NULL, NULL));
+    CHECK(hx_unavailable(h, "site_token_find", 0, "GET", "/api/sites/blog/stats?token=st_x", NULL,
+                         NULL));
+    CHECK(hx_unavailable(h, "commit", 0, "PATCH", "/api/sites/blog", mine, "{\"badge\":true}"));
+    hx_fault(h, "site_get", 0);
+    beacon(h, "{\"p\":\"/down\"}", "Origin: https://new.example", CHROME_UA);
+    hx_fault_clear(h);
+
     CHECK_EQ_INT(hx_request(h, "DELETE", "/api/sites/blog", mine, NULL, &resp), 204);
     hx_resp_release(&resp);
     CHECK_EQ_INT(hx_request(h, "GET", "/api/sites/blog/stats", mine, NULL, &resp), 404);

@@ -24,6 +24,11 @@ tests/pg.sh tests/redis.sh build/tsan/unit_tests || status=1
 echo "== fuzz smoke pass (make fuzz-smoke: each fuzz/*.c target for seconds, its regressions replayed)"
 make --no-print-directory fuzz-smoke || status=1
 
+# The page script's source (web/site/) under node on a fake window: the
+# payload of every beacon; the built script in Chromium is tests/browser/.
+echo "== page script (node --test tests/site/)"
+node --test tests/site/ || status=1
+
 echo "== end-to-end tests ($SHORTD_BIN, node --test, with a throwaway PostgreSQL)"
 tests/pg.sh node --test --test-concurrency=2 tests/e2e/ || status=1
 

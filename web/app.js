@@ -11,6 +11,10 @@
 //   #/bulk              export, and a CSV upload through /api/links/bulk
 //   #/admin             the blocklist (admin keys)
 //   #/service           service-wide totals
+//   #/sites             the sites whose page views this shortd counts
+//   #/site/ID?days|from&to&bots   one site's analytics
+//   #/site/ID/settings  its hosts, badge, read tokens; delete
+//   #/site/ID/setup     its snippet, and a live check for the first beacon
 import { session, setUnauthorizedHandler } from './api.js';
 import { renderSignin } from './signin.js';
 import { renderLinks } from './links.js';
@@ -20,6 +24,7 @@ import { renderDomains } from './domains.js';
 import { renderBulk } from './bulk.js';
 import { renderAdmin } from './admin.js';
 import { renderService } from './service.js';
+import { renderSites, renderSite, renderSiteSettings, renderSiteSetup } from './sites.js';
 
 const view = document.getElementById('view');
 const nav = document.getElementById('nav');
@@ -59,6 +64,7 @@ function render() {
     }
     let page = path.split('/')[1] || 'links';
     if (page === 'link') page = 'links';
+    if (page === 'site') page = 'sites';
     for (const a of nav.querySelectorAll('a')) {
         if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
         else a.removeAttribute('aria-current');
@@ -93,6 +99,16 @@ function render() {
         try { code = decodeURIComponent(m[1]); } catch { code = m[1]; }
         document.title = `${code} · shortd`;
         renderLink(view, code, params, ctx);
+    } else if (path === '/sites') {
+        document.title = 'Sites · shortd';
+        renderSites(view, ctx);
+    } else if ((m = /^\/site\/([^/]+)(?:\/(settings|setup))?$/.exec(path))) {
+        let id;
+        try { id = decodeURIComponent(m[1]); } catch { id = m[1]; }
+        document.title = `${m[2] === 'settings' ? 'Settings of ' : m[2] === 'setup' ? 'Set up ' : ''}${id} · shortd`;
+        if (m[2] === 'settings') renderSiteSettings(view, id, ctx);
+        else if (m[2] === 'setup') renderSiteSetup(view, id, ctx);
+        else renderSite(view, id, params, ctx);
     } else if (path === '/service') {
         document.title = 'Service · shortd';
         renderService(view, params, ctx);

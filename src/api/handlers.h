@@ -125,6 +125,7 @@ int handle_shlink_health(struct request *r);
 /* dashboard.c - the web dashboard, compiled in from web/ */
 int handle_dashboard(struct request *r);
 int handle_static(struct request *r);
+int handle_site_script(struct request *r); /* GET /s.js, the page script of sites */
 int handle_openapi(struct request *r);
 
 /* compat_kutt.c - Kutt's API v2 under /api/v2 (its key in X-API-KEY) */

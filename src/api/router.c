@@ -43,6 +43,7 @@ static const struct route routes[] = {
     {"GET",    "/robots.txt",                    handle_robots,          ROUTE_LOOP | ROUTE_INDEX},
     {"GET",    "/dashboard",                     handle_dashboard,       ROUTE_LOOP},
     {"GET",    "/static/:file",                  handle_static,          ROUTE_LOOP},
+    {"GET",    "/s.js",                          handle_site_script,     ROUTE_LOOP},
     {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
     {"GET",    "/readyz",                        handle_readyz,          0},
     {"GET",    "/metrics",                       handle_metrics,         ROUTE_LOOP},

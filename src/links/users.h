@@ -37,10 +37,11 @@ int users_set_password(struct store *st, const char *name, const char *pw, size_
 int users_disable(struct store *st, const char *name, int64_t now);
 
 /* For a writer job (whose transaction is the caller's), the two halves of
- * users_create: hash_password before (Argon2: a store thread, never the
- * writer or an event loop; ERR_INVALID with *why), insert inside the
- * transaction (u's name, pwhash, role and created_at; the user's key row
- * too; ERR_EXISTS for a taken name). */
+ * users_create: users_hash_password before (Argon2: a store thread, never
+ * the writer or an event loop; ERR_INVALID with *why), users_insert inside
+ * the transaction (u's name, already checked with users_name_valid, pwhash,
+ * role and created_at; the user's key row too; ERR_EXISTS for a taken
+ * name). */
 int users_hash_password(const char *pw, size_t n, char out[USER_HASH_MAX], const char **why);
 int users_insert(struct store *st, const struct user *u, int64_t *id);
 

@@ -1,12 +1,13 @@
 // admin.js - the admin page: the blocklist of destination hosts
-// (/api/admin/blocklist), for admin keys only.
+// (/api/admin/blocklist), for admins only (users are on the Users page).
 import { h } from './dom.js';
 import { hostList } from './hosts.js';
 
 export function renderAdmin(view, ctx) {
     view.replaceChildren(h('section', { class: 'panel admin-page' },
         h('h1', { text: 'Admin' }),
-        h('p', {}, 'Service-wide figures are on the ', h('a', { class: 'text-link', href: '#/service', text: 'Service page' }), '.'),
+        h('p', {}, 'Service-wide figures are on the ', h('a', { class: 'text-link', href: '#/service', text: 'Service page' }),
+            ', the people who sign in on the ', h('a', { class: 'text-link', href: '#/users', text: 'Users page' }), '.'),
         h('h2', { text: 'Blocklist' }),
         h('p', { class: 'muted', text: 'No new link, edit or variant may lead to a blocked host (or its subdomains).' }),
         hostList({

@@ -8,7 +8,7 @@
 //
 // A site's figures are counted independently of each other (no visitor is
 // followed from one to the next): each card is one dimension on its own.
-import { getJSON, request } from './api.js';
+import { can, getJSON, request } from './api.js';
 import { h, fill, copyButton, toast, confirmDialog, download } from './dom.js';
 import { num, pct, when, isoDay, addDays, daysBetween, country, language, botKind } from './format.js';
 import { timeSeries, bars, heatmap } from './charts.js';
@@ -70,7 +70,8 @@ function kpi(label, value, sub, id) {
 }
 
 function siteTabs(id, current) {
-    const tabs = [['stats', siteHash(id), 'Analytics'], ['settings', `${siteHash(id)}/settings`, 'Settings'], ['setup', `${siteHash(id)}/setup`, 'Setup']];
+    const tabs = [['stats', siteHash(id), 'Analytics'], ['settings', `${siteHash(id)}/settings`, 'Settings'], ['setup', `${siteHash(id)}/setup`, 'Setup']]
+        .filter(([k]) => k !== 'settings' || can.write());
     return h('nav', { class: 'presets site-tabs', 'aria-label': `Site ${id}` }, tabs.map(([k, href, text]) => h('a', {
         class: 'button seg', href, text, 'aria-current': k === current ? 'page' : null,
     })));
@@ -116,7 +117,7 @@ export function renderSites(view, ctx) {
                     h('span', { class: 'muted small', text: (s.hosts || []).join(', ') || 'no host yet' }),
                     h('span', { class: 'site-actions' },
                         h('a', { class: 'button small', href: `${siteHash(s.id)}/setup`, text: 'Setup', 'aria-label': `Setup of ${s.id}` }),
-                        h('a', { class: 'button small', href: `${siteHash(s.id)}/settings`, text: 'Settings', 'aria-label': `Settings of ${s.id}` }))))))
+                        can.write() ? h('a', { class: 'button small', href: `${siteHash(s.id)}/settings`, text: 'Settings', 'aria-label': `Settings of ${s.id}` }) : null)))))
                 : h('p', { class: 'muted empty', text: 'No site yet: add one above, then put its snippet on your pages.' }));
         } catch (e) {
             if (ctx.alive()) fill(list, h('p', { class: 'error', role: 'alert', text: `Could not load the sites: ${e.message}` }));
@@ -146,7 +147,7 @@ export function renderSites(view, ctx) {
     fill(view, h('section', { class: 'panel sites-page' },
         h('h1', { text: 'Sites' }),
         h('p', { class: 'muted', text: 'Count the page views of your own sites here, as shortd counts clicks: no cookie, no address kept, nothing that follows a visitor.' }),
-        form,
+        can.write() ? form : null,
         h('h2', { class: 'card-sub', text: 'Your sites' }),
         list));
     load();

@@ -91,6 +91,11 @@ int handle_blocklist_delete(struct request *r);
 int handle_session_create(struct request *r);
 int handle_session_get(struct request *r);
 int handle_session_delete(struct request *r);
+int handle_setup_get(struct request *r);
+int handle_setup_create(struct request *r);
+int handle_user_list(struct request *r);
+int handle_user_create(struct request *r);
+int handle_user_patch(struct request *r);
 
 /* notfound.c: a path nothing serves: 302 to `regular-404-redirect` for a
  * GET or HEAD outside /api/ when it is set, else 404 "no such path". */

@@ -86,6 +86,12 @@ static const struct route routes[] = {
     {"POST",   "/api/session",                   handle_session_create,  ROUTE_SIGNIN | ROUTE_JSON},
     {"GET",    "/api/session",                   handle_session_get,     ROUTE_AUTH},
     {"DELETE", "/api/session",                   handle_session_delete,  ROUTE_AUTH | ROUTE_ANYROLE},
+    {"GET",    "/setup",                         handle_dashboard,       ROUTE_LOOP},
+    {"GET",    "/api/setup",                     handle_setup_get,       0},
+    {"POST",   "/api/setup",                     handle_setup_create,    ROUTE_SIGNIN | ROUTE_JSON},
+    {"GET",    "/api/users",                     handle_user_list,       ROUTE_ADMIN},
+    {"POST",   "/api/users",                     handle_user_create,     ROUTE_ADMIN | ROUTE_JSON},
+    {"PATCH",  "/api/users/:id",                 handle_user_patch,      ROUTE_ADMIN | ROUTE_JSON},
     /* compatible APIs: each answers in its own shape (struct api_dialect) */
     {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
     {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},

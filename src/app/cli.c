@@ -104,9 +104,11 @@ static const struct command commands[] = {
      "             [--config FILE] [--SETTING VALUE ...]\n"
      "  Serves the API and the redirects until SIGTERM or SIGINT. On SIGHUP, reads the config\n"
      "  file again and applies the settings that say so below (the others at the next start, as\n"
-     "  the log says). On the first start of an empty database, creates an admin API key\n"
-     "  and prints it once on a terminal; when stdout is not one, writes it to DB.admin-key\n"
-     "  (mode 0600) and logs that path."},
+     "  the log says). On the first start of an empty store (no user, no key), prints the\n"
+     "  URL of a one-time setup page that makes the first admin account (BASE/setup?token=,\n"
+     "  valid for an hour, one use; a restart before then makes a new one); when stdout is\n"
+     "  not a terminal, writes it to DB.setup-url (mode 0600) and logs that path. Scripts\n"
+     "  skip it with 'shortd key create --admin' or 'shortd user create' before the start."},
     {"key create", cmd_key_create, "admin", STORE_OPTS " name scopes domain", 0,
      "shortd key create --db PATH --name NAME [--admin] [--scopes LIST] [--domain HOST]\n"
      "  Creates an API key and prints it once, as the last word of the output. --scopes\n"

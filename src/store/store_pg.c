@@ -108,6 +108,12 @@ enum stmt {
     S_USER_PASSWORD,
     S_USER_DISABLE,
     S_USER_COUNT,
+    S_USER_ROLE,
+    S_USER_ENABLE,
+    S_USER_SIGNED_IN,
+    S_SETUP_PUT,
+    S_SETUP_CHECK,
+    S_SETUP_END,
     S_SESSION_INSERT,
     S_SESSION_GET,
     S_SESSION_TOUCH,
@@ -165,7 +171,7 @@ enum stmt {
 #define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
 
-#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
+#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at, last_signin_at"
 
 static const char *const sql[S__COUNT] = {
     [S_PING] = "SELECT 1",
@@ -274,6 +280,17 @@ static const char *const sql[S__COUNT] = {
                        "WHERE id = $1 AND disabled_at = 0 RETURNING id) "
                        "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
     [S_USER_COUNT] = "SELECT count(*) FROM users",
+    /* A user's keys act with its role: every node empties its key cache. */
+    [S_USER_ROLE] = "WITH r AS (UPDATE users SET role = $2 WHERE id = $1 RETURNING id) "
+                    "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
+    [S_USER_ENABLE] = "WITH r AS (UPDATE users SET disabled_at = 0 "
+                      "WHERE id = $1 AND disabled_at != 0 RETURNING id) "
+                      "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
+    [S_USER_SIGNED_IN] = "UPDATE users SET last_signin_at = $2 WHERE id = $1",
+    [S_SETUP_PUT] = "INSERT INTO setup_token (id, hash, expires_at) VALUES (1, $1, $2) "
+                    "ON CONFLICT (id) DO UPDATE SET hash = $1, expires_at = $2",
+    [S_SETUP_CHECK] = "SELECT 1 FROM setup_token WHERE hash = $1 AND expires_at > $2",
+    [S_SETUP_END] = "DELETE FROM setup_token",
     [S_SESSION_INSERT] = "INSERT INTO sessions (hash, user_id, created_at, seen_at, expires_at) "
                          "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
     [S_SESSION_GET] = "SELECT user_id, created_at, seen_at, expires_at FROM sessions "
@@ -1812,6 +1829,7 @@ static int row_to_user(const PGresult *r, int row, struct user *u)
     u->key_id = val_i64(r, row, 4);
     u->created_at = val_i64(r, row, 5);
     u->disabled_at = val_i64(r, row, 6);
+    u->last_signin_at = val_i64(r, row, 7);
     if (user_role_parse(PQgetvalue(r, row, 3), &u->role) != ERR_OK)
         return log_fail(ERR_STORAGE, "user '%s' has an unknown role", u->name);
     return ERR_OK;
@@ -1904,6 +1922,58 @@ static int pg_user_disable(struct store *st, int64_t id, int64_t now)
 }
 
 static int pg_user_count(struct store *st, int64_t *n) { return count(st, S_USER_COUNT, n); }
+
+static int pg_user_set_role(struct store *st, int64_t id, enum user_role role)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_text(&p, user_role_name(role));
+    return run_changed(st, S_USER_ROLE, &p, "user role");
+}
+
+static int pg_user_enable(struct store *st, int64_t id)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    return run_changed(st, S_USER_ENABLE, &p, "user enable");
+}
+
+static int pg_user_signed_in(struct store *st, int64_t id, int64_t at)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, at);
+    return run_changed(st, S_USER_SIGNED_IN, &p, "user signed in");
+}
+
+static int pg_setup_put(struct store *st, const uint8_t hash[32], int64_t expires_at)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, expires_at);
+    int n = 0;
+    return run_count(st, S_SETUP_PUT, &p, "setup token put", &n);
+}
+
+static int pg_setup_check(struct store *st, const uint8_t hash[32], int64_t now)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, now);
+    PGresult *r = NULL;
+    int rc = run(st, S_SETUP_CHECK, &p, "setup token check", &r);
+    if (rc != ERR_OK)
+        return rc;
+    rc = PQntuples(r) == 1 ? ERR_OK : ERR_NOTFOUND;
+    PQclear(r);
+    return rc;
+}
+
+static int pg_setup_end(struct store *st)
+{
+    int n = 0;
+    return run_count(st, S_SETUP_END, NULL, "setup token end", &n);
+}
 
 static int pg_session_insert(struct store *st, const uint8_t hash[32], const struct session *s)
 {
@@ -2488,6 +2558,12 @@ const struct store_ops store_pg_ops = {
     .user_set_password = pg_user_set_password,
     .user_disable = pg_user_disable,
     .user_count = pg_user_count,
+    .user_set_role = pg_user_set_role,
+    .user_enable = pg_user_enable,
+    .user_signed_in = pg_user_signed_in,
+    .setup_put = pg_setup_put,
+    .setup_check = pg_setup_check,
+    .setup_end = pg_setup_end,
     .session_insert = pg_session_insert,
     .session_get = pg_session_get,
     .session_touch = pg_session_touch,

@@ -97,6 +97,12 @@ enum stmt {
     S_USER_PASSWORD,
     S_USER_DISABLE,
     S_USER_COUNT,
+    S_USER_ROLE,
+    S_USER_ENABLE,
+    S_USER_SIGNED_IN,
+    S_SETUP_PUT,
+    S_SETUP_CHECK,
+    S_SETUP_END,
     S_SESSION_INSERT,
     S_SESSION_GET,
     S_SESSION_TOUCH,
@@ -159,7 +165,7 @@ enum stmt {
 #define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_SQLITE)
 
-#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
+#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at, last_signin_at"
 
 static const char *const sql[S__COUNT] = {
     [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
@@ -245,6 +251,13 @@ static const char *const sql[S__COUNT] = {
     [S_USER_PASSWORD] = "UPDATE users SET pwhash = ?2 WHERE id = ?1",
     [S_USER_DISABLE] = "UPDATE users SET disabled_at = ?2 WHERE id = ?1 AND disabled_at = 0",
     [S_USER_COUNT] = "SELECT count(*) FROM users",
+    [S_USER_ROLE] = "UPDATE users SET role = ?2 WHERE id = ?1",
+    [S_USER_ENABLE] = "UPDATE users SET disabled_at = 0 WHERE id = ?1 AND disabled_at != 0",
+    [S_USER_SIGNED_IN] = "UPDATE users SET last_signin_at = ?2 WHERE id = ?1",
+    [S_SETUP_PUT] = "INSERT INTO setup_token(id, hash, expires_at) VALUES (1, ?1, ?2) "
+                    "ON CONFLICT(id) DO UPDATE SET hash = ?1, expires_at = ?2",
+    [S_SETUP_CHECK] = "SELECT 1 FROM setup_token WHERE hash = ?1 AND expires_at > ?2",
+    [S_SETUP_END] = "DELETE FROM setup_token",
     [S_SESSION_INSERT] = "INSERT INTO sessions(hash, user_id, created_at, seen_at, expires_at) "
                          "VALUES (?1, ?2, ?3, ?4, ?5)",
     [S_SESSION_GET] = "SELECT user_id, created_at, seen_at, expires_at FROM sessions "
@@ -1886,6 +1899,7 @@ static int row_to_user(sqlite3_stmt *q, struct user *u)
     u->key_id = sqlite3_column_int64(q, 4);
     u->created_at = sqlite3_column_int64(q, 5);
     u->disabled_at = sqlite3_column_int64(q, 6);
+    u->last_signin_at = sqlite3_column_int64(q, 7);
     if (user_role_parse((const char *)role, &u->role) != ERR_OK)
         return log_fail(ERR_STORAGE, "user '%s' has an unknown role", u->name);
     return ERR_OK;
@@ -1992,6 +2006,67 @@ static int sq_user_disable(struct store *st, int64_t id, int64_t now)
 }
 
 static int sq_user_count(struct store *st, int64_t *n) { return count(st, S_USER_COUNT, n); }
+
+static int sq_user_set_role(struct store *st, int64_t id, enum user_role role)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_ROLE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_text(q, 2, user_role_name(role), -1, SQLITE_STATIC);
+    return run_changed(q, "user role");
+}
+
+static int sq_user_enable(struct store *st, int64_t id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_ENABLE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    return run_changed(q, "user enable");
+}
+
+static int sq_user_signed_in(struct store *st, int64_t id, int64_t at)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_SIGNED_IN);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, at);
+    return run_changed(q, "user signed in");
+}
+
+static int sq_setup_put(struct store *st, const uint8_t hash[32], int64_t expires_at)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SETUP_PUT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, expires_at);
+    return run_done(q, "setup token put");
+}
+
+static int sq_setup_check(struct store *st, const uint8_t hash[32], int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SETUP_CHECK);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, now);
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "setup token check");
+    finish(q);
+    return rc == SQLITE_ROW ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_setup_end(struct store *st)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SETUP_END);
+    if (!q)
+        return ERR_STORAGE;
+    return run_done(q, "setup token end");
+}
 
 static int sq_session_insert(struct store *st, const uint8_t hash[32], const struct session *s)
 {
@@ -2553,6 +2628,12 @@ const struct store_ops store_sqlite_ops = {
     .user_set_password = sq_user_set_password,
     .user_disable = sq_user_disable,
     .user_count = sq_user_count,
+    .user_set_role = sq_user_set_role,
+    .user_enable = sq_user_enable,
+    .user_signed_in = sq_user_signed_in,
+    .setup_put = sq_setup_put,
+    .setup_check = sq_setup_check,
+    .setup_end = sq_setup_end,
     .session_insert = sq_session_insert,
     .session_get = sq_session_get,
     .session_touch = sq_session_touch,

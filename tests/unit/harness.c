@@ -74,6 +74,8 @@
       (st, hash, out))                                                                             \
     X(key_list, (struct store * st, key_cb cb, void *arg), (st, cb, arg))                          \
     X(user_by_name, (struct store * st, const char *name, struct user *out), (st, name, out))      \
+    X(user_list, (struct store * st, user_cb cb, void *arg), (st, cb, arg))                        \
+    X(user_count, (struct store * st, int64_t * n), (st, n))                                       \
     X(session_get, (struct store * st, const uint8_t hash[32], int64_t now, struct session *out),  \
       (st, hash, now, out))                                                                        \
     X(site_get, (struct store * st, const char *id, struct site_info *out), (st, id, out))         \
@@ -446,7 +448,7 @@ static json_t *json_at(const struct hx_resp *resp, const char *path)
     while (o && *path) {
         size_t n = strcspn(path, ".");
         snprintf(key, sizeof(key), "%.*s", (int)n, path);
-        o = json_object_get(o, key);
+        o = json_is_array(o) ? json_array_get(o, strtoul(key, NULL, 10)) : json_object_get(o, key);
         path += n + (path[n] == '.');
     }
     return o;

@@ -198,8 +198,11 @@
     X(users_rules)                                                                                 \
     X(users_lifecycle)                                                                             \
     X(users_sessions)                                                                              \
+    X(users_setup)                                                                                 \
     X(api_session_roles)                                                                           \
     X(api_session_failures)                                                                        \
+    X(api_users_setup)                                                                             \
+    X(api_users_admin)                                                                             \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \

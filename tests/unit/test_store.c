@@ -953,6 +953,39 @@ static void users_checks(struct backend *b)
     CHECK_EQ_INT(st->ops->user_count(st, &n), ERR_OK);
     CHECK_EQ_INT(n, 2);
 
+    /* Role, enabling, the last sign-in. */
+    CHECK_EQ_INT(st->ops->user_set_role(st, bob, USER_MEMBER), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_set_role(st, bob + 100, USER_MEMBER), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->user_enable(st, ann), ERR_NOTFOUND); /* not disabled */
+    CHECK_EQ_INT(st->ops->user_enable(st, bob), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_signed_in(st, bob, 777), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_signed_in(st, bob + 100, 777), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->user_get(st, bob, &g), ERR_OK)) {
+        CHECK_EQ_INT(g.role, USER_MEMBER);
+        CHECK_EQ_INT(g.disabled_at, 0);
+        CHECK_EQ_INT(g.last_signin_at, 777);
+    }
+    if (CHECK_EQ_INT(st->ops->user_get(st, ann, &g), ERR_OK))
+        CHECK_EQ_INT(g.last_signin_at, 0);
+    CHECK_EQ_INT(st->ops->user_disable(st, bob, 500), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_set_role(st, bob, USER_VIEWER), ERR_OK);
+
+    /* The setup token: one at a time, until its expiry, gone when ended. */
+    uint8_t t1[32], t2[32];
+    memset(t1, 1, sizeof(t1));
+    memset(t2, 2, sizeof(t2));
+    CHECK_EQ_INT(st->ops->setup_check(st, t1, 0), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->setup_end(st), ERR_OK); /* none: fine */
+    CHECK_EQ_INT(st->ops->setup_put(st, t1, 5000), ERR_OK);
+    CHECK_EQ_INT(st->ops->setup_check(st, t1, 4999), ERR_OK);
+    CHECK_EQ_INT(st->ops->setup_check(st, t1, 5000), ERR_NOTFOUND); /* expired */
+    CHECK_EQ_INT(st->ops->setup_check(st, t2, 100), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->setup_put(st, t2, 6000), ERR_OK); /* replaces t1 */
+    CHECK_EQ_INT(st->ops->setup_check(st, t1, 100), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->setup_check(st, t2, 100), ERR_OK);
+    CHECK_EQ_INT(st->ops->setup_end(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->setup_check(st, t2, 100), ERR_NOTFOUND);
+
     /* Sessions: found until expires_at, touched, ended one by one or per user. */
     uint8_t h1[32], h2[32], h3[32];
     for (int i = 0; i < 32; i++) {
@@ -2203,8 +2236,8 @@ static void upgrade_checks(struct backend *b)
                  "DROP COLUMN track; "
                  "ALTER TABLE domains DROP COLUMN base_url_redirect, "
                  "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
-                 "DROP TABLE users; DROP TABLE sessions; " KEY_SCOPES_DROP SITES_DROP
-                 "DELETE FROM schema_version WHERE version >= 3",
+                 "DROP TABLE users; DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP
+                     SITES_DROP "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
             return;
@@ -2215,7 +2248,7 @@ static void upgrade_checks(struct backend *b)
         snprintf(sql, sizeof(sql),
                  "%s ALTER TABLE links DROP COLUMN imported_clicks; "
                  "ALTER TABLE links DROP COLUMN track; DROP TABLE users; "
-                 "DROP TABLE sessions; " KEY_SCOPES_DROP SITES_DROP
+                 "DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP SITES_DROP
                  "ALTER TABLE domains DROP COLUMN base_url_redirect; "
                  "ALTER TABLE domains DROP COLUMN regular_404_redirect; "
                  "ALTER TABLE domains DROP COLUMN invalid_short_url_redirect; "

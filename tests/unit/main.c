@@ -109,6 +109,7 @@
     X(journal_down_and_idle)                                                                       \
     X(journal_rotate)                                                                              \
     X(store_meta)                                                                                  \
+    X(store_watch)                                                                                 \
     X(store_transactions)                                                                          \
     X(store_links)                                                                                 \
     X(csvread_records)                                                                             \

@@ -29,7 +29,7 @@
 #define ROUTE_CREATE (1u << 4)  /* creates links: the `create` rate limits count it, not `read` */
 #define ROUTE_SIGNIN (1u << 6)  /* its 401 is a failed sign-in: the `auth` limit counts it */
 #define ROUTE_ANYROLE (1u << 7) /* a viewer's session may write it too (signing out) */
-#define ROUTE_INDEX (1u << 11) /* crawlers may index it: no X-Robots-Tag */
+#define ROUTE_INDEX (1u << 11)  /* crawlers may index it: no X-Robots-Tag */
 #define ROUTE_CORS                                                                                 \
     (1u << 5) /* other sites' pages may call it (cors-origins, cors.h); every
                                  * route under /api/ is, flagged or not */
@@ -39,6 +39,12 @@
 #define ROUTE_READ (1u << 8)   /* links:read: reads links */
 #define ROUTE_WRITE (1u << 9)  /* links:write: creates, edits, deletes links */
 #define ROUTE_STATS (1u << 10) /* stats:read: reads analytics */
+/* ops: reads this node's health (/api/ops/health, /metrics) and nothing
+ * else. Needs the ops scope or an admin key (or an admin's session); a key
+ * of the ops scope alone is refused every other route. A ROUTE_OPS route
+ * outside /api/ (/metrics) needs no key at all when the listen address is a
+ * loopback one, or from an address `metrics-allow` lists. */
+#define ROUTE_OPS (1u << 12)
 
 /* Authentication: an API key (Authorization: Bearer), or on shortd's own
  * routes a dashboard session (users.h): its cookie, and on every write

@@ -11,6 +11,7 @@
 
 struct cache;
 struct aggregate;
+struct checks;
 struct bus;
 struct classify;
 struct clientaddr;
@@ -25,6 +26,7 @@ struct rcache;
 struct server;
 struct store;
 struct storeq;
+struct watch;
 struct writer;
 
 struct app {
@@ -45,10 +47,15 @@ struct app {
     struct hostlist *hosts;        /* default short hosts; NULL: every host is one */
     struct metrics *metrics;
     struct server *server;
-    struct fallbacks *fallbacks; /* custom domains' not-found redirects (notfound.h) */
+    struct fallbacks *fallbacks;      /* custom domains' not-found redirects (notfound.h) */
+    struct checks *checks;            /* the operations checks (checks.h) */
+    struct watch *watch;              /* the alert thread (watch.h) */
+    struct clientaddr *metrics_allow; /* who reads /metrics without a key; NULL: nobody */
+    bool metrics_open;                /* /metrics needs no key: a loopback listen address */
     char *robots; /* /robots.txt as read from `robots-txt` at start; NULL: the default */
     size_t robots_len;
     atomic_bool stopping;
+    int64_t started_ms; /* wall clock at start, for /metrics */
     /* Links in the store (tombstones included), counted by the main thread
      * every LINKS_COUNT_MS for /metrics: a count over ten million rows is
      * far too long for an event loop (bench/HISTORY.md, "Figures once

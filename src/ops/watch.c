@@ -39,6 +39,10 @@
 /* Runs a lease outlives its last renewal: a sender that missed this many is
  * gone, and another node takes over. */
 #define LEASE_RUNS 3
+/* What the store calls of one run may take in all: a store that does not
+ * answer ends them there (store_set_deadline), and the run goes on with
+ * what it knows, so the alert about it is not held up. */
+#define RUN_STORE_MS 5000
 
 struct watch {
     struct app *app;
@@ -131,6 +135,7 @@ static void run_once(struct watch *w)
     struct app *app = w->app;
     struct store *st = app->store;
     int64_t now = now_ms();
+    store_set_deadline(mono_ms() + RUN_STORE_MS);
     struct check_report rep;
     checks_run(w->checks, now, &rep);
 
@@ -145,6 +150,7 @@ static void run_once(struct watch *w)
     }
     if (!w->leader) {
         w->have_state = false; /* read again when this node leads */
+        store_set_deadline(0);
         return;
     }
     if (!w->have_state)
@@ -168,6 +174,7 @@ static void run_once(struct watch *w)
     w->state = next;
     w->state_lost = false; /* timed from memory from now on */
     save_state(w);
+    store_set_deadline(0);
 }
 
 static void *watch_main(void *arg)

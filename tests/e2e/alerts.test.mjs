@@ -18,6 +18,11 @@ import { after, before } from 'node:test';
 import { SMTPServer } from 'smtp-server';
 
 import { PG_MODE, ROOT, api, cli, createLink, freePort, it, poll, sleep, startServer, tempDir, visit } from './harness.mjs';
+import { migratedSchema, psql, startNode } from './cluster-kit.mjs';
+
+const PG = process.env.SHORTD_TEST_PG || '';
+const REDIS = process.env.SHORTD_TEST_REDIS || '';
+const PGDATA = process.env.SHORTD_TEST_PGDATA || '';
 
 const PASSWORD = 'pw-Secret-7f3a9c';
 const mails = [];
@@ -70,8 +75,8 @@ after(async () => {
 /* The settings of a node that alerts through both channels, every time
  * shortened: a check a second, confirmation 4 s, reminders every 12 s,
  * clicks waiting 2 s warn. */
-function alertArgs(extra = []) {
-    return ['--node-id', 'node-a', '--check-every', '1', '--alert-confirm', '4', '--alert-repeat', '12',
+function alertArgs(extra = [], node = 'node-a') {
+    return ['--node-id', node, '--check-every', '1', '--alert-confirm', '4', '--alert-repeat', '12',
         '--lag-warn', '2', '--alert-timezone', 'Asia/Kolkata',
         '--smtp-host', '127.0.0.1', '--smtp-port', String(smtpPort), '--smtp-starttls', 'false',
         '--smtp-from', 'shortd@example.org', '--smtp-to', 'oncall@example.org', '--smtp-user', 'alerts',
@@ -269,3 +274,75 @@ it('docs/alerts.yml passes promtool check rules', (t) => {
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /SUCCESS: \d+ rules found/);
 });
+
+/* SIGSTOP to the postmaster and each of its children (storage-freeze's
+ * way of making PostgreSQL stop answering); thaw() sends them SIGCONT. */
+function freezePg() {
+    const postmaster = Number(fs.readFileSync(`${PGDATA}/postmaster.pid`, 'utf8').split('\n')[0]);
+    const ppid = (pid) => {
+        try {
+            const st = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+            return Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
+        } catch { return null; }
+    };
+    const pids = [postmaster, ...fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number)
+        .filter((p) => ppid(p) === postmaster)];
+    for (const p of pids) process.kill(p, 'SIGSTOP');
+    const thaw = () => { for (const p of pids) { try { process.kill(p, 'SIGCONT'); } catch { /* gone */ } } };
+    process.on('exit', thaw);
+    return thaw;
+}
+
+it('two nodes on PostgreSQL: one sends; the store stopped under them: one alert, one all-clear', async (t) => {
+    if (!PG_MODE || !PG || !REDIS || !PGDATA) {
+        return t.skip('PostgreSQL mode with tests/pg.sh and tests/redis.sh: it freezes PostgreSQL');
+    }
+    const url = migratedSchema(PG, `alerts_${process.pid}`);
+    const m0 = mails.length;
+    // startNode passes this process's environment on: the password only.
+    process.env.SHORTD_SMTP_PASSWORD = PASSWORD;
+    const a = await startNode({ url, redis: REDIS, name: 'node-a', args: alertArgs([], 'node-a') });
+    const b = await startNode({ url, redis: REDIS, name: 'node-b', args: alertArgs([], 'node-b') });
+    delete process.env.SHORTD_SMTP_PASSWORD;
+    let thaw = null;
+    try {
+        // No backup recorded: one alert for the cluster, not one per node.
+        const first = await poll(() => mailsSince(m0)[0], { timeoutMs: 15_000 });
+        assert.ok(first, 'no alert');
+        assert.match(first.subject, /1 problem: backup fails/);
+        await sleep(3000);
+        assert.equal(mailsSince(m0).length, 1, mailsSince(m0).map((m) => m.subject).join('\n'));
+        // A backup made with pg_dump, recorded: one all-clear.
+        const dump = path.join(tempDir(), 'dump.sql');
+        fs.writeFileSync(dump, '-- pg_dump output\n');
+        const r = cli(['backup', '--store', url, '--to', dump, '--record-only']);
+        assert.equal(r.code, 0, r.stderr);
+        const clear = await poll(() => mailsSince(m0)[1], { timeoutMs: 10_000 });
+        assert.match(clear.subject, /all clear: backup fixed/);
+        const m1 = mails.length;
+        // PostgreSQL stops answering: the sender says so once confirmed,
+        // with what could not be checked; nothing is lost.
+        thaw = freezePg();
+        const down = await poll(() => mailsSince(m1)[0], { timeoutMs: 40_000 });
+        assert.ok(down, 'no alert while the store was stopped');
+        assert.match(down.subject, /store fails/);
+        assert.match(down.raw, /Measured: the store did not answer a trivial query/);
+        assert.match(down.raw, /Clicks are not lost/);
+        assert.match(down.raw, /Not checked now[^]*- backup: /);
+        assertPersonal(down, a);
+        thaw();
+        thaw = null;
+        const back = await poll(() => mailsSince(m1).find((m) => /all clear/.test(m.subject)), { timeoutMs: 40_000 });
+        assert.ok(back, 'no all-clear once the store answered');
+        assert.match(back.subject, /all clear: store fixed/);
+        await sleep(3000);
+        assert.equal(mailsSince(m1).length, 2, mailsSince(m1).map((m) => m.subject).join('\n'));
+        assert.ok(mailsSince(m0).every((m) => m.subject.includes('[shortd node-a]')) ||
+            mailsSince(m0).every((m) => m.subject.includes('[shortd node-b]')), 'both nodes sent');
+    } finally {
+        if (thaw) thaw();
+        await a.stop();
+        await b.stop();
+        psql(PG, `DROP SCHEMA IF EXISTS alerts_${process.pid} CASCADE`);
+    }
+}, { timeout: 180_000 });

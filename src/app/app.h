@@ -21,6 +21,7 @@ struct geo;
 struct hostlist;
 struct links;
 struct metrics;
+struct ops_nodes;
 struct ratelimit;
 struct rcache;
 struct server;
@@ -50,6 +51,7 @@ struct app {
     struct fallbacks *fallbacks;      /* custom domains' not-found redirects (notfound.h) */
     struct checks *checks;            /* the operations checks (checks.h) */
     struct watch *watch;              /* the alert thread (watch.h) */
+    struct ops_nodes *nodes;          /* nodes heard on the bus (nodes.h); NULL without a bus */
     struct clientaddr *metrics_allow; /* who reads /metrics without a key; NULL: nobody */
     bool metrics_open;                /* /metrics needs no key: a loopback listen address */
     char *robots; /* /robots.txt as read from `robots-txt` at start; NULL: the default */

@@ -27,6 +27,7 @@
 
 #include "app/app.h"
 #include "ops/checks.h"
+#include "ops/nodes.h"
 #include "ops/notify.h"
 #include "ops/watch.h"
 #include "clicks/aggregate.h"
@@ -55,6 +56,7 @@
 #include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "links/urlcheck.h"
+#include "version.h" /* SHORTD_VERSION: made by the Makefile */
 #include "store/writer.h"
 #include "base/banned.h"
 
@@ -234,6 +236,11 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     }
     if (code && bus_is_keys(code, n)) {
         links_forget_keys(app->links);
+        return;
+    }
+    if (code && bus_is_node(code, n)) { /* a node's announcement: no invalidation */
+        if (app->nodes)
+            ops_nodes_heard(app->nodes, code, n, now_ms());
         return;
     }
     if (!code) { /* a change may have been missed too */
@@ -466,12 +473,16 @@ static int ops_start(struct app *app)
         return ERR_INVALID;
     }
     const char *url = app->cfg.store ? app->cfg.store : app->cfg.db;
+    if (app->bus)
+        app->nodes = ops_nodes_new(app->cfg.node_id, SHORTD_VERSION, now_ms());
     struct checks_env env = {
         .store = app->store,
         .rcache = app->rcache,
         .clicks = app->clicks,
         .db_path = store_is_shared(url) ? NULL : url,
         .journal_dir = app->cfg.journal,
+        .nodes = app->nodes,
+        .nodes_window_ms = 3 * app->cfg.check_every * 1000 + 2000,
         .lag_warn_s = app->cfg.lag_warn,
         .backup_every_s = app->cfg.backup_every,
     };
@@ -720,6 +731,7 @@ out:
     ratelimit_free(app.ratelimit);
     clientaddr_free(app.clientaddr);
     clientaddr_free(app.metrics_allow);
+    ops_nodes_free(app.nodes);
     checks_free(app.checks);
     rcache_free(app.rcache);
     aggregate_free(app.aggregate);

@@ -25,6 +25,7 @@
 #include "base/timeutil.h"
 #include "clicks/clicks.h"
 #include "clicks/journal.h"
+#include "ops/nodes.h"
 #include "redirect/rcache.h"
 #include "store/store.h"
 #include "base/banned.h"
@@ -322,6 +323,14 @@ static bool check_clock(const struct checks_env *e, int64_t now, struct check_re
     return true;
 }
 
+static bool check_nodes(const struct checks_env *e, int64_t now, struct check_result *r)
+{
+    if (!e->nodes)
+        return false;
+    ops_nodes_judge(e->nodes, now, e->nodes_window_ms, r);
+    return true;
+}
+
 /* The table. A check added here is in every report and every alert; its code
  * also needs its entry in playbook.c (what it means and what to do). */
 static const struct check_def {
@@ -338,6 +347,7 @@ static const struct check_def {
     {"disk-journal", check_disk_journal, false},
     {"backup", check_backup, true},
     {"clock", check_clock, true},
+    {"nodes", check_nodes, false},
 };
 #define NTABLE ((int)(sizeof(table) / sizeof(table[0])))
 

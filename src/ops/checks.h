@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 struct clicks;
+struct ops_nodes;
 struct rcache;
 struct store;
 
@@ -52,6 +53,8 @@ struct checks_env {
     struct clicks *clicks;
     const char *db_path;     /* the SQLite file; NULL for PostgreSQL */
     const char *journal_dir; /* the click journal directory */
+    struct ops_nodes *nodes; /* the nodes heard on the bus (nodes.h); NULL: one node */
+    int64_t nodes_window_ms; /* a node not heard this long is no more listed */
     int64_t lag_warn_s;      /* clicks waiting this long to be counted warn (six times: fail) */
     int64_t backup_every_s;  /* scheduled backups; 0: none (then 26 h warn, 48 h fail) */
 };

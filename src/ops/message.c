@@ -94,6 +94,16 @@ static const struct playbook_entry playbook[] = {
      "2. Start or fix it: `systemctl restart systemd-timesyncd` (or chrony), on this node and "
      "on the database server.",
      "`shortd ops check` shows clock ok."},
+    {"nodes", "the cluster's nodes run different versions, or this node is not heard on the bus",
+     "A node that does not hear the bus misses invalidations: after a link is edited or deleted "
+     "it may redirect to the old destination until its cache forgets it. Nodes of different "
+     "versions may answer differently during an upgrade.",
+     "Nothing is lost.",
+     "1. See the versions: `shortd ops check` on each node, or `shortd version`.\n"
+     "2. Finish the upgrade: install the same version everywhere, `systemctl restart shortd`.\n"
+     "3. If this node does not hear itself: check Redis (`redis-cli ping`) and PostgreSQL, and "
+     "the log's \"invalidation bus\" lines: `journalctl -u shortd --since -1h`.",
+     "`shortd ops check` shows nodes ok, every node with one version."},
 };
 #define NPLAYBOOK (sizeof(playbook) / sizeof(playbook[0]))
 

@@ -30,7 +30,9 @@
 #include "ops/alertrules.h"
 #include "ops/checks.h"
 #include "ops/message.h"
+#include "ops/nodes.h"
 #include "ops/notify.h"
+#include "store/bus.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -134,6 +136,10 @@ static void run_once(struct watch *w)
 {
     struct app *app = w->app;
     struct store *st = app->store;
+    if (app->bus && app->nodes) { /* heard by every node, this one too */
+        char msg[BUS_MSG_MAX + 1];
+        bus_publish(app->bus, msg, ops_nodes_message(app->nodes, msg));
+    }
     int64_t now = now_ms();
     store_set_deadline(mono_ms() + RUN_STORE_MS);
     struct check_report rep;

@@ -306,6 +306,17 @@ it('two nodes on PostgreSQL: one sends; the store stopped under them: one alert,
     delete process.env.SHORTD_SMTP_PASSWORD;
     let thaw = null;
     try {
+        // Each node hears both on the bus, with their versions.
+        const { key: ops } = (await api(a, 'POST', '/api/keys', { key: cli(['key', 'create', '--store', url,
+            '--name', 'boot', '--admin']).stdout.trim().split(/\s+/).pop(), body: { name: 'mon', scopes: ['ops'] } })).json;
+        const nodes = await poll(async () => {
+            const c = (await api(b, 'GET', '/api/ops/health', { key: ops })).json.checks.find((x) => x.code === 'nodes');
+            return c && c.value === 2 ? c : null;
+        }, { timeoutMs: 10_000 });
+        assert.ok(nodes, 'node-b does not list two nodes');
+        assert.equal(nodes.state, 'ok');
+        assert.match(nodes.measured, /2 nodes heard on the bus: .*node-a \(\d+\.\d+\.\d+\)/);
+        assert.match(nodes.measured, /node-b \(/);
         // No backup recorded: one alert for the cluster, not one per node.
         const first = await poll(() => mailsSince(m0)[0], { timeoutMs: 15_000 });
         assert.ok(first, 'no alert');

@@ -278,6 +278,7 @@
     X(alert_rules_unknown)                                                                         \
     X(alert_rules_state_json)                                                                      \
     X(alert_message_content)                                                                       \
+    X(ops_nodes)                                                                                   \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \

@@ -8,6 +8,8 @@
 #include "base/err.h"
 #include "ops/alertrules.h"
 #include "ops/message.h"
+#include "ops/nodes.h"
+#include "store/bus.h"
 #include "test.h"
 
 #include "base/banned.h"
@@ -218,9 +220,48 @@ void test_alert_message_content(void)
     json_decref(am);
     alert_message_release(&m);
     /* Every check code of the table has its playbook entry. */
-    static const char *const codes[] = {"store",   "cache",        "journal", "journal-age", "fold",
-                                        "disk-db", "disk-journal", "backup",  "clock"};
+    static const char *const codes[] = {"store", "cache",   "journal",      "journal-age",
+                                        "fold",  "disk-db", "disk-journal", "backup",
+                                        "clock", "nodes"};
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
         if (!CHECK(playbook_find(codes[i]) != NULL))
             test_note("no playbook entry for '%s'", codes[i]);
+}
+
+/* The nodes heard on the bus (nodes.h): announcements, versions, itself. */
+void test_ops_nodes(void)
+{
+    struct ops_nodes *n = ops_nodes_new("web 1", "0.4.0", 0);
+    char msg[BUS_MSG_MAX + 1];
+    size_t len = ops_nodes_message(n, msg);
+    CHECK_EQ_STR(msg, "!node:web_1:0.4.0"); /* made bus-safe */
+    CHECK(bus_is_node(msg, len));
+    CHECK(!bus_is_node("!node:a b:1", 11)); /* a space: no node's message */
+    CHECK(!bus_is_node("!node:a:1:2", 11)); /* NAME:VERSION, once */
+    CHECK(!bus_is_node("abc", 3));
+    struct check_result r = {0};
+    /* Just started: not having heard itself yet is no warning. */
+    ops_nodes_judge(n, 1000, 5000, &r);
+    CHECK_EQ_INT(r.state, CHECK_OK);
+    /* Later, still unheard: the bus does not carry its messages. */
+    ops_nodes_judge(n, 9000, 5000, &r);
+    CHECK_EQ_INT(r.state, CHECK_WARN);
+    CHECK(strstr(r.measured, "did not hear its own announcement") != NULL);
+    ops_nodes_heard(n, msg, len, 9000);
+    ops_nodes_heard(n, "!node:web_2:0.4.0", 17, 9500);
+    ops_nodes_judge(n, 10000, 5000, &r);
+    CHECK_EQ_INT(r.state, CHECK_OK);
+    CHECK_EQ_INT((int)r.value, 2);
+    CHECK(strstr(r.measured, "web_1 (0.4.0)") && strstr(r.measured, "web_2 (0.4.0)"));
+    /* An upgrade half done: two versions. */
+    ops_nodes_heard(n, "!node:web_2:0.5.0", 17, 10500);
+    ops_nodes_judge(n, 11000, 5000, &r);
+    CHECK_EQ_INT(r.state, CHECK_WARN);
+    CHECK(strstr(r.measured, "different versions") != NULL);
+    /* A node not heard within the window is no more listed. */
+    ops_nodes_heard(n, msg, len, 20000);
+    ops_nodes_judge(n, 20000, 5000, &r);
+    CHECK_EQ_INT((int)r.value, 1);
+    CHECK_EQ_INT(r.state, CHECK_OK);
+    ops_nodes_free(n);
 }

@@ -221,8 +221,11 @@ it('a disk nearly full (a small tmpfs): an alert, then an all-clear once space i
     let srv;
     const m0 = mails.length;
     try {
-        srv = await startServer({ args: alertArgs(['--journal', path.join(mnt, 'journal')]),
-            env: { SHORTD_SMTP_PASSWORD: PASSWORD } });
+        // The password from a file this time (smtp-password-file), not the environment.
+        const pwFile = path.join(tempDir(), 'smtp-password');
+        fs.writeFileSync(pwFile, `${PASSWORD}\n`, { mode: 0o600 });
+        srv = await startServer({ args: alertArgs(['--journal', path.join(mnt, 'journal'),
+            '--smtp-password-file', pwFile]) });
         backup(srv, path.join(srv.dir, 'b0.db'));
         // 160 MiB free: under the 1 GiB warning; confirmed, sent once.
         const alert = await poll(() => mailsSince(m0)[0], { timeoutMs: 15_000 });
@@ -239,7 +242,7 @@ it('a disk nearly full (a small tmpfs): an alert, then an all-clear once space i
         // A tmpfs this small never has a gigabyte free: the all-clear comes
         // when the journal moves back to a roomy disk, i.e. a restart without it.
         await srv.stop();
-        srv.args = alertArgs();
+        srv.args = alertArgs(['--smtp-password-file', pwFile]);
         await srv.restart();
         const clear = await poll(() => mailsSince(m0).find((x) => /all clear/.test(x.subject)), { timeoutMs: 15_000 });
         assert.ok(clear, 'no all-clear');

@@ -218,6 +218,10 @@ void test_alert_message_content(void)
     CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(a0, "labels"), "severity")),
                  "critical");
     json_decref(am);
+    json_t *slack = alert_message_slack(&m);
+    const char *text = json_string_value(json_object_get(slack, "text"));
+    CHECK(text && !strncmp(text, "*[shortd node-a]", 16) && strstr(text, "What to do:"));
+    json_decref(slack);
     alert_message_release(&m);
     /* Every check code of the table has its playbook entry. */
     static const char *const codes[] = {"store", "cache",   "journal",      "journal-age",

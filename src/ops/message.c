@@ -82,8 +82,8 @@ static const struct playbook_entry playbook[] = {
      "1. Make a backup now: `shortd backup --db /var/lib/shortd/shortd.db --to FILE`.\n"
      "2. Schedule them: set `backup-dir` and `backup-every` (e.g. 86400), or a cron job "
      "running `shortd backup`.\n"
-     "3. On PostgreSQL, back up with pg_dump, then record it: run `shortd backup` against the "
-     "store.",
+     "3. On PostgreSQL, back up with pg_dump, then record it: `shortd backup --store URL --to "
+     "FILE --record-only`.",
      "`shortd ops check` shows backup ok with the new backup's age."},
     {"clock", "this node's clock disagrees with the store's",
      "Links may expire early or late on this node, and clicks near midnight may count on the "

@@ -16,7 +16,7 @@
 
 struct alert_message {
     struct buf subject; /* one line */
-    struct buf text;    /* plain text, lines of at most ~78 characters */
+    struct buf text;    /* plain text, a paragraph a line */
 };
 
 /* Writes the message of decision 'd' (not ALERT_NONE) about report 'rep' on

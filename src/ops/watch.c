@@ -58,6 +58,7 @@ struct watch {
     bool have_state; /* 'state' is current (read, or kept since) */
     bool state_lost; /* it could not be read: nothing can be timed */
     struct alert_state state;
+    char *saved;         /* the state as last saved (JSON), NULL: not saved yet */
     int64_t next_backup; /* mono ms */
 };
 
@@ -125,9 +126,17 @@ static void save_state(struct watch *w)
     json_t *j = alert_state_json(&w->state);
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
-    if (st->ops->meta_put(st, STATE_KEY, text, strlen(text)) != ERR_OK)
+    if (w->saved && !strcmp(w->saved, text)) { /* unchanged: no write */
+        free(text);
+        return;
+    }
+    if (st->ops->meta_put(st, STATE_KEY, text, strlen(text)) != ERR_OK) {
         log_at(LOG_WARN, "cannot save the alert state; it is kept in memory meanwhile");
-    free(text);
+        free(text);
+        return;
+    }
+    free(w->saved);
+    w->saved = text;
 }
 
 /* ---- one run ---- */
@@ -156,6 +165,8 @@ static void run_once(struct watch *w)
     }
     if (!w->leader) {
         w->have_state = false; /* read again when this node leads */
+        free(w->saved);
+        w->saved = NULL;
         store_set_deadline(0);
         return;
     }
@@ -249,5 +260,6 @@ void watch_stop(struct watch *w)
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     notify_free(w->notify);
+    free(w->saved);
     free(w);
 }

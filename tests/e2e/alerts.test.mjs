@@ -26,6 +26,7 @@ const PGDATA = process.env.SHORTD_TEST_PGDATA || '';
 
 const PASSWORD = 'pw-Secret-7f3a9c';
 const mails = [];
+let auths = 0; // AUTH commands the SMTP server saw
 const hooks = [];
 let smtp;
 let smtpPort;
@@ -39,6 +40,7 @@ before(async () => {
         allowInsecureAuth: true,
         logger: false,
         onAuth(auth, session, cb) {
+            auths++;
             if (auth.username === 'alerts' && auth.password === PASSWORD) return cb(null, { user: 'alerts' });
             return cb(new Error('bad credentials'));
         },
@@ -254,6 +256,39 @@ it('a disk nearly full (a small tmpfs): an alert, then an all-clear once space i
         spawnSync('umount', [mnt]);
     }
 }, { timeout: 120_000 });
+
+it('scheduled backups: backup-dir and backup-every, recorded for the backup check', async (t) => {
+    if (PG_MODE) return t.skip('SQLite: a PostgreSQL store is backed up with pg_dump');
+    const dir = tempDir();
+    const srv = await startServer({ args: ['--backup-dir', dir, '--backup-every', '2', '--check-every', '1'] });
+    const key = srv.adminKey;
+    const file = await poll(() => fs.readdirSync(dir).find((f) => /^shortd-\d{8}T\d{6}Z\.db$/.test(f)), { timeoutMs: 10_000 });
+    assert.ok(file, `no backup in ${dir}: ${fs.readdirSync(dir)}`);
+    const backup = await poll(async () => {
+        const c = (await api(srv, 'GET', '/api/ops/health', { key })).json.checks.find((x) => x.code === 'backup');
+        return c.state === 'ok' ? c : null;
+    }, { timeoutMs: 5000 });
+    assert.ok(backup, 'the backup check did not see the scheduled backup');
+    assert.match(backup.measured, /the last backup \([\d.]+ MiB\) ended \d+ s ago/);
+    assert.equal(backup.thresholds.warn, 2 * 2 + 60); // two periods and a minute
+    // The copy is a database that opens, with the admin key in it.
+    const r = cli(['key', 'list', '--db', path.join(dir, file)]);
+    assert.equal(r.code, 0, r.stderr);
+    await srv.stop();
+});
+
+it('STARTTLS required (the default): nothing, and no password, goes to a server without it', async (t) => {
+    if (PG_MODE) return t.skip('SQLite: one node is enough');
+    const m0 = mails.length;
+    const a0 = auths;
+    const args = alertArgs().filter((x, i, all) => x !== '--smtp-starttls' && all[i - 1] !== '--smtp-starttls');
+    const srv = await startServer({ args, env: { SHORTD_SMTP_PASSWORD: PASSWORD } });
+    await poll(() => /alert e-mail not sent: the mail server refused or failed/.test(srv.stderr()), { timeoutMs: 15_000 });
+    assert.equal(mails.length, m0, 'a mail was accepted without STARTTLS');
+    assert.equal(auths, a0, 'the password was offered without STARTTLS');
+    assert.ok(!srv.stderr().includes(PASSWORD));
+    await srv.stop();
+});
 
 it('an ops key reads health and metrics and is refused everything else', async () => {
     const srv = await startServer({ args: ['--metrics-allow', '10.9.9.9/32'] });

@@ -4,12 +4,12 @@
  * One thread, waking every check-every on the monotonic clock, so a step of
  * the wall clock neither skips nor doubles a run. Each run: the scheduled
  * backup when due, the checks, the lease, then, for the sender only, the
- * rules and the channels. The state lives in memory between runs and is
- * saved in the store (meta "ops_alerts") after each; it is read from the
- * store whenever this node becomes the sender. When the store does not
- * answer, the node that last held the lease goes on sending (its state is
- * in memory): a store that is down is itself worth an alert, and no node
- * could take the lease then. */
+ * rules and the channels. The sender reads the state from the store (meta
+ * "ops_alerts") at each run and saves it when the run changed it. When the
+ * store does not answer, the node that last held the lease goes on sending
+ * from the state in memory (a store that is down is itself worth an alert,
+ * and no node could take the lease then), and saves it once it can, handing
+ * it over if another node took the lease meanwhile. */
 #include "ops/watch.h"
 
 #include <errno.h>
@@ -99,33 +99,74 @@ static void scheduled_backup(struct watch *w, int64_t now)
 
 /* ---- the state ---- */
 
-static void load_state(struct watch *w)
+/* The state as saved: JSON text (free it). */
+static char *state_text(const struct alert_state *st)
+{
+    json_t *j = alert_state_json(st);
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return text;
+}
+
+/* Whether 'state' holds what the store does not (a run while it was down). */
+static bool state_dirty(const struct watch *w)
+{
+    char *text = state_text(&w->state);
+    bool dirty = !w->saved || strcmp(w->saved, text) != 0;
+    free(text);
+    return dirty;
+}
+
+/* Reads the store's state into 'out'; ERR_NOTFOUND, ERR_INVALID (damaged),
+ * or the store's error. 'text' gets its text on ERR_OK (free it). */
+static int read_state(struct watch *w, struct alert_state *out, char **text)
 {
     struct store *st = w->app->store;
     struct buf v = BUF_INIT;
-    memset(&w->state, 0, sizeof(w->state));
+    memset(out, 0, sizeof(*out));
+    *text = NULL;
     int rc = st->ops->meta_get(st, STATE_KEY, &v);
-    w->have_state = true;
-    w->state_lost = false;
-    if (rc == ERR_NOTFOUND)
-        goto out;
-    json_t *j = rc == ERR_OK ? json_loadb(v.p, v.len, 0, NULL) : NULL;
-    if (!j || alert_state_parse(j, &w->state) != ERR_OK) {
-        log_at(LOG_WARN, "cannot read the saved alert state: problems are sent without "
-                         "waiting for their confirmation");
-        w->state_lost = true;
+    if (rc == ERR_OK) {
+        json_t *j = json_loadb(v.p, v.len, 0, NULL);
+        rc = j && alert_state_parse(j, out) == ERR_OK ? ERR_OK : ERR_INVALID;
+        json_decref(j);
+        if (rc == ERR_OK)
+            *text = buf_detach(&v, NULL);
     }
-    json_decref(j);
-out:
     buf_release(&v);
+    return rc;
+}
+
+/* The sender's state from the store, which another node may have written
+ * since (the last sender, handing over). A store that does not answer
+ * leaves the state in memory as it is; with none in memory either, nothing
+ * can be timed. */
+static void load_state(struct watch *w)
+{
+    struct alert_state got;
+    char *text = NULL;
+    int rc = read_state(w, &got, &text);
+    if (rc == ERR_OK || rc == ERR_NOTFOUND) {
+        w->state = got;
+        free(w->saved);
+        w->saved = text;
+        w->state_lost = false;
+        w->have_state = true;
+        return;
+    }
+    if (w->have_state)
+        return;
+    memset(&w->state, 0, sizeof(w->state));
+    w->have_state = true;
+    w->state_lost = true;
+    log_at(LOG_WARN, "cannot read the saved alert state: problems are sent without waiting for "
+                     "their confirmation");
 }
 
 static void save_state(struct watch *w)
 {
     struct store *st = w->app->store;
-    json_t *j = alert_state_json(&w->state);
-    char *text = json_dumps(j, JSON_COMPACT);
-    json_decref(j);
+    char *text = state_text(&w->state);
     if (w->saved && !strcmp(w->saved, text)) { /* unchanged: no write */
         free(text);
         return;
@@ -137,6 +178,21 @@ static void save_state(struct watch *w)
     }
     free(w->saved);
     w->saved = text;
+}
+
+/* A sender that lost the lease while the store was down hands over what it
+ * sent meanwhile (the new sender reads the store at each run), unless the
+ * store's state has sent something later: the latest message wins. */
+static void hand_over(struct watch *w)
+{
+    struct alert_state theirs;
+    char *text = NULL;
+    int rc = read_state(w, &theirs, &text);
+    free(text);
+    if ((rc == ERR_OK && theirs.sent_at >= w->state.sent_at) ||
+        (rc != ERR_OK && rc != ERR_NOTFOUND && rc != ERR_INVALID))
+        return;
+    save_state(w);
 }
 
 /* ---- one run ---- */
@@ -164,13 +220,17 @@ static void run_once(struct watch *w)
         w->leader = held;
     }
     if (!w->leader) {
+        if (w->have_state && state_dirty(w))
+            hand_over(w);
         w->have_state = false; /* read again when this node leads */
         free(w->saved);
         w->saved = NULL;
         store_set_deadline(0);
         return;
     }
-    if (!w->have_state)
+    /* What the store has, unless this node knows more (it sent while the
+     * store was down, and could not save it yet). */
+    if (!w->have_state || !state_dirty(w))
         load_state(w);
 
     struct alert_rules rules = {.confirm_ms = app->cfg.alert_confirm * 1000,

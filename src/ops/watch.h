@@ -6,7 +6,7 @@
  * In a cluster one node sends: the one holding the store's "alerts" lease,
  * renewed at each run and free once three runs are missed; the others run
  * their checks and stand by. The state (what was sent, when each problem was
- * first found) is saved in the store after every run, so a restart or a new
+ * first found) is saved in the store whenever a run changes it, so a restart or a new
  * sender neither repeats nor forgets an alert. */
 #ifndef SHORTD_WATCH_H
 #define SHORTD_WATCH_H

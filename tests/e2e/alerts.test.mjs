@@ -386,8 +386,9 @@ it('two nodes on PostgreSQL: one sends; the store stopped under them: one alert,
         assert.match(back.subject, /all clear: store fixed/);
         await sleep(3000);
         assert.equal(mailsSince(m1).length, 2, mailsSince(m1).map((m) => m.subject).join('\n'));
-        assert.ok(mailsSince(m0).every((m) => m.subject.includes('[shortd node-a]')) ||
-            mailsSince(m0).every((m) => m.subject.includes('[shortd node-b]')), 'both nodes sent');
+        // The lease may change hands when the store comes back (the last
+        // sender's lease ran out meanwhile): the new sender then learns from
+        // the store what the last one sent, and the all-clear comes once.
     } finally {
         if (thaw) thaw();
         await a.stop();

@@ -17,7 +17,7 @@
 
 CC      ?= cc
 PKGS    := libuv sqlite3 libsodium jansson liburcu-memb libmaxminddb zlib libpcre2-8 libpq \
-           libqrencode libpng hiredis libcrypto libcrypt
+           libqrencode libpng hiredis libcrypto libcrypt libcurl
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
 BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -Ibuild/gen -I/usr/share/include/llhttp
@@ -81,7 +81,7 @@ $(OUT)/obj/%.o: src/%.c $(HDR)
 # COMMIT=... names the commit where there is no .git (the container build).
 SHORTD_VERSION := $(shell cat VERSION)
 VERSION_H := build/gen/version.h
-$(OUT)/obj/app/cli.o: $(VERSION_H)
+$(OUT)/obj/app/cli.o $(OUT)/obj/app/serve.o $(OUT)/obj/api/api_ops.o: $(VERSION_H)
 
 $(VERSION_H): FORCE
 	@mkdir -p $(@D)

@@ -21,6 +21,9 @@
  * job that fails is retried (after a pause) with the same counters and
  * checkpoint, so a passing store error delays counts and never loses or
  * doubles them.
+ * Each batch carries the time its event loop handed it over; the queue's
+ * head, the aggregate and the job in flight each publish their oldest, so
+ * clicks_lag tells how stale the stats are without a lock.
  * Salts live in two slots (today's and tomorrow's); a slot is rewritten only
  * when its day is over, and readers check the day before and after reading
  * the key. */
@@ -66,6 +69,7 @@ struct batch {
     struct buf data;
     size_t events;
     uint64_t end_pos; /* journal position after its last event */
+    int64_t t_ms;     /* mono_ms() when its event loop handed it over */
     struct batch *next;
 };
 
@@ -99,7 +103,12 @@ struct clicks {
     _Atomic uint64_t fold_events;     /* ... how many */
     _Atomic uint64_t fold_events_max; /* the most there have been (journal thread) */
     _Atomic uint64_t pauses;          /* backpressure: event loops paused */
-    bool fold_stop;                   /* nothing more will be journaled */
+    /* The freshness of the stats (clicks_lag): when the oldest click not yet
+     * stored was handed over, wherever it waits (0: nothing waits there). */
+    _Atomic int64_t fold_head_ms; /* ... to be folded (fold_mu) */
+    _Atomic int64_t agg_ms;       /* ... folded, not yet in a store job (fold thread) */
+    _Atomic int64_t job_ms;       /* ... in the store job in flight */
+    bool fold_stop;               /* nothing more will be journaled */
 
     _Atomic bool inflight; /* a store job is running */
     _Atomic uint64_t committed_pos;
@@ -196,6 +205,7 @@ void clicks_flush(struct clicks *c, int worker)
         abort();
     b->data = l->buf;
     b->events = l->events;
+    b->t_ms = mono_ms();
     buf_init(&l->buf);
     l->events = 0;
     pthread_mutex_lock(&c->mu);
@@ -234,6 +244,33 @@ void clicks_backlog(struct clicks *c, struct clicks_backlog *out)
     out->pauses = atomic_load_explicit(&c->pauses, memory_order_relaxed);
 }
 
+/* The oldest of the non-zero times, 0 when all are. */
+static int64_t oldest_ms(const int64_t *t, int n)
+{
+    int64_t o = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i] && (!o || t[i] < o))
+            o = t[i];
+    return o;
+}
+
+void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out)
+{
+    int64_t t[3] = {atomic_load(&c->job_ms), atomic_load(&c->agg_ms),
+                    atomic_load(&c->fold_head_ms)};
+    out->pending = clicks_pending(c);
+    int64_t o = out->pending ? oldest_ms(t, 3) : 0;
+    out->lag_ms = o && now_ms > o ? now_ms - o : 0;
+    out->behind = out->lag_ms > CLICKS_LAG_BOUND_MS;
+}
+
+bool clicks_keeping_up(struct clicks *c)
+{
+    struct clicks_lag l;
+    clicks_lag(c, mono_ms(), &l);
+    return !l.behind;
+}
+
 /* ---- the pipeline thread ---- */
 
 static void job_done(uint64_t pos, uint64_t events, void *arg)
@@ -241,6 +278,7 @@ static void job_done(uint64_t pos, uint64_t events, void *arg)
     struct clicks *c = arg;
     atomic_store(&c->committed_pos, pos);
     atomic_fetch_add(&c->committed, events);
+    atomic_store(&c->job_ms, 0);
     atomic_store(&c->inflight, false);
 }
 
@@ -341,10 +379,12 @@ static void *journal_main(void *arg)
         }
         pthread_mutex_lock(&c->fold_mu);
         if (b) {
-            if (c->fold_tail)
+            if (c->fold_tail) {
                 c->fold_tail->next = b;
-            else
+            } else {
                 c->fold = b;
+                atomic_store(&c->fold_head_ms, b->t_ms);
+            }
             size_t bytes = b->data.len;
             uint64_t events = b->events;
             for (c->fold_tail = b; c->fold_tail->next; c->fold_tail = c->fold_tail->next) {
@@ -404,9 +444,13 @@ static void *fold_main(void *arg)
         }
         struct batch *x = c->fold;
         if (x) {
+            /* The clicks of x are the aggregate's before they leave the queue. */
+            if (!atomic_load(&c->agg_ms))
+                atomic_store(&c->agg_ms, x->t_ms);
             c->fold = x->next;
             if (!c->fold)
                 c->fold_tail = NULL;
+            atomic_store(&c->fold_head_ms, c->fold ? c->fold->t_ms : 0);
         }
         bool stopping = c->fold_stop && !c->fold;
         pthread_mutex_unlock(&c->fold_mu);
@@ -424,6 +468,8 @@ static void *fold_main(void *arg)
         due = stopping || mono_ms() >= next_store;
         if (idle && !aggregate_empty(c->agg) && due) {
             atomic_store(&c->inflight, true);
+            atomic_store(&c->job_ms, atomic_load(&c->agg_ms));
+            atomic_store(&c->agg_ms, 0);
             aggregate_submit(c->agg, c->writer, folded, job_done, c);
             next_store = mono_ms() + (atomic_load(&c->journal_down) ? c->sync_ms : c->flush_ms);
         }

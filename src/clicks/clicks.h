@@ -11,6 +11,7 @@
 #ifndef SHORTD_CLICKS_H
 #define SHORTD_CLICKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,23 @@ struct clicks_backlog {
 };
 /* Any thread. */
 void clicks_backlog(struct clicks *c, struct clicks_backlog *out);
+/* How fresh the stats are: a click is in the store (and the stats) within
+ * CLICKS_LAG_BOUND_MS of its redirect while the node keeps up; the lag is
+ * how long the oldest click not yet stored has waited (0 when none waits;
+ * clicks still in an event loop's buffer, at most journal-sync-ms old, are
+ * not counted). Past the bound the node is behind: the journal still holds
+ * every click, so nothing is lost, but the stats are staler than promised
+ * and an operations check should say so. Any thread. */
+#define CLICKS_LAG_BOUND_MS 60000
+struct clicks_lag {
+    int64_t lag_ms;   /* age of the oldest click not yet stored */
+    uint64_t pending; /* clicks recorded, not yet stored (clicks_pending) */
+    bool behind;      /* lag_ms past CLICKS_LAG_BOUND_MS */
+};
+/* 'now_ms' is mono_ms() (timeutil.h); tests pass a later time. */
+void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out);
+/* For health checks: false while the node is behind (above). */
+bool clicks_keeping_up(struct clicks *c);
 /* The journal's health as of its last sync (journal.h). Any thread. */
 void clicks_health(struct clicks *c, struct journal_health *out);
 

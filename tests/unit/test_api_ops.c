@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app/app.h"
+#include "base/timeutil.h"
+#include "clicks/clicks.h"
 #include "harness.h"
 #include "test.h"
 
@@ -128,5 +131,60 @@ void test_api_ops_metrics(void)
     CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
     CHECK_EQ_INT(sample(resp.body, "shortd_links"), -1);
     hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* The clicks' lag and the state a health check reads: while the store
+ * refuses the clicks, the oldest waits and /metrics says how long; past the
+ * bound the node is behind; once the store takes them, no lag. */
+void test_api_ops_clicks_lag(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/lag\"}", code), 201);
+    char target[HX_CODE_MAX + 1];
+    snprintf(target, sizeof(target), "/%s", code);
+    struct clicks *c = hx_app(h)->clicks;
+    struct clicks_lag lag;
+    clicks_lag(c, mono_ms(), &lag);
+    CHECK_EQ_INT(lag.lag_ms, 0);
+    CHECK(!lag.behind);
+
+    hx_fault(h, "agg_days", 0);
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 302);
+    hx_resp_release(&resp);
+    clicks_flush(c, 0);
+    for (int i = 0; i < 2000; i++) {
+        clicks_lag(c, mono_ms(), &lag);
+        if (lag.lag_ms >= 50)
+            break;
+        struct timespec pause = {0, 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    CHECK(lag.lag_ms >= 50);
+    CHECK_EQ_INT(lag.pending, 1);
+    CHECK(!lag.behind);
+    CHECK(clicks_keeping_up(c));
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
+    CHECK(strstr(resp.body, "\nshortd_clicks_lag_seconds 0.0") != NULL);
+    CHECK(!strstr(resp.body, "\nshortd_clicks_lag_seconds 0.000\n"));
+    CHECK(strstr(resp.body, "\nshortd_clicks_keeping_up 1\n") != NULL);
+    CHECK(strstr(resp.body, "\nshortd_clicks_lag_bound_seconds 60\n") != NULL);
+    hx_resp_release(&resp);
+    /* A minute later, the same click still waiting: behind. */
+    clicks_lag(c, mono_ms() + CLICKS_LAG_BOUND_MS + 1000, &lag);
+    CHECK(lag.behind);
+    CHECK(lag.lag_ms > CLICKS_LAG_BOUND_MS);
+
+    hx_fault_clear(h);
+    CHECK(hx_clicks_settle(h));
+    clicks_lag(c, mono_ms() + CLICKS_LAG_BOUND_MS + 1000, &lag);
+    CHECK_EQ_INT(lag.lag_ms, 0);
+    CHECK_EQ_INT(lag.pending, 0);
+    CHECK(!lag.behind);
     hx_free(h);
 }

@@ -298,6 +298,10 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
 void aggregate_set_hurry(struct aggregate *a, bool on) { a->hurry = on; }
 bool aggregate_empty(const struct aggregate *a) { return a->t.count == 0; }
 uint64_t aggregate_events(const struct aggregate *a) { return a->t.events; }
+size_t aggregate_bytes(const struct aggregate *a)
+{
+    return bump_used(a->t.mem) + a->t.nslots * sizeof(struct slot);
+}
 
 /* ---- the store job ---- */
 

@@ -35,6 +35,9 @@ void aggregate_fold(struct classify *cl, const char *const *self_hosts, bool hur
 void aggregate_set_hurry(struct aggregate *a, bool on);
 bool aggregate_empty(const struct aggregate *a);
 uint64_t aggregate_events(const struct aggregate *a); /* events folded since the last take */
+/* Bytes the link days folded since the last take hold: their table and the
+ * memory of their rows (the chunks in use, bump.h). */
+size_t aggregate_bytes(const struct aggregate *a);
 
 /* Moves everything folded so far into a job for writer 'w' that stores it
  * and sets the checkpoint to 'journal_pos', and submits it. The job stores

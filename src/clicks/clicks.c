@@ -55,6 +55,11 @@
 #define SEGMENT_MAX (64u << 20)
 #define FOLD_BACKLOG_MAX (128u << 20)     /* journaled clicks the fold thread has yet to fold */
 #define FOLD_HURRY (FOLD_BACKLOG_MAX / 4) /* ... past which it classifies in a hurry */
+/* Link days folded while a store job runs, at most (aggregate_bytes): a
+ * slow store gets larger batches, which cost it less a click, but with
+ * codes spread over millions of links each link day held is a kilobyte or
+ * two of memory (bench/HISTORY.md, the issue 31 entry). */
+#define FOLD_HELD_MAX ((size_t)512 << 20)
 #define BACKPRESSURE_NS 5000000L
 
 struct local {
@@ -109,6 +114,7 @@ struct clicks {
     _Atomic int64_t agg_ms;       /* ... folded, not yet in a store job (fold thread) */
     _Atomic int64_t job_ms;       /* ... in the store job in flight */
     bool fold_stop;               /* nothing more will be journaled */
+    _Atomic size_t held_max;      /* FOLD_HELD_MAX, or a test's */
 
     _Atomic bool inflight; /* a store job is running */
     _Atomic uint64_t committed_pos;
@@ -139,6 +145,7 @@ struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *
     pthread_mutex_init(&c->fold_mu, NULL);
     pthread_cond_init(&c->fold_cv, NULL);
     pthread_mutex_init(&c->health_mu, NULL);
+    atomic_store(&c->held_max, FOLD_HELD_MAX);
     atomic_store(&c->salt[0].day, -1);
     atomic_store(&c->salt[1].day, -1);
     return c;
@@ -263,6 +270,8 @@ void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out)
     out->lag_ms = o && now_ms > o ? now_ms - o : 0;
     out->behind = out->lag_ms > CLICKS_LAG_BOUND_MS;
 }
+
+void clicks_set_held_max(struct clicks *c, size_t bytes) { atomic_store(&c->held_max, bytes); }
 
 bool clicks_keeping_up(struct clicks *c)
 {
@@ -438,11 +447,16 @@ static void *fold_main(void *arg)
             next_store = mono_ms() + c->sync_ms;
         bool due = mono_ms() >= next_store;
         bool waiting = atomic_load(&c->inflight) || aggregate_empty(c->agg);
-        if (!c->fold && !c->fold_stop && (!due || waiting)) {
+        /* Past held_max the fold waits for the job in flight: the clicks
+         * wait in the queue, where past FOLD_BACKLOG_MAX the event loops
+         * pause, so the memory clicks take stays bounded. */
+        bool full = atomic_load(&c->inflight) && !aggregate_empty(c->agg) &&
+                    aggregate_bytes(c->agg) > atomic_load(&c->held_max);
+        if (full || (!c->fold && !c->fold_stop && (!due || waiting))) {
             wait_a_while(&c->fold_cv, &c->fold_mu);
             coop_rest();
         }
-        struct batch *x = c->fold;
+        struct batch *x = full ? NULL : c->fold;
         if (x) {
             /* The clicks of x are the aggregate's before they leave the queue. */
             if (!atomic_load(&c->agg_ms))

@@ -71,6 +71,11 @@ struct clicks_lag {
 };
 /* 'now_ms' is mono_ms() (timeutil.h); tests pass a later time. */
 void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out);
+/* The fold holds at most about 512 MiB of folded clicks while a store job
+ * runs; past that it waits, and the clicks wait in the journal's queue
+ * (bounded by the backpressure above). For tests: another bound. Any
+ * thread. */
+void clicks_set_held_max(struct clicks *c, size_t bytes);
 /* For health checks: false while the node is behind (above). */
 bool clicks_keeping_up(struct clicks *c);
 /* The journal's health as of its last sync (journal.h). Any thread. */

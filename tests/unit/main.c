@@ -271,6 +271,7 @@
     X(api_ops_readyz)                                                                              \
     X(api_ops_metrics)                                                                             \
     X(api_ops_clicks_lag)                                                                          \
+    X(api_ops_clicks_held)                                                                         \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \

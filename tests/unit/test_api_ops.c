@@ -188,3 +188,42 @@ void test_api_ops_clicks_lag(void)
     CHECK(!lag.behind);
     hx_free(h);
 }
+
+/* Past its bound of folded clicks held while a store job runs, the fold
+ * waits: later clicks stay unfolded until the job is done, then every one
+ * is stored. */
+void test_api_ops_clicks_held(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/held\"}", code), 201);
+    char target[HX_CODE_MAX + 1];
+    snprintf(target, sizeof(target), "/%s", code);
+    struct clicks *c = hx_app(h)->clicks;
+    clicks_set_held_max(c, 1);
+    hx_fault(h, "agg_days", 0);
+    struct hx_resp resp;
+    struct clicks_backlog bl = {0};
+    /* A click at a time: the first goes into a job that cannot commit, the
+     * next is folded while it retries, and the ones after it wait. */
+    for (int round = 0; round < 4; round++) {
+        CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 302);
+        hx_resp_release(&resp);
+        clicks_flush(c, 0);
+        struct timespec pause = {0, 300000000L};
+        nanosleep(&pause, NULL);
+    }
+    clicks_backlog(c, &bl);
+    CHECK_EQ_INT(bl.unfolded, 2);
+    CHECK_EQ_INT(clicks_pending(c), 4);
+
+    hx_fault_clear(h);
+    CHECK(hx_clicks_settle(h));
+    clicks_backlog(c, &bl);
+    CHECK_EQ_INT(bl.unfolded, 0);
+    clicks_set_held_max(c, (size_t)512 << 20);
+    hx_free(h);
+}

@@ -170,6 +170,13 @@ $(OUT)/unit_tests: $(UNITOBJ) $(LIBOBJ) $(LLOBJ)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(LIBS)
 
+# bench/storecost.c: the store's CPU per click, apart from the server
+$(OUT)/bench/storecost: bench/storecost.c $(LIBOBJ) $(LLOBJ) $(HDR)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -o $@ \
+		bench/storecost.c $(LIBOBJ) $(LLOBJ) $(LIBS)
+
 $(OUT)/obj $(OUT)/unit:
 	mkdir -p $@
 

@@ -46,7 +46,7 @@ until curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PORT/healthz"; do sle
 echo "warming $N links..."
 $pin_c "$W/loadgen" warm -p "$PORT" -c 64 --depth 16 --codes "$D/codes.txt" --method HEAD >/dev/null
 
-thread_ticks() { for t in /proc/"$PID"/task/*; do awk -v t="${t##*/}" '{sub(/.*\) /, ""); split($0, f, " "); print t, f[12] + f[13]}' "$t/stat"; done; }
+thread_ticks() { for t in /proc/"$PID"/task/*; do awk -v t="${t##*/}" -v c="$(cat "$t/comm")" '{sub(/.*\) /, ""); split($0, f, " "); print t "/" c, f[12] + f[13]}' "$t/stat"; done; }
 thread_ticks | sort >"$P/t0"
 perf record -e cpu-clock -F 999 -g -p "$PID" -o "$P/perf.data" 2>"$P/perf.err" &
 PERF=$!

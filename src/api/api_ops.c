@@ -220,8 +220,20 @@ int handle_metrics(struct request *r)
     buf_add_i64(b, atomic_load(&app->sweep_behind_ms) / 1000);
     buf_adds(b, "\n# HELP shortd_clicks_pending Clicks counted but not yet in the store.\n"
                 "# TYPE shortd_clicks_pending gauge\nshortd_clicks_pending ");
-    buf_add_u64(b, clicks_pending(app->clicks));
-    buf_addc(b, '\n');
+    struct clicks_lag lag;
+    clicks_lag(app->clicks, mono_ms(), &lag);
+    buf_add_u64(b, lag.pending);
+    buf_printf(b,
+               "\n# HELP shortd_clicks_lag_seconds How long the oldest click not yet in the "
+               "store has waited.\n"
+               "# TYPE shortd_clicks_lag_seconds gauge\nshortd_clicks_lag_seconds %.3f\n"
+               "# HELP shortd_clicks_lag_bound_seconds The lag past which the node is behind.\n"
+               "# TYPE shortd_clicks_lag_bound_seconds gauge\n"
+               "shortd_clicks_lag_bound_seconds %d\n"
+               "# HELP shortd_clicks_keeping_up Whether clicks reach the store within the "
+               "bound (0: behind; the journal keeps them).\n"
+               "# TYPE shortd_clicks_keeping_up gauge\nshortd_clicks_keeping_up %d\n",
+               (double)lag.lag_ms / 1000, CLICKS_LAG_BOUND_MS / 1000, lag.behind ? 0 : 1);
     struct clicks_backlog bl;
     clicks_backlog(app->clicks, &bl);
     uint64_t ua_misses, ua_hurried;
@@ -252,9 +264,6 @@ int handle_metrics(struct request *r)
     aggregate_counts(app->aggregate, &humans, &bots);
     int64_t now = now_ms();
     double oldest = bl.oldest_ms && now > bl.oldest_ms ? (double)(now - bl.oldest_ms) / 1000 : 0;
-    double lag = bl.unstored_since_ms && now > bl.unstored_since_ms
-                     ? (double)(now - bl.unstored_since_ms) / 1000
-                     : 0;
     buf_printf(b,
                "# HELP shortd_clicks_counted_total Clicks of people counted (folded) since the "
                "start.\n"
@@ -266,11 +275,8 @@ int handle_metrics(struct request *r)
                "# HELP shortd_journal_oldest_age_seconds How long the oldest click not yet "
                "counted has waited (0: none waits).\n"
                "# TYPE shortd_journal_oldest_age_seconds gauge\n"
-               "shortd_journal_oldest_age_seconds %.3f\n"
-               "# HELP shortd_fold_lag_seconds How long clicks have waited for the store "
-               "(0: none waits).\n"
-               "# TYPE shortd_fold_lag_seconds gauge\nshortd_fold_lag_seconds %.3f\n",
-               (unsigned long long)humans, (unsigned long long)bots, oldest, lag);
+               "shortd_journal_oldest_age_seconds %.3f\n",
+               (unsigned long long)humans, (unsigned long long)bots, oldest);
     struct journal_health jh;
     clicks_health(app->clicks, &jh);
     buf_printf(b,

@@ -165,7 +165,7 @@ static const struct setting settings[] = {
      0},
     {"check-every", C_INT, F(check_every), "60", 1, 86400,
      "seconds between two runs of the operations checks that alerts are made of", 0},
-    {"lag-warn", C_INT, F(lag_warn), "300", 1, 86400,
+    {"lag-warn", C_INT, F(lag_warn), "60", 1, 86400,
      "seconds clicks may wait to be counted before the checks warn (they fail at six times "
      "that)",
      0},

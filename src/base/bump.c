@@ -162,3 +162,5 @@ void bump_clear(struct bump *b)
 }
 
 size_t bump_mapped(const struct bump *b) { return b->mapped; }
+
+size_t bump_used(const struct bump *b) { return b->mapped - b->nspare * CHUNK; }

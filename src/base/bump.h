@@ -31,5 +31,7 @@ void *bump_alloc(struct bump *b, size_t n);
 void bump_clear(struct bump *b);
 /* Bytes of chunks mapped (in use or kept). */
 size_t bump_mapped(const struct bump *b);
+/* Bytes of chunks in use: mapped, less the spare ones kept. */
+size_t bump_used(const struct bump *b);
 
 #endif

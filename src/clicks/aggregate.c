@@ -358,6 +358,10 @@ bool aggregate_add_record(struct aggregate *a, const void *rec, size_t n)
 void aggregate_set_hurry(struct aggregate *a, bool on) { a->hurry = on; }
 bool aggregate_empty(const struct aggregate *a) { return a->t.count == 0; }
 uint64_t aggregate_events(const struct aggregate *a) { return a->t.events; }
+size_t aggregate_bytes(const struct aggregate *a)
+{
+    return bump_used(a->t.mem) + a->t.nslots * sizeof(struct slot);
+}
 
 /* ---- the store job ---- */
 

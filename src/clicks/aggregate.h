@@ -44,6 +44,9 @@ uint64_t aggregate_events(const struct aggregate *a); /* events folded since the
 /* Clicks folded since the start: of people, and of bots and prefetches
  * (for /metrics). Any thread. */
 void aggregate_counts(const struct aggregate *a, uint64_t *clicks, uint64_t *bots);
+/* Bytes the link days folded since the last take hold: their table and the
+ * memory of their rows (the chunks in use, bump.h). */
+size_t aggregate_bytes(const struct aggregate *a);
 
 /* Moves everything folded so far into a job for writer 'w' that stores it
  * and sets the checkpoint to 'journal_pos', and submits it. The job stores

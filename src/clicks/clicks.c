@@ -21,6 +21,9 @@
  * job that fails is retried (after a pause) with the same counters and
  * checkpoint, so a passing store error delays counts and never loses or
  * doubles them.
+ * Each batch carries the time its event loop handed it over; the queue's
+ * head, the aggregate and the job in flight each publish their oldest, so
+ * clicks_lag tells how stale the stats are without a lock.
  * Salts live in two slots (today's and tomorrow's); a slot is rewritten only
  * when its day is over, and readers check the day before and after reading
  * the key. */
@@ -53,6 +56,11 @@
 #define SEGMENT_MAX (64u << 20)
 #define FOLD_BACKLOG_MAX (128u << 20)     /* journaled clicks the fold thread has yet to fold */
 #define FOLD_HURRY (FOLD_BACKLOG_MAX / 4) /* ... past which it classifies in a hurry */
+/* Link days folded while a store job runs, at most (aggregate_bytes): a
+ * slow store gets larger batches, which cost it less a click, but with
+ * codes spread over millions of links each link day held is a kilobyte or
+ * two of memory (bench/HISTORY.md, the issue 31 entry). */
+#define FOLD_HELD_MAX ((size_t)512 << 20)
 #define BACKPRESSURE_NS 5000000L
 
 struct local {
@@ -68,6 +76,7 @@ struct batch {
     size_t events;
     uint64_t end_pos; /* journal position after its last event */
     int64_t at_ms;    /* wall clock when its event loop handed it over */
+    int64_t t_ms;     /* mono_ms() when its event loop handed it over */
     struct batch *next;
 };
 
@@ -96,15 +105,19 @@ struct clicks {
     pthread_t fold_thread;
     pthread_mutex_t fold_mu;
     pthread_cond_t fold_cv;
-    struct batch *fold, *fold_tail;    /* journaled, not yet folded */
-    _Atomic size_t fold_bytes;         /* ... their size */
-    _Atomic uint64_t fold_events;      /* ... how many */
-    _Atomic uint64_t fold_events_max;  /* the most there have been (journal thread) */
-    _Atomic uint64_t pauses;           /* backpressure: event loops paused */
-    bool fold_stop;                    /* nothing more will be journaled */
-    _Atomic bool fold_paused;          /* clicks_pause_fold: batches wait in the journal */
-    _Atomic int64_t stored_ms;         /* wall clock of the last counters stored; 0: none */
-    _Atomic int64_t first_unstored_ms; /* the first batch handed over since all was stored */
+    struct batch *fold, *fold_tail;   /* journaled, not yet folded */
+    _Atomic size_t fold_bytes;        /* ... their size */
+    _Atomic uint64_t fold_events;     /* ... how many */
+    _Atomic uint64_t fold_events_max; /* the most there have been (journal thread) */
+    _Atomic uint64_t pauses;          /* backpressure: event loops paused */
+    bool fold_stop;                   /* nothing more will be journaled */
+    _Atomic bool fold_paused;         /* clicks_pause_fold: batches wait in the journal */
+    /* The freshness of the stats (clicks_lag): when the oldest click not yet
+     * stored was handed over, wherever it waits (0: nothing waits there). */
+    _Atomic int64_t fold_head_ms; /* ... to be folded (fold_mu) */
+    _Atomic int64_t agg_ms;       /* ... folded, not yet in a store job (fold thread) */
+    _Atomic int64_t job_ms;       /* ... in the store job in flight */
+    _Atomic size_t held_max;      /* FOLD_HELD_MAX, or a test's */
 
     _Atomic bool inflight; /* a store job is running */
     _Atomic uint64_t committed_pos;
@@ -135,6 +148,7 @@ struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *
     pthread_mutex_init(&c->fold_mu, NULL);
     pthread_cond_init(&c->fold_cv, NULL);
     pthread_mutex_init(&c->health_mu, NULL);
+    atomic_store(&c->held_max, FOLD_HELD_MAX);
     atomic_store(&c->salt[0].day, -1);
     atomic_store(&c->salt[1].day, -1);
     return c;
@@ -218,6 +232,7 @@ void clicks_flush(struct clicks *c, int worker)
     b->data = l->buf;
     b->events = l->events;
     b->at_ms = now_ms();
+    b->t_ms = mono_ms();
     buf_init(&l->buf);
     l->events = 0;
     pthread_mutex_lock(&c->mu);
@@ -263,12 +278,6 @@ void clicks_backlog(struct clicks *c, struct clicks_backlog *out)
     pthread_mutex_lock(&c->fold_mu);
     out->oldest_ms = c->fold ? c->fold->at_ms : 0;
     pthread_mutex_unlock(&c->fold_mu);
-    out->unstored = clicks_pending(c);
-    /* Waiting since the later of the last store and the first click handed
-     * over after everything was stored: an idle node's first click has not
-     * waited since the last store, long ago. */
-    int64_t stored = atomic_load(&c->stored_ms), first = atomic_load(&c->first_unstored_ms);
-    out->unstored_since_ms = out->unstored ? (stored > first ? stored : first) : 0;
 }
 
 void clicks_pause_fold(struct clicks *c, bool paused)
@@ -279,6 +288,35 @@ void clicks_pause_fold(struct clicks *c, bool paused)
     pthread_mutex_unlock(&c->fold_mu);
 }
 
+/* The oldest of the non-zero times, 0 when all are. */
+static int64_t oldest_ms(const int64_t *t, int n)
+{
+    int64_t o = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i] && (!o || t[i] < o))
+            o = t[i];
+    return o;
+}
+
+void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out)
+{
+    int64_t t[3] = {atomic_load(&c->job_ms), atomic_load(&c->agg_ms),
+                    atomic_load(&c->fold_head_ms)};
+    out->pending = clicks_pending(c);
+    int64_t o = out->pending ? oldest_ms(t, 3) : 0;
+    out->lag_ms = o && now_ms > o ? now_ms - o : 0;
+    out->behind = out->lag_ms > CLICKS_LAG_BOUND_MS;
+}
+
+void clicks_set_held_max(struct clicks *c, size_t bytes) { atomic_store(&c->held_max, bytes); }
+
+bool clicks_keeping_up(struct clicks *c)
+{
+    struct clicks_lag l;
+    clicks_lag(c, mono_ms(), &l);
+    return !l.behind;
+}
+
 /* ---- the pipeline thread ---- */
 
 static void job_done(uint64_t pos, uint64_t events, void *arg)
@@ -286,9 +324,7 @@ static void job_done(uint64_t pos, uint64_t events, void *arg)
     struct clicks *c = arg;
     atomic_store(&c->committed_pos, pos);
     atomic_fetch_add(&c->committed, events);
-    atomic_store(&c->stored_ms, now_ms());
-    if (!clicks_pending(c))
-        atomic_store(&c->first_unstored_ms, 0);
+    atomic_store(&c->job_ms, 0);
     atomic_store(&c->inflight, false);
 }
 
@@ -387,18 +423,18 @@ static void *journal_main(void *arg)
         }
         pthread_mutex_lock(&c->fold_mu);
         if (b) {
-            if (c->fold_tail)
+            if (c->fold_tail) {
                 c->fold_tail->next = b;
-            else
+            } else {
                 c->fold = b;
+                atomic_store(&c->fold_head_ms, b->t_ms);
+            }
             size_t bytes = b->data.len;
             uint64_t events = b->events;
             for (c->fold_tail = b; c->fold_tail->next; c->fold_tail = c->fold_tail->next) {
                 bytes += c->fold_tail->next->data.len;
                 events += c->fold_tail->next->events;
             }
-            int64_t none = 0;
-            atomic_compare_exchange_strong(&c->first_unstored_ms, &none, b->at_ms);
             atomic_fetch_add(&c->fold_bytes, bytes);
             events += atomic_fetch_add(&c->fold_events, events);
             if (events > atomic_load(&c->fold_events_max))
@@ -446,18 +482,27 @@ static void *fold_main(void *arg)
             next_store = mono_ms() + c->sync_ms;
         bool due = mono_ms() >= next_store;
         bool waiting = atomic_load(&c->inflight) || aggregate_empty(c->agg);
-        /* Paused, batches wait for the fold, unless the journal is stopping. */
+        /* Paused, batches wait for the fold, unless the journal is stopping.
+         * Past held_max the fold waits for the job in flight: the clicks
+         * wait in the queue, where past FOLD_BACKLOG_MAX the event loops
+         * pause, so the memory clicks take stays bounded. */
         bool paused = atomic_load(&c->fold_paused) && !c->fold_stop;
-        if ((!c->fold || paused) && !c->fold_stop && (!due || waiting)) {
+        bool full = atomic_load(&c->inflight) && !aggregate_empty(c->agg) &&
+                    aggregate_bytes(c->agg) > atomic_load(&c->held_max);
+        if (full || ((!c->fold || paused) && !c->fold_stop && (!due || waiting))) {
             wait_a_while(&c->fold_cv, &c->fold_mu);
             coop_rest();
         }
         paused = atomic_load(&c->fold_paused) && !c->fold_stop;
-        struct batch *x = paused ? NULL : c->fold;
+        struct batch *x = paused || full ? NULL : c->fold;
         if (x) {
+            /* The clicks of x are the aggregate's before they leave the queue. */
+            if (!atomic_load(&c->agg_ms))
+                atomic_store(&c->agg_ms, x->t_ms);
             c->fold = x->next;
             if (!c->fold)
                 c->fold_tail = NULL;
+            atomic_store(&c->fold_head_ms, c->fold ? c->fold->t_ms : 0);
         }
         bool stopping = c->fold_stop && !c->fold;
         pthread_mutex_unlock(&c->fold_mu);
@@ -475,6 +520,8 @@ static void *fold_main(void *arg)
         due = stopping || mono_ms() >= next_store;
         if (idle && !aggregate_empty(c->agg) && due) {
             atomic_store(&c->inflight, true);
+            atomic_store(&c->job_ms, atomic_load(&c->agg_ms));
+            atomic_store(&c->agg_ms, 0);
             aggregate_submit(c->agg, c->writer, folded, job_done, c);
             next_store = mono_ms() + (atomic_load(&c->journal_down) ? c->sync_ms : c->flush_ms);
         }

@@ -56,12 +56,10 @@ uint64_t clicks_recorded(struct clicks *c);
  * check alone: aggregate_set_hurry); past four times that, each event loop
  * pauses at each hand-over (backpressure) until the fold catches up. */
 struct clicks_backlog {
-    uint64_t unfolded;         /* clicks journaled, not yet classified and counted */
-    uint64_t unfolded_max;     /* the most there have been since the start */
-    uint64_t pauses;           /* pauses of the event loops for it */
-    int64_t oldest_ms;         /* when the oldest of them was handed over (wall clock); 0: none */
-    uint64_t unstored;         /* clicks counted but not yet in the store (clicks_pending) */
-    int64_t unstored_since_ms; /* since when they wait for the store (wall clock); 0: none */
+    uint64_t unfolded;     /* clicks journaled, not yet classified and counted */
+    uint64_t unfolded_max; /* the most there have been since the start */
+    uint64_t pauses;       /* pauses of the event loops for it */
+    int64_t oldest_ms;     /* when the oldest of them was handed over (wall clock); 0: none */
 };
 /* Any thread. */
 void clicks_backlog(struct clicks *c, struct clicks_backlog *out);
@@ -70,6 +68,28 @@ void clicks_backlog(struct clicks *c, struct clicks_backlog *out);
  * (the `fold-paused` setting, applied on SIGHUP). Stopping the journal
  * folds what waits regardless. Any thread. */
 void clicks_pause_fold(struct clicks *c, bool paused);
+/* How fresh the stats are: a click is in the store (and the stats) within
+ * CLICKS_LAG_BOUND_MS of its redirect while the node keeps up; the lag is
+ * how long the oldest click not yet stored has waited (0 when none waits;
+ * clicks still in an event loop's buffer, at most journal-sync-ms old, are
+ * not counted). Past the bound the node is behind: the journal still holds
+ * every click, so nothing is lost, but the stats are staler than promised
+ * and an operations check should say so. Any thread. */
+#define CLICKS_LAG_BOUND_MS 60000
+struct clicks_lag {
+    int64_t lag_ms;   /* age of the oldest click not yet stored */
+    uint64_t pending; /* clicks recorded, not yet stored (clicks_pending) */
+    bool behind;      /* lag_ms past CLICKS_LAG_BOUND_MS */
+};
+/* 'now_ms' is mono_ms() (timeutil.h); tests pass a later time. */
+void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out);
+/* The fold holds at most about 512 MiB of folded clicks while a store job
+ * runs; past that it waits, and the clicks wait in the journal's queue
+ * (bounded by the backpressure above). For tests: another bound. Any
+ * thread. */
+void clicks_set_held_max(struct clicks *c, size_t bytes);
+/* For health checks: false while the node is behind (above). */
+bool clicks_keeping_up(struct clicks *c);
 /* The journal's health as of its last sync (journal.h). Any thread. */
 void clicks_health(struct clicks *c, struct journal_health *out);
 

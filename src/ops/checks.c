@@ -203,17 +203,18 @@ static bool check_fold(const struct checks_env *e, int64_t now, struct check_res
 {
     if (!e->clicks)
         return false;
-    struct clicks_backlog bl;
-    clicks_backlog(e->clicks, &bl);
-    /* Lag: how long clicks have waited for the store (since its last store,
-     * or since the first of them came). Nothing waiting is no lag. */
-    int64_t lag = bl.unstored_since_ms && now > bl.unstored_since_ms ? now - bl.unstored_since_ms
-                                                                     : 0;
-    judge(r, (double)lag / 1000.0, "s", (double)e->lag_warn_s, 6.0 * (double)e->lag_warn_s, false);
+    (void)now;
+    /* Lag: how long the oldest click not yet in the store has waited
+     * (clicks_lag, the freshness of the stats). Nothing waiting is no lag. */
+    struct clicks_lag l;
+    clicks_lag(e->clicks, mono_ms(), &l);
+    judge(r, (double)l.lag_ms / 1000.0, "s", (double)e->lag_warn_s, 6.0 * (double)e->lag_warn_s,
+          false);
     char t[64];
-    age_text(lag, t, sizeof(t));
-    say(r, "%llu clicks are not yet in the store; they have waited %s",
-        (unsigned long long)bl.unstored, t);
+    age_text(l.lag_ms, t, sizeof(t));
+    say(r, "%llu clicks are not yet in the store; the oldest has waited %s%s",
+        (unsigned long long)l.pending, t,
+        l.behind ? " (past the stats' freshness bound: the node is not keeping up)" : "");
     return true;
 }
 

@@ -294,6 +294,8 @@
     X(alert_rules_state_json)                                                                      \
     X(alert_message_content)                                                                       \
     X(ops_nodes)                                                                                   \
+    X(api_ops_clicks_lag)                                                                          \
+    X(api_ops_clicks_held)                                                                         \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \

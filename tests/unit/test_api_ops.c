@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app/app.h"
 #include "base/err.h"
 #include "base/timeutil.h"
+#include "clicks/clicks.h"
 #include "http/clientaddr.h"
 #include "store/store.h"
 #include "harness.h"
@@ -277,5 +279,99 @@ void test_api_ops_scope(void)
     hx_resp_release(&resp);
     clientaddr_free(app->metrics_allow);
     app->metrics_allow = NULL;
+    hx_free(h);
+}
+
+/* The clicks' lag and the state a health check reads: while the store
+ * refuses the clicks, the oldest waits and /metrics says how long; past the
+ * bound the node is behind; once the store takes them, no lag. */
+void test_api_ops_clicks_lag(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/lag\"}", code), 201);
+    char target[HX_CODE_MAX + 1];
+    snprintf(target, sizeof(target), "/%s", code);
+    struct clicks *c = hx_app(h)->clicks;
+    struct clicks_lag lag;
+    clicks_lag(c, mono_ms(), &lag);
+    CHECK_EQ_INT(lag.lag_ms, 0);
+    CHECK(!lag.behind);
+
+    hx_fault(h, "agg_days", 0);
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 302);
+    hx_resp_release(&resp);
+    clicks_flush(c, 0);
+    for (int i = 0; i < 2000; i++) {
+        clicks_lag(c, mono_ms(), &lag);
+        if (lag.lag_ms >= 50)
+            break;
+        struct timespec pause = {0, 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    CHECK(lag.lag_ms >= 50);
+    CHECK_EQ_INT(lag.pending, 1);
+    CHECK(!lag.behind);
+    CHECK(clicks_keeping_up(c));
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
+    CHECK(strstr(resp.body, "\nshortd_clicks_lag_seconds 0.0") != NULL);
+    CHECK(!strstr(resp.body, "\nshortd_clicks_lag_seconds 0.000\n"));
+    CHECK(strstr(resp.body, "\nshortd_clicks_keeping_up 1\n") != NULL);
+    CHECK(strstr(resp.body, "\nshortd_clicks_lag_bound_seconds 60\n") != NULL);
+    hx_resp_release(&resp);
+    /* A minute later, the same click still waiting: behind. */
+    clicks_lag(c, mono_ms() + CLICKS_LAG_BOUND_MS + 1000, &lag);
+    CHECK(lag.behind);
+    CHECK(lag.lag_ms > CLICKS_LAG_BOUND_MS);
+
+    hx_fault_clear(h);
+    CHECK(hx_clicks_settle(h));
+    clicks_lag(c, mono_ms() + CLICKS_LAG_BOUND_MS + 1000, &lag);
+    CHECK_EQ_INT(lag.lag_ms, 0);
+    CHECK_EQ_INT(lag.pending, 0);
+    CHECK(!lag.behind);
+    hx_free(h);
+}
+
+/* Past its bound of folded clicks held while a store job runs, the fold
+ * waits: later clicks stay unfolded until the job is done, then every one
+ * is stored. */
+void test_api_ops_clicks_held(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/held\"}", code), 201);
+    char target[HX_CODE_MAX + 1];
+    snprintf(target, sizeof(target), "/%s", code);
+    struct clicks *c = hx_app(h)->clicks;
+    clicks_set_held_max(c, 1);
+    hx_fault(h, "agg_days", 0);
+    struct hx_resp resp;
+    struct clicks_backlog bl = {0};
+    /* A click at a time: the first goes into a job that cannot commit, the
+     * next is folded while it retries, and the ones after it wait. */
+    for (int round = 0; round < 4; round++) {
+        CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 302);
+        hx_resp_release(&resp);
+        clicks_flush(c, 0);
+        struct timespec pause = {0, 300000000L};
+        nanosleep(&pause, NULL);
+    }
+    clicks_backlog(c, &bl);
+    CHECK_EQ_INT(bl.unfolded, 2);
+    CHECK_EQ_INT(clicks_pending(c), 4);
+
+    hx_fault_clear(h);
+    CHECK(hx_clicks_settle(h));
+    clicks_backlog(c, &bl);
+    CHECK_EQ_INT(bl.unfolded, 0);
+    clicks_set_held_max(c, (size_t)512 << 20);
     hx_free(h);
 }

@@ -25,11 +25,13 @@ void test_bump(void)
         prev = p;
     }
     CHECK_EQ_INT(bump_mapped(b), 2 * MIB);
+    CHECK_EQ_INT(bump_used(b), 2 * MIB);
     /* A big one gets a mapping of its own, and the small ones carry on in
      * the chunk they were filling. */
     char *big = bump_alloc(b, 3 * MIB);
     memset(big, 1, 3 * MIB);
     CHECK_EQ_INT(bump_mapped(b), 2 * MIB + 4 * MIB);
+    CHECK_EQ_INT(bump_used(b), 2 * MIB + 4 * MIB);
     char *after = bump_alloc(b, 64);
     CHECK(after > prev && after < prev + 2 * MIB);
 
@@ -37,12 +39,15 @@ void test_bump(void)
      * maps nothing new. */
     bump_clear(b);
     CHECK_EQ_INT(bump_mapped(b), 2 * MIB); /* the big mapping is gone */
+    CHECK_EQ_INT(bump_used(b), 0);         /* ... and the chunk kept is spare */
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < 10 * 2048 - 100; i++)
             memset(bump_alloc(b, 1024), round, 1024);
         if (!CHECK_EQ_INT(bump_mapped(b), 10 * 2 * MIB))
             test_note("round %d", round);
+        CHECK_EQ_INT(bump_used(b), 10 * 2 * MIB);
         bump_clear(b);
+        CHECK_EQ_INT(bump_used(b), 0);
     }
     /* Quiet rounds give the chunks back, a sixty-fourth (at least one) at a time. */
     bump_alloc(b, 100);

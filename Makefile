@@ -17,7 +17,7 @@
 
 CC      ?= cc
 PKGS    := libuv sqlite3 libsodium jansson liburcu-memb libmaxminddb zlib libpcre2-8 libpq \
-           libqrencode libpng hiredis libcrypto libcrypt
+           libqrencode libpng hiredis libcrypto libcrypt libcurl
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
 BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -Ibuild/gen -I/usr/share/include/llhttp

@@ -912,3 +912,40 @@ uint64_t events_unresolved(struct events *ev)
     pthread_mutex_unlock(&ev->mu);
     return n;
 }
+
+void events_metrics(struct events *ev, struct buf *b)
+{
+    enum { MAX = 64 };
+    struct events_sink_status st[MAX];
+    int n = events_status(ev, st, MAX);
+    if (n > MAX)
+        n = MAX;
+    static const struct {
+        const char *name, *type, *help;
+    } m[] = {
+        {"shortd_sink_lag_events", "gauge", "Events a sink has yet to take (capped)."},
+        {"shortd_sink_lag_seconds", "gauge", "Age of the oldest event a sink has yet to take."},
+        {"shortd_sink_backlog", "gauge", "Events in batches waiting for a retry."},
+        {"shortd_sink_failures_total", "counter", "Failed deliveries to a sink."},
+        {"shortd_sink_deliveries_total", "counter", "Batches a sink acknowledged."},
+        {"shortd_sink_events_total", "counter", "Events a sink acknowledged."},
+        {"shortd_sink_archived_total", "counter", "Batches moved to the failed archive."},
+        {"shortd_sink_unresolved", "gauge", "A sink's failed batches not yet resolved."},
+    };
+    for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
+        buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
+        for (int i = 0; i < n; i++) {
+            uint64_t v[] = {st[i].lag_events, (uint64_t)st[i].lag_seconds,
+                            st[i].backlog,    st[i].failures,
+                            st[i].deliveries, st[i].delivered,
+                            st[i].archived,   st[i].unresolved};
+            buf_printf(b, "%s{sink=\"%" PRId64 "\",kind=\"%s\"} %llu\n", m[k].name, st[i].sink,
+                       st[i].kind, (unsigned long long)v[k]);
+        }
+    }
+    buf_printf(b,
+               "# HELP shortd_events_failed_unresolved Failed batches of events no operator has "
+               "resolved.\n# TYPE shortd_events_failed_unresolved gauge\n"
+               "shortd_events_failed_unresolved %llu\n",
+               (unsigned long long)events_unresolved(ev));
+}

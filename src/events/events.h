@@ -73,6 +73,8 @@ struct events_sink_status {
 int events_status(struct events *ev, struct events_sink_status *out, int max);
 /* Unresolved batches in the archive, every sink. Any thread. */
 uint64_t events_unresolved(struct events *ev);
+/* Appends the sinks' figures to /metrics' text (Prometheus). Any thread. */
+void events_metrics(struct events *ev, struct buf *out);
 
 /* Managing sinks (the API and the CLI), in the caller's write transaction.
  * Creates a sink from 's' (kind, endpoint, types, owner, domain, options;

@@ -8,9 +8,9 @@
 //   down      the port refuses connections (the listener is closed)
 //   slow      answers as 'up' after `slowMs`
 //   500       answers 500
-//   garbage   answers 200 with a body that is not JSON (ingest retries;
-//             a webhook takes any 2xx) or, with `rawGarbage`, bytes that are
-//             no HTTP at all
+//   garbage   answers 200 with a body that is not JSON (ingest retries; a
+//             webhook takes any 2xx, so the receiver keeps those events) or,
+//             with `rawGarbage`, bytes that are no HTTP at all
 //   timeout   never answers
 //   statuses  /batch answers each event with statusFor(event, index)
 //   nobatch   /batch answers 404, /ingest 202 {success, idempotency_key, status: queued}
@@ -118,6 +118,8 @@ export class Receiver {
                 res.socket.end('\x00\x01 this is no HTTP \r\n\r\n');
                 return;
             }
+            // A webhook takes any 2xx as accepted: what it accepted it has.
+            if (!path.endsWith('/batch') && !path.endsWith('/ingest')) this._webhook(body);
             res.writeHead(200, { 'content-type': 'application/json' });
             res.end('{"success": tru');
             return;
@@ -147,11 +149,15 @@ export class Receiver {
             res.end(JSON.stringify({ success: true, idempotency_key: e.id, status: 'queued', committed: true }));
             return;
         }
-        // A webhook: every event of the batch, by its exact text.
-        const list = JSON.parse(body).events;
-        list.forEach((e, i) => this._keep(this._exact(body, i, JSON.stringify(e))));
+        this._webhook(body);
         res.writeHead(204);
         res.end();
+    }
+
+    /* A webhook's batch: every event, by its exact text. */
+    _webhook(body) {
+        const list = JSON.parse(body).events;
+        list.forEach((e, i) => this._keep(this._exact(body, i, JSON.stringify(e))));
     }
 
     /* The i-th event's exact text in the batch (JSON.stringify of the parsed

@@ -469,7 +469,15 @@ static void archive(struct events *ev, struct esink *s, struct lane *l)
     ev->unresolved++;
     s->backlog = 0;
     pthread_mutex_unlock(&ev->mu);
+    /* The budget is of the sink's failing, not of each batch: while it
+     * keeps failing, the next batch is archived at its first failure too,
+     * so a sink down for days holds the journal about one budget, as a
+     * queue whose messages all retry at once would. A success ends it. */
+    int64_t since = l->first_fail_ms;
+    int failures = l->failures;
     lane_forget_batch(l);
+    l->first_fail_ms = since;
+    l->failures = failures;
 }
 
 /* A delivery ended: move on, retry later, or archive. */

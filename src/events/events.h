@@ -11,9 +11,10 @@
  * the IDs. The journal keeps what a sink has not taken (events_hold).
  *
  * A failed batch is tried again after retry_base, doubling to retry_cap,
- * with jitter; once it has failed for retry_budget it moves to the failed
- * archive (with its body and hash) in the transaction that moves the
- * position on: never dropped. Every sink has its own batches and timers,
+ * with jitter; once the sink has failed for retry_budget it moves to the
+ * failed archive (with its body and hash) in the transaction that moves
+ * the position on: never dropped. While the sink keeps failing, each next
+ * batch is archived at its first failure; a success ends that. Every sink has its own batches and timers,
  * and every HTTP call a timeout, so a dead sink slows no other one, and
  * nothing of this runs on an event loop or a store thread. */
 #ifndef SHORTD_EVENTS_H

@@ -22,6 +22,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,11 +103,11 @@ struct events {
 
     pthread_mutex_t mu;
     struct esink *sinks;
-    bool loaded; /* sinks and their journal positions read */
+    _Atomic bool loaded; /* sinks and their journal positions read */
     uint64_t unresolved;
 
     pthread_t thread;
-    bool started;
+    _Atomic bool started;
     _Atomic bool stop;
     int64_t next_reload, next_lag;
 };
@@ -683,7 +684,7 @@ static int reload(struct events *ev)
         s->unresolved = 0;
     ev->unresolved = 0;
     rc = ev->st->ops->failed_list(ev->st, false, count_failed, ev);
-    ev->loaded = true;
+    atomic_store(&ev->loaded, true);
     pthread_mutex_unlock(&ev->mu);
     free(r.ids);
     for (struct esink *s = ev->sinks; s; s = s->next)
@@ -825,13 +826,14 @@ struct events *events_new(struct store *st, struct writer *w, struct clicks *cli
 uint64_t events_hold(void *arg)
 {
     struct events *ev = arg;
-    /* The first call (clicks_start, before any thread of ours) reads the
-     * sinks and their positions in this journal. */
-    if (!ev->loaded && !ev->started && reload(ev) != ERR_OK)
+    /* The first call (clicks_start, before our thread) reads the sinks and
+     * their positions in this journal; until our thread has started, the
+     * journal thread tries again if that failed. */
+    if (!atomic_load(&ev->loaded) && !atomic_load(&ev->started) && reload(ev) != ERR_OK)
         return 0; /* unknown: keep everything */
     uint64_t h = UINT64_MAX;
     pthread_mutex_lock(&ev->mu);
-    if (!ev->loaded)
+    if (!atomic_load(&ev->loaded))
         h = 0;
     for (struct esink *s = ev->sinks; s; s = s->next) {
         int64_t p = s->lane[SRC_CLICKS].pos;
@@ -852,20 +854,23 @@ int events_start(struct events *ev)
     if (!ev->multi)
         return log_fail(ERR_IO, "cannot start the events thread: no curl multi handle");
     struct coop_role role = {"shortd-events", -1, 0};
-    if (coop_start(&ev->thread, role, events_main, ev) != 0)
+    atomic_store(&ev->started, true); /* from now on only our thread reads the sinks */
+    if (coop_start(&ev->thread, role, events_main, ev) != 0) {
+        atomic_store(&ev->started, false);
         return log_fail(ERR_IO, "cannot start the events thread");
-    ev->started = true;
+    }
     return ERR_OK;
 }
 
 void events_stop(struct events *ev)
 {
-    if (!ev || !ev->started)
+    /* 'started' stays set: the journal thread, still running, must not
+     * read the sinks itself (events_hold). */
+    if (!ev || !atomic_load(&ev->started) || atomic_load(&ev->stop))
         return;
     atomic_store(&ev->stop, true);
     curl_multi_wakeup(ev->multi);
     pthread_join(ev->thread, NULL);
-    ev->started = false;
 }
 
 void events_free(struct events *ev)

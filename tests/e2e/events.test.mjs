@@ -226,3 +226,42 @@ describe('failed archive', () => {
         assert.ok(await poll(async () => (await api(srv, 'GET', '/readyz')).json?.events?.unresolved_failed === 0));
     });
 });
+
+describe('journal retention', () => {
+    let srv;
+    let rx;
+    let key;
+
+    before(async () => {
+        rx = await new Receiver().start();
+        // Counters stored and the journal rotated every 100 ms: without the
+        // sinks' hold its segments would be gone long before the receiver is back.
+        srv = await startServer({ args: [...FAST, '--click-flush-ms', '100'] });
+        key = createKey(srv, 'retention');
+        const sink = addSink(srv, ['--kind', 'webhook', '--endpoint', `${rx.url}/hook`, '--types', 'click']);
+        await sinkSeen(srv, sink.id);
+    });
+
+    after(async () => {
+        if (srv?.running) await srv.stop();
+        await rx?.stop();
+    });
+
+    it('keeps the clicks a sink has not taken, across a restart too', async () => {
+        const link = await createLink(srv, key, { url: 'https://example.com/retention' });
+        await rx.setMode('down');
+        for (let i = 0; i < 4; i++) {
+            await Promise.all(Array.from({ length: 10 }, () => visit(srv, link.code)));
+            await sleep(400); // several flushes and rotations between each
+        }
+        const stored = await poll(async () =>
+            (await statsOf(srv, key, link.code)).total_clicks === 40);
+        assert.ok(stored, 'shortd counted the clicks');
+        await srv.stop();
+        await srv.restart();
+        await sleep(1000);
+        await rx.setMode('up');
+        assert.ok(await poll(() => clicksOf(rx, link.code).human === 40, { timeoutMs: 20_000 }),
+            `receiver has ${clicksOf(rx, link.code).human} of 40\n${srv.logs()}`);
+    });
+});

@@ -35,3 +35,17 @@ void events_id_random(char out[EVENT_ID_SIZE])
     randombytes_buf(raw, sizeof(raw));
     id_from(raw, out);
 }
+
+void events_id_expired(const char *code, int64_t expires_at, char out[EVENT_ID_SIZE])
+{
+    unsigned char at[8], raw[16];
+    for (int i = 0; i < 8; i++)
+        at[i] = (unsigned char)((uint64_t)expires_at >> (8 * i));
+    crypto_generichash_state h;
+    crypto_generichash_init(&h, NULL, 0, sizeof(raw));
+    crypto_generichash_update(&h, (const unsigned char *)"expired\0", 8);
+    crypto_generichash_update(&h, (const unsigned char *)code, strlen(code) + 1);
+    crypto_generichash_update(&h, at, sizeof(at));
+    crypto_generichash_final(&h, raw, sizeof(raw));
+    id_from(raw, out);
+}

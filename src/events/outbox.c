@@ -33,7 +33,10 @@ static int wanted(struct store *st, bool *yes)
 static int add(struct store *st, enum event_type type, const struct link *l, int64_t at)
 {
     char id[EVENT_ID_SIZE];
-    events_id_random(id);
+    if (type == EVT_LINK_EXPIRED)
+        events_id_expired(l->code, l->expires_at, id); /* found by every node's sweep */
+    else
+        events_id_random(id);
     struct buf body = BUF_INIT;
     events_link_body(id, type, at, l, &body);
     struct outbox_event e = {

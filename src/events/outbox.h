@@ -23,7 +23,8 @@ int events_link(struct store *st, enum event_type type, const char *code, int64_
  * when that was the last one. */
 int events_link_reserved(struct store *st, const char *code, int64_t used, int64_t at);
 /* link.expired for each live link whose expiry passed since the last call
- * (meta "events_expired_upto"), at most 'limit'; *n how many. */
+ * (meta "events_expired_upto"), at most 'limit'; *n how many. Its ID comes
+ * from the code and the expiry, so nodes sweeping at once add it once. */
 int events_expiries(struct store *st, int64_t now, int limit, int *n);
 
 #endif

@@ -90,7 +90,8 @@ typedef int (*failed_cb)(const struct failed_batch *f, void *arg);
     int (*sink_lease)(struct store * st, int64_t sink, const char *source, const char *holder,      \
                       int64_t now, int64_t until);                                                  \
                                                                                                     \
-    /* The outbox: add inside the change's transaction; read those after                          \
+    /* The outbox: add inside the change's transaction (an ID already there                       \
+     * is kept as it is); read those after                                                        \
      * 'after' in seq order, at most 'limit'; head is the largest seq (0). */ \
     int (*outbox_add)(struct store * st, const struct outbox_event *e);                             \
     int (*outbox_read)(struct store * st, int64_t after, int limit, outbox_cb cb, void *arg);       \

@@ -310,7 +310,7 @@ static const char *const sql[S__COUNT] = {
                     "SET holder = ?3, lease_until = ?5 "
                     "WHERE holder = ?3 OR lease_until <= ?4",
     [S_OUTBOX_ADD] = "INSERT INTO event_outbox(id, type, at, code, owner, domain, body) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (id) DO NOTHING",
     [S_OUTBOX_READ] = "SELECT seq, id, type, at, code, owner, domain, body FROM event_outbox "
                       "WHERE seq > ?1 ORDER BY seq LIMIT ?2",
     [S_OUTBOX_HEAD] = "SELECT coalesce(max(seq), 0) FROM event_outbox",

@@ -75,6 +75,12 @@ void test_events_ids(void)
     CHECK(strcmp(a, c) != 0); /* another node's journal */
     /* Pinned: a change of the derivation would give every click a new ID. */
     CHECK_EQ_STR(a, "evt_83731b3bcf620c6bc8b1115f8c2f8ae2");
+    /* link.expired: the same for one expiry on every node, another for another. */
+    events_id_expired("abc", 5000, b);
+    events_id_expired("abc", 5000, c);
+    CHECK_EQ_STR(b, c);
+    events_id_expired("abc", 5001, c);
+    CHECK(strcmp(b, c) != 0);
     events_id_random(b);
     events_id_random(c);
     CHECK(strcmp(b, c) != 0);

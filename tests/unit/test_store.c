@@ -2605,6 +2605,21 @@ static void events_checks(struct backend *b)
     buf_reset(&o.s);
     CHECK_EQ_INT(st->ops->outbox_read(st, 0, 1, collect_outbox, &o), ERR_OK);
     CHECK_EQ_STR(buf_cstr(&o.s), "link.created:ev1");
+    /* An ID already there is kept as it is (two nodes' sweeps). */
+    struct outbox_event dup = {.id = "evt_same",
+                               .type = "link.expired",
+                               .at = 600,
+                               .code = "ev1",
+                               .owner = 1,
+                               .body = "{\"first\":1}"};
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->outbox_add(st, &dup), ERR_OK);
+    dup.body = "{\"second\":1}";
+    CHECK_EQ_INT(st->ops->outbox_add(st, &dup), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    buf_reset(&o.s);
+    CHECK_EQ_INT(st->ops->outbox_read(st, head, 10, collect_outbox, &o), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&o.s), "link.expired:ev1"); /* once */
     buf_release(&o.s);
 
     /* Positions: made once, then moved only from where they are. */

@@ -81,6 +81,11 @@ static int sweep_run(struct wjob *j, struct store *st)
         rc = st->ops->session_sweep(st, s->now, s->idle_before, &s->sessions);
     if (rc == ERR_OK)
         rc = events_expiries(st, s->now, s->limit, &s->expired);
+    /* Link events every sink has taken, a day on: the archive keeps what
+     * a sink could not take. */
+    int gone = 0;
+    if (rc == ERR_OK)
+        rc = st->ops->outbox_prune(st, s->now - MS_PER_DAY, s->limit, &gone);
     return rc;
 }
 

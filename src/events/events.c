@@ -646,13 +646,21 @@ static int reload_one(const struct sink *rec, void *arg)
     return 0;
 }
 
+struct unresolved {
+    int64_t *sink; /* one entry per unresolved batch */
+    size_t n, cap;
+};
+
 static int count_failed(const struct failed_batch *f, void *arg)
 {
-    struct events *ev = arg;
-    struct esink *s = find(ev, f->sink);
-    if (s)
-        s->unresolved++;
-    ev->unresolved++;
+    struct unresolved *u = arg;
+    if (u->n == u->cap) {
+        u->cap = u->cap ? u->cap * 2 : 16;
+        u->sink = realloc(u->sink, u->cap * sizeof(*u->sink));
+        if (!u->sink)
+            abort();
+    }
+    u->sink[u->n++] = f->sink;
     return 0;
 }
 
@@ -680,12 +688,25 @@ static int reload(struct events *ev)
         s->gone = !kept;
         p = &s->next;
     }
-    for (struct esink *s = ev->sinks; s; s = s->next)
-        s->unresolved = 0;
-    ev->unresolved = 0;
-    rc = ev->st->ops->failed_list(ev->st, false, count_failed, ev);
+    pthread_mutex_unlock(&ev->mu);
+    /* Read outside the lock: the journal thread takes it (events_hold) and
+     * must never wait for the store. */
+    struct unresolved u = {NULL, 0, 0};
+    rc = ev->st->ops->failed_list(ev->st, false, count_failed, &u);
+    pthread_mutex_lock(&ev->mu);
+    if (rc == ERR_OK) {
+        for (struct esink *s = ev->sinks; s; s = s->next)
+            s->unresolved = 0;
+        for (size_t i = 0; i < u.n; i++) {
+            struct esink *s = find(ev, u.sink[i]);
+            if (s)
+                s->unresolved++;
+        }
+        ev->unresolved = u.n;
+    }
     atomic_store(&ev->loaded, true);
     pthread_mutex_unlock(&ev->mu);
+    free(u.sink);
     free(r.ids);
     for (struct esink *s = ev->sinks; s; s = s->next)
         if (ev->clicks && !s->gone && s->lane[SRC_CLICKS].pos < 0)

@@ -96,6 +96,9 @@ typedef int (*failed_cb)(const struct failed_batch *f, void *arg);
     int (*outbox_add)(struct store * st, const struct outbox_event *e);                             \
     int (*outbox_read)(struct store * st, int64_t after, int limit, outbox_cb cb, void *arg);       \
     int (*outbox_head)(struct store * st, int64_t * seq);                                           \
+    /* Deletes at most 'limit' events every live sink has taken, of before                        \
+     * 'before' (none while no sink is live); *n how many. */ \
+    int (*outbox_prune)(struct store * st, int64_t before, int limit, int *n);                      \
     /* Links of state active whose expiry lies in (from, to], at most                             \
      * 'limit', by expiry: those a sweep reports as expired once. */ \
     int (*link_expiring)(struct store * st, int64_t from, int64_t to, int limit, link_cb cb,        \

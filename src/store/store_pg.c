@@ -146,6 +146,7 @@ enum stmt {
     S_OUTBOX_ADD,
     S_OUTBOX_READ,
     S_OUTBOX_HEAD,
+    S_OUTBOX_PRUNE,
     S_LINK_EXPIRING,
     S_FAILED_ADD,
     S_FAILED_GET,
@@ -341,6 +342,10 @@ static const char *const sql[S__COUNT] = {
     [S_OUTBOX_READ] = "SELECT seq, id, type, at, code, owner, domain, body FROM event_outbox "
                       "WHERE seq > $1 ORDER BY seq LIMIT $2",
     [S_OUTBOX_HEAD] = "SELECT coalesce(max(seq), 0) FROM event_outbox",
+    [S_OUTBOX_PRUNE] = "DELETE FROM event_outbox WHERE seq IN (SELECT seq FROM event_outbox "
+                       "WHERE at < $1 AND seq <= (SELECT min(p.pos) FROM sink_positions p "
+                       "JOIN sinks s ON s.id = p.sink WHERE s.deleted_at = 0 "
+                       "AND p.source = 'links') ORDER BY seq LIMIT $2)",
     [S_LINK_EXPIRING] = "SELECT " LINK_READ " FROM links WHERE expires_at > $1 "
                         "AND expires_at <= $2 AND state = 0 AND url IS NOT NULL "
                         "ORDER BY expires_at, code LIMIT $3",
@@ -2331,6 +2336,14 @@ static int pg_outbox_read(struct store *st, int64_t after, int limit, outbox_cb 
 
 static int pg_outbox_head(struct store *st, int64_t *seq) { return count(st, S_OUTBOX_HEAD, seq); }
 
+static int pg_outbox_prune(struct store *st, int64_t before, int limit, int *n)
+{
+    struct params p = {0};
+    p_i64(&p, before);
+    p_i64(&p, limit);
+    return run_count(st, S_OUTBOX_PRUNE, &p, "outbox prune", n);
+}
+
 static int pg_link_expiring(struct store *st, int64_t from, int64_t to, int limit, link_cb cb,
                             void *arg)
 {
@@ -2553,6 +2566,7 @@ const struct store_ops store_pg_ops = {
     .outbox_add = pg_outbox_add,
     .outbox_read = pg_outbox_read,
     .outbox_head = pg_outbox_head,
+    .outbox_prune = pg_outbox_prune,
     .link_expiring = pg_link_expiring,
     .failed_add = pg_failed_add,
     .failed_get = pg_failed_get,

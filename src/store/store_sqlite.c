@@ -141,6 +141,7 @@ enum stmt {
     S_OUTBOX_ADD,
     S_OUTBOX_READ,
     S_OUTBOX_HEAD,
+    S_OUTBOX_PRUNE,
     S_LINK_EXPIRING,
     S_FAILED_ADD,
     S_FAILED_GET,
@@ -314,6 +315,10 @@ static const char *const sql[S__COUNT] = {
     [S_OUTBOX_READ] = "SELECT seq, id, type, at, code, owner, domain, body FROM event_outbox "
                       "WHERE seq > ?1 ORDER BY seq LIMIT ?2",
     [S_OUTBOX_HEAD] = "SELECT coalesce(max(seq), 0) FROM event_outbox",
+    [S_OUTBOX_PRUNE] = "DELETE FROM event_outbox WHERE seq IN (SELECT seq FROM event_outbox "
+                       "WHERE at < ?1 AND seq <= (SELECT min(p.pos) FROM sink_positions p "
+                       "JOIN sinks s ON s.id = p.sink WHERE s.deleted_at = 0 "
+                       "AND p.source = 'links') ORDER BY seq LIMIT ?2)",
     [S_LINK_EXPIRING] = "SELECT " LINK_READ " FROM links WHERE expires_at > ?1 "
                         "AND expires_at <= ?2 AND state = 0 AND url IS NOT NULL "
                         "ORDER BY expires_at, code LIMIT ?3",
@@ -2418,6 +2423,18 @@ static int sq_outbox_read(struct store *st, int64_t after, int limit, outbox_cb 
 
 static int sq_outbox_head(struct store *st, int64_t *seq) { return count(st, S_OUTBOX_HEAD, seq); }
 
+static int sq_outbox_prune(struct store *st, int64_t before, int limit, int *n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_OUTBOX_PRUNE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before);
+    sqlite3_bind_int(q, 2, limit);
+    int rc = run_done(q, "outbox prune");
+    *n = rc == ERR_OK ? sqlite3_changes(sqlite3_db_handle(q)) : 0;
+    return rc;
+}
+
 static int sq_link_expiring(struct store *st, int64_t from, int64_t to, int limit, link_cb cb,
                             void *arg)
 {
@@ -2649,6 +2666,7 @@ const struct store_ops store_sqlite_ops = {
     .outbox_add = sq_outbox_add,
     .outbox_read = sq_outbox_read,
     .outbox_head = sq_outbox_head,
+    .outbox_prune = sq_outbox_prune,
     .link_expiring = sq_link_expiring,
     .failed_add = sq_failed_add,
     .failed_get = sq_failed_get,

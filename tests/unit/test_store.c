@@ -2622,6 +2622,28 @@ static void events_checks(struct backend *b)
     CHECK_EQ_STR(buf_cstr(&o.s), "link.expired:ev1"); /* once */
     buf_release(&o.s);
 
+    /* Pruned: only what every live sink has taken (position "links"),
+     * and only what is older than asked. */
+    int pruned = -1;
+    CHECK_EQ_INT(st->ops->outbox_prune(st, 1000000, 100, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 0); /* no position yet: nothing taken */
+    int64_t first = 0;
+    {
+        struct outbox_seen one = {BUF_INIT, 0};
+        CHECK_EQ_INT(st->ops->outbox_read(st, 0, 1, collect_outbox, &one), ERR_OK);
+        first = one.last;
+        buf_release(&one.s);
+    }
+    CHECK_EQ_INT(st->ops->sink_pos_set(st, s.id, "links", -1, first), ERR_OK);
+    CHECK_EQ_INT(st->ops->outbox_prune(st, 150, 100, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 0); /* taken, not old enough (at 200) */
+    CHECK_EQ_INT(st->ops->outbox_prune(st, 1000000, 100, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 1);
+    buf_reset(&o.s);
+    CHECK_EQ_INT(st->ops->outbox_read(st, 0, 10, collect_outbox, &o), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&o.s), "link.disabled:ev1,link.deleted:ev1,link.expired:ev1");
+    buf_release(&o.s);
+
     /* Positions: made once, then moved only from where they are. */
     int64_t pos = -1;
     CHECK_EQ_INT(st->ops->sink_pos_get(st, s.id, "journal:x", &pos), ERR_NOTFOUND);
@@ -2636,7 +2658,7 @@ static void events_checks(struct backend *b)
     CHECK_EQ_INT(st->ops->sink_lease(st, s.id, "links", "a", 1500, 2500), ERR_OK);
     CHECK_EQ_INT(st->ops->sink_lease(st, s.id, "links", "b", 2500, 3500), ERR_OK);
     CHECK_EQ_INT(st->ops->sink_pos_get(st, s.id, "links", &pos), ERR_OK);
-    CHECK_EQ_INT(pos, 0); /* a lease leaves the position as it was */
+    CHECK_EQ_INT(pos, first); /* a lease leaves the position as it was */
 
     /* Expiring links, by expiry. */
     CHECK_EQ_INT(insert(st, "ex1", 1, "https://example.com/e1", 10, 3000), ERR_OK);

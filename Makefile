@@ -113,9 +113,20 @@ $(ISBOT_INC): package-lock.json scripts/gen-isbot.mjs
 WEB_INC := build/gen/web_assets.inc
 $(OUT)/obj/api/dashboard.o: $(WEB_INC)
 
-$(WEB_INC): package-lock.json scripts/embed-web.mjs $(wildcard web/*) | $(ISBOT_INC)
+$(WEB_INC): package-lock.json scripts/embed-web.mjs scripts/c-literal.mjs $(filter-out web/site,$(wildcard web/*)) | $(ISBOT_INC)
 	@if ! node scripts/embed-web.mjs --check; then npm ci --no-audit --no-fund; fi
 	node scripts/embed-web.mjs $@
+
+# The page script that sites install (web/site/, readable source) is built
+# by esbuild (npm, pinned in package-lock.json) into one minified file that
+# the binary serves at /s.js; the build fails when it is over 2,048 bytes
+# gzipped. After the dashboard's rule, which runs npm ci when esbuild is not
+# the locked version.
+SITE_INC := build/gen/site_script.inc
+$(OUT)/obj/api/dashboard.o: $(SITE_INC)
+
+$(SITE_INC): package-lock.json scripts/build-site-script.mjs scripts/c-literal.mjs $(wildcard web/site/*.js) | $(WEB_INC)
+	$(Q)node scripts/build-site-script.mjs $@
 
 # The password gate's one style block (src/redirect/gate.css) and its SHA-256, which
 # the gate page's Content-Security-Policy names instead of 'unsafe-inline'.
@@ -187,7 +198,7 @@ build/fuzz/obj/llhttp_%.o: $(LLHTTP)/%.c | build/fuzz/obj
 
 build/fuzz/obj/clicks/classify.o: $(ISBOT_INC)
 build/fuzz/obj/app/cli.o: $(VERSION_H)
-build/fuzz/obj/api/dashboard.o: $(WEB_INC)
+build/fuzz/obj/api/dashboard.o: $(WEB_INC) $(SITE_INC)
 build/fuzz/obj/redirect/gate.o: $(GATE_INC)
 build/fuzz/obj/store/store_pg.o: build/gen/pg_migrations.inc
 build/fuzz/obj/store/store_sqlite.o: build/gen/sqlite_migrations.inc

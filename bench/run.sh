@@ -18,6 +18,10 @@
 #      unpinned only: durable creates (bench/loadgen create, POST /api/links),
 #      once per --create-connections count (group commit batches what the
 #      connections have in flight, so the rate depends on how many there are);
+#      unpinned (the last layout) only, at 100,000 links and more: the same
+#      throughput runs with skewed codes (--workloads: zipf, s = 1, and viral,
+#      half the requests to one link; bench/redirect.lua), reported as layouts
+#      "unpinned zipf" and "unpinned viral";
 #   4. stops shortd with SIGTERM (it flushes every click) and checks that the
 #      clicks in the store lie between the requests the load generators saw
 #      completed and that plus the connections open when they stopped.
@@ -26,6 +30,7 @@
 #   bench/run.sh [--links 1000,1000000] [--duration 5] [--pairs 3] [--quick]
 #                [--smoke] [--layouts pin1,unpinned] [--no-nginx] [--out DIR]
 #                [--connections 64] [--create-connections 64,256] [--wait-quiet SECONDS]
+#                [--workloads uniform,zipf,viral]
 #                [--prepare-only]   (generate and load the data of --links, then stop)
 #                [--report RUN_DIR] (render a finished run's results again into --out)
 set -Eeuo pipefail
@@ -38,6 +43,7 @@ LINKS=${BENCH_LINKS:-1000,1000000}
 DURATION=5
 PAIRS=3
 LAYOUTS=pin1,unpinned
+WORKLOADS=uniform,zipf,viral
 CONNS=64
 CREATE_CONNS=64,256
 FOREIGN_MAX=${BENCH_FOREIGN_MAX:-10}
@@ -66,6 +72,7 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --pairs) PAIRS=$2; shift 2 ;;
     --layouts) LAYOUTS=$2; shift 2 ;;
+    --workloads) WORKLOADS=$2; shift 2 ;;
     --connections) CONNS=$2; shift 2 ;;
     --create-connections) CREATE_CONNS=$2; shift 2 ;;
     --quick) DURATION=2; PAIRS=1; shift ;;
@@ -90,6 +97,8 @@ fi
 
 log() { printf '%s bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 fail() { log "FAILED: $*"; exit 1; }
+[[ $WORKLOADS =~ ^(uniform|zipf|viral)(,(uniform|zipf|viral))*$ ]] ||
+    fail "--workloads takes uniform, zipf and viral separated by commas, not '$WORKLOADS'"
 [[ $CREATE_CONNS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
     fail "--create-connections takes connection counts separated by commas, not '$CREATE_CONNS'"
 
@@ -356,11 +365,15 @@ wait_clicks_stored() {
     echo "${pending:-0}"
 }
 
-# wrk_run SERVER LAYOUT PAIR: one throughput run, appended to runs.tsv
+# wrk_run SERVER LAYOUT PAIR [WORKLOAD]: one throughput run, appended to
+# runs.tsv under the layout's name, followed by the workload's when it is not
+# uniform
 wrk_run() {
-    local server=$1 layout=$2 pair=$3 port pids c0 c1 drain=0 pending=0 attempt
+    local server=$1 layout=$2 pair=$3 dist=${4:-uniform} port pids c0 c1 drain=0 pending=0 attempt
+    local label=$layout
+    [ "$dist" = uniform ] || label="$layout $dist"
     if [ "$server" = shortd ]; then port=$PORT_S; pids=$SHORTD_PID; else port=$PORT_N; pids=$(nginx_pids); fi
-    local threads=1 out=$RUN/wrk-$server-$layout-$pair.txt
+    local threads=1 out=$RUN/wrk-$server-$layout-$dist-$pair.txt
     [ "$layout" = pin1 ] || threads=2
     for ((attempt = 1; ; attempt++)); do
         local o0 t0 o1 t1
@@ -370,7 +383,7 @@ wrk_run() {
         c0=$(cpu_ticks $pids)
         [ "$server" = shortd ] && thread_ticks "$SHORTD_PID" | sort >"$RUN/threads0"
         # shellcheck disable=SC2046
-        BENCH_CODES=$DATA/codes.txt BENCH_UAS=$UAS BENCH_HOST=127.0.0.1:$port \
+        BENCH_CODES=$DATA/codes.txt BENCH_UAS=$UAS BENCH_HOST=127.0.0.1:$port BENCH_DIST=$dist \
             $(pin_client "$layout") wrk -t"$threads" -c"$CONNS" -d"${DURATION}s" --timeout 5s \
             -s bench/redirect.lua "http://127.0.0.1:$port/" >"$out" 2>&1 ||
             { cat "$out"; fail "wrk"; }
@@ -402,7 +415,7 @@ wrk_run() {
         fi
         local note=""
         [ "$server" = shortd ] && note=", clicks stored $(printf '%.1f' "$drain") s after the run"
-        log "N=$N $layout $server #$pair: $(printf '%.0f' "$rps") req/s, $(printf '%.2f' "$cpu_us") us CPU/req, $errs errors$note; other load $(printf '%.0f' "$foreign") % of a core"
+        log "N=$N $label $server #$pair: $(printf '%.0f' "$rps") req/s, $(printf '%.2f' "$cpu_us") us CPU/req, $errs errors$note; other load $(printf '%.0f' "$foreign") % of a core"
         if disturbed "$foreign" && [ "$attempt" -le "$RETRIES" ] && retry_allowed "$t0"; then
             log "  disturbed by other processes: again"
             local w0
@@ -411,11 +424,11 @@ wrk_run() {
             RETRY_SPENT=$((RETRY_SPENT + $(date +%s) - w0))
             continue
         fi
-        printf '%s\t%s\t%s\t%s\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%.1f\t%s\n' "$N" "$layout" "$server" "$pair" "$rps" "$cpu_us" \
+        printf '%s\t%s\t%s\t%s\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%.1f\t%s\n' "$N" "$label" "$server" "$pair" "$rps" "$cpu_us" \
             "$requests" "$errs" "$drain" "${pending:-0}" "$foreign" "$attempt" >>"$RUN/runs.tsv"
         # shortd's CPU per thread: N layout pair tid comm us/request
         if [ "$server" = shortd ]; then
-            join "$RUN/threads0" "$RUN/threads1" | awk -v n="$N" -v l="$layout" -v p="$pair" -v r="$requests" -v tck="$TCK" \
+            join "$RUN/threads0" "$RUN/threads1" | awk -v n="$N" -v l="$label" -v p="$pair" -v r="$requests" -v tck="$TCK" \
                 '{ printf "%s\t%s\t%s\t%s\t%s\t%.3f\n", n, l, p, $1, $2, ($5 - $3) * 1e6 / tck / r }' >>"$RUN/threads.tsv"
         fi
         return 0
@@ -479,7 +492,7 @@ create_run() {
 # Everything the report shows besides the TSVs; saved in RUN/env so that
 # `run.sh --report RUN` can render a finished run again.
 REPORT_VARS="NOTE KERNEL DATE_UTC COMMAND NGINX_VERSION WRK_VERSION SHORTD_MD5 RETRY_BUDGET FOREIGN_MAX RETRIES
-    NCPU CPU_MODEL MEM_GIB COMMIT LINKS DURATION PAIRS CONNS CREATE_CONNS NGINX ELAPSED STAMP LAYOUTS"
+    NCPU CPU_MODEL MEM_GIB COMMIT LINKS DURATION PAIRS CONNS CREATE_CONNS NGINX ELAPSED STAMP LAYOUTS WORKLOADS"
 render_report() {
     # shellcheck disable=SC2086
     export RUN $REPORT_VARS
@@ -573,6 +586,18 @@ for N in "${NS[@]}"; do
             for ((p = 1; p <= PAIRS; p++)); do
                 latency_run shortd "$half" "$L" "$p"
                 if [ "$NG" = yes ]; then latency_run nginx "$half" "$L" "$p"; fi
+            done
+        fi
+        # skewed codes in the last layout, where at 1 K links every code is
+        # hot whatever the law (the smoke run tries each once)
+        if [ "$L" = "${LS[${#LS[@]}-1]}" ] && { [ "$N" -ge 100000 ] || [ "$SMOKE" = 1 ]; }; then
+            for W in ${WORKLOADS//,/ }; do
+                [ "$W" = uniform ] && continue
+                for ((p = 1; p <= PAIRS; p++)); do
+                    wrk_run shortd "$L" "$p" "$W"
+                    sleep 0.5
+                    if [ "$NG" = yes ]; then wrk_run nginx "$L" "$p" "$W"; sleep 0.5; fi
+                done
             done
         fi
         [ "$L" = "${LS[${#LS[@]}-1]}" ] && create_run

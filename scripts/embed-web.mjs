@@ -2,7 +2,8 @@
 // embed-web.mjs - writes the dashboard's files as a C table for src/api/dashboard.c,
 // so that shortd serves them from its own binary: one file to deploy, no CDN.
 // The files are everything directly in web/ (the API's OpenAPI document,
-// web/openapi.json, among them) plus uPlot's browser build and
+// web/openapi.json, among them; web/site/ is the page script's source, built
+// by build-site-script.mjs) plus uPlot's browser build and
 // stylesheet from node_modules (npm, pinned in package-lock.json; npm ci
 // installs exactly that version). Each entry has its name (the part after
 // /static/), content type, a strong ETag (the start of the SHA-256 of the
@@ -13,12 +14,14 @@
 //                                        package-lock.json pins (uplot,
 //                                        playwright-core and axe-core for
 //                                        the browser tests, isbot, the OpenAPI test's
-//                                        validators) is installed at its
-//                                        locked version
+//                                        validators, esbuild) is installed at
+//                                        its locked version
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { cLiteral } from "./c-literal.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -42,8 +45,11 @@ const FROM_NPM = [
 
 function lockedPackages() {
     const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8"));
+    // A package for another system or processor (esbuild's binary for each,
+    // all optional) is one npm ci rightly leaves out.
+    const fits = (e) => (!e.os || e.os.includes(process.platform)) && (!e.cpu || e.cpu.includes(process.arch));
     return Object.entries(lock.packages || {})
-        .filter(([p]) => p.startsWith("node_modules/"))
+        .filter(([p, e]) => p.startsWith("node_modules/") && (!e.optional || fits(e)))
         .map(([p, e]) => [p, e.version]);
 }
 
@@ -55,38 +61,14 @@ function installedVersion(p) {
     }
 }
 
-// A C string literal of any bytes, cut into lines: printable ASCII as is
-// except \ and ", the rest as three-digit octal escapes (so a digit after one
-// is never read as part of it); a '?' after a '?' is escaped so that no
-// trigraph forms under -std=c17.
-function cLiteral(bytes) {
-    const lines = [];
-    let line = "";
-    let prev = -1;
-    for (const b of bytes) {
-        const ch = String.fromCharCode(b);
-        if (ch === "\\" || ch === '"' || (ch === "?" && prev === 0x3f))
-            line += "\\" + ch;
-        else if (b >= 0x20 && b < 0x7f)
-            line += ch;
-        else
-            line += "\\" + b.toString(8).padStart(3, "0");
-        prev = b;
-        if (line.length >= 96 || b === 0x0a) {
-            lines.push(line);
-            line = "";
-        }
-    }
-    if (line || !lines.length)
-        lines.push(line);
-    return lines.map((l) => `        "${l}"`).join("\n");
-}
-
 function assets() {
     const out = [];
     const web = join(root, "web");
     for (const name of readdirSync(web).sort()) {
         const p = join(web, name);
+        // The page script's sources, built into /s.js (build-site-script.mjs).
+        if (name === "site")
+            continue;
         if (!statSync(p).isFile())
             throw new Error(`web/${name}: only plain files directly in web/ are served`);
         if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name))

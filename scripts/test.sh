@@ -24,6 +24,11 @@ tests/pg.sh tests/redis.sh build/tsan/unit_tests || status=1
 echo "== fuzz smoke pass (make fuzz-smoke: each fuzz/*.c target for seconds, its regressions replayed)"
 make --no-print-directory fuzz-smoke || status=1
 
+# The page script's source (web/site/) under node on a fake window: the
+# payload of every beacon; the built script in Chromium is tests/browser/.
+echo "== page script (node --test tests/site/)"
+node --test tests/site/ || status=1
+
 echo "== end-to-end tests ($SHORTD_BIN, node --test, with a throwaway PostgreSQL)"
 tests/pg.sh node --test --test-concurrency=2 tests/e2e/ || status=1
 
@@ -77,5 +82,9 @@ CONTENTION_HOGS=1 CONTENTION_LIMIT=20 bench/contention.sh build/shortd 1000 || s
 # throwaway PostgreSQL: it checks every link and log row arrives, never a time.
 echo "== import benchmark smoke run (bench/import.sh --smoke: 2,000 links, 20,000 log rows)"
 bench/import.sh --smoke build/shortd || status=1
+# The page beacon's benchmark: a 1 s run against nginx; checks that every
+# beacon sent is a page view in the stats, never a time.
+echo "== beacon benchmark smoke run (bench/beacon.sh --smoke)"
+bench/beacon.sh --smoke || status=1
 
 exit $status

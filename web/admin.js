@@ -1,6 +1,6 @@
 // admin.js - the admin page: the blocklist of destination hosts
 // (/api/admin/blocklist) and the sinks events go to (/api/sinks), for
-// admin keys only.
+// admins only (users are on the Users page).
 import { h } from './dom.js';
 import { hostList } from './hosts.js';
 import { sinkList } from './sinks.js';
@@ -8,7 +8,8 @@ import { sinkList } from './sinks.js';
 export function renderAdmin(view, ctx) {
     view.replaceChildren(h('section', { class: 'panel admin-page' },
         h('h1', { text: 'Admin' }),
-        h('p', {}, 'Service-wide figures are on the ', h('a', { class: 'text-link', href: '#/service', text: 'Service page' }), '.'),
+        h('p', {}, 'Service-wide figures are on the ', h('a', { class: 'text-link', href: '#/service', text: 'Service page' }),
+            ', the people who sign in on the ', h('a', { class: 'text-link', href: '#/users', text: 'Users page' }), '.'),
         h('h2', { text: 'Blocklist' }),
         h('p', { class: 'muted', text: 'No new link, edit or variant may lead to a blocked host (or its subdomains).' }),
         hostList({

@@ -63,6 +63,15 @@ export async function request(path, opts = {}) {
     throw err;
 }
 
+/* What the signed-in role may do, for what the pages offer: a viewer reads
+ * only (no create, edit, delete or key buttons); only an admin sees the
+ * admin pages and disables links. The API refuses the rest anyway: this
+ * only keeps buttons that would fail off the page. */
+export const can = {
+    write: () => !!current && current.role !== 'viewer',
+    admin: () => !!current && current.role === 'admin',
+};
+
 export const session = {
     /* {name, role, csrf_token} or null */
     get user() { return current; },
@@ -75,6 +84,15 @@ export const session = {
     /* Resolves with the user; throws ApiError (401: wrong name or password). */
     async signIn(name, password) {
         const res = await send('/api/session', { method: 'POST', body: { name, password } });
+        if (!res.ok) throw await errorOf(res);
+        current = await res.json();
+        return current;
+    },
+    /* The first admin, made with the setup token (POST /api/setup), who is
+     * then signed in. Throws ApiError (401: the token is unknown, used or
+     * expired; 409: setup was done already). */
+    async setup(token, name, password) {
+        const res = await send('/api/setup', { method: 'POST', body: { token, name, password } });
         if (!res.ok) throw await errorOf(res);
         current = await res.json();
         return current;

@@ -9,9 +9,22 @@
 //   #/link/CODE/edit    edit a link
 //   #/domains           custom short domains and their links
 //   #/bulk              export, and a CSV upload through /api/links/bulk
-//   #/admin             the blocklist (admin keys)
+//   #/keys              API keys: made (shown once), scoped, revoked
+//   #/users             users, their roles and state (admins)
+//   #/admin             the blocklist (admins)
 //   #/service           service-wide totals
-import { session, setUnauthorizedHandler } from './api.js';
+//   #/sites             the sites whose page views this shortd counts
+//   #/site/ID?days|from&to&bots   one site's analytics
+//   #/site/ID/settings  its hosts, badge, read tokens; delete
+//   #/site/ID/setup     its snippet, and a live check for the first beacon
+//
+// /setup?token=... (a path of its own, served the same page) makes the first
+// admin account with the first start's setup token (setup.js).
+//
+// What the signed-in role may do shapes what is offered (api.js's can): a
+// viewer gets no New link and no page that writes; only an admin gets Users
+// and Admin. Asking for such a page by its address lands on the links.
+import { can, session, setUnauthorizedHandler } from './api.js';
 import { renderSignin } from './signin.js';
 import { renderLinks } from './links.js';
 import { renderCreate } from './create.js';
@@ -20,6 +33,10 @@ import { renderDomains } from './domains.js';
 import { renderBulk } from './bulk.js';
 import { renderAdmin } from './admin.js';
 import { renderService } from './service.js';
+import { renderSites, renderSite, renderSiteSettings, renderSiteSetup } from './sites.js';
+import { renderSetup } from './setup.js';
+import { renderUsers } from './users.js';
+import { renderKeys } from './keys.js';
 
 const view = document.getElementById('view');
 const nav = document.getElementById('nav');
@@ -57,8 +74,17 @@ function render() {
         location.replace('#/links');
         return;
     }
+    const need = { new: can.write, users: can.admin, admin: can.admin };
+    if (signedIn && ((need[path.slice(1)] && !need[path.slice(1)]()) || (/\/(edit|settings)$/.test(path) && !can.write()))) {
+        location.replace('#/links');
+        return;
+    }
+    for (const a of nav.querySelectorAll('a[data-need]')) {
+        a.hidden = !(a.dataset.need === 'admin' ? can.admin() : can.write());
+    }
     let page = path.split('/')[1] || 'links';
     if (page === 'link') page = 'links';
+    if (page === 'site') page = 'sites';
     for (const a of nav.querySelectorAll('a')) {
         if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
         else a.removeAttribute('aria-current');
@@ -85,6 +111,12 @@ function render() {
     } else if (path === '/bulk') {
         document.title = 'Import and export · shortd';
         renderBulk(view, ctx);
+    } else if (path === '/keys') {
+        document.title = 'API keys · shortd';
+        renderKeys(view, ctx);
+    } else if (path === '/users') {
+        document.title = 'Users · shortd';
+        renderUsers(view, ctx);
     } else if (path === '/admin') {
         document.title = 'Admin · shortd';
         renderAdmin(view, ctx);
@@ -93,6 +125,16 @@ function render() {
         try { code = decodeURIComponent(m[1]); } catch { code = m[1]; }
         document.title = `${code} · shortd`;
         renderLink(view, code, params, ctx);
+    } else if (path === '/sites') {
+        document.title = 'Sites · shortd';
+        renderSites(view, ctx);
+    } else if ((m = /^\/site\/([^/]+)(?:\/(settings|setup))?$/.exec(path))) {
+        let id;
+        try { id = decodeURIComponent(m[1]); } catch { id = m[1]; }
+        document.title = `${m[2] === 'settings' ? 'Settings of ' : m[2] === 'setup' ? 'Set up ' : ''}${id} · shortd`;
+        if (m[2] === 'settings') renderSiteSettings(view, id, ctx);
+        else if (m[2] === 'setup') renderSiteSetup(view, id, ctx);
+        else renderSite(view, id, params, ctx);
     } else if (path === '/service') {
         document.title = 'Service · shortd';
         renderService(view, params, ctx);
@@ -114,6 +156,10 @@ signout.addEventListener('click', async () => {
     location.reload();
 });
 
-window.addEventListener('hashchange', render);
-// Who is signed in comes from the server: the cookie is not the page's to read.
-session.load().catch(() => null).then(render);
+if (location.pathname === '/setup') {
+    renderSetup(view);
+} else {
+    window.addEventListener('hashchange', render);
+    // Who is signed in comes from the server: the cookie is not the page's to read.
+    session.load().catch(() => null).then(render);
+}

@@ -1,7 +1,7 @@
 // bulk.js - the Import and export page: every link with its daily counts as
 // CSV or JSON (GET /api/export), and a CSV file of new links sent through
 // POST /api/links/bulk, with the server's answer shown for each row.
-import { request } from './api.js';
+import { can, request } from './api.js';
 import { h, fill, outLink, toast, download } from './dom.js';
 import { num } from './format.js';
 
@@ -143,8 +143,9 @@ export function renderBulk(view, ctx) {
             h('h2', { text: 'Export' }),
             h('p', { class: 'muted', text: 'Every link of yours with its daily clicks, unique visitors and bot clicks; the JSON also has each link\'s referrers, countries, browsers and the other dimensions.' }),
             h('div', { class: 'actions' }, exportBtn('csv'), exportBtn('json'))),
-        h('section', { class: 'panel' },
+        // A viewer makes no links: no upload.
+        can.write() ? h('section', { class: 'panel' },
             h('h2', { text: 'Upload a CSV of links' }),
             form,
-            result)));
+            result) : null));
 }

@@ -11,15 +11,21 @@ const dayFull = new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numer
 const dayLabel = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', timeZone: 'UTC' });
 
 /* Daily clicks, unique visitors and (optional) bot clicks over 'days' (the
- * stats answer's rows). Returns {setBots(show), destroy()}. */
-export function timeSeries(container, days, { showBots = false } = {}) {
+ * stats answer's rows). 'labels' names the three series (a site's page
+ * views and bot hits); a series labelled null is left out. Returns
+ * {setBots(show), destroy()}. */
+const LABELS = { clicks: 'Clicks', uniques: 'Unique visitors', bots: 'Bot clicks' };
+export function timeSeries(container, days, { showBots = false, labels = LABELS } = {}) {
     const uPlot = globalThis.uPlot;
     if (!uPlot) {
         fill(container, h('p', { class: 'error', text: 'The chart library did not load.' }));
         return { setBots() {}, destroy() {} };
     }
     const xs = days.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
-    const data = [xs, days.map((d) => d.clicks), days.map((d) => d.unique_visitors), days.map((d) => d.bot_clicks)];
+    const withUniques = labels.uniques !== null;
+    const data = [xs, days.map((d) => d.clicks)];
+    if (withUniques) data.push(days.map((d) => d.unique_visitors));
+    data.push(days.map((d) => d.bot_clicks));
     const bars = days.length <= LINE_FROM;
     const fmt = (u, v) => (v == null ? '–' : num(v));
     const width = () => Math.max(280, container.clientWidth);
@@ -54,13 +60,16 @@ export function timeSeries(container, days, { showBots = false } = {}) {
             // Up to LINE_FROM days: clicks and unique visitors as bars side by
             // side, so both show when equal; longer ranges as lines (unique
             // visitors dashed, visible on top of an equal clicks line).
-            bars ? { label: 'Clicks', stroke: COLORS.clicks, fill: COLORS.clicks, width: 0, paths: uPlot.paths.bars({ size: [0.42, 28], align: -1 }), points: { show: false }, value: fmt }
-                : { label: 'Clicks', stroke: COLORS.clicks, fill: 'rgba(36, 84, 214, 0.10)', width: 2, points: { show: false }, value: fmt },
-            bars ? { label: 'Unique visitors', stroke: COLORS.uniques, fill: COLORS.uniques, width: 0, paths: uPlot.paths.bars({ size: [0.42, 28], align: 1 }), points: { show: false }, value: fmt }
-                : { label: 'Unique visitors', stroke: COLORS.uniques, width: 2, dash: [6, 4], points: { show: false }, value: fmt },
-            { label: 'Bot clicks', stroke: COLORS.bots, width: 1.5, dash: [5, 4], show: showBots, points: { show: bars, size: 4 }, value: fmt },
-        ],
+            // Alone, the first series' bars take the whole day's width.
+            bars ? { label: labels.clicks, stroke: COLORS.clicks, fill: COLORS.clicks, width: 0, paths: uPlot.paths.bars({ size: withUniques ? [0.42, 28] : [0.6, 40], align: withUniques ? -1 : 0 }), points: { show: false }, value: fmt }
+                : { label: labels.clicks, stroke: COLORS.clicks, fill: 'rgba(36, 84, 214, 0.10)', width: 2, points: { show: false }, value: fmt },
+            !withUniques ? null
+                : bars ? { label: labels.uniques, stroke: COLORS.uniques, fill: COLORS.uniques, width: 0, paths: uPlot.paths.bars({ size: [0.42, 28], align: 1 }), points: { show: false }, value: fmt }
+                    : { label: labels.uniques, stroke: COLORS.uniques, width: 2, dash: [6, 4], points: { show: false }, value: fmt },
+            { label: labels.bots, stroke: COLORS.bots, width: 1.5, dash: [5, 4], show: showBots, points: { show: bars, size: 4 }, value: fmt },
+        ].filter(Boolean),
     };
+    const botSeries = withUniques ? 3 : 2;
     container.replaceChildren();
     const plot = new uPlot(opts, data, container);
     const ro = new ResizeObserver(() => {
@@ -69,7 +78,7 @@ export function timeSeries(container, days, { showBots = false } = {}) {
     });
     ro.observe(container);
     return {
-        setBots(show) { plot.setSeries(3, { show }); },
+        setBots(show) { plot.setSeries(botSeries, { show }); },
         destroy() { ro.disconnect(); plot.destroy(); },
     };
 }
@@ -106,8 +115,9 @@ export function bars(counts, { label = (k) => k, limit = 8, total, empty = 'Noth
 }
 
 /* The weekday × hour heatmap from "D-HH" → count (ISO weekday 1 = Monday,
- * UTC hour): a 7 × 24 grid whose cells take one of six shades. */
-export function heatmap(dowhour) {
+ * UTC hour): a 7 × 24 grid whose cells take one of six shades. 'noun' is
+ * what is counted ("click", "page view"). */
+export function heatmap(dowhour, { noun = 'click' } = {}) {
     const counts = Array.from({ length: 7 }, () => new Array(24).fill(0));
     for (const [k, v] of Object.entries(dowhour || {})) {
         const m = /^([1-7])-(\d{2})$/.exec(k);
@@ -117,7 +127,7 @@ export function heatmap(dowhour) {
     const level = (v) => (v === 0 ? 0 : Math.min(5, 1 + Math.floor((4 * v) / Math.max(1, max))));
     // Rows are 'display: contents', so the cells sit in one CSS grid while a
     // screen reader still reads a table of weekdays by hours.
-    const grid = h('div', { class: 'heatmap', role: 'table', 'aria-label': 'Clicks by weekday and hour, UTC' });
+    const grid = h('div', { class: 'heatmap', role: 'table', 'aria-label': `${noun[0].toUpperCase()}${noun.slice(1)}s by weekday and hour, UTC` });
     const head = h('div', { class: 'hm-row', role: 'row' }, h('span', { class: 'hm-corner', role: 'columnheader', text: '' }));
     for (let hr = 0; hr < 24; hr++) {
         const hh = String(hr).padStart(2, '0');
@@ -131,7 +141,7 @@ export function heatmap(dowhour) {
             const hh = String(hr).padStart(2, '0');
             row.append(h('span', {
                 class: `hm-cell l${level(v)}`,
-                title: `${WEEKDAYS[d]} ${hh}:00–${hh}:59 UTC: ${num(v)} click${v === 1 ? '' : 's'}`,
+                title: `${WEEKDAYS[d]} ${hh}:00–${hh}:59 UTC: ${num(v)} ${noun}${v === 1 ? '' : 's'}`,
                 role: 'cell',
                 dataset: { dow: String(d + 1), hour: hh, count: String(v) },
             }, h('span', { class: 'sr-only', text: num(v) })));

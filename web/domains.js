@@ -1,6 +1,6 @@
 // domains.js - the Domains page: register and remove custom short hosts
 // (/api/domains), each with the links made on it.
-import { getJSON, nextLink } from './api.js';
+import { can, getJSON, nextLink } from './api.js';
 import { h, fill, outLink } from './dom.js';
 import { hostList } from './hosts.js';
 
@@ -42,6 +42,7 @@ export function renderDomains(view, ctx) {
             return box;
         },
         ctx,
+        readOnly: !can.write(),
     });
     allLinks(ctx).then((l) => {
         if (!l) return;

@@ -6,8 +6,9 @@ import { h, fill, toast, confirmDialog } from './dom.js';
 import { when } from './format.js';
 
 /* api: the collection's path. id: prefix of element ids. extra(host): more
- * content under a host (its links), or null. */
-export function hostList({ api, id, label, help, addText, removeText, confirmText, extra = () => null, ctx, onChange = () => {} }) {
+ * content under a host (its links), or null. readOnly: the list alone, with
+ * no form and no remove buttons (a viewer's). */
+export function hostList({ api, id, label, help, addText, removeText, confirmText, extra = () => null, ctx, onChange = () => {}, readOnly = false }) {
     const input = h('input', { type: 'text', id: `${id}-host`, name: 'host', placeholder: 'links.example.com', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': `${id}-help ${id}-err` });
     const err = h('p', { class: 'field-error', id: `${id}-err`, role: 'alert' });
     const list = h('div', { id: `${id}-list`, 'aria-live': 'polite' }, h('p', { class: 'muted', text: 'Loading…' }));
@@ -24,7 +25,7 @@ export function hostList({ api, id, label, help, addText, removeText, confirmTex
                 h('div', { class: 'host-line' },
                     h('strong', { class: 'host', text: d.host }),
                     d.created_at ? h('span', { class: 'muted small', text: ` added ${when(d.created_at)}` }) : null,
-                    h('button', {
+                    readOnly ? null : h('button', {
                         type: 'button', class: 'button small danger-ghost', text: removeText, 'aria-label': `${removeText} ${d.host}`,
                         onclick: () => remove(d.host),
                     })),
@@ -63,5 +64,5 @@ export function hostList({ api, id, label, help, addText, removeText, confirmTex
         }
     });
     load();
-    return h('div', {}, form, list);
+    return h('div', {}, readOnly ? null : form, list);
 }

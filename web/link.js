@@ -1,7 +1,7 @@
 // link.js - one link's page: what it is, its clicks over a range of days
 // (7, 30, 90 or chosen), where they came from, when, the last ones, and its
 // QR code. Bot clicks are counted apart and only drawn when asked for.
-import { getJSON, qrBlob, request } from './api.js';
+import { can, getJSON, qrBlob, request } from './api.js';
 import { h, fill, copyButton, outLink, toast, confirmDialog, download } from './dom.js';
 import { num, when, remaining, isoDay, addDays, daysBetween, country, language, botKind } from './format.js';
 import { timeSeries, bars, heatmap } from './charts.js';
@@ -75,7 +75,8 @@ export function renderLink(view, code, params, ctx) {
 
     function draw(link, stats) {
         // --- header
-        const del = link.state === 'deleted' ? null : h('button', {
+        // A viewer gets no changes to make, a member no disabling (admins').
+        const del = link.state === 'deleted' || !can.write() ? null : h('button', {
             type: 'button', class: 'button danger-ghost', text: 'Delete', onclick: async () => {
                 const ok = await confirmDialog({
                     title: `Delete ${link.code}?`,
@@ -92,7 +93,7 @@ export function renderLink(view, code, params, ctx) {
                 }
             },
         });
-        const admin = link.state === 'disabled'
+        const admin = !can.admin() ? null : link.state === 'disabled'
             ? h('button', { type: 'button', class: 'button ghost', id: 'enable', text: 'Enable', onclick: () => setDisabled(false) })
             : link.state === 'deleted' ? null
                 : h('button', { type: 'button', class: 'button ghost', id: 'disable', text: 'Disable', title: 'Admins only: the link answers 410 until enabled', onclick: () => setDisabled(true) });
@@ -125,12 +126,13 @@ export function renderLink(view, code, params, ctx) {
                 h('dt', { text: 'All-time clicks' }), h('dd', { id: 'total-clicks', text: num(stats.total_clicks) }),
                 h('dt', { text: 'All-time bot clicks' }), h('dd', { text: num(stats.total_bot_clicks) }),
                 link.permanent ? [h('dt', { text: 'Redirect' }), h('dd', { text: '301 permanent (browsers cache it)' })] : null,
+                link.track === false ? [h('dt', { text: 'Tracking' }), h('dd', { id: 'tracking', text: 'off: visits are not recorded' })] : null,
                 link.domain ? [h('dt', { text: 'Short host' }), h('dd', { text: link.domain })] : null,
                 (link.tags || []).length ? [h('dt', { text: 'Tags' }), h('dd', { class: 'tags' },
                     link.tags.map((t) => h('a', { class: 'tag', href: `#/links?tag=${encodeURIComponent(t)}`, text: t })))] : null,
                 link.note ? [h('dt', { text: 'Note' }), h('dd', { class: 'note', text: link.note })] : null),
             h('div', { class: 'actions wrap' },
-                link.state === 'deleted' ? null : h('a', { class: 'button', id: 'edit', href: `${base}/edit`, text: 'Edit' }),
+                link.state === 'deleted' || !can.write() ? null : h('a', { class: 'button', id: 'edit', href: `${base}/edit`, text: 'Edit' }),
                 admin, del));
 
         // --- where visitors were sent, and what changed
@@ -268,6 +270,9 @@ export function linkBadges(link) {
     if (link.expires_at && link.state === 'active') out.push(h('span', { class: 'pill expiring', text: 'expiring' }));
     if (link.permanent) out.push(h('span', { class: 'pill permanent', text: 'permanent' }));
     if (link.variants) out.push(h('span', { class: 'pill ab', text: 'A/B' }));
+    if (link.track === false) {
+        out.push(h('span', { class: 'pill untracked', text: 'not tracked', title: 'Visits redirect but are not recorded' }));
+    }
     return out.length ? h('span', { class: 'flags' }, out) : null;
 }
 

@@ -135,6 +135,8 @@ export function linkForm({ link = null, onSaved }) {
     const note = h('textarea', { rows: '2', placeholder: 'optional, only you see it' });
     note.value = link?.note || '';
     const permanent = h('input', { type: 'checkbox' });
+    const track = h('input', { type: 'checkbox' });
+    track.checked = link?.track !== false;
     const maxClicks = h('input', { type: 'number', min: '1', inputmode: 'numeric', placeholder: 'no limit' });
     const password = h('input', { type: 'password', autocomplete: 'new-password', maxlength: '128', placeholder: edit && link.protected ? 'unchanged' : 'none' });
     const removePw = h('input', { type: 'checkbox' });
@@ -166,10 +168,19 @@ export function linkForm({ link = null, onSaved }) {
     // refuses a click limit on a permanent link, so the form offers neither
     // with the other.
     permanent.addEventListener('change', () => {
-        maxClicks.disabled = permanent.checked;
+        maxClicks.disabled = permanent.checked || !track.checked;
         if (permanent.checked) maxClicks.value = '';
     });
-    maxClicks.addEventListener('input', () => { permanent.disabled = !!maxClicks.value; });
+    maxClicks.addEventListener('input', () => {
+        permanent.disabled = !!maxClicks.value;
+        track.disabled = !!maxClicks.value;
+    });
+    // A click limit counts the visits: the API refuses it on a link that
+    // records none, so the form offers neither with the other.
+    track.addEventListener('change', () => {
+        maxClicks.disabled = !track.checked || permanent.checked;
+        if (!track.checked) maxClicks.value = '';
+    });
 
     const utmBox = h('fieldset', { class: 'group', id: 'utm-group' },
         h('legend', { text: 'UTM parameters' }),
@@ -206,6 +217,9 @@ export function linkForm({ link = null, onSaved }) {
                 : field('max_clicks', 'Click limit', maxClicks, 'After this many clicks the link answers 410 Gone. Not with a permanent redirect.')),
         pwField,
         edit ? null : check('permanent', 'Permanent redirect (301). Browsers cache it, so their repeat clicks are not counted.', permanent),
+        // A limited link always records its visits: no box to offer.
+        edit && link.max_clicks ? null
+            : check('track', 'Record visits. Unchecked, the link still redirects, but nothing about its visits is counted, stored or sent.', track),
         utmBox,
         abBox,
         general,
@@ -273,6 +287,7 @@ export function linkForm({ link = null, onSaved }) {
             if (!same(tg, link.tags || [])) b.tags = tg.length ? tg : null;
             if (!same(utm, link.utm)) b.utm = utm;
             if (!same(v, link.variants?.map((x) => ({ url: x.url, weight: x.weight ?? 1 })) ?? null)) b.variants = v;
+            if (track.checked !== (link.track !== false)) b.track = track.checked;
             if (removePw.checked) b.password = null;
             else if (password.value) b.password = password.value;
         } else {
@@ -282,6 +297,7 @@ export function linkForm({ link = null, onSaved }) {
             if (n) b.note = n;
             if (tg.length) b.tags = tg;
             if (permanent.checked) b.permanent = true;
+            if (!track.checked) b.track = false;
             if (maxClicks.value) b.max_clicks = Number(maxClicks.value);
             if (password.value) b.password = password.value;
             if (utm) b.utm = utm;

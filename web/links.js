@@ -7,7 +7,7 @@
 // those are narrower than this search (one exact substring, not every word;
 // an exact tag, not any case; neither looks at tags or short_url), so a link
 // this search shows would be missing.
-import { getJSON, nextLink, request } from './api.js';
+import { can, getJSON, nextLink, request } from './api.js';
 import { h, fill, copyButton, outLink, toast, confirmDialog } from './dom.js';
 import { num, when, remaining } from './format.js';
 import { linkBadges } from './link.js';
@@ -94,7 +94,7 @@ export function renderLinks(view, params, ctx) {
     view.replaceChildren(h('section', { class: 'links-page' },
         h('div', { class: 'page-head' },
             h('h1', { text: 'Links' }),
-            h('a', { class: 'button primary', href: '#/new', text: 'New link' })),
+            can.write() ? h('a', { class: 'button primary', href: '#/new', text: 'New link' }) : null),
         h('form', { class: 'filters', role: 'search', onsubmit: (e) => e.preventDefault() },
             h('div', { class: 'field grow' }, h('label', { for: 'search', text: 'Search' }), search),
             h('div', { class: 'field' }, h('label', { for: 'tag', text: 'Tag' }), tag, tagList),
@@ -116,7 +116,7 @@ export function renderLinks(view, params, ctx) {
     };
 
     const row = (l) => {
-        const del = l.state === 'deleted' ? null : h('button', {
+        const del = l.state === 'deleted' || !can.write() ? null : h('button', {
             type: 'button', class: 'button small danger-ghost', text: 'Delete', 'aria-label': `Delete ${l.code}`,
             onclick: () => remove(l),
         });

@@ -24,8 +24,8 @@ export function renderSignin(view, { notice } = {}) {
         password,
         error,
         h('p', { id: 'signin-help', class: 'help' },
-            'Accounts come from ', h('code', { text: 'shortd user create NAME --role admin' }),
-            '. Scripts use API keys (', h('code', { text: 'shortd key create' }), ') instead.'),
+            'An admin gives you an account (the Users page, or ', h('code', { text: 'shortd user create NAME' }),
+            '). Scripts use API keys (', h('code', { text: 'shortd key create' }), ') instead.'),
         button);
     form.addEventListener('submit', async (ev) => {
         ev.preventDefault();

@@ -62,6 +62,7 @@ json_t *link_json(const struct app *app, const struct link *l, int64_t now)
     json_object_set_new(o, "note", l->note ? json_string(l->note) : json_null());
     json_object_set_new(o, "tags", tags);
     json_object_set_new(o, "permanent", json_boolean(l->permanent));
+    json_object_set_new(o, "track", json_boolean(!l->untracked));
     json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
     json_object_set_new(o, "protected", json_boolean(l->password != NULL));
     json_object_set_new(o, "max_clicks", l->max_clicks ? json_integer(l->max_clicks) : json_null());
@@ -887,6 +888,10 @@ static int patch_run(struct wjob *wj, struct store *st)
     if ((pj->p.fields & PATCH_PASSWORD) && pj->p.password && pj->link.permanent)
         return api_job_error(j, 400, "invalid_field", "password",
                              "password cannot protect a permanent link (a cached 301 skips it)");
+    if ((pj->p.fields & PATCH_TRACK) && pj->p.untracked && pj->link.max_clicks > 0)
+        return api_job_error(j, 400, "invalid_field", "track",
+                             "track cannot be false on a link with max_clicks (a click limit "
+                             "counts the visits)");
     const char *field = NULL;
     rc = links_edit(app_links(j), st, &pj->link, &pj->p, pj->now, pj->key_id, &field);
     if (rc == ERR_MISMATCH)

@@ -1,5 +1,7 @@
 /* api_session.c - /api/session: signing in to the dashboard with a name and
- * a password, who is signed in, signing out (users.h).
+ * a password, who is signed in, signing out; /api/setup: the first admin
+ * account, made with the first start's setup token, signed in at once
+ * (users.h).
  *
  * DESIGN
  * The token goes to the browser only as an HttpOnly, SameSite=Strict cookie
@@ -107,8 +109,7 @@ int handle_session_create(struct request *r)
     s->max_ms = r->app->cfg.session_max * 1000;
     s->base.render = start_render;
     s->base.release = session_release;
-    s->base.job.single_write = true;
-    sodium_memzero(&u, sizeof(u));
+    sodium_memzero(&u, sizeof(u)); /* two writes: the session, the user's last sign-in */
     return api_job_submit(r, &s->base, start_run);
 }
 
@@ -153,4 +154,125 @@ int handle_session_delete(struct request *r)
     s->base.release = session_release;
     s->base.job.single_write = true;
     return api_job_submit(r, &s->base, end_run);
+}
+
+/* ---- /api/setup: the first admin account, with the setup token ---- */
+
+/* The answer for a token that setup refuses, and its status. */
+static int setup_refuse(struct request *r, int rc)
+{
+    if (rc == ERR_EXISTS)
+        return http_error(
+            r, 409, "setup_done", NULL,
+            "the first admin exists already: sign in, or ask an admin for an account");
+    if (rc == ERR_NOTFOUND)
+        return http_error(r, 401, "invalid_setup_token", "token",
+                          "this setup link is unknown, used or expired (it lasts an hour): "
+                          "restart shortd for a new one, or run shortd user create NAME "
+                          "--role admin");
+    return http_unavailable(r, NULL);
+}
+
+/* The token of ?token=; an empty slice when there is none. */
+static struct slice query_token(const struct request *r)
+{
+    struct slice t = {"", 0};
+    if (!http_query_param(r, "token", &t))
+        t = (struct slice){"", 0};
+    return t;
+}
+
+int handle_setup_get(struct request *r)
+{
+    http_add_header(r, "Cache-Control", "no-store", 8);
+    int rc = users_setup_check(r->app->store, query_token(r), now_ms());
+    if (rc != ERR_OK)
+        return setup_refuse(r, rc);
+    return http_json(r, 200, json_pack("{s:b}", "valid", 1));
+}
+
+struct setup_job {
+    struct session_job s; /* its session, started with the account */
+    char token[SETUP_TOKEN_LEN + 1];
+    struct user u;
+};
+
+static void setup_release(struct api_job *j)
+{
+    sodium_memzero(j, sizeof(struct setup_job));
+    free(j);
+}
+
+/* In one transaction: the token is checked again (another node may have
+ * used it meanwhile), the admin made, the token ended and a session begun. */
+static int setup_run(struct wjob *wj, struct store *st)
+{
+    struct setup_job *sj = (struct setup_job *)wj;
+    struct api_job *j = &sj->s.base;
+    struct slice token = {sj->token, strlen(sj->token)};
+    int rc = users_setup_check(st, token, sj->s.now);
+    if (rc == ERR_EXISTS)
+        return api_job_error(j, 409, "setup_done", NULL,
+                             "the first admin exists already: sign in, or ask an admin for an "
+                             "account");
+    if (rc == ERR_NOTFOUND)
+        return api_job_error(j, 401, "invalid_setup_token", "token",
+                             "this setup link is unknown, used or expired: restart shortd for a "
+                             "new one");
+    if (rc == ERR_OK)
+        rc = users_insert(st, &sj->u, &sj->s.user_id);
+    if (rc == ERR_OK)
+        rc = st->ops->setup_end(st);
+    if (rc == ERR_OK)
+        rc =
+            users_session_start(st, sj->s.key, sj->s.user_id, sj->s.now, sj->s.max_ms, sj->s.token);
+    sj->s.base.status = 201;
+    return rc;
+}
+
+int handle_setup_create(struct request *r)
+{
+    json_t *token = json_object_get(r->json, "token");
+    json_t *name = json_object_get(r->json, "name");
+    json_t *pw = json_object_get(r->json, "password");
+    const char *why = NULL;
+    if (!json_is_string(token))
+        return http_error(r, 400, "invalid_field", "token",
+                          "token must be a string (the setup link's token=)");
+    if (!json_is_string(name) || json_string_length(name) > USER_NAME_MAX ||
+        strlen(json_string_value(name)) != json_string_length(name) ||
+        users_name_valid(json_string_value(name), &why) != ERR_OK)
+        return http_error(r, 400, "invalid_field", "name", "name %s",
+                          why ? why : "must be a string");
+    if (!json_is_string(pw))
+        return http_error(r, 400, "invalid_field", "password", "password must be a string");
+    struct slice t = {json_string_value(token), json_string_length(token)};
+    int64_t now = now_ms();
+    /* Checked before Argon2 runs: a wrong token costs no hashing. */
+    int rc = users_setup_check(r->app->store, t, now);
+    if (rc != ERR_OK)
+        return setup_refuse(r, rc);
+    struct setup_job *sj = calloc(1, sizeof(*sj));
+    if (!sj)
+        abort();
+    rc = users_hash_password(json_string_value(pw), json_string_length(pw), sj->u.pwhash, &why);
+    if (rc != ERR_OK) {
+        setup_release(&sj->s.base);
+        if (rc == ERR_INVALID)
+            return http_error(r, 400, "invalid_field", "password", "password %s", why);
+        return http_unavailable(r, NULL);
+    }
+    snprintf(sj->u.name, sizeof(sj->u.name), "%s", json_string_value(name));
+    sj->u.role = USER_ADMIN;
+    sj->u.created_at = now;
+    memcpy(sj->token, t.p, t.n); /* SETUP_TOKEN_LEN: users_setup_check said so */
+    struct session_job *s = &sj->s;
+    links_session_key(r->app->links, s->key);
+    s->role = USER_ADMIN;
+    memcpy(s->name, sj->u.name, sizeof(s->name));
+    s->now = now;
+    s->max_ms = r->app->cfg.session_max * 1000;
+    s->base.render = start_render;
+    s->base.release = setup_release;
+    return api_job_submit(r, &s->base, setup_run);
 }

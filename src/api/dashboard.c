@@ -5,7 +5,10 @@
  * icons it loads. Every answer carries a strong ETag and asks the browser to
  * revalidate (no-cache), so a new binary is picked up at once while an
  * unchanged file costs only a 304. The API's OpenAPI document
- * (web/openapi.json) is one of these files, served at /api/openapi.json too. */
+ * (web/openapi.json) is one of these files, served at /api/openapi.json too.
+ * /s.js is the page script that sites install (web/site/, built by
+ * scripts/build-site-script.mjs): served the same way, and loadable by any
+ * other origin's page. */
 #include "api/dashboard.h"
 
 #include <string.h>
@@ -14,6 +17,7 @@
 #include "base/banned.h"
 
 #include "web_assets.inc"
+#include "site_script.inc"
 
 #define NASSETS (sizeof(web_assets) / sizeof(web_assets[0]))
 
@@ -97,4 +101,14 @@ int handle_openapi(struct request *r)
     if (!a)
         return http_error(r, 404, "not_found", NULL, "this build has no OpenAPI document");
     return serve(r, a);
+}
+
+int handle_site_script(struct request *r)
+{
+    /* Loaded by other sites' pages: also by those that ask every resource
+     * to allow it (Cross-Origin-Embedder-Policy) or load it with CORS
+     * (a crossorigin or integrity attribute). */
+    http_add_header(r, "Cross-Origin-Resource-Policy", "cross-origin", 12);
+    http_add_header(r, "Access-Control-Allow-Origin", "*", 1);
+    return serve(r, &site_script);
 }

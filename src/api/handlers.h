@@ -39,6 +39,21 @@ int handle_domain_list(struct request *r);
 int handle_domain_patch(struct request *r); /* its not-found redirects */
 int handle_domain_delete(struct request *r);
 
+/* api_sites.c - sites (sites.h), their tokens and stats, the badge */
+int handle_site_create(struct request *r);
+int handle_site_list(struct request *r);
+int handle_site_get(struct request *r);
+int handle_site_patch(struct request *r);
+int handle_site_delete(struct request *r);
+int handle_site_token_create(struct request *r);
+int handle_site_token_delete(struct request *r);
+int handle_site_stats(struct request *r);
+int handle_site_badge(struct request *r);
+/* A site read token in ?token= or a Bearer "st_...": true with *token. */
+bool site_token_in(const struct request *r, struct slice *token);
+/* collect.c - GET|POST /e: a site's page beacon, on the event loop */
+int handle_beacon(struct request *r);
+
 /* api_keys.c */
 int handle_sink_create(struct request *r); /* api_sinks.c */
 int handle_sink_list(struct request *r);
@@ -82,6 +97,11 @@ int handle_blocklist_delete(struct request *r);
 int handle_session_create(struct request *r);
 int handle_session_get(struct request *r);
 int handle_session_delete(struct request *r);
+int handle_setup_get(struct request *r);
+int handle_setup_create(struct request *r);
+int handle_user_list(struct request *r);
+int handle_user_create(struct request *r);
+int handle_user_patch(struct request *r);
 
 /* notfound.c: a path nothing serves: 302 to `regular-404-redirect` for a
  * GET or HEAD outside /api/ when it is set, else 404 "no such path". */
@@ -116,6 +136,7 @@ int handle_shlink_health(struct request *r);
 /* dashboard.c - the web dashboard, compiled in from web/ */
 int handle_dashboard(struct request *r);
 int handle_static(struct request *r);
+int handle_site_script(struct request *r); /* GET /s.js, the page script of sites */
 int handle_openapi(struct request *r);
 
 /* compat_kutt.c - Kutt's API v2 under /api/v2 (its key in X-API-KEY) */

@@ -45,7 +45,7 @@ static int day_row(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, v
 
 static int dim_row(int dim, const char *value, int64_t n, void *arg)
 {
-    if (dim >= 0 && dim < DIM__COUNT)
+    if (dim >= 0 && dim < DIM_LINK_COUNT)
         json_object_set_new(json_object_get(arg, dim_names[dim]), value, json_integer(n));
     return 0;
 }
@@ -76,7 +76,7 @@ int report_stats(struct store *st, const struct link *l, int64_t from, int64_t t
                           "imported_clicks"};
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
         json_object_set_new(o, head[i], json_null());
-    for (int d = 0; d < DIM__COUNT; d++)
+    for (int d = 0; d < DIM_LINK_COUNT; d++)
         json_object_set_new(o, dim_names[d], json_object());
     json_t *recent = json_array();
     int rc = st->ops->stats_days(st, l->code, from, to, day_row, &x);
@@ -117,7 +117,7 @@ int report_service(struct store *st, int64_t owner, int64_t from, int64_t to, js
     const char *head[] = {"from", "to", "clicks", "bot_clicks", "unique_visitors"};
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
         json_object_set_new(o, head[i], json_null());
-    for (int d = 0; d < DIM__COUNT; d++)
+    for (int d = 0; d < DIM_LINK_COUNT; d++)
         json_object_set_new(o, dim_names[d], json_object());
     int rc = st->ops->stats_all_days(st, owner, from, to, day_row, &x);
     if (rc == ERR_OK)
@@ -255,10 +255,10 @@ static int export_link(const struct link *l, void *arg)
     json_t *dims = NULL;
     if (rc == ERR_OK && x->format == EXPORT_JSON) {
         dims = json_object();
-        for (int d = 0; d < DIM__COUNT; d++)
+        for (int d = 0; d < DIM_LINK_COUNT; d++)
             json_object_set_new(dims, dim_names[d], json_object());
         rc = x->st->ops->stats_dims(x->st, l->code, 0, INT64_MAX / 2, dim_row, dims);
-        for (int d = 0; d < DIM__COUNT; d++)
+        for (int d = 0; d < DIM_LINK_COUNT; d++)
             if (!json_object_size(json_object_get(dims, dim_names[d])))
                 json_object_del(dims, dim_names[d]);
     }
@@ -279,6 +279,7 @@ static int export_link(const struct link *l, void *arg)
         if (o) {
             json_object_set_new(o, "tags", tags ? tags : json_null());
             json_object_set_new(o, "permanent", json_boolean(l->permanent));
+            json_object_set_new(o, "track", json_boolean(!l->untracked));
             json_object_set_new(o, "domain", l->domain ? json_string(l->domain) : json_null());
             json_object_set_new(o, "max_clicks", json_integer(l->max_clicks));
             json_object_set_new(o, "dimensions", dims);

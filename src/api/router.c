@@ -43,6 +43,7 @@ static const struct route routes[] = {
     {"GET",    "/robots.txt",                    handle_robots,          ROUTE_LOOP | ROUTE_INDEX},
     {"GET",    "/dashboard",                     handle_dashboard,       ROUTE_LOOP},
     {"GET",    "/static/:file",                  handle_static,          ROUTE_LOOP},
+    {"GET",    "/s.js",                          handle_site_script,     ROUTE_LOOP},
     {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
     {"GET",    "/readyz",                        handle_readyz,          0},
     {"GET",    "/metrics",                       handle_metrics,         ROUTE_LOOP},
@@ -59,6 +60,17 @@ static const struct route routes[] = {
     {"PATCH",  "/api/links/:code",               handle_link_patch,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
     {"GET",    "/api/links/:code/history",       handle_link_history,    ROUTE_AUTH | ROUTE_READ},
     {"POST",   "/api/domains",                   handle_domain_add,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"GET",    "/e",                             handle_beacon,          ROUTE_LOOP},
+    {"POST",   "/e",                             handle_beacon,          ROUTE_LOOP},
+    {"POST",   "/api/sites",                     handle_site_create,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"GET",    "/api/sites",                     handle_site_list,       ROUTE_AUTH | ROUTE_READ},
+    {"GET",    "/api/sites/:id",                 handle_site_get,        ROUTE_AUTH | ROUTE_READ},
+    {"PATCH",  "/api/sites/:id",                 handle_site_patch,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
+    {"DELETE", "/api/sites/:id",                 handle_site_delete,     ROUTE_AUTH | ROUTE_WRITE},
+    {"POST",   "/api/sites/:id/tokens",          handle_site_token_create, ROUTE_AUTH | ROUTE_WRITE},
+    {"DELETE", "/api/sites/:id/tokens/:token",   handle_site_token_delete, ROUTE_AUTH | ROUTE_WRITE},
+    {"GET",    "/api/sites/:id/stats",           handle_site_stats,      ROUTE_AUTH | ROUTE_STATS | ROUTE_SITE_TOKEN},
+    {"GET",    "/badge/:file",                   handle_site_badge,      0},
     {"POST",   "/api/keys",                      handle_key_create,      ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON},
     {"GET",    "/api/keys",                      handle_key_list,        ROUTE_AUTH | ROUTE_READ},
     {"DELETE", "/api/keys/:id",                  handle_key_delete,      ROUTE_AUTH | ROUTE_WRITE},
@@ -80,6 +92,12 @@ static const struct route routes[] = {
     {"POST",   "/api/session",                   handle_session_create,  ROUTE_SIGNIN | ROUTE_JSON},
     {"GET",    "/api/session",                   handle_session_get,     ROUTE_AUTH},
     {"DELETE", "/api/session",                   handle_session_delete,  ROUTE_AUTH | ROUTE_ANYROLE},
+    {"GET",    "/setup",                         handle_dashboard,       ROUTE_LOOP},
+    {"GET",    "/api/setup",                     handle_setup_get,       0},
+    {"POST",   "/api/setup",                     handle_setup_create,    ROUTE_SIGNIN | ROUTE_JSON},
+    {"GET",    "/api/users",                     handle_user_list,       ROUTE_ADMIN},
+    {"POST",   "/api/users",                     handle_user_create,     ROUTE_ADMIN | ROUTE_JSON},
+    {"PATCH",  "/api/users/:id",                 handle_user_patch,      ROUTE_ADMIN | ROUTE_JSON},
     /* compatible APIs: each answers in its own shape (struct api_dialect) */
     {"GET",    "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
     {"POST",   "/yourls-api.php",                handle_yourls,          ROUTE_AUTH | ROUTE_READ | ROUTE_CREATE | ROUTE_CORS, &yourls_dialect},
@@ -607,7 +625,9 @@ static int run_route(struct request *r)
     int status;
     if (rt->flags & ROUTE_SIGNIN)
         return limited(r, sign_in);
-    if (rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) {
+    struct slice site_token;
+    bool by_token = (rt->flags & ROUTE_SITE_TOKEN) && site_token_in(r, &site_token);
+    if ((rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) && !by_token) {
         status = r->authed ? 0 : authenticate_limited(r);
         r->authed = false;
         if (status)

@@ -29,7 +29,10 @@
 #define ROUTE_CREATE (1u << 4)  /* creates links: the `create` rate limits count it, not `read` */
 #define ROUTE_SIGNIN (1u << 6)  /* its 401 is a failed sign-in: the `auth` limit counts it */
 #define ROUTE_ANYROLE (1u << 7) /* a viewer's session may write it too (signing out) */
-#define ROUTE_INDEX (1u << 11) /* crawlers may index it: no X-Robots-Tag */
+#define ROUTE_INDEX (1u << 11)  /* crawlers may index it: no X-Robots-Tag */
+/* A site read token (?token= or a Bearer "st_...") may stand for the key:
+ * such a request skips ROUTE_AUTH and its handler checks the token. */
+#define ROUTE_SITE_TOKEN (1u << 12)
 #define ROUTE_CORS                                                                                 \
     (1u << 5) /* other sites' pages may call it (cors-origins, cors.h); every
                                  * route under /api/ is, flagged or not */

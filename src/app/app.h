@@ -48,6 +48,7 @@ struct app {
     struct metrics *metrics;
     struct server *server;
     struct fallbacks *fallbacks; /* custom domains' not-found redirects (notfound.h) */
+    struct sitemap *sites;       /* host → site, for the page beacon (sites.h) */
     char *robots; /* /robots.txt as read from `robots-txt` at start; NULL: the default */
     size_t robots_len;
     atomic_bool stopping;

@@ -39,6 +39,7 @@
 #include "store/writer.h"
 #include "base/progress.h"
 #include "import/import.h"
+#include "sites/sites.h"
 #include "version.h" /* SHORTD_VERSION, SHORTD_COMMIT: made by the Makefile */
 #include "base/banned.h"
 
@@ -92,6 +93,11 @@ static int cmd_sink_list(struct opts *o);
 static int cmd_sink_delete(struct opts *o);
 static int cmd_sink_rotate(struct opts *o);
 static int cmd_events_failed(struct opts *o);
+static int cmd_site_add(struct opts *o);
+static int cmd_site_list(struct opts *o);
+static int cmd_site_size(struct opts *o);
+static int cmd_site_usage(struct opts *o);
+static int cmd_site_delete(struct opts *o);
 
 #define STORE_OPTS "db store"
 #define NPOS_ANY (-2)
@@ -106,9 +112,11 @@ static const struct command commands[] = {
      "             [--config FILE] [--SETTING VALUE ...]\n"
      "  Serves the API and the redirects until SIGTERM or SIGINT. On SIGHUP, reads the config\n"
      "  file again and applies the settings that say so below (the others at the next start, as\n"
-     "  the log says). On the first start of an empty database, creates an admin API key\n"
-     "  and prints it once on a terminal; when stdout is not one, writes it to DB.admin-key\n"
-     "  (mode 0600) and logs that path."},
+     "  the log says). On the first start of an empty store (no user, no key), prints the\n"
+     "  URL of a one-time setup page that makes the first admin account (BASE/setup?token=,\n"
+     "  valid for an hour, one use; a restart before then makes a new one); when stdout is\n"
+     "  not a terminal, writes it to DB.setup-url (mode 0600) and logs that path. Scripts\n"
+     "  skip it with 'shortd key create --admin' or 'shortd user create' before the start."},
     {"key create", cmd_key_create, "admin", STORE_OPTS " name scopes domain", 0,
      "shortd key create --db PATH --name NAME [--admin] [--scopes LIST] [--domain HOST]\n"
      "  Creates an API key and prints it once, as the last word of the output. --scopes\n"
@@ -140,6 +148,24 @@ static const struct command commands[] = {
     {"user disable", cmd_user_disable, "", STORE_OPTS, 1,
      "shortd user disable --db PATH NAME\n"
      "  Stops a user signing in and ends their sessions on every node; their links stay."},
+    {"site add", cmd_site_add, "badge", STORE_OPTS " hosts owner", 1,
+     "shortd site add --db PATH ID --hosts HOST[,HOST...] [--owner KEY_ID] [--badge]\n"
+     "  Registers a site whose pages send beacons (site analytics): ID is 1 to 64 of\n"
+     "  a-z 0-9 -; each host (the pages' own, without port) belongs to one site. --owner is\n"
+     "  the id of the API key whose owner reads it (default: the first admin key); --badge\n"
+     "  serves its all-time page views at /badge/ID.svg."},
+    {"site list", cmd_site_list, "", STORE_OPTS, 0,
+     "shortd site list --db PATH\n  Lists sites: owner, badge, all-time page views, hosts."},
+    {"site size", cmd_site_size, "", STORE_OPTS, 1,
+     "shortd site size --db PATH ID\n"
+     "  What a site takes in the store: its day rows and the bytes of their tallies."},
+    {"site usage", cmd_site_usage, "", STORE_OPTS " from to", 1,
+     "shortd site usage --db PATH ID [--from YYYY-MM-DD] [--to YYYY-MM-DD]\n"
+     "  Per UTC day (default: the last 30): page views, bot hits, and the dimension values\n"
+     "  counted (what the beacons wrote)."},
+    {"site delete", cmd_site_delete, "", STORE_OPTS, 1,
+     "shortd site delete --db PATH ID\n"
+     "  Removes a site and every row of it (hosts, read tokens, days), and nothing else."},
     {"link create", cmd_link_create, "permanent", STORE_OPTS " url alias ttl title owner base-url",
      0,
      "shortd link create --db PATH --url URL [--alias ALIAS] [--ttl SECONDS] [--title TEXT]\n"
@@ -736,6 +762,253 @@ static int cmd_key_revoke(struct opts *o)
     if (rc != ERR_OK)
         return fail("cannot revoke the key: %s", err_str(rc));
     printf("revoked key %lld\n", id);
+    return 0;
+}
+
+/* ---- sites (site analytics) ---- */
+
+#define SITE_LIST_MAX 32 /* hosts given to site add */
+
+static int parse_day_opt(const struct opts *o, const char *name, int64_t fallback, int64_t *day);
+
+static int site_arg(const char *id)
+{
+    const char *why;
+    if (site_id_check(id, strlen(id), &why) != ERR_OK)
+        return fail("site id '%s' %s", id, why);
+    return 0;
+}
+
+/* The owner of a site added without --owner: the first valid admin key's. */
+static int first_admin_owner(const struct apikey *k, void *arg)
+{
+    int64_t *owner = arg;
+    if (k->admin && !k->revoked_at && !*owner)
+        *owner = k->owner ? k->owner : k->id;
+    return *owner != 0;
+}
+
+static int cmd_site_add(struct opts *o)
+{
+    const char *id = o->pos[0], *hosts = opt(o, "hosts"), *owner = opt(o, "owner");
+    if (site_arg(id))
+        return 2;
+    if (!hosts || !*hosts)
+        return fail("--hosts is needed: the pages' hosts, comma-separated");
+    char list[SITE_LIST_MAX][HOST_NAME_MAX_LEN + 1];
+    size_t n = 0;
+    for (const char *p = hosts; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *why;
+        if (n == SITE_LIST_MAX)
+            return fail("--hosts: at most %d hosts", SITE_LIST_MAX);
+        if (site_host_check(p, len, list[n], &why) != ERR_OK)
+            return fail("--hosts: '%.*s' %s", (int)len, p, why);
+        n++;
+        p = comma ? comma + 1 : p + len;
+    }
+    int64_t owner_id = 0;
+    if (owner) {
+        char *end;
+        owner_id = strtoll(owner, &end, 10);
+        if (!*owner || *end || owner_id <= 0)
+            return fail("--owner must be an API key id, not '%s'", owner);
+    }
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int64_t admin_id = 0;
+    int rc = owner ? ERR_OK : st->ops->key_list(st, first_admin_owner, &admin_id);
+    if (!owner && rc == ERR_OK)
+        owner_id = admin_id;
+    if (rc == ERR_OK && owner_id <= 0) {
+        st->ops->close(st);
+        return fail("no admin key to own the site: give --owner KEY_ID");
+    }
+    struct site_info s = {.owner = owner_id,
+                          .badge = opt(o, "badge") != NULL,
+                          .created_at = now_ms()};
+    snprintf(s.id, sizeof(s.id), "%s", id);
+    const char *taken = NULL;
+    if (rc == ERR_OK)
+        rc = st->ops->begin(st);
+    if (rc == ERR_OK) {
+        rc = st->ops->site_insert(st, &s);
+        for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+            rc = st->ops->site_host_add(st, list[i], s.id);
+            if (rc == ERR_EXISTS)
+                taken = list[i];
+        }
+        if (rc == ERR_OK)
+            rc = st->ops->commit(st);
+        else
+            st->ops->rollback(st);
+    }
+    if (rc == ERR_OK)
+        bump_generation(st); /* a running server reads the hosts again */
+    st->ops->close(st);
+    if (rc == ERR_EXISTS && taken)
+        return fail("host '%s' belongs to a site already", taken);
+    if (rc == ERR_EXISTS)
+        return fail("a site with id '%s' exists", id);
+    if (rc != ERR_OK)
+        return fail("cannot add the site: %s", err_str(rc));
+    printf("added site '%s' (owner %lld, %zu host%s)\n", id, (long long)owner_id, n,
+           n == 1 ? "" : "s");
+    return 0;
+}
+
+struct site_print {
+    struct store *st;
+    int rc;
+};
+
+static int print_host(const char *host, const char *site, void *arg)
+{
+    (void)site;
+    struct buf *b = arg;
+    buf_printf(b, "%s%s", b->len ? "," : "", host);
+    return 0;
+}
+
+static int print_site(const struct site_info *x, void *arg)
+{
+    struct site_print *p = arg;
+    struct buf hosts = BUF_INIT;
+    p->rc = p->st->ops->site_hosts_list(p->st, x->id, print_host, &hosts);
+    printf("%-24s %-8lld %-6s %-12lld %s\n", x->id, (long long)x->owner, x->badge ? "yes" : "no",
+           (long long)x->pv_total, hosts.len ? hosts.p : "-");
+    buf_release(&hosts);
+    return p->rc != ERR_OK;
+}
+
+static int cmd_site_list(struct opts *o)
+{
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    printf("%-24s %-8s %-6s %-12s %s\n", "ID", "OWNER", "BADGE", "PV_TOTAL", "HOSTS");
+    struct site_print p = {st, ERR_OK};
+    int rc = st->ops->site_list(st, -1, print_site, &p);
+    st->ops->close(st);
+    return rc == ERR_OK && p.rc == ERR_OK ? 0 : fail("cannot list sites");
+}
+
+/* Opens the store and finds site pos[0]: 0, or the exit status. */
+static int open_site(struct opts *o, struct store **st, struct site_info *s)
+{
+    if (site_arg(o->pos[0]))
+        return 2;
+    if (open_store(o, false, st))
+        return 1;
+    int rc = (*st)->ops->site_get(*st, o->pos[0], s);
+    if (rc == ERR_OK)
+        return 0;
+    (*st)->ops->close(*st);
+    if (rc == ERR_NOTFOUND)
+        return fail("no site '%s' (see 'shortd site list')", o->pos[0]);
+    return fail("cannot read sites: %s", err_str(rc));
+}
+
+static int cmd_site_size(struct opts *o)
+{
+    struct store *st;
+    struct site_info s;
+    int status = open_site(o, &st, &s);
+    if (status)
+        return status;
+    struct site_size sz;
+    int rc = st->ops->site_size(st, s.id, &sz);
+    st->ops->close(st);
+    if (rc != ERR_OK)
+        return fail("cannot size the site: %s", err_str(rc));
+    printf("site '%s': %lld day rows, %lld bytes of tallies\n", s.id, (long long)sz.rows,
+           (long long)sz.bytes);
+    return 0;
+}
+
+struct usage_day {
+    int64_t day, pv, bots;
+};
+
+struct usage {
+    struct usage_day *d;
+    size_t n, cap;
+};
+
+static int usage_day(int64_t day, int64_t pv, int64_t uniques, int64_t bots, void *arg)
+{
+    (void)uniques;
+    struct usage *u = arg;
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 32;
+        u->d = realloc(u->d, u->cap * sizeof(*u->d));
+        if (!u->d)
+            abort();
+    }
+    u->d[u->n++] = (struct usage_day){day, pv, bots};
+    return 0;
+}
+
+static int usage_values(int dim, const char *value, int64_t n, void *arg)
+{
+    (void)dim, (void)value;
+    *(int64_t *)arg += n;
+    return 0;
+}
+
+static int cmd_site_usage(struct opts *o)
+{
+    int64_t to, from;
+    if (parse_day_opt(o, "to", day_number(now_ms()), &to) ||
+        parse_day_opt(o, "from", to - 29, &from))
+        return 2;
+    if (from > to || to - from >= STATS_MAX_DAYS)
+        return fail("--from must not be after --to, and a range is at most %d days",
+                    STATS_MAX_DAYS);
+    struct store *st;
+    struct site_info s;
+    int status = open_site(o, &st, &s);
+    if (status)
+        return status;
+    struct usage u = {0};
+    int rc = st->ops->site_stats_days(st, s.id, from, to, usage_day, &u);
+    printf("%-10s %-12s %-8s %s\n", "DAY", "PAGE_VIEWS", "BOTS", "VALUES");
+    for (size_t i = 0; i < u.n && rc == ERR_OK; i++) {
+        int64_t values = 0;
+        rc = st->ops->site_stats_dims(st, s.id, u.d[i].day, u.d[i].day, usage_values, &values);
+        char d[11];
+        day_format(u.d[i].day, d);
+        printf("%-10s %-12lld %-8lld %lld\n", d, (long long)u.d[i].pv, (long long)u.d[i].bots,
+               (long long)values);
+    }
+    free(u.d);
+    st->ops->close(st);
+    return rc == ERR_OK ? 0 : fail("cannot read the site's days: %s", err_str(rc));
+}
+
+static int cmd_site_delete(struct opts *o)
+{
+    struct store *st;
+    struct site_info s;
+    int status = open_site(o, &st, &s);
+    if (status)
+        return status;
+    int rc = st->ops->begin(st);
+    if (rc == ERR_OK) {
+        rc = st->ops->site_delete(st, s.id);
+        if (rc == ERR_OK)
+            rc = st->ops->commit(st);
+        else
+            st->ops->rollback(st);
+    }
+    if (rc == ERR_OK)
+        bump_generation(st);
+    st->ops->close(st);
+    if (rc != ERR_OK)
+        return fail("cannot delete the site: %s", err_str(rc));
+    printf("deleted site '%s' and every row of it\n", s.id);
     return 0;
 }
 

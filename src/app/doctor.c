@@ -316,7 +316,8 @@ static void check_store(struct doctor *d)
 /* ---- permissions ---- */
 
 /* One file that holds secrets: the database (its meta table keeps the keys
- * that hash API keys and visitors) or an admin key. Missing is fine. */
+ * that hash API keys and visitors), an admin key (older versions' first
+ * start) or the setup URL (today's). Missing is fine. */
 static void check_secret_file(struct doctor *d, const char *path, const char *what)
 {
     struct stat st;
@@ -350,6 +351,8 @@ static void check_permissions(struct doctor *d)
         check_secret_file(d, path, "the database's shared memory file");
         snprintf(path, sizeof(path), "%s.admin-key", d->db_path);
         check_secret_file(d, path, "the first admin key");
+        snprintf(path, sizeof(path), "%s.setup-url", d->db_path);
+        check_secret_file(d, path, "the setup URL");
         struct stat st;
         char dir[1024];
         parent_of(d->db_path, dir, sizeof(dir));
@@ -375,6 +378,8 @@ static void check_permissions(struct doctor *d)
     } else if (d->journal[0]) {
         snprintf(path, sizeof(path), "%s.admin-key", d->journal);
         check_secret_file(d, path, "the first admin key");
+        snprintf(path, sizeof(path), "%s.setup-url", d->journal);
+        check_secret_file(d, path, "the setup URL");
     }
     if (d->n == before) {
         char me[64], owner[64] = "";
@@ -384,7 +389,8 @@ static void check_permissions(struct doctor *d)
         if (file)
             user_name(st.st_uid, owner, sizeof(owner));
         if (d->shared)
-            found(d, DOCTOR_OK, "permissions", "no admin key file is readable by others");
+            found(d, DOCTOR_OK, "permissions",
+                  "no admin key or setup URL file is readable by others");
         else if (!file)
             found(d, DOCTOR_OK, "permissions", "no database file yet");
         else {

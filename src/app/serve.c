@@ -39,6 +39,7 @@
 #include "redirect/hosts.h"
 #include "redirect/notfound.h"
 #include "links/links.h"
+#include "links/users.h"
 #include "base/log.h"
 #include "http/metrics.h"
 #include "events/events.h"
@@ -55,6 +56,7 @@
 #include "base/timeutil.h"
 #include "links/urlcheck.h"
 #include "store/writer.h"
+#include "sites/sites.h"
 #include "base/banned.h"
 
 struct sweep_job {
@@ -77,6 +79,10 @@ static int sweep_run(struct wjob *j, struct store *st)
         rc = st->ops->idem_sweep(st, s->idem_before);
     if (rc == ERR_OK)
         rc = st->ops->prune_days(st, s->prune_before_day, s->limit, &s->pruned);
+    int site_days = 0;
+    if (rc == ERR_OK)
+        rc = st->ops->site_prune_days(st, s->prune_before_day, s->limit, &site_days);
+    s->pruned += site_days;
     if (rc == ERR_OK)
         rc = st->ops->session_sweep(st, s->now, s->idle_before, &s->sessions);
     if (rc == ERR_OK)
@@ -236,6 +242,7 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     if (code && bus_is_blocklist(code, n)) {
         links_blocklist_changed(app->links);
         fallbacks_mark_stale(app->fallbacks); /* the domains too (tiers.h) */
+        sitemap_mark_stale(app->sites);       /* and the sites (sites.h) */
         return;
     }
     if (code && bus_is_keys(code, n)) {
@@ -245,6 +252,7 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     if (!code) { /* a change may have been missed too */
         links_blocklist_changed(app->links);
         fallbacks_mark_stale(app->fallbacks);
+        sitemap_mark_stale(app->sites);
         links_forget_keys(app->links);
     }
     if (n > CODE_MAX)
@@ -260,71 +268,78 @@ static void on_invalidate(const char *code, size_t n, void *arg)
     worker_post(server_worker(app->server, 0), &iv->task);
 }
 
-/* Where the first start leaves the admin key when stdout is no terminal:
+/* Where the first start leaves the setup URL when stdout is no terminal:
  * beside the SQLite file, or on a shared store beside this node's journal. */
-static void admin_key_path(const struct config *cfg, struct buf *out)
+static void setup_url_path(const struct config *cfg, struct buf *out)
 {
     const char *db = cfg->store ? cfg->store : cfg->db;
     if (store_is_shared(db)) {
-        buf_printf(out, "%s.admin-key", cfg->journal);
+        buf_printf(out, "%s.setup-url", cfg->journal);
         return;
     }
     if (!strncmp(db, "sqlite:", 7))
         db += 7;
-    buf_printf(out, "%s.admin-key", db);
+    buf_printf(out, "%s.setup-url", db);
 }
 
-/* The first start of a store without keys makes an admin key. It is shown
- * once: printed on a terminal; otherwise (a service manager, a pipe into a
- * log collector) written to a file only this user can read, whose path is
- * logged: the key itself never reaches a log. */
-static void first_admin_key(struct app *app)
+/* The first start of an empty store (no API key, so no user either) makes a
+ * one-time setup token (users.h) and shows the URL that opens it once:
+ * printed on a terminal; otherwise (a service manager, a pipe into a log
+ * collector) written to a file only this user can read, whose path is
+ * logged: the token itself never reaches a log. Each such start makes a new
+ * token, which replaces the last. A start of a store that is not empty
+ * removes a file an earlier start left (its token is used or replaced). */
+static void first_setup(struct app *app)
 {
     int64_t n = 0;
-    if (app->store->ops->key_count(app->store, &n) != ERR_OK || n > 0)
-        return;
-    char token[KEY_TOKEN_LEN + 1];
-    int64_t id = 0;
-    if (isatty(STDOUT_FILENO)) {
-        if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK)
-            return;
-        printf("shortd: first start; admin key (shown once, keep it): %s\n", token);
-        fflush(stdout);
-        sodium_memzero(token, sizeof(token));
-        return;
-    }
     struct buf path = BUF_INIT;
-    admin_key_path(&app->cfg, &path);
-    /* Not through a symlink; an older file (of a store since removed) is replaced. */
-    int fd = open(path.p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 || fchmod(fd, 0600) != 0) {
-        log_at(LOG_ERROR,
-               "cannot write the first admin key to '%s': %s; no key was made "
-               "(make one with shortd key create --admin)",
-               path.p, strerror(errno));
-        goto out;
+    setup_url_path(&app->cfg, &path);
+    if (app->store->ops->key_count(app->store, &n) != ERR_OK) {
+        buf_release(&path);
+        return;
     }
-    if (links_key_create(app->links, app->store, "admin", true, token, &id) != ERR_OK) {
+    if (n > 0) {
         unlink(path.p);
+        buf_release(&path);
+        return;
+    }
+    char token[SETUP_TOKEN_LEN + 1];
+    struct buf url = BUF_INIT;
+    int fd = -1;
+    if (users_setup_start(app->store, now_ms(), token) != ERR_OK) {
+        log_at(LOG_ERROR, "cannot store a setup token; make the first admin with shortd user "
+                          "create NAME --role admin");
         goto out;
     }
-    size_t len = strlen(token);
-    token[len] = '\n';
-    bool written = write(fd, token, len + 1) == (ssize_t)(len + 1) && fsync(fd) == 0;
+    buf_printf(&url, "%s/setup?token=%s\n", app->cfg.base_url, token);
     sodium_memzero(token, sizeof(token));
+    if (isatty(STDOUT_FILENO)) {
+        printf("shortd: first start; make the first admin account at (one use, within an hour):\n"
+               "  %s",
+               url.p);
+        fflush(stdout);
+        goto out;
+    }
+    /* Not through a symlink; an older file (of a store since removed) is replaced. */
+    fd = open(path.p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    bool written = fd >= 0 && fchmod(fd, 0600) == 0 &&
+                   write(fd, url.p, url.len) == (ssize_t)url.len && fsync(fd) == 0;
     if (written)
         log_at(LOG_INFO,
-               "first start; admin key written to '%s' (shown once: read it, keep "
-               "it elsewhere, delete the file)",
+               "first start; the setup URL that makes the first admin account is in '%s' "
+               "(one use, within an hour; read it, then delete the file)",
                path.p);
     else
         log_at(LOG_ERROR,
-               "cannot write the first admin key to '%s': %s; revoke key %lld "
-               "and make one with shortd key create --admin",
-               path.p, strerror(errno), (long long)id);
+               "cannot write the setup URL to '%s': %s; make the first admin with shortd user "
+               "create NAME --role admin, or restart for a new setup URL",
+               path.p, strerror(errno));
 out:
     if (fd >= 0)
         close(fd);
+    if (url.p)
+        sodium_memzero(url.p, url.len);
+    buf_release(&url);
     buf_release(&path);
 }
 
@@ -512,6 +527,11 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
         log_at(LOG_ERROR, "cannot read the custom domains' not-found redirects");
         goto out;
     }
+    app.sites = sitemap_new();
+    if (sitemap_load(app.sites, app.store) != ERR_OK) {
+        log_at(LOG_ERROR, "cannot read the sites' hosts");
+        goto out;
+    }
     if (app.cfg.geoip_db && geo_open(app.cfg.geoip_db, &app.geo) != ERR_OK)
         goto out;
     if (classify_new((size_t)app.cfg.ua_cache, &app.classify) != ERR_OK)
@@ -590,7 +610,7 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
     };
     app.events = events_new(app.store, app.writer, app.clicks, &ecfg);
     clicks_set_hold(app.clicks, events_hold, app.events);
-    first_admin_key(&app);
+    first_setup(&app);
     if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms, app.cfg.journal_sync_ms,
                      (int)app.cfg.background_nice) != ERR_OK)
         goto out;
@@ -625,6 +645,12 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
             cache_clear(app.cache);
             links_forget_keys(app.links);
             fallbacks_mark_stale(app.fallbacks);
+            sitemap_mark_stale(app.sites);
+        }
+        /* Another node (or the command line) changed sites: read again. */
+        if (sitemap_take_stale(app.sites) && sitemap_load(app.sites, app.store) != ERR_OK) {
+            log_at(LOG_WARN, "cannot read the sites' hosts; trying again");
+            sitemap_mark_stale(app.sites);
         }
         /* Another node changed a domain: its redirects are read again. */
         if (fallbacks_take_stale(app.fallbacks) &&
@@ -636,6 +662,7 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
             continue;
         next_second = mono + 1000;
         cache_reclaim(app.cache);
+        sitemap_reclaim(app.sites);
         touch_keys(&app);
         if (mono >= next_count) {
             count_links(&app);
@@ -690,6 +717,7 @@ out:
     metrics_free(app.metrics);
     links_free(app.links);
     fallbacks_free(app.fallbacks);
+    sitemap_free(app.sites);
     if (app.store)
         app.store->ops->close(app.store);
     buf_release(&hostbufs[0]);

@@ -34,9 +34,11 @@
 #include "links/codes.h"
 #include "base/coop.h"
 #include "clicks/dayrow.h"
+#include "clicks/pageview.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "store/store.h"
+#include "store/store_sites.h"
 #include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "store/writer.h"
@@ -58,15 +60,32 @@ const char *const dim_names[DIM__COUNT] = {
     [DIM_DOWHOUR] = "dowhour",
     [DIM_VARIANT] = "variants",
     [DIM_BOT_AGENT] = "bot_agents",
+    [DIM_PATH] = "paths",
+    [DIM_HOST] = "hosts",
+    [DIM_TZ] = "timezones",
+    [DIM_VIEWPORT] = "viewports",
+    [DIM_UV] = "uv",
+    [DIM_SESSIONS] = "sessions",
+    [DIM_BOUNCE] = "bounce",
+    [DIM_EVENT] = "events",
+    [DIM_EVENT_TARGET] = "event_targets",
+    [DIM_HI] = "hi",
+    [DIM_BOT] = "bot",
 };
 
 #define RETRY_PAUSE_US 200000
 #define AGG_CHUNK 4000 /* link days per transaction */
 #define AGG_STEP 64    /* ... stored between looks at writer_waiting */
 
+/* A day's key: a link's code, or a site's id after SITE_KEY_MARK, which no
+ * code holds (codes.h): site days share the table, the job, its chunks and
+ * its checkpoint with link days, and go to site_agg_days when stored. */
+#define SITE_KEY_MARK '@'
+#define KEY_MAX (1 + SITE_ID_MAX)
+
 struct lday {
     int64_t day;
-    char code[CODE_MAX + 1];
+    char code[KEY_MAX + 1];
     struct dayrow row;
 };
 
@@ -248,6 +267,9 @@ void aggregate_fold(struct classify *cl, const char *const *self_hosts, bool hur
         count_dim(r, DIM_BOT_AGENT, ua.agent);
         return;
     }
+    if (e->ch_ua.n || e->ch_mobile.n || e->ch_platform.n)
+        classify_hints(e->ch_ua.p, e->ch_ua.n, e->ch_mobile.p, e->ch_mobile.n, e->ch_platform.p,
+                       e->ch_platform.n, &ua);
     r->clicks++;
     if (e->visitor)
         dayrow_visitor(r, e->visitor);
@@ -293,6 +315,34 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     struct dayrow *r = &lday_get(t, e->code.p, n, day)->row;
     t->events++;
     aggregate_fold(a->cl, a->self_hosts, a->hurry, r, e);
+}
+
+void aggregate_add_page(struct aggregate *a, const struct page_event *e)
+{
+    char key[KEY_MAX];
+    size_t n = e->site.n < SITE_ID_MAX ? e->site.n : SITE_ID_MAX;
+    key[0] = SITE_KEY_MARK;
+    memcpy(key + 1, e->site.p, n);
+    struct table *t = &a->t;
+    struct dayrow *r = &lday_get(t, key, n + 1, day_number(e->ts))->row;
+    t->events++;
+    page_fold(a->cl, a->hurry, r, e);
+}
+
+bool aggregate_add_record(struct aggregate *a, const void *rec, size_t n)
+{
+    if (page_is_record(rec, n)) {
+        struct page_event pe;
+        if (page_decode(rec, n, &pe) != ERR_OK)
+            return false;
+        aggregate_add_page(a, &pe);
+        return true;
+    }
+    struct click_event e;
+    if (event_decode(rec, n, &e) != ERR_OK)
+        return false;
+    aggregate_add(a, &e);
+    return true;
 }
 
 void aggregate_set_hurry(struct aggregate *a, bool on) { a->hurry = on; }
@@ -419,7 +469,7 @@ static uint64_t get_u64(const char *p)
  * a stopped job stored. */
 static int put_partial(struct store *st, const struct agg_job *a, const struct day_delta *last)
 {
-    unsigned char rec[16 + CODE_MAX];
+    unsigned char rec[16 + KEY_MAX];
     size_t n = strlen(last->code);
     put_u64(rec, a->pos);
     put_u64(rec + 8, (uint64_t)last->day);
@@ -436,10 +486,10 @@ static int resume_at(struct store *st, const struct agg_job *a, size_t *at)
     int rc = st->ops->meta_get(st, a->partial_key, &v);
     if (rc == ERR_NOTFOUND) {
         rc = ERR_OK;
-    } else if (rc == ERR_OK && (v.len < 17 || v.len > 16 + CODE_MAX)) {
+    } else if (rc == ERR_OK && (v.len < 17 || v.len > 16 + KEY_MAX)) {
         rc = log_fail(ERR_STORAGE, "the stored click job record is damaged");
     } else if (rc == ERR_OK && get_u64(v.p) == a->pos) {
-        char code[CODE_MAX + 1];
+        char code[KEY_MAX + 1];
         memcpy(code, v.p + 16, v.len - 16);
         code[v.len - 16] = '\0';
         struct day_delta last = {code, (int64_t)get_u64(v.p + 8), NULL, false};
@@ -454,6 +504,32 @@ static int resume_at(struct store *st, const struct agg_job *a, size_t *at)
         *at = lo;
     }
     buf_release(&v);
+    return rc;
+}
+
+/* Stores d[0..n) (n <= AGG_STEP): runs of link days through agg_days, of
+ * site days (their key's mark taken off) through site_agg_days. */
+static int store_days(struct store *st, const struct day_delta *d, size_t n)
+{
+    size_t i = 0;
+    int rc = ERR_OK;
+    while (i < n && rc == ERR_OK) {
+        bool site = d[i].code[0] == SITE_KEY_MARK;
+        size_t j = i;
+        while (j < n && (d[j].code[0] == SITE_KEY_MARK) == site)
+            j++;
+        if (!site) {
+            rc = st->ops->agg_days(st, d + i, j - i);
+        } else {
+            struct day_delta sd[AGG_STEP];
+            for (size_t k = i; k < j; k++) {
+                sd[k - i] = d[k];
+                sd[k - i].code = d[k].code + 1;
+            }
+            rc = st->ops->site_agg_days(st, sd, j - i);
+        }
+        i = j;
+    }
     return rc;
 }
 
@@ -475,7 +551,7 @@ static int agg_run(struct wjob *j, struct store *st)
     int rc = ERR_OK;
     while (done < n && rc == ERR_OK) {
         size_t step = n - done < AGG_STEP ? n - done : AGG_STEP;
-        rc = st->ops->agg_days(st, a->deltas + from + done, step);
+        rc = store_days(st, a->deltas + from + done, step);
         done += step;
         if (writer_waiting(a->writer))
             break;

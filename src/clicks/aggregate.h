@@ -24,6 +24,12 @@ void aggregate_free(struct aggregate *a);
 
 /* Classifies and counts one event. */
 void aggregate_add(struct aggregate *a, const struct click_event *e);
+/* The same for a site's page beacon (pageview.h): into its site day. */
+struct page_event;
+void aggregate_add_page(struct aggregate *a, const struct page_event *e);
+/* A journal record of either kind, decoded and added: false (nothing
+ * counted) for a record this version cannot read. */
+bool aggregate_add_record(struct aggregate *a, const void *rec, size_t n);
 /* What aggregate_add does to the event's link day 'r', for a caller that
  * keeps its own rows (the importer, import.h): the same classification, so
  * imported clicks have the same dimensions and bots apart as served ones. */

@@ -1352,6 +1352,110 @@ bool classify_is_prefetch(const char *sec_purpose, size_t n1, const char *purpos
     return x_moz && has_nocase(x_moz, n4, "prefetch");
 }
 
+/* Client hints
+ *
+ * Sec-CH-UA is a structured-field list of strings with parameters
+ * ('"Chromium";v="124", "Google Chrome";v="124", "Not-A.Brand";v="99"') and
+ * Sec-CH-UA-Platform one string. Read by hand: only the strings are wanted,
+ * a few lines do it, and no packaged C library parses structured fields. */
+
+static const struct {
+    const char *brand; /* exactly as browsers send it */
+    const char *browser;
+} hint_brands[] = {
+    {"Google Chrome", "Chrome"},
+    {"Microsoft Edge", "Edge"},
+    {"Opera", "Opera"},
+    {"Opera GX", "Opera"},
+    {"Samsung Internet", "Samsung Internet"},
+};
+
+static const struct {
+    const char *platform;
+    const char *os;
+} hint_platforms[] = {
+    {"Windows", "Windows"}, {"macOS", "macOS"},        {"iOS", "iOS"},
+    {"Android", "Android"}, {"Chrome OS", "ChromeOS"}, {"Chromium OS", "ChromeOS"},
+    {"Linux", "Linux"},
+};
+
+/* The next sf-string of a list at *p (its parameters and the comma after
+ * it skipped): its bytes between the quotes, escapes left in (no brand has
+ * one). false at the end, or when what follows is not a string. */
+static bool next_sf_string(const char **p, const char *end, const char **s, size_t *n)
+{
+    const char *q = *p;
+    while (q < end && (*q == ' ' || *q == '\t' || *q == ','))
+        q++;
+    if (q >= end || *q != '"')
+        return false;
+    *s = ++q;
+    while (q < end && *q != '"')
+        q += *q == '\\' && end - q > 1 ? 2 : 1;
+    if (q >= end)
+        return false;
+    *n = (size_t)(q - *s);
+    q++;
+    bool quoted = false; /* a parameter's value may be a string with a comma */
+    while (q < end && (quoted || *q != ',')) {
+        if (*q == '\\' && quoted && end - q > 1)
+            q++;
+        else if (*q == '"')
+            quoted = !quoted;
+        q++;
+    }
+    *p = q;
+    return true;
+}
+
+static bool sf_is(const char *s, size_t n, const char *lit)
+{
+    return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+void classify_hints(const char *ch_ua, size_t n1, const char *ch_mobile, size_t n2,
+                    const char *ch_platform, size_t n3, struct ua_info *io)
+{
+    if (io->bot != BOT_NONE)
+        return;
+    const char *s, *p = ch_ua, *end = ch_ua ? ch_ua + n1 : NULL;
+    size_t n;
+    const char *browser = NULL;
+    bool chromium = false;
+    /* Chromium's GREASE brands ("Not A(Brand", "Not;A=Brand"...), made up to
+     * keep servers from trusting the list's order or names, match no name
+     * here: only the table's brands and "Chromium" are read. */
+    while (p && next_sf_string(&p, end, &s, &n)) {
+        chromium |= sf_is(s, n, "Chromium");
+        for (size_t i = 0; !browser && i < ARRAY_LEN(hint_brands); i++)
+            if (sf_is(s, n, hint_brands[i].brand))
+                browser = hint_brands[i].browser;
+    }
+    if (browser)
+        io->browser = browser;
+    else if (chromium && (!strcmp(io->browser, "Other") || !strcmp(io->browser, "Unknown")))
+        io->browser = "Chrome"; /* Chromium alone; an in-app browser's name is kept */
+
+    const char *os = NULL, *q = ch_platform;
+    if (q && next_sf_string(&q, ch_platform + n3, &s, &n))
+        for (size_t i = 0; !os && i < ARRAY_LEN(hint_platforms); i++)
+            if (sf_is(s, n, hint_platforms[i].platform))
+                os = hint_platforms[i].os;
+    if (os && !(!strcmp(os, "iOS") && !strcmp(io->os, "iPadOS")))
+        io->os = os;
+
+    bool android = os && !strcmp(os, "Android");
+    if (ch_mobile && sf_is(ch_mobile, n2, "?1")) {
+        io->device = DEV_MOBILE;
+    } else if (ch_mobile && sf_is(ch_mobile, n2, "?0") &&
+               (io->device == DEV_MOBILE || io->device == DEV_UNKNOWN)) {
+        if (android)
+            io->device = DEV_TABLET;
+        else if (os)
+            io->device = DEV_DESKTOP;
+    }
+}
+
 /* Referrers
  *
  * Host rules, checked in order after the self hosts: the first match gives

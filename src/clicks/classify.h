@@ -84,6 +84,18 @@ size_t classify_literals(const struct classify *c);
  * last), NULL past the last: how many values the tally can have. Pure. */
 const char *classify_agent_name(size_t i);
 
+/* The user-agent client hints of a person's click (NULL/0 for an absent
+ * header) over what classify_ua said: the browser from Sec-CH-UA's brand
+ * list ("Google Chrome", "Microsoft Edge", "Opera", "Samsung Internet";
+ * GREASE brands skipped; "Chromium" alone gives "Chrome" only where the user
+ * agent named no browser, so an in-app browser keeps its name), the OS from
+ * Sec-CH-UA-Platform, the device mobile from Sec-CH-UA-Mobile "?1" ("?0"
+ * makes a phone of the user agent a tablet on Android, else a desktop).
+ * Anything it does not know leaves the user agent's answer. A bot (io->bot)
+ * is left alone: that is the user agent's to say. Pure, any thread. */
+void classify_hints(const char *ch_ua, size_t n1, const char *ch_mobile, size_t n2,
+                    const char *ch_platform, size_t n3, struct ua_info *io);
+
 /* Prefetch and prerender: true when Sec-Purpose contains "prefetch" or
  * "prerender", Purpose or X-Moz contains "prefetch", or X-Purpose contains
  * "preview" or "prefetch" (ASCII case-insensitive). NULL/0 for an absent

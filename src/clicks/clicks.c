@@ -25,6 +25,7 @@
  * when its day is over, and readers check the day before and after reading
  * the key. */
 #include "clicks/clicks.h"
+#include "clicks/pageview.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -194,6 +195,22 @@ void clicks_record(struct clicks *c, int worker, const struct click_event *e)
     relaxed_inc(&l->recorded);
 }
 
+void clicks_record_page(struct clicks *c, int worker, const struct page_event *e)
+{
+    struct local *l = &c->local[worker];
+    if (l->buf.len > LOCAL_CAP) {
+        relaxed_inc(&l->dropped);
+        return;
+    }
+    size_t at = l->buf.len;
+    buf_add(&l->buf, "\0\0", 2);
+    size_t n = page_encode(e, &l->buf);
+    l->buf.p[at] = (char)(n & 0xff);
+    l->buf.p[at + 1] = (char)(n >> 8);
+    l->events++;
+    relaxed_inc(&l->recorded);
+}
+
 void clicks_flush(struct clicks *c, int worker)
 {
     struct local *l = &c->local[worker];
@@ -226,11 +243,17 @@ void clicks_flush(struct clicks *c, int worker)
     }
 }
 
-uint64_t clicks_pending(struct clicks *c)
+uint64_t clicks_recorded(struct clicks *c)
 {
     uint64_t recorded = 0;
     for (int i = 0; i < c->nworkers; i++)
         recorded += atomic_load_explicit(&c->local[i].recorded, memory_order_relaxed);
+    return recorded;
+}
+
+uint64_t clicks_pending(struct clicks *c)
+{
+    uint64_t recorded = clicks_recorded(c);
     uint64_t committed = atomic_load(&c->committed);
     return recorded > committed ? recorded - committed : 0;
 }
@@ -282,11 +305,9 @@ static void fold_batch(struct clicks *c, struct batch *b)
 {
     const char *p = b->data.p, *end = b->data.p + b->data.len, *rec;
     size_t n;
-    struct click_event e;
     aggregate_set_hurry(c->agg, atomic_load(&c->fold_bytes) > FOLD_HURRY);
     while (next_record(&p, end, &rec, &n)) {
-        if (event_decode(rec, n, &e) == ERR_OK)
-            aggregate_add(c->agg, &e);
+        (void)aggregate_add_record(c->agg, rec, n);
         coop_point();
     }
 }
@@ -479,11 +500,8 @@ struct replay {
 static int replay_one(const void *rec, size_t n, uint64_t pos_after, void *arg)
 {
     struct replay *r = arg;
-    struct click_event e;
-    if (event_decode(rec, n, &e) == ERR_OK) {
-        aggregate_add(r->agg, &e);
+    if (aggregate_add_record(r->agg, rec, n))
         r->events++;
-    }
     return pos_after >= r->upto ? REPLAY_STOP : 0;
 }
 

@@ -49,10 +49,16 @@ const char *clicks_journal(struct clicks *c, const char **dir, uint64_t *synced)
 
 /* Event-loop thread 'worker' only */
 void clicks_record(struct clicks *c, int worker, const struct click_event *e);
+/* A site's page beacon (pageview.h), journaled and folded as a click is. */
+struct page_event;
+void clicks_record_page(struct clicks *c, int worker, const struct page_event *e);
 void clicks_flush(struct clicks *c, int worker);
 
 /* Clicks recorded but not yet in the store. Any thread. */
 uint64_t clicks_pending(struct clicks *c);
+/* Clicks recorded (clicks_record) since the start, every event loop's.
+ * Any thread. */
+uint64_t clicks_recorded(struct clicks *c);
 /* The fold's backlog. Past a bound (about 32 MiB of clicks), the fold
  * thread classifies the user agents it has not seen in a hurry (the bot
  * check alone: aggregate_set_hurry); past four times that, each event loop

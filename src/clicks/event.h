@@ -4,7 +4,8 @@
  * already turned the client's address into a keyed visitor hash and a
  * country: no address is ever part of an event. event_encode clamps every
  * string and appends one self-contained record; event_decode reads it back
- * with slices into the record. */
+ * with slices into the record. Records of every earlier version decode (the
+ * journal keeps them across an upgrade); fields they lack are empty. */
 #ifndef SHORTD_EVENT_H
 #define SHORTD_EVENT_H
 
@@ -23,7 +24,13 @@
 #define EVENT_REFERER_MAX 512
 #define EVENT_LANG_MAX 64
 #define EVENT_QUERY_MAX 1536 /* three utm_* values of 128 bytes, %-encoded */
-#define EVENT_MAX 2700       /* an encoded event is at most this long */
+#define EVENT_CH_UA_MAX 256  /* Sec-CH-UA: a few brands and their versions */
+#define EVENT_CH_PLATFORM_MAX 32
+#define EVENT_MAX 3072 /* an encoded event is at most this long */
+
+/* The user-agent client hints a redirect asks for (Accept-CH) and records:
+ * the ones classify_hints reads. */
+#define EVENT_ACCEPT_CH "Sec-CH-UA, Sec-CH-UA-Mobile, Sec-CH-UA-Platform"
 
 struct click_event {
     int64_t ts;       /* ms since the epoch, UTC: the one clock read of the click */
@@ -35,6 +42,10 @@ struct click_event {
     struct slice referer;
     struct slice lang;  /* Accept-Language */
     struct slice query; /* the utm_* parameters of the request's query */
+    /* The client hints as sent, empty when absent (and in version 1 records) */
+    struct slice ch_ua;       /* Sec-CH-UA: the brand list */
+    struct slice ch_mobile;   /* Sec-CH-UA-Mobile: "?1" or "?0" */
+    struct slice ch_platform; /* Sec-CH-UA-Platform: "\"Android\"" */
 };
 
 /* Appends the record to 'out'; returns its length. */

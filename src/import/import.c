@@ -489,6 +489,7 @@ static int insert_link(struct import_sink *s, const struct import_link *l, const
     k.changed_at = s->now;
     k.state = l->disabled ? LINK_DISABLED : LINK_ACTIVE;
     k.permanent = l->permanent;
+    k.untracked = l->untracked;
     k.password = (char *)(l->password && *l->password ? l->password : NULL);
     k.domain = *domain ? domain : NULL;
     k.max_clicks = l->max_clicks > 0 ? l->max_clicks : 0;
@@ -753,7 +754,7 @@ int import_tally(struct import_sink *s, const struct import_tally *t)
     r->uniques_base += t->uniques > 0 ? t->uniques : 0;
     for (size_t i = 0; i < t->nvalues; i++) {
         const struct import_tally_value *x = &t->values[i];
-        if (x->dim < 0 || x->dim >= DIM__COUNT || !x->value || !*x->value || x->n <= 0)
+        if (x->dim < 0 || x->dim >= DIM_LINK_COUNT || !x->value || !*x->value || x->n <= 0)
             continue;
         char v[DIM_MAX + 1];
         size_t n = clamp_utf8(x->value, strlen(x->value), v);

@@ -48,6 +48,7 @@ struct import_link {
     int64_t max_clicks;   /* 0: no limit */
     bool permanent;       /* 301 */
     bool disabled;        /* kept, but answers as a disabled link */
+    bool untracked;       /* track: false (shortd's own format); never with max_clicks */
     /* The source's all-time totals: stored as imported totals, marked as
      * such, for the clicks no visit or tally of this run accounts for. */
     int64_t clicks;

@@ -68,6 +68,19 @@ static int one_link(struct import_sink *s, json_t *o, struct import_where w)
                             .clicks = int_of(o, "clicks"),
                             .bot_clicks = int_of(o, "bot_clicks"),
                             .where = w};
+    json_t *track = json_object_get(o, "track");
+    if (track && !json_is_boolean(track) && !json_is_null(track)) {
+        import_refuse(s, w, "code '%.40s': track is not true or false", code ? code : "");
+        return ERR_OK;
+    }
+    l.untracked = json_is_false(track);
+    if (l.untracked && l.max_clicks > 0) {
+        import_refuse(s, w,
+                      "code '%.40s': track false cannot go with max_clicks (a click "
+                      "limit counts the visits)",
+                      code ? code : "");
+        return ERR_OK;
+    }
     const char *state = str_of(o, "state");
     l.disabled = state && !strcmp(state, "disabled");
     if (state && !strcmp(state, "deleted")) {

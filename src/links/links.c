@@ -164,10 +164,11 @@ static int bad(const char **field, const char *name, char *why, size_t whylen, c
 static const char *const known_fields[] = {"url",      "alias",  "ttl",        "expires_at",
                                            "title",    "note",   "tags",       "permanent",
                                            "reuse",    "domain", "max_clicks", "password",
-                                           "variants", "utm",    NULL};
+                                           "variants", "utm",    "track",      NULL};
 
-static const char *const patch_fields[] = {"url", "title",    "note",     "tags", "expires_at",
-                                           "ttl", "password", "variants", "utm",  NULL};
+static const char *const patch_fields[] = {"url",        "title", "note",     "tags",
+                                           "expires_at", "ttl",   "password", "variants",
+                                           "utm",        "track", NULL};
 
 int links_domain_check(const char *host, size_t n, const char **why)
 {
@@ -472,9 +473,16 @@ int links_parse(struct links *l, json_t *body, int64_t now, struct link_input *i
         rc = opt_bool(body, "permanent", &in->permanent, field, why, whylen);
     if (rc == ERR_OK)
         rc = opt_bool(body, "reuse", &in->reuse, field, why, whylen);
+    bool track = true;
+    if (rc == ERR_OK)
+        rc = opt_bool(body, "track", &track, field, why, whylen);
+    in->untracked = !track;
     if (rc == ERR_OK && in->permanent && in->max_clicks)
         rc = bad(field, "max_clicks", why, whylen,
                  "cannot be used with permanent (a cached 301 would skip the count)");
+    if (rc == ERR_OK && in->untracked && in->max_clicks)
+        rc = bad(field, "track", why, whylen,
+                 "cannot be false with max_clicks (a click limit counts the visits)");
     if (rc == ERR_OK)
         rc = parse_controls(l, body, &in->utm, &in->variants, field, why, whylen);
     if (rc == ERR_OK && in->permanent && (in->variants || json_object_get(body, "password")))
@@ -502,7 +510,7 @@ int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_pa
             *field = key;
             snprintf(why, whylen,
                      "unknown field (a PATCH may change url, title, note, tags, "
-                     "expires_at/ttl, password, variants, utm)");
+                     "expires_at/ttl, password, variants, utm, track)");
             return ERR_INVALID;
         }
     }
@@ -527,6 +535,13 @@ int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_pa
         rc = parse_tags(body, &p->tags, field, why, whylen);
     if (rc == ERR_OK)
         rc = parse_controls(l, body, &p->utm, &p->variants, field, why, whylen);
+    json_t *track = json_object_get(body, "track");
+    if (rc == ERR_OK && track) {
+        if (!json_is_boolean(track))
+            rc = bad(field, "track", why, whylen, "must be true or false");
+        p->untracked = json_is_false(track);
+        p->fields |= PATCH_TRACK;
+    }
     p->fields |= (json_object_get(body, "title") ? PATCH_TITLE : 0) |
                  (json_object_get(body, "note") ? PATCH_NOTE : 0) |
                  (json_object_get(body, "tags") ? PATCH_TAGS : 0) |
@@ -561,6 +576,8 @@ int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now, 
         replace(&lk->variants, p->variants);
     if (p->fields & PATCH_UTM)
         replace(&lk->utm, p->utm);
+    if (p->fields & PATCH_TRACK)
+        lk->untracked = p->untracked;
     lk->changed_at = now;
     if (lk->utm && lk->variants)
         return ERR_MISMATCH;
@@ -751,6 +768,7 @@ int links_create(struct links *l, struct store *st, const struct link_input *in,
     out->expires_at = in->expires_at;
     out->state = LINK_ACTIVE;
     out->permanent = in->permanent;
+    out->untracked = in->untracked;
     out->domain = in->domain ? xstrdup(in->domain) : NULL;
     out->max_clicks = in->max_clicks;
     out->password = in->password ? xstrdup(in->password) : NULL;

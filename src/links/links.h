@@ -34,6 +34,7 @@ struct link_input {
     int64_t expires_at; /* 0: never */
     bool permanent;
     bool reuse;
+    bool untracked;     /* "track": false */
     char *domain;       /* custom short host (lowercase), NULL: none */
     int64_t max_clicks; /* 0: no limit */
     char *password;     /* Argon2id string, set by the caller after hashing */
@@ -54,6 +55,7 @@ void link_input_release(struct link_input *in);
 #define PATCH_PASSWORD (1u << 5)
 #define PATCH_VARIANTS (1u << 6)
 #define PATCH_UTM (1u << 7)
+#define PATCH_TRACK (1u << 8)
 
 struct link_patch {
     unsigned fields;
@@ -62,6 +64,7 @@ struct link_patch {
     int64_t expires_at;
     char *password; /* Argon2id string, set by the caller after hashing */
     char *variants, *utm;
+    bool untracked; /* "track": false */
 };
 
 void link_patch_release(struct link_patch *p);
@@ -100,7 +103,8 @@ int links_parse_patch(struct links *l, json_t *body, int64_t now, struct link_pa
 /* Applies a parsed patch to 'lk' (as read in the write transaction), and
  * recomputes its dest. *url_changed tells whether the destination moved.
  * ERR_INVALID: the dest would be too long; ERR_MISMATCH: utm and variants
- * would both be set. */
+ * would both be set. The caller refuses "track": false on a link with
+ * max_clicks before (a limit counts the visits). */
 int links_apply_patch(struct link *lk, const struct link_patch *p, int64_t now, bool *url_changed);
 
 /* Inside a write transaction (writer thread or CLI). On ERR_OK 'out' is the

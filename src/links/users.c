@@ -46,8 +46,7 @@ int users_password_valid(const char *pw, size_t n, const char **why)
     return pwhash_valid(pw, n, why);
 }
 
-/* The hash of a new password, or ERR_INVALID with *why. */
-static int hash_password(const char *pw, size_t n, char out[PWHASH_MAX], const char **why)
+int users_hash_password(const char *pw, size_t n, char out[USER_HASH_MAX], const char **why)
 {
     int rc = users_password_valid(pw, n, why);
     if (rc == ERR_OK)
@@ -63,30 +62,12 @@ int users_create(struct store *st, const char *name, const char *pw, size_t n, e
     if (rc != ERR_OK)
         return rc;
     snprintf(u.name, sizeof(u.name), "%s", name);
-    rc = hash_password(pw, n, u.pwhash, why);
+    rc = users_hash_password(pw, n, u.pwhash, why);
     if (rc != ERR_OK)
         return rc;
-    /* The key row only names the owner of the user's links: its hash is
-     * random, so no token hashes to it and it never opens the API. */
-    uint8_t hash[32];
-    randombytes_buf(hash, sizeof(hash));
-    char key_name[sizeof(u.name) + 8];
-    snprintf(key_name, sizeof(key_name), "user:%s", name);
     rc = st->ops->begin(st);
-    if (rc == ERR_OK) {
-        /* A name taken by a user: refused before a key row is made. */
-        struct user old;
-        rc = st->ops->user_by_name(st, name, &old);
-        rc = rc == ERR_OK ? ERR_EXISTS : rc == ERR_NOTFOUND ? ERR_OK : rc;
-    }
-    struct apikey owner = {.admin = role == USER_ADMIN,
-                           .created_at = now,
-                           .scopes = KEY_SCOPES_ALL};
-    snprintf(owner.name, sizeof(owner.name), "%s", key_name);
     if (rc == ERR_OK)
-        rc = st->ops->key_insert(st, &owner, hash, &u.key_id);
-    if (rc == ERR_OK)
-        rc = st->ops->user_insert(st, &u, id);
+        rc = users_insert(st, &u, id);
     if (rc == ERR_OK)
         rc = st->ops->commit(st);
     if (rc != ERR_OK)
@@ -95,11 +76,34 @@ int users_create(struct store *st, const char *name, const char *pw, size_t n, e
     return rc;
 }
 
+int users_insert(struct store *st, const struct user *in, int64_t *id)
+{
+    /* A name taken by a user: refused before a key row is made. */
+    struct user u;
+    int rc = st->ops->user_by_name(st, in->name, &u);
+    if (rc != ERR_NOTFOUND)
+        return rc == ERR_OK ? ERR_EXISTS : rc;
+    u = *in;
+    /* The key row only names the owner of the user's links: its hash is
+     * random, so no token hashes to it and it never opens the API. */
+    uint8_t hash[32];
+    randombytes_buf(hash, sizeof(hash));
+    struct apikey owner = {.admin = u.role == USER_ADMIN,
+                           .created_at = u.created_at,
+                           .scopes = KEY_SCOPES_ALL};
+    snprintf(owner.name, sizeof(owner.name), "user:%s", u.name);
+    rc = st->ops->key_insert(st, &owner, hash, &u.key_id);
+    if (rc == ERR_OK)
+        rc = st->ops->user_insert(st, &u, id);
+    sodium_memzero(&u, sizeof(u));
+    return rc;
+}
+
 int users_set_password(struct store *st, const char *name, const char *pw, size_t n,
                        const char **why)
 {
-    char hash[PWHASH_MAX];
-    int rc = hash_password(pw, n, hash, why);
+    char hash[USER_HASH_MAX];
+    int rc = users_hash_password(pw, n, hash, why);
     if (rc != ERR_OK)
         return rc;
     struct user u;
@@ -133,6 +137,53 @@ int users_disable(struct store *st, const char *name, int64_t now)
     if (rc != ERR_OK)
         st->ops->rollback(st);
     return rc;
+}
+
+/* ---- the first admin ---- */
+
+void users_setup_hash(struct slice token, uint8_t out[32])
+{
+    static const char label[] = "shortd setup token";
+    crypto_generichash_state h;
+    crypto_generichash_init(&h, NULL, 0, 32);
+    crypto_generichash_update(&h, (const unsigned char *)label, sizeof(label));
+    crypto_generichash_update(&h, (const unsigned char *)token.p, token.n);
+    crypto_generichash_final(&h, out, 32);
+}
+
+int users_setup_start(struct store *st, int64_t now, char token[SETUP_TOKEN_LEN + 1])
+{
+    uint8_t raw[32], hash[32];
+    randombytes_buf(raw, sizeof(raw));
+    sodium_bin2base64(token, SETUP_TOKEN_LEN + 1, raw, sizeof(raw),
+                      sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    sodium_memzero(raw, sizeof(raw));
+    users_setup_hash((struct slice){token, SETUP_TOKEN_LEN}, hash);
+    int rc = st->ops->begin(st);
+    if (rc == ERR_OK)
+        rc = st->ops->setup_put(st, hash, now + SETUP_TTL_MS);
+    if (rc == ERR_OK)
+        rc = st->ops->commit(st);
+    if (rc != ERR_OK) {
+        st->ops->rollback(st);
+        sodium_memzero(token, SETUP_TOKEN_LEN + 1);
+    }
+    return rc;
+}
+
+int users_setup_check(struct store *st, struct slice token, int64_t now)
+{
+    int64_t n = 0;
+    int rc = st->ops->user_count(st, &n);
+    if (rc != ERR_OK)
+        return rc;
+    if (n > 0)
+        return ERR_EXISTS;
+    if (token.n != SETUP_TOKEN_LEN)
+        return ERR_NOTFOUND;
+    uint8_t hash[32];
+    users_setup_hash(token, hash);
+    return st->ops->setup_check(st, hash, now);
 }
 
 /* ---- signing in ---- */
@@ -198,7 +249,10 @@ int users_session_start(struct store *st, const uint8_t key[32], int64_t user_id
                         .created_at = now,
                         .seen_at = now,
                         .expires_at = now + max_ms};
-    return st->ops->session_insert(st, hash, &s);
+    int rc = st->ops->session_insert(st, hash, &s);
+    if (rc == ERR_OK)
+        rc = st->ops->user_signed_in(st, user_id, now);
+    return rc;
 }
 
 int users_session_check(struct store *st, const uint8_t key[32], struct slice token, int64_t now,

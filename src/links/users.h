@@ -36,6 +36,33 @@ int users_set_password(struct store *st, const char *name, const char *pw, size_
                        const char **why);
 int users_disable(struct store *st, const char *name, int64_t now);
 
+/* For a writer job (whose transaction is the caller's), the two halves of
+ * users_create: users_hash_password before (Argon2: a store thread, never
+ * the writer or an event loop; ERR_INVALID with *why), users_insert inside
+ * the transaction (u's name, already checked with users_name_valid, pwhash,
+ * role and created_at; the user's key row too; ERR_EXISTS for a taken
+ * name). */
+int users_hash_password(const char *pw, size_t n, char out[USER_HASH_MAX], const char **why);
+int users_insert(struct store *st, const struct user *u, int64_t *id);
+
+/* ---- the first admin ---- */
+
+/* The first start of an empty store (no user, no API key) makes a setup
+ * token, base64url of 32 random bytes, that opens /setup once, within
+ * SETUP_TTL_MS, to make the first admin account. The store keeps only its
+ * hash (unkeyed: the token is random, so the hash reveals nothing), one at a
+ * time, so every node accepts it and a later start replaces it. */
+#define SETUP_TOKEN_LEN 43
+#define SETUP_TTL_MS (3600 * 1000)
+
+void users_setup_hash(struct slice token, uint8_t out[32]);
+/* A new token replaces any other (own transaction): ERR_OK with 'token'. */
+int users_setup_start(struct store *st, int64_t now, char token[SETUP_TOKEN_LEN + 1]);
+/* Whether 'token' opens setup now: ERR_OK; ERR_NOTFOUND for an unknown,
+ * used or expired one (a token of the wrong shape too); ERR_EXISTS when a
+ * user exists already (setup is done, whatever the token). */
+int users_setup_check(struct store *st, struct slice token, int64_t now);
+
 /* ---- signing in ---- */
 
 /* A session token is base64url (no padding) of 32 random bytes; the store
@@ -58,7 +85,8 @@ bool users_csrf_ok(const uint8_t key[32], struct slice token, struct slice csrf)
 int users_verify(struct store *st, const char *name, const char *pw, size_t n, struct user *out);
 
 /* Makes a token and stores its session for 'user_id', capped at now +
- * max_ms. In the caller's transaction (a writer job). */
+ * max_ms, and notes the sign-in (user_signed_in). In the caller's
+ * transaction (a writer job: two writes). */
 int users_session_start(struct store *st, const uint8_t key[32], int64_t user_id, int64_t now,
                         int64_t max_ms, char token[SESSION_TOKEN_LEN + 1]);
 

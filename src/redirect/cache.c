@@ -77,6 +77,7 @@ static char rcu_order;
 #define F_EXPIRES 0x10    /* data starts with an 8-byte expiry time */
 #define F_DOMAIN 0x20     /* after the URL: a length byte and the custom domain */
 #define F_CONTROLLED 0x40 /* password, variants or max_clicks (link_controlled) */
+#define F_UNTRACKED 0x80  /* track: false, its visits are not recorded */
 
 struct entry {
     uint16_t url_len; /* URL_MAX is 8192 */
@@ -370,6 +371,7 @@ bool cache_get_hashed(struct cache *c, const char *code, size_t n, uint64_t hash
     out->state = e->flags & F_STATE;
     out->permanent = e->flags & F_PERMANENT;
     out->controlled = e->flags & F_CONTROLLED;
+    out->untracked = e->flags & F_UNTRACKED;
     out->domain = NULL;
     out->domain_len = 0;
     if (e->flags & F_DOMAIN) {
@@ -600,7 +602,8 @@ static struct entry *entry_of_link(struct cache *c, const struct link *l, size_t
         state = LINK_DELETED; /* swept: nothing to redirect to */
     return entry_new(c, l->code, n, url, url_len, l->expires_at,
                      (uint8_t)((state & F_STATE) | (l->permanent ? F_PERMANENT : 0) |
-                               (link_controlled(l) ? F_CONTROLLED : 0)),
+                               (link_controlled(l) ? F_CONTROLLED : 0) |
+                               (l->untracked ? F_UNTRACKED : 0)),
                      l->domain);
 }
 

@@ -24,6 +24,7 @@ struct cache_view {
     uint8_t state;      /* enum link_state */
     bool permanent;
     bool controlled;    /* password, variants or max_clicks: ask the store */
+    bool untracked;     /* track: false: record no click */
     const char *domain; /* the link's custom short host, NULL for none */
     uint8_t domain_len;
 };

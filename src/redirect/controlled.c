@@ -120,7 +120,7 @@ static int deliver(struct request *r, const struct link *l, int64_t now, bool vi
         buf_adds(&r->resp_headers, "Cache-Control: private, no-store\r\n");
     }
     free(url);
-    if (r->method != HTTP_HEAD)
+    if (r->method != HTTP_HEAD && !l->untracked)
         redirect_record_click(r, (struct slice){l->code, strlen(l->code)}, now, flags);
     return status;
 }

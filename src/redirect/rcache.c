@@ -476,7 +476,9 @@ static void make_key(char key[KEY_PREFIX_LEN + CODE_MAX + 1], const char *code, 
 
 /* Reads a value written by set(); false when it is not one. Version 1 is
  * "1|state|permanent|expires_at|url"; version 2, for a link with a custom
- * domain, "2|state|permanent|expires_at|domain|url". */
+ * domain, "2|state|permanent|expires_at|domain|url". 'permanent' is a digit
+ * of bits: 1 permanent, 2 untracked (track: false); a node that knows only
+ * 0 and 1 takes 2 and 3 for a miss, and its fill (NX) leaves them alone. */
 static bool decode_value(const char *v, size_t n, struct link *out)
 {
     const char *end = v + n;
@@ -484,11 +486,12 @@ static bool decode_value(const char *v, size_t n, struct link *out)
         return false;
     bool has_domain = v[0] == '2';
     const char *p = v + 2;
-    if (p + 4 > end || p[0] < '0' || p[0] > '2' || p[1] != '|' || (p[2] != '0' && p[2] != '1') ||
+    if (p + 4 > end || p[0] < '0' || p[0] > '2' || p[1] != '|' || p[2] < '0' || p[2] > '3' ||
         p[3] != '|')
         return false;
     out->state = p[0] - '0';
-    out->permanent = p[2] == '1';
+    out->permanent = (p[2] - '0') & 1;
+    out->untracked = (p[2] - '0') & 2;
     p += 4;
     int64_t exp = 0;
     const char *digits = p;
@@ -555,8 +558,8 @@ static int set(struct rcache *r, const struct link *l, int64_t now, bool only_ne
     if (link_controlled(l))
         return only_new ? ERR_OK : rcache_del(r, l->code, n);
     struct buf v = BUF_INIT;
-    buf_printf(&v, "%c|%d|%d|%lld|", l->domain ? '2' : '1', l->state, l->permanent ? 1 : 0,
-               (long long)l->expires_at);
+    buf_printf(&v, "%c|%d|%d|%lld|", l->domain ? '2' : '1', l->state,
+               (l->permanent ? 1 : 0) | (l->untracked ? 2 : 0), (long long)l->expires_at);
     if (l->domain)
         buf_printf(&v, "%s|", l->domain);
     if (l->url)

@@ -29,7 +29,7 @@ int rcache_new(const char *url, int timeout_ms, struct rcache **out);
 void rcache_free(struct rcache *r); /* NULL is fine; no thread uses it any more */
 
 /* Any thread. ERR_OK with 'out' filled (code, url, state, expires_at,
- * permanent; the rest zero; free with link_release) on a hit; ERR_NOTFOUND on
+ * permanent, domain, untracked; the rest zero; free with link_release) on a hit; ERR_NOTFOUND on
  * a miss; ERR_BUSY when Redis is down or slow; ERR_INVALID for what cannot be a
  * code (code_is_plausible). */
 int rcache_get(struct rcache *r, const char *code, size_t n, struct link *out);

@@ -9,7 +9,9 @@
  *    of one code are one read (a flight, below); the result (or the fact
  *    that the code is unknown) is cached here.
  * 4. A live link answers 302 (301 when permanent) with Location and, for a
- *    GET, records one click in this thread's buffer; HEAD is never counted.
+ *    GET, records one click in this thread's buffer; HEAD is never counted,
+ *    nor a link whose tracking is off (track: false), of which nothing is
+ *    recorded at all: no click, no visitor hash.
  *    Expiry is decided here, from the stored time, on every request.
  * 5. Hosts: when default short hosts are configured, the Host must be one of
  *    them or the link's own custom domain (kept in its cache entry), else
@@ -104,7 +106,8 @@ void redirect_location(struct request *r, const char *url, size_t n, bool pass_q
         add_query(h, r->query);
         buf_add(h, url + before, n - before);
     }
-    buf_add(h, "\r\n", 2);
+    static const char accept_ch[] = "\r\nAccept-CH: " EVENT_ACCEPT_CH "\r\n";
+    buf_add(h, accept_ch, sizeof(accept_ch) - 1);
 }
 
 /* The utm_* parameters of the query, copied into 'out' as "k=v&k=v": only
@@ -143,6 +146,12 @@ void redirect_record_click(struct request *r, struct slice code, int64_t now, ui
             e.referer = v;
         else if (slice_ieq(name, "accept-language"))
             e.lang = v;
+        else if (slice_ieq(name, "sec-ch-ua"))
+            e.ch_ua = v;
+        else if (slice_ieq(name, "sec-ch-ua-mobile"))
+            e.ch_mobile = v;
+        else if (slice_ieq(name, "sec-ch-ua-platform"))
+            e.ch_platform = v;
         else if (slice_ieq(name, "sec-purpose"))
             sec = v;
         else if (slice_ieq(name, "purpose"))
@@ -209,6 +218,7 @@ static int answer_stored(struct request *r, const struct link *l, const struct h
         .state = (uint8_t)l->state,
         .permanent = l->permanent,
         .controlled = link_controlled(l),
+        .untracked = l->untracked,
         .domain = l->domain,
         .domain_len = l->domain ? (uint8_t)strlen(l->domain) : 0,
     };
@@ -430,7 +440,7 @@ static int redirect_stored(struct request *r, const struct flight *f, const stru
     int status = answer_stored(r, &f->link, h, now);
     if (status == REDIRECT_CONTROLLED)
         return wait_for_store(r, (struct slice){f->code, f->n}, f->hash, h, now, true);
-    if ((status == 301 || status == 302) && r->method == HTTP_GET)
+    if ((status == 301 || status == 302) && r->method == HTTP_GET && !f->link.untracked)
         redirect_record_click(r, (struct slice){f->code, f->n}, now, 0);
     return status;
 }
@@ -452,7 +462,7 @@ static int redirect_now(struct request *r, struct slice code, uint64_t hash)
     if (status == REDIRECT_CONTROLLED)
         return wait_for_store(r, code, hash, &h, now, true); /* records its own click */
 
-    if ((status == 301 || status == 302) && r->method == HTTP_GET)
+    if ((status == 301 || status == 302) && r->method == HTTP_GET && !v.untracked)
         redirect_record_click(r, code, now, 0);
     return status;
 }

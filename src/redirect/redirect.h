@@ -50,7 +50,10 @@ int redirect_not_found(struct request *r);               /* 404 */
 int redirect_gone(struct request *r, enum gone_why why); /* 410 */
 
 /* Location: the destination, with the request's query string appended to
- * the destination's own when 'pass_query'. */
+ * the destination's own when 'pass_query'; then Accept-CH, which asks a
+ * browser for the client hints the classifier reads (classify.h) on its
+ * next requests. Never Critical-CH: Chromium would repeat the visit to send
+ * them, and the link would count it twice. */
 void redirect_location(struct request *r, const char *url, size_t n, bool pass_query);
 /* One click of 'code' into this event loop's buffer (clicks.h); 'flags' are
  * the event's (its A/B variant). */

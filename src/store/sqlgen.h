@@ -15,7 +15,8 @@
 /* What a link is written and read with, in struct link's order. */
 #define SQL_LINK_COLS                                                                              \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "             \
-    "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used"
+    "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used, "     \
+    "track"
 /* As read: the all-time totals are the pruned days' plus the kept days'.
  * 'sum_cast' is the dialect's (SQL_SUM_SQLITE, SQL_SUM_PG). */
 #define SQL_LINK_READ(sum_cast)                                                                    \
@@ -23,7 +24,7 @@
     "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                         \
     "WHERE d.code = links.code), 0)" sum_cast ", bot_clicks + coalesce((SELECT sum(d.bots) "       \
     "FROM link_days d WHERE d.code = links.code), 0)" sum_cast ", password, domain, variants, "    \
-    "utm, dest, max_clicks, used, imported_clicks"
+    "utm, dest, max_clicks, used, imported_clicks, track"
 /* What a deleted or swept link loses (its code and counters stay). */
 #define SQL_LINK_DATA_NULL                                                                         \
     "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, "       \

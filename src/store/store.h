@@ -9,6 +9,7 @@
  *   store_keys.h    API keys and the destination blocklist
  *   store_move.h    whole tables as rows, for moving a store
  *   store_events.h  sinks, their positions, the link outbox, failed batches
+ *   store_sites.h   site analytics: sites, their hosts and tokens, site days
  *
  * Threads: a store is shared by all threads; a backend keeps one connection
  * per calling thread. Reads may run on any thread. Writes run inside
@@ -34,6 +35,7 @@
 #include "store/store_keys.h"
 #include "store/store_links.h"
 #include "store/store_move.h"
+#include "store/store_sites.h"
 #include "store/store_stats.h"
 
 struct store;
@@ -72,6 +74,7 @@ struct store_ops {
     STORE_OPS_KEYS
     STORE_OPS_MOVE
     STORE_OPS_EVENTS
+    STORE_OPS_SITES
 };
 
 /* Every backend's store begins with this. */

@@ -55,7 +55,8 @@ struct user {
     enum user_role role;
     int64_t key_id; /* owner of the user's links */
     int64_t created_at;
-    int64_t disabled_at; /* 0: may sign in */
+    int64_t disabled_at;    /* 0: may sign in */
+    int64_t last_signin_at; /* 0: never signed in */
 };
 
 /* "admin", "member", "viewer"; user_role_parse: ERR_OK or ERR_INVALID. */
@@ -102,6 +103,18 @@ typedef int (*host_cb)(const char *host, int64_t created_at, void *arg);
     int (*user_set_password)(struct store * st, int64_t id, const char *pwhash);                      \
     int (*user_disable)(struct store * st, int64_t id, int64_t now);                                  \
     int (*user_count)(struct store * st, int64_t * n);                                                \
+    /* Role changes and enabling publish BUS_KEYS too (a user's keys act with                       \
+     * its role). set_role: ERR_NOTFOUND; enable: ERR_NOTFOUND unless disabled. */ \
+    int (*user_set_role)(struct store * st, int64_t id, enum user_role role);                         \
+    int (*user_enable)(struct store * st, int64_t id);                                                \
+    int (*user_signed_in)(struct store * st, int64_t id, int64_t at);                                 \
+                                                                                                      \
+    /* The one-time setup token (users.h) by its hash: put replaces any other;                      \
+     * check: ERR_NOTFOUND unless it is the stored one and 'now' is before its                      \
+     * expiry; end removes it (none: ERR_OK). */ \
+    int (*setup_put)(struct store * st, const uint8_t hash[32], int64_t expires_at);                  \
+    int (*setup_check)(struct store * st, const uint8_t hash[32], int64_t now);                       \
+    int (*setup_end)(struct store * st);                                                              \
                                                                                                       \
     /* Sessions by the keyed hash of their token. get: ERR_NOTFOUND (also for                       \
      * one past expires_at at 'now'). touch sets seen_at. end: ERR_NOTFOUND.                        \

@@ -43,6 +43,9 @@ struct link {
     /* Of the kept totals (clicks + bot_clicks), those `shortd import`
      * brought without their days (import.h) */
     int64_t imported;
+    /* Stored as 'track' (default true): its visits are not recorded at all
+     * (no click, no counter, no visitor), so zero is the usual link */
+    bool untracked;
 };
 
 /* True when a redirect of the link needs more than its destination: a

@@ -42,7 +42,7 @@ struct store_value {
 
 /* PostgreSQL binds a parameter per column (an upsert) or three per key
  * column (a range delete): both stay within store_pg.c's MAX_PARAMS. */
-#define TABLE_COLS_MAX 21
+#define TABLE_COLS_MAX 22
 #define TABLE_KEYS_MAX 4
 
 struct store_table {
@@ -69,6 +69,10 @@ enum table_id {
     TABLE_LINK_HISTORY,
     TABLE_USERS,
     TABLE_SESSIONS,
+    TABLE_SITES, /* site analytics (store_sites.h) */
+    TABLE_SITE_HOSTS,
+    TABLE_SITE_TOKENS,
+    TABLE_SITE_DAYS,
     TABLE__COUNT
 };
 
@@ -79,7 +83,9 @@ enum table_id {
  * follows. A link's clicks and bot_clicks are the totals of
  * its pruned days and of an import (imported_clicks of them); link_days
  * holds the others. In meta, 'counter' is the next code
- * number: an import keeps the larger of the two, so codes never repeat. */
+ * number: an import keeps the larger of the two, so codes never repeat.
+ * Sites can be deleted, their tokens revoked and their days pruned: a copy
+ * follows them all. */
 /* clang-format off */
 static const struct store_table store_tables[TABLE__COUNT] = {
     [TABLE_META] = {
@@ -91,14 +97,14 @@ static const struct store_table store_tables[TABLE__COUNT] = {
          {"created_at", COL_INT}, {"revoked_at", COL_INT}, {"user_id", COL_INT},
          {"scopes", COL_INT}, {"domain", COL_TEXT}, {"last_used_at", COL_INT}}},
     [TABLE_LINKS] = {
-        "links", 21, 1, false, NULL, {"clicks", "bot_clicks"},
+        "links", 22, 1, false, NULL, {"clicks", "bot_clicks"},
         {{"code", COL_TEXT}, {"owner", COL_INT}, {"url", COL_TEXT}, {"title", COL_TEXT},
          {"note", COL_TEXT}, {"tags", COL_TEXT}, {"created_at", COL_INT},
          {"expires_at", COL_INT}, {"changed_at", COL_INT}, {"state", COL_INT},
          {"permanent", COL_BOOL}, {"clicks", COL_INT}, {"bot_clicks", COL_INT},
          {"password", COL_TEXT}, {"domain", COL_TEXT}, {"variants", COL_TEXT},
          {"utm", COL_TEXT}, {"dest", COL_TEXT}, {"max_clicks", COL_INT}, {"used", COL_INT},
-         {"imported_clicks", COL_INT}}},
+         {"imported_clicks", COL_INT}, {"track", COL_BOOL}}},
     [TABLE_BLOCKLIST] = {
         "blocklist", 2, 1, true, NULL, {NULL, NULL},
         {{"host", COL_TEXT}, {"created_at", COL_INT}}},
@@ -128,6 +134,20 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         "sessions", 5, 1, true, NULL, {NULL, NULL},
         {{"hash", COL_BLOB}, {"user_id", COL_INT}, {"created_at", COL_INT},
          {"seen_at", COL_INT}, {"expires_at", COL_INT}}},
+    [TABLE_SITES] = {
+        "sites", 5, 1, true, NULL, {"pv_total", NULL},
+        {{"id", COL_TEXT}, {"owner", COL_INT}, {"badge", COL_BOOL}, {"created_at", COL_INT},
+         {"pv_total", COL_INT}}},
+    [TABLE_SITE_HOSTS] = {
+        "site_hosts", 2, 1, true, NULL, {NULL, NULL},
+        {{"host", COL_TEXT}, {"site", COL_TEXT}}},
+    [TABLE_SITE_TOKENS] = {
+        "site_tokens", 4, 1, true, "id", {NULL, NULL},
+        {{"id", COL_INT}, {"site", COL_TEXT}, {"hash", COL_BLOB}, {"created_at", COL_INT}}},
+    [TABLE_SITE_DAYS] = {
+        "site_days", 5, 2, true, NULL, {"pv", "bots"},
+        {{"site", COL_TEXT}, {"day", COL_INT}, {"pv", COL_INT}, {"bots", COL_INT},
+         {"dims", COL_BLOB}}},
 };
 /* clang-format on */
 

@@ -109,6 +109,12 @@ enum stmt {
     S_USER_PASSWORD,
     S_USER_DISABLE,
     S_USER_COUNT,
+    S_USER_ROLE,
+    S_USER_ENABLE,
+    S_USER_SIGNED_IN,
+    S_SETUP_PUT,
+    S_SETUP_CHECK,
+    S_SETUP_END,
     S_SESSION_INSERT,
     S_SESSION_GET,
     S_SESSION_TOUCH,
@@ -133,6 +139,28 @@ enum stmt {
     S_DOMAIN_LIST,
     S_DOMAIN_REDIRECTS_SET,
     S_DOMAIN_REDIRECTS_LIST,
+    S_SITE_INSERT,
+    S_SITE_GET,
+    S_SITE_BADGE,
+    S_SITE_LIST,
+    S_SITE_DEL,
+    S_SITE_DEL_HOSTS,
+    S_SITE_DEL_TOKENS,
+    S_SITE_DEL_DAYS,
+    S_SITE_HOST_ADD,
+    S_SITE_HOSTS_LIST,
+    S_SITE_TOKEN_ADD,
+    S_SITE_TOKEN_FIND,
+    S_SITE_TOKEN_DEL,
+    S_SITE_TOKEN_LIST,
+    S_SITE_DAY_ADD,
+    S_SITE_DAY_LOCK,
+    S_SITE_DAY_PUT,
+    S_SITE_PV_TOTAL,
+    S_SITE_PRUNE,
+    S_SITE_STATS_DAYS,
+    S_SITE_STATS_DIMS,
+    S_SITE_SIZE,
     S_SINK_ADD,
     S_SINK_GET,
     S_SINK_LIST,
@@ -164,7 +192,7 @@ enum stmt {
 #define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
 
-#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
+#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at, last_signin_at"
 
 static const char *const sql[S__COUNT] = {
     [S_PING] = "SELECT 1",
@@ -185,7 +213,7 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_GET] = "SELECT " LINK_READ " FROM links WHERE code = $1",
     [S_LINK_INSERT] = "INSERT INTO links (" SQL_LINK_COLS ") "
                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-                      "$16, $17, $18, $19, $20) "
+                      "$16, $17, $18, $19, $20, $21) "
                       "ON CONFLICT DO NOTHING",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = $1 "
                          "AND md5(url) = md5($2::text) AND url = $2 "
@@ -273,6 +301,17 @@ static const char *const sql[S__COUNT] = {
                        "WHERE id = $1 AND disabled_at = 0 RETURNING id) "
                        "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
     [S_USER_COUNT] = "SELECT count(*) FROM users",
+    /* A user's keys act with its role: every node empties its key cache. */
+    [S_USER_ROLE] = "WITH r AS (UPDATE users SET role = $2 WHERE id = $1 RETURNING id) "
+                    "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
+    [S_USER_ENABLE] = "WITH r AS (UPDATE users SET disabled_at = 0 "
+                      "WHERE id = $1 AND disabled_at != 0 RETURNING id) "
+                      "SELECT pg_notify('" BUS_PG_CHANNEL "', '" BUS_KEYS "') FROM r",
+    [S_USER_SIGNED_IN] = "UPDATE users SET last_signin_at = $2 WHERE id = $1",
+    [S_SETUP_PUT] = "INSERT INTO setup_token (id, hash, expires_at) VALUES (1, $1, $2) "
+                    "ON CONFLICT (id) DO UPDATE SET hash = $1, expires_at = $2",
+    [S_SETUP_CHECK] = "SELECT 1 FROM setup_token WHERE hash = $1 AND expires_at > $2",
+    [S_SETUP_END] = "DELETE FROM setup_token",
     [S_SESSION_INSERT] = "INSERT INTO sessions (hash, user_id, created_at, seen_at, expires_at) "
                          "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
     [S_SESSION_GET] = "SELECT user_id, created_at, seen_at, expires_at FROM sessions "
@@ -295,7 +334,7 @@ static const char *const sql[S__COUNT] = {
     [S_BLOCK_LIST] = "SELECT host, created_at FROM blocklist ORDER BY host",
     [S_LINK_UPDATE] = "UPDATE links SET url = $2, title = $3, note = $4, tags = $5, "
                       "expires_at = $6, changed_at = $7, password = $8, variants = $9, "
-                      "utm = $10, dest = $11 WHERE code = $1",
+                      "utm = $10, dest = $11, track = $12 WHERE code = $1",
     /* The row lock makes concurrent reservations on every node queue here:
      * exactly max_clicks of them see a row. */
     [S_LINK_RESERVE] = "UPDATE links SET used = used + 1 WHERE code = $1 AND max_clicks > 0 "
@@ -317,6 +356,43 @@ static const char *const sql[S__COUNT] = {
     [S_DOMAIN_REDIRECTS_LIST] = "SELECT host, owner, base_url_redirect, regular_404_redirect, "
                                 "invalid_short_url_redirect FROM domains "
                                 "WHERE $1::bigint < 0 OR owner = $1::bigint ORDER BY host",
+    [S_SITE_INSERT] = "INSERT INTO sites(id, owner, badge, created_at) VALUES ($1, $2, $3, $4) "
+                      "ON CONFLICT DO NOTHING",
+    [S_SITE_GET] = "SELECT id, owner, badge, created_at, pv_total FROM sites WHERE id = $1",
+    [S_SITE_BADGE] = "UPDATE sites SET badge = $2 WHERE id = $1",
+    [S_SITE_LIST] = "SELECT id, owner, badge, created_at, pv_total FROM sites "
+                    "WHERE $1::bigint < 0 OR owner = $1::bigint ORDER BY id",
+    [S_SITE_DEL] = "DELETE FROM sites WHERE id = $1",
+    [S_SITE_DEL_HOSTS] = "DELETE FROM site_hosts WHERE site = $1",
+    [S_SITE_DEL_TOKENS] = "DELETE FROM site_tokens WHERE site = $1",
+    [S_SITE_DEL_DAYS] = "DELETE FROM site_days WHERE site = $1",
+    [S_SITE_HOST_ADD] = "INSERT INTO site_hosts(host, site) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+    [S_SITE_HOSTS_LIST] = "SELECT host, site FROM site_hosts WHERE $1::text IS NULL OR site = $1 "
+                          "ORDER BY host",
+    [S_SITE_TOKEN_ADD] = "INSERT INTO site_tokens(site, hash, created_at) VALUES ($1, $2, $3) "
+                         "RETURNING id",
+    [S_SITE_TOKEN_FIND] = "SELECT site FROM site_tokens WHERE hash = $1",
+    [S_SITE_TOKEN_DEL] = "DELETE FROM site_tokens WHERE site = $1 AND id = $2",
+    [S_SITE_TOKEN_LIST] = "SELECT id, created_at FROM site_tokens WHERE site = $1 ORDER BY id",
+    /* A site day is made empty if absent, then locked and read: nodes
+     * merging the same day wait for each other in (site, day) order. */
+    [S_SITE_DAY_ADD] =
+        "INSERT INTO site_days(site, day, pv, bots) SELECT $1::text, $2::bigint, 0, 0 "
+        "WHERE EXISTS (SELECT 1 FROM sites WHERE id = $1::text) ON CONFLICT DO NOTHING",
+    [S_SITE_DAY_LOCK] = "SELECT pv, bots, dims FROM site_days WHERE site = $1 AND day = $2 "
+                        "FOR UPDATE",
+    [S_SITE_DAY_PUT] = "UPDATE site_days SET pv = $3, bots = $4, dims = $5 "
+                       "WHERE site = $1 AND day = $2",
+    [S_SITE_PV_TOTAL] = "UPDATE sites SET pv_total = pv_total + $2 WHERE id = $1 AND badge",
+    [S_SITE_PRUNE] = "WITH gone AS (DELETE FROM site_days WHERE (site, day) IN (SELECT site, day "
+                     "FROM site_days WHERE day < $1 ORDER BY day LIMIT $2) RETURNING 1) "
+                     "SELECT count(*) FROM gone",
+    [S_SITE_STATS_DAYS] = "SELECT day, pv, 0, bots FROM site_days "
+                          "WHERE site = $1 AND day BETWEEN $2 AND $3 ORDER BY day",
+    [S_SITE_STATS_DIMS] = "SELECT dims FROM site_days WHERE site = $1 AND day BETWEEN $2 AND $3 "
+                          "AND dims IS NOT NULL",
+    [S_SITE_SIZE] = "SELECT count(*), coalesce(sum(octet_length(dims)), 0) FROM site_days "
+                    "WHERE site = $1",
 #define SINK_COLS                                                                                  \
     "id, kind, endpoint, types, owner, domain, secret, secret_old, options, created_at"
     [S_SINK_ADD] = "INSERT INTO sinks (kind, endpoint, types, owner, domain, secret, secret_old, "
@@ -757,6 +833,7 @@ static void row_to_link(const PGresult *r, int row, struct link *l)
     l->max_clicks = val_i64(r, row, 18);
     l->used = val_i64(r, row, 19);
     l->imported = val_i64(r, row, 20);
+    l->untracked = !val_bool(r, row, 21);
 }
 
 /* ---- lifecycle ---- */
@@ -1081,6 +1158,7 @@ static int pg_link_insert(struct store *st, const struct link *l)
     p_text(&p, l->dest);
     p_i64(&p, l->max_clicks);
     p_i64(&p, l->used);
+    p_bool(&p, !l->untracked);
     int n = 0;
     int rc = run_count(st, S_LINK_INSERT, &p, "link insert", &n);
     if (rc == ERR_OK && n == 0)
@@ -1104,6 +1182,7 @@ static int pg_link_update(struct store *st, const struct link *l)
     p_text(&p, l->variants);
     p_text(&p, l->utm);
     p_text(&p, l->dest);
+    p_bool(&p, !l->untracked);
     int n = 0;
     int rc = run_count(st, S_LINK_UPDATE, &p, "link update", &n);
     if (rc == ERR_OK && n == 0)
@@ -1836,6 +1915,7 @@ static int row_to_user(const PGresult *r, int row, struct user *u)
     u->key_id = val_i64(r, row, 4);
     u->created_at = val_i64(r, row, 5);
     u->disabled_at = val_i64(r, row, 6);
+    u->last_signin_at = val_i64(r, row, 7);
     if (user_role_parse(PQgetvalue(r, row, 3), &u->role) != ERR_OK)
         return log_fail(ERR_STORAGE, "user '%s' has an unknown role", u->name);
     return ERR_OK;
@@ -1928,6 +2008,58 @@ static int pg_user_disable(struct store *st, int64_t id, int64_t now)
 }
 
 static int pg_user_count(struct store *st, int64_t *n) { return count(st, S_USER_COUNT, n); }
+
+static int pg_user_set_role(struct store *st, int64_t id, enum user_role role)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_text(&p, user_role_name(role));
+    return run_changed(st, S_USER_ROLE, &p, "user role");
+}
+
+static int pg_user_enable(struct store *st, int64_t id)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    return run_changed(st, S_USER_ENABLE, &p, "user enable");
+}
+
+static int pg_user_signed_in(struct store *st, int64_t id, int64_t at)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, at);
+    return run_changed(st, S_USER_SIGNED_IN, &p, "user signed in");
+}
+
+static int pg_setup_put(struct store *st, const uint8_t hash[32], int64_t expires_at)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, expires_at);
+    int n = 0;
+    return run_count(st, S_SETUP_PUT, &p, "setup token put", &n);
+}
+
+static int pg_setup_check(struct store *st, const uint8_t hash[32], int64_t now)
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    p_i64(&p, now);
+    PGresult *r = NULL;
+    int rc = run(st, S_SETUP_CHECK, &p, "setup token check", &r);
+    if (rc != ERR_OK)
+        return rc;
+    rc = PQntuples(r) == 1 ? ERR_OK : ERR_NOTFOUND;
+    PQclear(r);
+    return rc;
+}
+
+static int pg_setup_end(struct store *st)
+{
+    int n = 0;
+    return run_count(st, S_SETUP_END, NULL, "setup token end", &n);
+}
 
 static int pg_session_insert(struct store *st, const uint8_t hash[32], const struct session *s)
 {
@@ -2141,6 +2273,301 @@ static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg);
 static int pg_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
                           const struct store_value *after, bool to_end, int64_t *nchanged);
 static int pg_table_count(struct store *st, int table, struct table_count *out);
+
+
+/* ---- sites (store_sites.h) ---- */
+
+static void row_to_site(const PGresult *r, int i, struct site_info *s)
+{
+    memset(s, 0, sizeof(*s));
+    const char *id = PQgetvalue(r, i, 0);
+    size_t n = strlen(id);
+    memcpy(s->id, id, n < SITE_ID_MAX ? n : SITE_ID_MAX);
+    s->owner = val_i64(r, i, 1);
+    s->badge = val_bool(r, i, 2);
+    s->created_at = val_i64(r, i, 3);
+    s->pv_total = val_i64(r, i, 4);
+}
+
+static int pg_site_insert(struct store *st, const struct site_info *s)
+{
+    struct params p = {0};
+    p_text(&p, s->id);
+    p_i64(&p, s->owner);
+    p_bool(&p, s->badge);
+    p_i64(&p, s->created_at);
+    int n = 0;
+    int rc = run_count(st, S_SITE_INSERT, &p, "site insert", &n);
+    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_site_get(struct store *st, const char *id, struct site_info *out)
+{
+    struct params p = {0};
+    p_text(&p, id);
+    PGresult *r = NULL;
+    int rc = run(st, S_SITE_GET, &p, "site get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        row_to_site(r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_site_set_badge(struct store *st, const char *id, bool badge)
+{
+    struct params p = {0};
+    p_text(&p, id);
+    p_bool(&p, badge);
+    return run_changed(st, S_SITE_BADGE, &p, "site badge");
+}
+
+static int pg_site_list(struct store *st, int64_t owner, site_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, owner);
+    PGresult *r = NULL;
+    int rc = run(st, S_SITE_LIST, &p, "site list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct site_info s;
+        row_to_site(r, i, &s);
+        if (cb(&s, arg))
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_site_delete(struct store *st, const char *id)
+{
+    struct params p = {0};
+    p_text(&p, id);
+    const enum stmt parts[] = {S_SITE_DEL_HOSTS, S_SITE_DEL_TOKENS, S_SITE_DEL_DAYS};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        int rc = run(st, parts[i], &p, "site delete", NULL);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return run_changed(st, S_SITE_DEL, &p, "site delete");
+}
+
+static int pg_site_host_add(struct store *st, const char *host, const char *site)
+{
+    struct params p = {0};
+    p_text(&p, host);
+    p_text(&p, site);
+    int n = 0;
+    int rc = run_count(st, S_SITE_HOST_ADD, &p, "site host add", &n);
+    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+}
+
+static int pg_site_hosts_clear(struct store *st, const char *site)
+{
+    struct params p = {0};
+    p_text(&p, site);
+    return run(st, S_SITE_DEL_HOSTS, &p, "site hosts clear", NULL);
+}
+
+static int pg_site_hosts_list(struct store *st, const char *site, site_host_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_text(&p, site);
+    PGresult *r = NULL;
+    int rc = run(st, S_SITE_HOSTS_LIST, &p, "site hosts list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_site_token_add(struct store *st, const char *site, const uint8_t hash[32],
+                             int64_t now, int64_t *id)
+{
+    struct params p = {0};
+    p_text(&p, site);
+    p_bytes(&p, hash, 32);
+    p_i64(&p, now);
+    PGresult *r = NULL;
+    int rc = run(st, S_SITE_TOKEN_ADD, &p, "site token add", &r);
+    if (rc == ERR_OK)
+        *id = val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_site_token_find(struct store *st, const uint8_t hash[32], char site[SITE_ID_MAX + 1])
+{
+    struct params p = {0};
+    p_bytes(&p, hash, 32);
+    PGresult *r = NULL;
+    int rc = run(st, S_SITE_TOKEN_FIND, &p, "site token find", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0) {
+        rc = ERR_NOTFOUND;
+    } else {
+        const char *t = PQgetvalue(r, 0, 0);
+        size_t n = strlen(t) < SITE_ID_MAX ? strlen(t) : SITE_ID_MAX;
+        memcpy(site, t, n);
+        site[n] = '\0';
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_site_token_del(struct store *st, const char *site, int64_t id)
+{
+    struct params p = {0};
+    p_text(&p, site);
+    p_i64(&p, id);
+    return run_changed(st, S_SITE_TOKEN_DEL, &p, "site token delete");
+}
+
+static int pg_site_token_list(struct store *st, const char *site, site_token_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_text(&p, site);
+    PGresult *r = NULL;
+    int rc = run(st, S_SITE_TOKEN_LIST, &p, "site token list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(val_i64(r, i, 0), val_i64(r, i, 1), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+/* One site day: made if absent, locked, merged and written back, with its
+ * page views added to the site's badge total in the same transaction. */
+static int site_day_merge(struct store *st, const struct day_delta *d, struct buf bufs[3],
+                          struct buf *raw)
+{
+    struct params k = {0};
+    p_text(&k, d->code);
+    p_i64(&k, d->day);
+    int rc = run(st, S_SITE_DAY_ADD, &k, "site day insert", NULL);
+    PGresult *r = NULL;
+    if (rc == ERR_OK)
+        rc = run(st, S_SITE_DAY_LOCK, &k, "site day lock", &r);
+    if (rc != ERR_OK)
+        return rc == ERR_EXISTS ? ERR_STORAGE : rc;
+    if (PQntuples(r) != 1) { /* a deleted site's beacons, still in the journal */
+        PQclear(r);
+        return ERR_OK;
+    }
+    struct day_blobs old = {0}, m;
+    old.clicks = val_i64(r, 0, 0);
+    old.bots = val_i64(r, 0, 1);
+    if (!PQgetisnull(r, 0, 2)) {
+        rc = val_bytes(r, 0, 2, raw);
+        old.dims = raw->p ? raw->p : "";
+        old.ndims = raw->len;
+    }
+    PQclear(r);
+    if (rc == ERR_OK && dayrow_merge(&old, d->row, &bufs[0], &bufs[1], &bufs[2], &m) != ERR_OK)
+        rc = log_fail(ERR_STORAGE, "the stored page views of site '%s' on day %lld are damaged",
+                      d->code, (long long)d->day);
+    if (rc != ERR_OK)
+        return rc;
+    struct params p = {0};
+    p_text(&p, d->code);
+    p_i64(&p, d->day);
+    p_i64(&p, m.clicks);
+    p_i64(&p, m.bots);
+    if (m.dims)
+        p_bytes(&p, m.dims, m.ndims);
+    else
+        p_text(&p, NULL);
+    rc = run(st, S_SITE_DAY_PUT, &p, "site day write", NULL);
+    if (rc != ERR_OK || !d->row->clicks)
+        return rc;
+    struct params t = {0};
+    p_text(&t, d->code);
+    p_i64(&t, d->row->clicks);
+    return run(st, S_SITE_PV_TOTAL, &t, "site total", NULL);
+}
+
+static int pg_site_agg_days(struct store *st, const struct day_delta *d, size_t n)
+{
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT}, raw = BUF_INIT;
+    int rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i++)
+        rc = site_day_merge(st, &d[i], bufs, &raw);
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
+    buf_release(&raw);
+    return rc;
+}
+
+static int pg_site_prune_days(struct store *st, int64_t before_day, int limit, int *pruned)
+{
+    struct params p = {0};
+    p_i64(&p, before_day);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    *pruned = 0;
+    int rc = run(st, S_SITE_PRUNE, &p, "site prune", &r);
+    if (rc == ERR_OK)
+        *pruned = (int)val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_site_stats_days(struct store *st, const char *site, int64_t from, int64_t to,
+                              day_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_text(&p, site);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    PGresult *r = NULL;
+    int rc = run(st, S_SITE_STATS_DAYS, &p, "site stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (cb(val_i64(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), val_i64(r, i, 3), arg))
+            break;
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_site_stats_dims(struct store *st, const char *site, int64_t from, int64_t to,
+                              dim_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_text(&p, site);
+    p_i64(&p, from);
+    p_i64(&p, to);
+    struct dayrow acc;
+    int rc = stats_blobs(st, S_SITE_STATS_DIMS, &p, true, site, &acc);
+    if (rc == ERR_OK)
+        dayrow_each_tally(&acc, cb, arg);
+    dayrow_release(&acc);
+    return rc;
+}
+
+static int pg_site_size(struct store *st, const char *site, struct site_size *out)
+{
+    struct params p = {0};
+    p_text(&p, site);
+    PGresult *r = NULL;
+    int rc = run(st, S_SITE_SIZE, &p, "site size", &r);
+    if (rc == ERR_OK) {
+        out->rows = val_i64(r, 0, 0);
+        out->bytes = val_i64(r, 0, 1);
+    }
+    PQclear(r);
+    return rc;
+}
 
 /* ---- events: sinks, positions, the outbox, the failed archive ---- */
 
@@ -2481,6 +2908,23 @@ static int pg_failed_resolve(struct store *st, int64_t id, int64_t at, const cha
 
 const struct store_ops store_pg_ops = {
     .name = "postgres",
+    .site_insert = pg_site_insert,
+    .site_get = pg_site_get,
+    .site_set_badge = pg_site_set_badge,
+    .site_list = pg_site_list,
+    .site_delete = pg_site_delete,
+    .site_host_add = pg_site_host_add,
+    .site_hosts_clear = pg_site_hosts_clear,
+    .site_hosts_list = pg_site_hosts_list,
+    .site_token_add = pg_site_token_add,
+    .site_token_find = pg_site_token_find,
+    .site_token_del = pg_site_token_del,
+    .site_token_list = pg_site_token_list,
+    .site_agg_days = pg_site_agg_days,
+    .site_prune_days = pg_site_prune_days,
+    .site_stats_days = pg_site_stats_days,
+    .site_stats_dims = pg_site_stats_dims,
+    .site_size = pg_site_size,
     .open = pg_open,
     .close = pg_close,
     .ping = pg_ping,
@@ -2537,6 +2981,12 @@ const struct store_ops store_pg_ops = {
     .user_set_password = pg_user_set_password,
     .user_disable = pg_user_disable,
     .user_count = pg_user_count,
+    .user_set_role = pg_user_set_role,
+    .user_enable = pg_user_enable,
+    .user_signed_in = pg_user_signed_in,
+    .setup_put = pg_setup_put,
+    .setup_check = pg_setup_check,
+    .setup_end = pg_setup_end,
     .session_insert = pg_session_insert,
     .session_get = pg_session_get,
     .session_touch = pg_session_touch,

@@ -98,6 +98,12 @@ enum stmt {
     S_USER_PASSWORD,
     S_USER_DISABLE,
     S_USER_COUNT,
+    S_USER_ROLE,
+    S_USER_ENABLE,
+    S_USER_SIGNED_IN,
+    S_SETUP_PUT,
+    S_SETUP_CHECK,
+    S_SETUP_END,
     S_SESSION_INSERT,
     S_SESSION_GET,
     S_SESSION_TOUCH,
@@ -128,6 +134,27 @@ enum stmt {
     S_DOMAIN_LIST,
     S_DOMAIN_REDIRECTS_SET,
     S_DOMAIN_REDIRECTS_LIST,
+    S_SITE_INSERT,
+    S_SITE_GET,
+    S_SITE_BADGE,
+    S_SITE_LIST,
+    S_SITE_DEL,
+    S_SITE_DEL_HOSTS,
+    S_SITE_DEL_TOKENS,
+    S_SITE_DEL_DAYS,
+    S_SITE_HOST_ADD,
+    S_SITE_HOSTS_LIST,
+    S_SITE_TOKEN_ADD,
+    S_SITE_TOKEN_FIND,
+    S_SITE_TOKEN_DEL,
+    S_SITE_TOKEN_LIST,
+    S_SITE_DAY_GET,
+    S_SITE_DAY_PUT,
+    S_SITE_PV_TOTAL,
+    S_SITE_PRUNE,
+    S_SITE_STATS_DAYS,
+    S_SITE_STATS_DIMS,
+    S_SITE_SIZE,
     S_SINK_ADD,
     S_SINK_GET,
     S_SINK_LIST,
@@ -159,7 +186,7 @@ enum stmt {
 #define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ(SQL_SUM_SQLITE)
 
-#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at"
+#define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at, last_signin_at"
 
 static const char *const sql[S__COUNT] = {
     [S_META_GET] = "SELECT v FROM meta WHERE k = ?1",
@@ -169,7 +196,7 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_INSERT] =
         "INSERT INTO links(" SQL_LINK_COLS ") "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-        "?17, ?18, ?19, ?20)",
+        "?17, ?18, ?19, ?20, ?21)",
     [S_LINK_FIND_LIVE] = "SELECT " LINK_READ " FROM links WHERE owner = ?1 AND url = ?2 "
                          "AND state = 0 AND (expires_at = 0 OR expires_at > ?3) "
                          "ORDER BY created_at DESC LIMIT 1",
@@ -245,6 +272,13 @@ static const char *const sql[S__COUNT] = {
     [S_USER_PASSWORD] = "UPDATE users SET pwhash = ?2 WHERE id = ?1",
     [S_USER_DISABLE] = "UPDATE users SET disabled_at = ?2 WHERE id = ?1 AND disabled_at = 0",
     [S_USER_COUNT] = "SELECT count(*) FROM users",
+    [S_USER_ROLE] = "UPDATE users SET role = ?2 WHERE id = ?1",
+    [S_USER_ENABLE] = "UPDATE users SET disabled_at = 0 WHERE id = ?1 AND disabled_at != 0",
+    [S_USER_SIGNED_IN] = "UPDATE users SET last_signin_at = ?2 WHERE id = ?1",
+    [S_SETUP_PUT] = "INSERT INTO setup_token(id, hash, expires_at) VALUES (1, ?1, ?2) "
+                    "ON CONFLICT(id) DO UPDATE SET hash = ?1, expires_at = ?2",
+    [S_SETUP_CHECK] = "SELECT 1 FROM setup_token WHERE hash = ?1 AND expires_at > ?2",
+    [S_SETUP_END] = "DELETE FROM setup_token",
     [S_SESSION_INSERT] = "INSERT INTO sessions(hash, user_id, created_at, seen_at, expires_at) "
                          "VALUES (?1, ?2, ?3, ?4, ?5)",
     [S_SESSION_GET] = "SELECT user_id, created_at, seen_at, expires_at FROM sessions "
@@ -271,7 +305,7 @@ static const char *const sql[S__COUNT] = {
     [S_ROLLBACK_TO] = "ROLLBACK TO unit",
     [S_LINK_UPDATE] = "UPDATE links SET url = ?2, title = ?3, note = ?4, tags = ?5, "
                       "expires_at = ?6, changed_at = ?7, password = ?8, variants = ?9, "
-                      "utm = ?10, dest = ?11 WHERE code = ?1",
+                      "utm = ?10, dest = ?11, track = ?12 WHERE code = ?1",
     [S_LINK_RESERVE] = "UPDATE links SET used = used + 1 WHERE code = ?1 AND max_clicks > 0 "
                        "AND used < max_clicks RETURNING used",
     [S_HISTORY_ADD] = "INSERT INTO link_history(code, seq, old_url, new_url, changed_at, by_key) "
@@ -290,6 +324,35 @@ static const char *const sql[S__COUNT] = {
     [S_DOMAIN_REDIRECTS_LIST] = "SELECT host, owner, base_url_redirect, regular_404_redirect, "
                                 "invalid_short_url_redirect FROM domains "
                                 "WHERE ?1 < 0 OR owner = ?1 ORDER BY host",
+    [S_SITE_INSERT] = "INSERT INTO sites(id, owner, badge, created_at) VALUES (?1, ?2, ?3, ?4)",
+    [S_SITE_GET] = "SELECT id, owner, badge, created_at, pv_total FROM sites WHERE id = ?1",
+    [S_SITE_BADGE] = "UPDATE sites SET badge = ?2 WHERE id = ?1",
+    [S_SITE_LIST] = "SELECT id, owner, badge, created_at, pv_total FROM sites "
+                    "WHERE ?1 < 0 OR owner = ?1 ORDER BY id",
+    [S_SITE_DEL] = "DELETE FROM sites WHERE id = ?1",
+    [S_SITE_DEL_HOSTS] = "DELETE FROM site_hosts WHERE site = ?1",
+    [S_SITE_DEL_TOKENS] = "DELETE FROM site_tokens WHERE site = ?1",
+    [S_SITE_DEL_DAYS] = "DELETE FROM site_days WHERE site = ?1",
+    [S_SITE_HOST_ADD] = "INSERT INTO site_hosts(host, site) VALUES (?1, ?2)",
+    [S_SITE_HOSTS_LIST] = "SELECT host, site FROM site_hosts WHERE ?1 IS NULL OR site = ?1 "
+                          "ORDER BY host",
+    [S_SITE_TOKEN_ADD] = "INSERT INTO site_tokens(site, hash, created_at) VALUES (?1, ?2, ?3)",
+    [S_SITE_TOKEN_FIND] = "SELECT site FROM site_tokens WHERE hash = ?1",
+    [S_SITE_TOKEN_DEL] = "DELETE FROM site_tokens WHERE site = ?1 AND id = ?2",
+    [S_SITE_TOKEN_LIST] = "SELECT id, created_at FROM site_tokens WHERE site = ?1 ORDER BY id",
+    [S_SITE_DAY_GET] = "SELECT pv, bots, dims FROM site_days WHERE site = ?1 AND day = ?2",
+    /* A deleted site's beacons, still in the journal, store nothing. */
+    [S_SITE_DAY_PUT] = "INSERT INTO site_days(site, day, pv, bots, dims) SELECT ?1, ?2, ?3, ?4, "
+                       "?5 WHERE EXISTS (SELECT 1 FROM sites WHERE id = ?1) "
+                       "ON CONFLICT(site, day) DO UPDATE SET pv = ?3, bots = ?4, dims = ?5",
+    [S_SITE_PV_TOTAL] = "UPDATE sites SET pv_total = pv_total + ?2 WHERE id = ?1 AND badge",
+    [S_SITE_PRUNE] = "DELETE FROM site_days WHERE rowid IN (SELECT rowid FROM site_days "
+                     "WHERE day < ?1 ORDER BY day LIMIT ?2)",
+    [S_SITE_STATS_DAYS] = "SELECT day, pv, 0, bots FROM site_days "
+                          "WHERE site = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day",
+    [S_SITE_STATS_DIMS] = "SELECT dims FROM site_days WHERE site = ?1 AND day BETWEEN ?2 AND ?3",
+    [S_SITE_SIZE] = "SELECT count(*), coalesce(sum(length(dims)), 0) FROM site_days "
+                    "WHERE site = ?1",
 #define SINK_COLS                                                                                  \
     "id, kind, endpoint, types, owner, domain, secret, secret_old, options, created_at"
     [S_SINK_ADD] = "INSERT INTO sinks(kind, endpoint, types, owner, domain, secret, secret_old, "
@@ -675,6 +738,7 @@ static void row_to_link(sqlite3_stmt *q, struct link *l)
     l->max_clicks = sqlite3_column_int64(q, 18);
     l->used = sqlite3_column_int64(q, 19);
     l->imported = sqlite3_column_int64(q, 20);
+    l->untracked = sqlite3_column_int(q, 21) == 0;
 }
 
 static void bind_blob(sqlite3_stmt *q, int i, const void *p, size_t n)
@@ -1066,6 +1130,7 @@ static int sq_link_insert(struct store *st, const struct link *l)
     bind_opt_text(q, 18, l->dest);
     sqlite3_bind_int64(q, 19, l->max_clicks);
     sqlite3_bind_int64(q, 20, l->used);
+    sqlite3_bind_int(q, 21, !l->untracked);
     int rc = run_done(q, "link insert");
     if (rc != ERR_OK)
         return rc;
@@ -1088,6 +1153,7 @@ static int sq_link_update(struct store *st, const struct link *l)
     bind_opt_text(q, 9, l->variants);
     bind_opt_text(q, 10, l->utm);
     bind_opt_text(q, 11, l->dest);
+    sqlite3_bind_int(q, 12, !l->untracked);
     int rc = run_done(q, "link update");
     if (rc != ERR_OK)
         return rc;
@@ -1915,6 +1981,7 @@ static int row_to_user(sqlite3_stmt *q, struct user *u)
     u->key_id = sqlite3_column_int64(q, 4);
     u->created_at = sqlite3_column_int64(q, 5);
     u->disabled_at = sqlite3_column_int64(q, 6);
+    u->last_signin_at = sqlite3_column_int64(q, 7);
     if (user_role_parse((const char *)role, &u->role) != ERR_OK)
         return log_fail(ERR_STORAGE, "user '%s' has an unknown role", u->name);
     return ERR_OK;
@@ -2021,6 +2088,67 @@ static int sq_user_disable(struct store *st, int64_t id, int64_t now)
 }
 
 static int sq_user_count(struct store *st, int64_t *n) { return count(st, S_USER_COUNT, n); }
+
+static int sq_user_set_role(struct store *st, int64_t id, enum user_role role)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_ROLE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_text(q, 2, user_role_name(role), -1, SQLITE_STATIC);
+    return run_changed(q, "user role");
+}
+
+static int sq_user_enable(struct store *st, int64_t id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_ENABLE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    return run_changed(q, "user enable");
+}
+
+static int sq_user_signed_in(struct store *st, int64_t id, int64_t at)
+{
+    sqlite3_stmt *q = stmt_get(st, S_USER_SIGNED_IN);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, at);
+    return run_changed(q, "user signed in");
+}
+
+static int sq_setup_put(struct store *st, const uint8_t hash[32], int64_t expires_at)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SETUP_PUT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, expires_at);
+    return run_done(q, "setup token put");
+}
+
+static int sq_setup_check(struct store *st, const uint8_t hash[32], int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SETUP_CHECK);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, now);
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "setup token check");
+    finish(q);
+    return rc == SQLITE_ROW ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_setup_end(struct store *st)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SETUP_END);
+    if (!q)
+        return ERR_STORAGE;
+    return run_done(q, "setup token end");
+}
 
 static int sq_session_insert(struct store *st, const uint8_t hash[32], const struct session *s)
 {
@@ -2210,6 +2338,297 @@ static int sq_block_list(struct store *st, host_cb cb, void *arg)
 }
 
 /* Moving a store: defined in the last section of this file. */
+
+/* ---- sites (store_sites.h) ---- */
+
+static void row_to_site(sqlite3_stmt *q, struct site_info *s)
+{
+    memset(s, 0, sizeof(*s));
+    const char *id = col_text(q, 0);
+    size_t n = strlen(id);
+    memcpy(s->id, id, n < SITE_ID_MAX ? n : SITE_ID_MAX);
+    s->owner = sqlite3_column_int64(q, 1);
+    s->badge = sqlite3_column_int(q, 2) != 0;
+    s->created_at = sqlite3_column_int64(q, 3);
+    s->pv_total = sqlite3_column_int64(q, 4);
+}
+
+static int sq_site_insert(struct store *st, const struct site_info *s)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_INSERT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, s->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, s->owner);
+    sqlite3_bind_int(q, 3, s->badge);
+    sqlite3_bind_int64(q, 4, s->created_at);
+    return run_done(q, "site insert");
+}
+
+static int sq_site_get(struct store *st, const char *id, struct site_info *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "site get");
+    row_to_site(q, out);
+    finish(q);
+    return ERR_OK;
+}
+
+/* Runs statement 'id' with ?1 = text and, when 'two', ?2 = v; ERR_NOTFOUND
+ * when it changed no row. */
+static int change_of(struct store *st, enum stmt id, const char *text, bool two, int64_t v,
+                     const char *what)
+{
+    sqlite3_stmt *q = stmt_get(st, id);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, text, -1, SQLITE_STATIC);
+    if (two)
+        sqlite3_bind_int64(q, 2, v);
+    int rc = run_done(q, what);
+    if (rc != ERR_OK)
+        return rc;
+    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+}
+
+static int sq_site_set_badge(struct store *st, const char *id, bool badge)
+{
+    return change_of(st, S_SITE_BADGE, id, true, badge, "site badge");
+}
+
+static int sq_site_list(struct store *st, int64_t owner, site_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, owner);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct site_info s;
+        row_to_site(q, &s);
+        if (cb(&s, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "site list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_site_delete(struct store *st, const char *id)
+{
+    const enum stmt parts[] = {S_SITE_DEL_HOSTS, S_SITE_DEL_TOKENS, S_SITE_DEL_DAYS};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        int rc = change_of(st, parts[i], id, false, 0, "site delete");
+        if (rc != ERR_OK && rc != ERR_NOTFOUND)
+            return rc;
+    }
+    return change_of(st, S_SITE_DEL, id, false, 0, "site delete");
+}
+
+static int sq_site_host_add(struct store *st, const char *host, const char *site)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_HOST_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, site, -1, SQLITE_STATIC);
+    return run_done(q, "site host add");
+}
+
+static int sq_site_hosts_clear(struct store *st, const char *site)
+{
+    int rc = change_of(st, S_SITE_DEL_HOSTS, site, false, 0, "site hosts clear");
+    return rc == ERR_NOTFOUND ? ERR_OK : rc;
+}
+
+static int sq_site_hosts_list(struct store *st, const char *site, site_host_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_HOSTS_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    bind_opt_text(q, 1, site);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        if (cb(col_text(q, 0), col_text(q, 1), arg))
+            break;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "site hosts list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_site_token_add(struct store *st, const char *site, const uint8_t hash[32],
+                             int64_t now, int64_t *id)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_TOKEN_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, site, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, now);
+    int rc = run_done(q, "site token add");
+    if (rc == ERR_OK)
+        *id = sqlite3_last_insert_rowid(sqlite3_db_handle(q));
+    return rc;
+}
+
+static int sq_site_token_find(struct store *st, const uint8_t hash[32], char site[SITE_ID_MAX + 1])
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_TOKEN_FIND);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_blob(q, 1, hash, 32, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "site token find");
+    const char *t = col_text(q, 0);
+    size_t n = strlen(t) < SITE_ID_MAX ? strlen(t) : SITE_ID_MAX;
+    memcpy(site, t, n);
+    site[n] = '\0';
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_site_token_del(struct store *st, const char *site, int64_t id)
+{
+    return change_of(st, S_SITE_TOKEN_DEL, site, true, id, "site token delete");
+}
+
+static int sq_site_token_list(struct store *st, const char *site, site_token_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_TOKEN_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, site, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        if (cb(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), arg))
+            break;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "site token list");
+    finish(q);
+    return ERR_OK;
+}
+
+/* One site day: the stored row read, the delta merged in, written back;
+ * its page views added to the site's badge total in the same transaction. */
+static int site_day_merge(struct store *st, const struct day_delta *d, struct buf bufs[3])
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_DAY_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, d->day);
+    int step = sqlite3_step(q);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return fail(q, "site day read");
+    bool stored = step == SQLITE_ROW;
+    struct day_blobs old = {0}, merged;
+    if (stored) {
+        old.clicks = sqlite3_column_int64(q, 0);
+        old.bots = sqlite3_column_int64(q, 1);
+        old.dims = col_blob(q, 2, &old.ndims);
+    }
+    int rc = dayrow_merge(stored ? &old : NULL, d->row, &bufs[0], &bufs[1], &bufs[2], &merged);
+    finish(q);
+    if (rc != ERR_OK)
+        return log_fail(ERR_STORAGE, "the stored page views of site '%s' on day %lld are damaged",
+                        d->code, (long long)d->day);
+    q = stmt_get(st, S_SITE_DAY_PUT);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, d->day);
+    sqlite3_bind_int64(q, 3, merged.clicks);
+    sqlite3_bind_int64(q, 4, merged.bots);
+    bind_blob(q, 5, merged.dims, merged.ndims);
+    rc = run_done(q, "site day write");
+    if (rc != ERR_OK || !d->row->clicks)
+        return rc;
+    q = stmt_get(st, S_SITE_PV_TOTAL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, d->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, d->row->clicks);
+    return run_done(q, "site total");
+}
+
+static int sq_site_agg_days(struct store *st, const struct day_delta *d, size_t n)
+{
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        rc = site_day_merge(st, &d[i], bufs);
+        coop_point();
+    }
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
+    return rc;
+}
+
+static int sq_site_prune_days(struct store *st, int64_t before_day, int limit, int *pruned)
+{
+    *pruned = 0;
+    sqlite3_stmt *q = stmt_get(st, S_SITE_PRUNE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before_day);
+    sqlite3_bind_int(q, 2, limit);
+    int rc = run_done(q, "site prune");
+    if (rc == ERR_OK)
+        *pruned = sqlite3_changes(sqlite3_db_handle(q));
+    return rc;
+}
+
+static int sq_site_stats_days(struct store *st, const char *site, int64_t from, int64_t to,
+                              day_cb cb, void *arg)
+{
+    return each_row(st, S_SITE_STATS_DAYS, site, from, to, day_row, (void *)cb, arg);
+}
+
+static int sq_site_stats_dims(struct store *st, const char *site, int64_t from, int64_t to,
+                              dim_cb cb, void *arg)
+{
+    struct blobs_read br = {.bad = false};
+    dayrow_init(&br.acc);
+    int rc = each_row(st, S_SITE_STATS_DIMS, site, from, to, blob_row,
+                      (void *)(intptr_t)S_STATS_DIMS, &br); /* its dims, as a link's */
+    if (rc == ERR_OK && br.bad)
+        log_at(LOG_WARN, "some stored page views of site '%s' are damaged and were skipped", site);
+    if (rc == ERR_OK)
+        dayrow_each_tally(&br.acc, cb, arg);
+    dayrow_release(&br.acc);
+    return rc;
+}
+
+static int sq_site_size(struct store *st, const char *site, struct site_size *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SITE_SIZE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, site, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "site size");
+    out->rows = sqlite3_column_int64(q, 0);
+    out->bytes = sqlite3_column_int64(q, 1);
+    finish(q);
+    return ERR_OK;
+}
+
 static int sq_export_rows(struct store *st, int table, row_cb cb, void *arg);
 static int sq_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
                           const struct store_value *after, bool to_end, int64_t *changed);
@@ -2580,6 +2999,23 @@ static int sq_failed_resolve(struct store *st, int64_t id, int64_t at, const cha
 
 const struct store_ops store_sqlite_ops = {
     .name = "sqlite",
+    .site_insert = sq_site_insert,
+    .site_get = sq_site_get,
+    .site_set_badge = sq_site_set_badge,
+    .site_list = sq_site_list,
+    .site_delete = sq_site_delete,
+    .site_host_add = sq_site_host_add,
+    .site_hosts_clear = sq_site_hosts_clear,
+    .site_hosts_list = sq_site_hosts_list,
+    .site_token_add = sq_site_token_add,
+    .site_token_find = sq_site_token_find,
+    .site_token_del = sq_site_token_del,
+    .site_token_list = sq_site_token_list,
+    .site_agg_days = sq_site_agg_days,
+    .site_prune_days = sq_site_prune_days,
+    .site_stats_days = sq_site_stats_days,
+    .site_stats_dims = sq_site_stats_dims,
+    .site_size = sq_site_size,
     .open = sq_open,
     .background = sq_background,
     .close = sq_close,
@@ -2637,6 +3073,12 @@ const struct store_ops store_sqlite_ops = {
     .user_set_password = sq_user_set_password,
     .user_disable = sq_user_disable,
     .user_count = sq_user_count,
+    .user_set_role = sq_user_set_role,
+    .user_enable = sq_user_enable,
+    .user_signed_in = sq_user_signed_in,
+    .setup_put = sq_setup_put,
+    .setup_check = sq_setup_check,
+    .setup_end = sq_setup_end,
     .session_insert = sq_session_insert,
     .session_get = sq_session_get,
     .session_touch = sq_session_touch,

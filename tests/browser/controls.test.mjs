@@ -190,6 +190,26 @@ it('a permanent link: the checkbox, its badge; a click limit is not offered with
     assert.equal((await api(srv, 'GET', `/api/links/${code}`, { key: srv.adminKey })).json.permanent, true);
 });
 
+it('an untracked link: the box, its badge; a click limit is not offered with it; edit turns it back on', async () => {
+    await go('#/new', '#f-url');
+    await page.getByLabel('Destination URL').fill('https://example.com/quiet');
+    await page.getByLabel('Click limit').fill('5');
+    assert.ok(await page.getByLabel(/Record visits/).isDisabled(), 'no tracking off with a click limit');
+    await page.getByLabel('Click limit').fill('');
+    await page.getByLabel(/Record visits/).uncheck();
+    assert.ok(await page.getByLabel('Click limit').isDisabled(), 'no click limit without tracking');
+    await created();
+    const code = (await page.locator('.result .short-url a').innerText()).split('/').pop();
+    await go(`#/link/${code}`, '.link-title');
+    assert.deepEqual(await page.locator('.link-title .pill').allInnerTexts(), ['not tracked']);
+    assert.equal((await api(srv, 'GET', `/api/links/${code}`, { key: srv.adminKey })).json.track, false);
+    await go(`#/link/${code}/edit`, '#f-track');
+    assert.equal(await page.getByLabel(/Record visits/).isChecked(), false);
+    await page.getByLabel(/Record visits/).check();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    assert.ok(await poll(async () => (await api(srv, 'GET', `/api/links/${code}`, { key: srv.adminKey })).json.track));
+});
+
 it('the Domains page lists the links made on a domain', async () => {
     await go('#/domains', `[data-links-of="${domainHost}"] a`);
     assert.match(await page.locator(`[data-links-of="${domainHost}"]`).innerText(), new RegExp(made.code));

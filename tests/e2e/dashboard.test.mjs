@@ -1,13 +1,16 @@
 // dashboard.test.mjs - how shortd serves its dashboard: /dashboard under the
 // Content-Security-Policy, /static/FILE from the table compiled into the
 // binary (uPlot byte for byte from the pinned npm package), ETags and 304s,
-// HEAD, unknown files; and a look through web/ for ways around escaping.
+// HEAD, unknown files; /s.js, the page script built from web/site/; and a
+// look through web/ for ways around escaping.
 // The dashboard itself is tested in Chromium by tests/browser/.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before } from 'node:test';
+import { gzipSync } from 'node:zlib';
 
 import { ROOT, api, errorOf, it, startServer } from './harness.mjs';
 
@@ -71,8 +74,9 @@ it('every file the page and its modules load is served with its type', async () 
         }
     }
     assert.ok(seen.size >= 10, [...seen].join());
-    // Every file in web/ is served as it is.
-    for (const f of fs.readdirSync(path.join(ROOT, 'web'))) {
+    // Every file in web/ is served as it is (web/site/ is the page script's
+    // source, built into /s.js).
+    for (const f of fs.readdirSync(path.join(ROOT, 'web')).filter((n) => n !== 'site')) {
         const r = await get(`/static/${f}`);
         assert.equal(r.status, 200, f);
         assert.ok(r.body.equals(fs.readFileSync(path.join(ROOT, 'web', f))), `${f} differs from web/${f}`);
@@ -121,6 +125,33 @@ it('unknown files are a JSON 404; other methods a 405', async () => {
     const post = await api(srv, 'POST', '/static/app.js', { body: {} });
     assert.equal(post.status, 405);
     assert.equal((await api(srv, 'DELETE', '/dashboard')).status, 405);
+});
+
+it('GET /s.js: the page script as web/site/ builds, within 2 KB gzipped, ETag, any origin may load it', async () => {
+    const built = execFileSync(process.execPath, [path.join(ROOT, 'scripts/build-site-script.mjs'), '--print']);
+    const r = await get('/s.js');
+    assert.equal(r.status, 200);
+    assert.ok(r.body.equals(built), 'the bytes esbuild makes of web/site/ now');
+    assert.ok(gzipSync(r.body, { level: 9 }).length <= 2048, `${gzipSync(r.body, { level: 9 }).length} bytes gzipped`);
+    assert.equal(r.headers.get('content-type'), 'text/javascript; charset=utf-8');
+    assert.equal(r.headers.get('cache-control'), 'no-cache');
+    assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(r.headers.get('cross-origin-resource-policy'), 'cross-origin');
+    assert.equal(r.headers.get('access-control-allow-origin'), '*');
+    // Readable source only: no hand-made build output in web/.
+    assert.doesNotMatch(r.text, /^\/\/ /m, 'comments are gone from the build');
+    const etag = r.headers.get('etag');
+    assert.match(etag, /^"[0-9a-f]{24}"$/);
+    assert.notEqual(etag, (await get('/static/app.js')).headers.get('etag'));
+    for (const inm of [etag, `W/${etag}`, '*']) assert.equal((await get('/s.js', { 'if-none-match': inm })).status, 304, inm);
+    assert.equal((await get('/s.js', { 'if-none-match': '"other"' })).status, 200);
+    const head = await get('/s.js', {}, 'HEAD');
+    assert.equal(head.status, 200);
+    assert.equal(Number(head.headers.get('content-length')), r.body.length);
+    assert.equal((await api(srv, 'POST', '/s.js', { body: {} })).status, 405);
+    // A reserved word: no link may take it as its alias.
+    const taken = await api(srv, 'POST', '/api/links', { key: srv.adminKey, body: { url: 'https://example.com/', alias: 's.js' } });
+    assert.equal(taken.status, 400, taken.text);
 });
 
 it('web/ never parses data as HTML or sets inline styles', () => {

@@ -185,14 +185,16 @@ export class Server {
         this.args = args;
         this.env = env;
         this.baseUrl = baseUrl;
-        this.adminKey = null;
+        this.adminKey = null;    // made with `shortd key create --admin` before the first start
+        this.setupUrl = null;    // a first start of an empty store: its setup URL (firstStart)
+        this.setupToken = null;  // ... and the token in it
         this.proc = null;
         this.runs = 0;
         this._stdout = '';       // everything, all runs
         this._stderr = '';
         this._runStdout = '';    // the current run only
         this._runStderr = '';
-        this.adminKeyFile = null; // where the first start wrote the admin key
+        this.setupFile = null;   // where the first start wrote the setup URL
         this._exit = null;       // promise of {code, signal} for the current run
     }
 
@@ -220,7 +222,19 @@ export class Server {
             `--- stderr (tail) ---\n${tail(this._stderr, lines)}`;
     }
 
-    async _spawn({ expectAdminKey }) {
+    /* Before the first start: the schema, and an admin key made the way a
+     * script makes one (`shortd key create --admin`), so the store is not
+     * empty and the server makes no setup token. */
+    makeAdminKey(storeUrl = this.store) {
+        const where = storeUrl ? ['--store', storeUrl] : ['--db', this.db];
+        const m = cli(['migrate', ...where]);
+        if (m.code !== 0) throw new Error(`shortd migrate failed (exit ${m.code}): ${m.stderr}`);
+        const k = cli(['key', 'create', ...where, '--name', 'admin', '--admin']);
+        if (k.code !== 0) throw new Error(`shortd key create --admin failed (exit ${k.code}): ${k.stderr}`);
+        this.adminKey = k.stdout.trim().split(/\s+/).pop();
+    }
+
+    async _spawn({ expectSetup }) {
         if (!fs.existsSync(BIN)) {
             throw new Error(`shortd binary not found at ${BIN}: run \`make asan\` or set SHORTD_BIN`);
         }
@@ -263,18 +277,19 @@ export class Server {
             await sleep(50);
         }
 
-        if (expectAdminKey) {
-            // Not on a terminal, the first start writes the key to a file of
-            // its own and logs the file's path (never the key); the line may
-            // arrive just after the listener is up.
-            const file = await poll(() => adminKeyFileOf(this._runStderr), { timeoutMs: 5000 });
+        if (expectSetup) {
+            // Not on a terminal, the first start of an empty store writes its
+            // setup URL to a file of its own and logs the file's path (never
+            // the token); the line may arrive just after the listener is up.
+            const file = await poll(() => setupFileOf(this._runStderr), { timeoutMs: 5000 });
             if (!file) {
                 this.proc.kill('SIGKILL');
-                throw new Error('first start of an empty database logged no "admin key written to \'FILE\'" ' +
+                throw new Error('first start of an empty store logged no "setup URL ... is in \'FILE\'" ' +
                     `line within 5 s of being ready\n${this.logs()}`);
             }
-            this.adminKeyFile = path.resolve(this.dir, file);
-            this.adminKey = fs.readFileSync(this.adminKeyFile, 'utf8').trim();
+            this.setupFile = path.resolve(this.dir, file);
+            this.setupUrl = fs.readFileSync(this.setupFile, 'utf8').trim();
+            this.setupToken = new URL(this.setupUrl).searchParams.get('token');
         }
     }
 
@@ -303,6 +318,9 @@ export class Server {
         if (this.adminKey && this._stderr.includes(this.adminKey)) {
             throw new Error(`shortd's stderr holds the admin API key\n${this.logs()}`);
         }
+        if (this.setupToken && this._stderr.includes(this.setupToken)) {
+            throw new Error(`shortd's stderr holds the setup token\n${this.logs()}`);
+        }
         return r.code;
     }
 
@@ -312,24 +330,26 @@ export class Server {
         return this._exit;
     }
 
-    /* Starts the server again on the same database and port. Not a first
-     * start, so it must not print an admin key again. */
-    async restart() {
+    /* Starts the server again on the same database and port. A store that
+     * is not empty gets no setup token; one still empty (a firstStart whose
+     * setup was not done) gets a new one, which replaces the last: pass
+     * expectSetup. */
+    async restart({ expectSetup = false } = {}) {
         if (this.running) throw new Error('restart() of a server that is still running');
-        await this._spawn({ expectAdminKey: false });
-        if (adminKeyLine(this._runStdout) || adminKeyFileOf(this._runStderr)) {
-            throw new Error(`a restart on an existing database printed an admin key again\n${this.logs()}`);
+        await this._spawn({ expectSetup });
+        if (!expectSetup && (setupLine(this._runStdout) || setupFileOf(this._runStderr))) {
+            throw new Error(`a restart on a store that is not empty offered a setup URL\n${this.logs()}`);
         }
         return this;
     }
 }
 
-function adminKeyLine(out) {
-    return out.split('\n').find((l) => /admin key/i.test(l) && l.trim().split(/\s+/).length > 1) || null;
+function setupLine(out) {
+    return out.split('\n').find((l) => /\/setup\?token=/.test(l)) || null;
 }
 
-function adminKeyFileOf(log) {
-    const m = /admin key written to '([^']+)'/.exec(log);
+function setupFileOf(log) {
+    const m = /setup URL that makes the first admin account is in '([^']+)'/.exec(log);
     return m ? m[1] : null;
 }
 
@@ -338,6 +358,10 @@ function adminKeyFileOf(log) {
  *   env:     extra environment
  *   baseUrl: passed as --base-url
  *   db:      an existing database to serve (not a first start: no admin key)
+ *   firstStart: start on an empty store, as a new install does: no admin key
+ *            is made before, and the server's setup URL is read (setupUrl,
+ *            setupToken); otherwise a fresh store gets an admin key first
+ *            (adminKey, made with `shortd key create --admin`)
  * In PostgreSQL mode (PG_MODE) a fresh server gets a schema of its own and is
  * served with --store URL --journal DIR/journal instead of --db; one given
  * `db`, or `--store` in args (a test that manages its own stores), is started
@@ -361,7 +385,10 @@ export async function startServer(opts = {}) {
         baseUrl: opts.baseUrl,
     });
     servers.add(s);
-    await s._spawn({ expectAdminKey: fresh });
+    // A test that manages its own store passes it as --store: the key goes there.
+    const own = (opts.args || []).indexOf('--store');
+    if (fresh && !opts.firstStart) s.makeAdminKey(own >= 0 ? opts.args[own + 1] : store);
+    await s._spawn({ expectSetup: fresh && !!opts.firstStart });
     return s;
 }
 

@@ -168,6 +168,7 @@ it('shortd export → import into an empty store keeps every link and its per-da
     for (let i = 0; i < 3; i++) {
         made.push(await createLink(srv, srv.adminKey, {
             url: `https://example.com/rt/${i}`, alias: `${p}r${i}`, title: `t${i}`, tags: ['x', `n${i}`],
+            track: i !== 2,
         }));
     }
     for (let i = 0; i < 3; i++) await visit(srv, made[0].code);
@@ -195,7 +196,7 @@ it('shortd export → import into an empty store keeps every link and its per-da
             const m = byCode.get(l.code);
             assert.ok(m, `${l.code} was not imported`);
             for (const k of ['url', 'title', 'expires_at', 'state', 'clicks', 'bot_clicks', 'tags', 'permanent',
-                'domain', 'max_clicks']) {
+                'track', 'domain', 'max_clicks']) {
                 assert.deepEqual(m[k], l[k], `${l.code}.${k}`);
             }
             assert.equal(m.created_at.slice(0, 19), l.created_at.slice(0, 19), `${l.code}.created_at`);

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { after, before } from 'node:test';
 
 import {
-    api, cli, createKey, createLink, it, poll, sleep, sqliteOnlyReason, startServer, tempDir, visit,
+    BROWSER_UA, api, cli, createKey, createLink, it, poll, sleep, sqliteOnlyReason, startServer, tempDir, visit,
 } from './harness.mjs';
 
 const BASE = process.env.SHORTD_TEST_PG || '';
@@ -83,12 +83,14 @@ function assertVerified(r) {
     assert.equal(r.code, 0, `migrate-store failed\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stdout, /^verified: /m);
     const tables = ['meta', 'api_keys', 'links', 'blocklist', 'idempotency', 'link_days', 'domains', 'link_history',
-        'users', 'sessions'];
+        'users', 'sessions', 'sites', 'site_hosts', 'site_tokens', 'site_days'];
     assert.deepEqual(Object.keys(r.rows).sort(), [...tables].sort(), r.stdout);
     for (const t of tables) {
         assert.ok(r.rows[t].ok && r.rows[t].source === r.rows[t].target, `${t}: ${JSON.stringify(r.rows[t])}`);
     }
-    for (const s of ['links.clicks', 'links.bot_clicks', 'link_days.clicks', 'link_days.bots']) {
+    for (const t of ['sites', 'site_hosts', 'site_tokens', 'site_days']) assert.equal(r.rows[t].source, 1, t);
+    for (const s of ['links.clicks', 'links.bot_clicks', 'link_days.clicks', 'link_days.bots', 'site_days.pv',
+        'sites.pv_total']) {
         assert.ok(r.sums[s], `no sum ${s} in\n${r.stdout}`);
         assert.equal(r.sums[s][0], r.sums[s][1], s);
     }
@@ -180,6 +182,16 @@ before(async () => {
         const block = await api(src, 'POST', '/api/admin/blocklist', { key: admin, body: { host } });
         assert.equal(block.status, 201, block.text);
     }
+    // A site with a host, a read token and a day of page views (site analytics).
+    const site = await api(src, 'POST', '/api/sites', { key: user, body: { id: 'ms-site', hosts: ['ms-site.example'], badge: true } });
+    assert.equal(site.status, 201, site.text);
+    assert.equal((await api(src, 'POST', '/api/sites/ms-site/tokens', { key: user })).status, 201);
+    const v = Buffer.from(JSON.stringify({ p: '/ms' })).toString('base64url');
+    for (let i = 0; i < 3; i++) {
+        const b = await fetch(`${src.url}/e?v=${v}`, { headers: { origin: 'https://ms-site.example', 'user-agent': BROWSER_UA } });
+        assert.equal(b.status, 200);
+    }
+    assert.ok(await poll(async () => (await api(src, 'GET', '/api/sites/ms-site/stats', { key: user })).json.page_views === 3 || undefined));
     await sleep(1100);      // the 1 s link has expired
     await flushed(src, links.perm.code, 2);
     await flushed(src, links.alias.code, 3);

@@ -93,8 +93,17 @@ podman healthcheck run "$NAME" || die "the image's HEALTHCHECK failed"
 uid=$(podman exec "$NAME" id -u)
 [ "$uid" != 0 ] || die "shortd runs as root in the container"
 
-key=$(podman exec "$NAME" cat /var/lib/shortd/shortd.db.admin-key)
-[ -n "$key" ] || die "no first admin key in /var/lib/shortd/shortd.db.admin-key"
+# The first start's setup URL makes the first admin; a script's key comes
+# from `shortd key create` in the container.
+setup=$(podman exec "$NAME" cat /var/lib/shortd/shortd.db.setup-url)
+token=$(printf '%s' "$setup" | sed -n 's/.*[?&]token=\([A-Za-z0-9_-]*\).*/\1/p')
+[ -n "$token" ] || die "no setup URL in /var/lib/shortd/shortd.db.setup-url"
+made=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+    -d "{\"token\":\"$token\",\"name\":\"admin\",\"password\":\"container-password\"}" "$url/api/setup")
+[ "$made" = 201 ] || die "POST /api/setup answered $made"
+key=$(podman exec "$NAME" shortd key create --db /var/lib/shortd/shortd.db --name container-test --admin |
+    awk '{w=$NF} END {print w}')
+[ -n "$key" ] || die "shortd key create in the container made no key"
 dest="https://example.com/from-a-container?x=1"
 created=$(curl -fsS -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
     -d "{\"url\":\"$dest\"}" "$url/api/links") || die "POST /api/links failed"

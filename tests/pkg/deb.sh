@@ -3,7 +3,9 @@
 # dpkg -i, the shortd user and /var/lib/shortd exist; the installed
 # /usr/bin/shortd started the way the unit starts it (as shortd, in
 # /var/lib/shortd, with /etc/shortd/shortd.conf, no new privileges; there is
-# no running systemd here: setpriv, which execs it as runuser would not) makes its admin key, creates a link and redirects it; SIGTERM
+# no running systemd here: setpriv, which execs it as runuser would not) writes
+# its setup URL (0600, the shortd user's), which makes the first admin; a key
+# made with `shortd key create` as that user creates a link and redirects it; SIGTERM
 # stops it cleanly; dpkg --purge leaves nothing behind. make deb builds its own
 # hardened binary (build/hardened).
 # Skipped when not root, or when a shortd package or user is already there.
@@ -55,10 +57,19 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 curl -sf "http://127.0.0.1:$port/healthz" >/dev/null || { cat "$log"; fail "the installed shortd does not answer"; }
-keyfile=/var/lib/shortd/shortd.db.admin-key
-for _ in $(seq 50); do [ -s "$keyfile" ] && break; sleep 0.1; done
-[ "$(stat -c '%U %a' "$keyfile")" = "shortd 600" ] || fail "$keyfile is $(stat -c '%U %a' "$keyfile")"
-key=$(cat "$keyfile")
+setupfile=/var/lib/shortd/shortd.db.setup-url
+for _ in $(seq 50); do [ -s "$setupfile" ] && break; sleep 0.1; done
+[ "$(stat -c '%U %a' "$setupfile")" = "shortd 600" ] || fail "$setupfile is $(stat -c '%U %a' "$setupfile")"
+token=$(sed -n 's/.*[?&]token=\([A-Za-z0-9_-]*\).*/\1/p' "$setupfile")
+[ -n "$token" ] || fail "no setup token in $setupfile"
+grep -q "$token" "$log" && fail "the log holds the setup token"
+made=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+    -d "{\"token\":\"$token\",\"name\":\"admin\",\"password\":\"deb-test-password\"}" \
+    "http://127.0.0.1:$port/api/setup")
+[ "$made" = 201 ] || { cat "$log"; fail "POST /api/setup answered $made"; }
+key=$(cd /var/lib/shortd && setpriv --reuid=shortd --regid=shortd --clear-groups \
+    /usr/bin/shortd key create --db /var/lib/shortd/shortd.db --name deb-test --admin | awk '{w=$NF} END {print w}')
+[ -n "$key" ] || fail "shortd key create as the shortd user made no key"
 code=$(curl -sf -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
     -d '{"url":"https://example.com/from-the-deb"}' "http://127.0.0.1:$port/api/links" |
     node -e 'let b = ""; process.stdin.on("data", (d) => b += d).on("end", () => console.log(JSON.parse(b).code))') ||

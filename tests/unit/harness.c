@@ -29,6 +29,7 @@
 #include "links/links.h"
 #include "redirect/cache.h"
 #include "redirect/notfound.h"
+#include "sites/sites.h"
 #include "store/store.h"
 #include "store/store_keys.h"
 #include "store/store_links.h"
@@ -73,8 +74,17 @@
       (st, hash, out))                                                                             \
     X(key_list, (struct store * st, key_cb cb, void *arg), (st, cb, arg))                          \
     X(user_by_name, (struct store * st, const char *name, struct user *out), (st, name, out))      \
+    X(user_list, (struct store * st, user_cb cb, void *arg), (st, cb, arg))                        \
+    X(user_count, (struct store * st, int64_t * n), (st, n))                                       \
     X(session_get, (struct store * st, const uint8_t hash[32], int64_t now, struct session *out),  \
-      (st, hash, now, out))
+      (st, hash, now, out))                                                                        \
+    X(site_get, (struct store * st, const char *id, struct site_info *out), (st, id, out))         \
+    X(site_list, (struct store * st, int64_t owner, site_cb cb, void *arg), (st, owner, cb, arg))  \
+    X(site_stats_days,                                                                             \
+      (struct store * st, const char *site, int64_t from, int64_t to, day_cb cb, void *arg),       \
+      (st, site, from, to, cb, arg))                                                               \
+    X(site_token_find, (struct store * st, const uint8_t hash[32], char site[SITE_ID_MAX + 1]),    \
+      (st, hash, site))
 
 enum {
 #define X(op, params, args) FOP_##op,
@@ -163,6 +173,9 @@ static bool assemble(struct hx *h)
         return false;
     app->fallbacks = fallbacks_new();
     if (!CHECK_EQ_INT(fallbacks_load(app->fallbacks, app->store), ERR_OK))
+        return false;
+    app->sites = sitemap_new();
+    if (!CHECK_EQ_INT(sitemap_load(app->sites, app->store), ERR_OK))
         return false;
     app->aggregate = aggregate_new(app->classify, self);
     int nroutes = 0;
@@ -286,6 +299,7 @@ void hx_free(struct hx *h)
     metrics_free(app->metrics);
     links_free(app->links);
     fallbacks_free(app->fallbacks);
+    sitemap_free(app->sites);
     if (app->store) {
         app->store->ops = h->real;
         app->store->ops->close(app->store);
@@ -434,7 +448,7 @@ static json_t *json_at(const struct hx_resp *resp, const char *path)
     while (o && *path) {
         size_t n = strcspn(path, ".");
         snprintf(key, sizeof(key), "%.*s", (int)n, path);
-        o = json_object_get(o, key);
+        o = json_is_array(o) ? json_array_get(o, strtoul(key, NULL, 10)) : json_object_get(o, key);
         path += n + (path[n] == '.');
     }
     return o;

@@ -52,7 +52,7 @@ void hx_resp_release(struct hx_resp *resp);
 
 /* The value of response header 'name' (a copy in static storage), or NULL. */
 const char *hx_header(const struct hx_resp *resp, const char *name);
-/* resp->json's string at "a.b" (object keys), or NULL. */
+/* resp->json's string at "a.b" (object keys; array indexes: "a.0"), or NULL. */
 const char *hx_json_str(const struct hx_resp *resp, const char *path);
 /* resp->json's integer at "a.b", or -1 when there is none. */
 long long hx_json_int(const struct hx_resp *resp, const char *path);

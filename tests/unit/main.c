@@ -73,6 +73,9 @@
     X(classify_referrer)                                                                           \
     X(classify_language)                                                                           \
     X(classify_utm)                                                                                \
+    X(classify_hints)                                                                              \
+    X(event_round_trip)                                                                            \
+    X(event_version_1)                                                                             \
     X(clamp_utf8)                                                                                  \
     X(config_example_file)                                                                         \
     X(config_sources)                                                                              \
@@ -137,6 +140,7 @@
     X(store_idempotency)                                                                           \
     X(store_blocklist)                                                                             \
     X(store_analytics)                                                                             \
+    X(store_sites)                                                                                 \
     X(store_concurrent_counts)                                                                     \
     X(store_prune)                                                                                 \
     X(store_upgrade)                                                                               \
@@ -201,8 +205,11 @@
     X(users_rules)                                                                                 \
     X(users_lifecycle)                                                                             \
     X(users_sessions)                                                                              \
+    X(users_setup)                                                                                 \
     X(api_session_roles)                                                                           \
     X(api_session_failures)                                                                        \
+    X(api_users_setup)                                                                             \
+    X(api_users_admin)                                                                             \
     X(gate_page)                                                                                   \
     X(gate_escaping)                                                                               \
     X(gate_csp)                                                                                    \
@@ -250,6 +257,9 @@
     X(redirect_password)                                                                           \
     X(redirect_variants)                                                                           \
     X(redirect_click_limit)                                                                        \
+    X(redirect_untracked)                                                                          \
+    X(redirect_untracked_limit)                                                                    \
+    X(redirect_accept_ch)                                                                          \
     X(redirect_utm)                                                                                \
     X(redirect_hosts)                                                                              \
     X(redirect_visitor_pages)                                                                      \
@@ -267,6 +277,11 @@
     X(api_keys_roles)                                                                              \
     X(keyuse_marks)                                                                                \
     X(api_domains_add)                                                                             \
+    X(api_sites)                                                                                   \
+    X(sites_beacon_decode)                                                                         \
+    X(sites_rules)                                                                                 \
+    X(sites_map)                                                                                   \
+    X(sites_fold)                                                                                  \
     X(api_domains_list)                                                                            \
     X(api_domains_delete)                                                                          \
     X(api_domains_links)                                                                           \

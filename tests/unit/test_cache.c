@@ -48,6 +48,15 @@ void test_cache_put_get(void)
     CHECK(get(c, "with-expiry", 0, &v));
     CHECK_EQ_INT(v.expires_at, 1796030665123LL);
     CHECK(v.url_len == strlen(b.url) && !memcmp(v.url, b.url, v.url_len) && !v.permanent);
+    CHECK(!v.untracked);
+    /* track: false is one flag bit, read back with the others. */
+    struct link q = mk("quiet", "https://example.com/q", 0, LINK_ACTIVE);
+    q.untracked = true;
+    q.permanent = true;
+    cache_put(c, &q);
+    CHECK(get(c, "quiet", 0, &v));
+    CHECK(v.untracked && v.permanent && v.state == LINK_ACTIVE && !v.controlled);
+    cache_remove(c, "quiet", 5);
     /* Codes are case-sensitive. */
     CHECK(!get(c, "ABC1234", 0, &v));
     /* A put replaces: the deleted state wins, and has no URL. */

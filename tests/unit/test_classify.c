@@ -1341,3 +1341,80 @@ void test_clamp_utf8(void)
     }
     CHECK_EQ_INT(bad, 0);
 }
+
+/* Client hints over the user agent: the brand list's browser (GREASE and
+ * unknown brands skipped), the platform's OS, the mobile flag's device; a
+ * bot stays what its user agent says, and what a hint does not know leaves
+ * the user agent's answer. */
+void test_classify_hints(void)
+{
+    struct classify *c;
+    if (!CHECK_EQ_INT(classify_new(100, &c), ERR_OK))
+        return;
+    /* Chrome's reduced user agent says Windows and desktop whatever runs it. */
+    static const char reduced[] = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 "
+                                  "(KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+    static const char android[] = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, "
+                                  "like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36";
+    static const char instagram[] =
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Version/4.0 Chrome/124.0.0.0 Mobile Safari/537.36 Instagram 330.0.0.40.92 Android";
+    static const char googlebot[] =
+        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    static const struct {
+        const char *ua, *ch_ua, *mobile, *platform;
+        enum device device;
+        const char *browser, *os;
+        enum bot_kind bot;
+    } cases[] = {
+        /* Edge on macOS, GREASE first */
+        {reduced, "\"Not A(Brand\";v=\"99\", \"Microsoft Edge\";v=\"124\", \"Chromium\";v=\"124\"",
+         "?0", "\"macOS\"", DEV_DESKTOP, "Edge", "macOS", BOT_NONE},
+        /* Chrome on Android, a phone */
+        {android, "\"Chromium\";v=\"124\", \"Google Chrome\";v=\"124\", \"Not-A.Brand\";v=\"99\"",
+         "?1", "\"Android\"", DEV_MOBILE, "Chrome", "Android", BOT_NONE},
+        /* the same on a tablet: "?0" */
+        {android, "\"Google Chrome\";v=\"124\"", "?0", "\"Android\"", DEV_TABLET, "Chrome",
+         "Android", BOT_NONE},
+        /* GREASE with ';' and '=' in its name, then Edge */
+        {reduced, "\"Not;A=Brand\";v=\"99\", \"Microsoft Edge\";v=\"124\"", "?0", "\"Windows\"",
+         DEV_DESKTOP, "Edge", "Windows", BOT_NONE},
+        /* Opera on Linux; a parameter with a quoted comma */
+        {reduced, "\"Opera\";v=\"110\";x=\"a, b\", \"Not:A-Brand\";v=\"8\"", "?0", "\"Linux\"",
+         DEV_DESKTOP, "Opera", "Linux", BOT_NONE},
+        /* Samsung Internet; ChromeOS */
+        {reduced, "\"Samsung Internet\";v=\"25\"", NULL, "\"Chrome OS\"", DEV_DESKTOP,
+         "Samsung Internet", "ChromeOS", BOT_NONE},
+        /* GREASE alone, an unknown platform: the user agent's answer */
+        {reduced, "\"Not/A)Brand\";v=\"8\", \"Brave\";v=\"124\"", "?0", "\"Unknown\"", DEV_DESKTOP,
+         "Chrome", "Windows", BOT_NONE},
+        /* Chromium alone keeps an in-app browser's name */
+        {instagram, "\"Chromium\";v=\"124\", \"Android WebView\";v=\"124\"", "?1", "\"Android\"",
+         DEV_MOBILE, "Instagram", "Android", BOT_NONE},
+        /* garbage: nothing changes */
+        {reduced, "Google Chrome, \"unterminated", "1", "Windows", DEV_DESKTOP, "Chrome", "Windows",
+         BOT_NONE},
+        /* a bot claiming to be a phone is a bot */
+        {googlebot, "\"Google Chrome\";v=\"124\"", "?1", "\"Android\"", DEV_BOT, "Other", "Other",
+         BOT_CRAWLER},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        struct ua_info u;
+        classify_ua(c, cases[i].ua, strlen(cases[i].ua), &u);
+        const char *a = cases[i].ch_ua, *m = cases[i].mobile, *p = cases[i].platform;
+        classify_hints(a, a ? strlen(a) : 0, m, m ? strlen(m) : 0, p, p ? strlen(p) : 0, &u);
+        if (!CHECK_EQ_INT(u.device, cases[i].device) | !CHECK_EQ_STR(u.browser, cases[i].browser) |
+            !CHECK_EQ_STR(u.os, cases[i].os) | !CHECK_EQ_INT(u.bot, cases[i].bot))
+            test_note("hints case %zu", i);
+    }
+    /* In a hurry, the hints name what the user agent was not asked. */
+    struct ua_info u;
+    static const char fresh[] = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like "
+                                "Gecko) Chrome/125.0.0.0 Safari/537.36";
+    CHECK(classify_ua_hurried(c, fresh, strlen(fresh), &u));
+    classify_hints("\"Chromium\";v=\"125\"", 19, "?0", 2, "\"Linux\"", 7, &u);
+    CHECK_EQ_STR(u.browser, "Chrome");
+    CHECK_EQ_STR(u.os, "Linux");
+    CHECK_EQ_INT(u.device, DEV_DESKTOP);
+    classify_free(c);
+}

@@ -466,6 +466,20 @@ void test_rcache_round_trip(void)
     long long ttl = pttl("abc123");
     CHECK(ttl > DAY_MS - 10000 && ttl <= DAY_MS);
 
+    /* Untracked (track: false): a bit beside permanent, read back. */
+    struct link u = mk("quiet1", "https://example.com/q", 0, LINK_ACTIVE);
+    u.untracked = true;
+    CHECK_EQ_INT(rcache_put(r, &u, now), ERR_OK);
+    v = raw_get("shortd:l:quiet1");
+    CHECK_EQ_STR(v, "1|0|2|0|https://example.com/q");
+    free(v);
+    CHECK_EQ_INT(get(r, "quiet1", &out), ERR_OK);
+    CHECK(out.untracked && !out.permanent);
+    link_release(&out);
+    CHECK_EQ_INT(get(r, "abc123", &out), ERR_OK);
+    CHECK(!out.untracked && out.permanent);
+    link_release(&out);
+
     /* Expiring: the entry lives until the link expires, never past 24 h. */
     struct link e = mk("exp10m", "https://example.com/e", now + 600000, LINK_ACTIVE);
     CHECK_EQ_INT(rcache_put(r, &e, now), ERR_OK);
@@ -524,7 +538,7 @@ void test_rcache_round_trip(void)
     uint64_t hits, misses, errors;
     bool down;
     rcache_counts(r, &hits, &misses, &errors, &down);
-    CHECK_EQ_INT(hits, 7);
+    CHECK_EQ_INT(hits, 9);
     CHECK_EQ_INT(misses, 4);
     CHECK_EQ_INT(errors, 0);
     CHECK(!down);

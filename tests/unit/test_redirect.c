@@ -13,6 +13,7 @@
 #include "app/app.h"
 #include "base/err.h"
 #include "base/timeutil.h"
+#include "clicks/clicks.h"
 #include "harness.h"
 #include "redirect/cache.h"
 #include "redirect/gate.h"
@@ -261,6 +262,143 @@ void test_redirect_clicks(void)
     check_clicks(h, auth, quiet, 0, 0);
     CHECK_EQ_INT(visit(h, "GET", quiet, bot, NULL), 302); /* a bot's miss */
     check_clicks(h, auth, quiet, 0, 1);
+    hx_free(h);
+}
+
+/* PATCH /api/links/CODE with 'body' as the key of 'auth': the status. */
+static int patch(struct hx *h, const char *auth, const char *code, const char *body)
+{
+    char target[128];
+    snprintf(target, sizeof(target), "/api/links/%s", code);
+    const char *headers[] = {auth, NULL};
+    struct hx_resp resp;
+    int status = hx_request(h, "PATCH", target, headers, body, &resp);
+    if (status != 200)
+        test_note("PATCH %s: %s", code, resp.body ? resp.body : "");
+    hx_resp_release(&resp);
+    return status;
+}
+
+/* A link with track: false redirects as any other, and records nothing:
+ * no click reaches this loop's buffer, on the plain path (the miss, then
+ * the cache) and the controlled one (a password), until tracking is back. */
+void test_redirect_untracked(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    struct clicks *clicks = hx_app(h)->clicks;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX], gated[HX_CODE_MAX], loc[512];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://quiet.example/\",\"track\":false}", code),
+                 201);
+    CHECK_EQ_INT(hx_create(h, auth,
+                           "{\"url\":\"https://quiet.example/g\",\"track\":false,"
+                           "\"password\":\"pw\"}",
+                           gated),
+                 201);
+    json_t *o = link_of(h, auth, code);
+    CHECK(json_is_false(json_object_get(o, "track")));
+    json_decref(o);
+
+    uint64_t before = clicks_recorded(clicks);
+    CHECK_EQ_INT(visit(h, "GET", code, NULL, loc), 302); /* the miss */
+    CHECK_EQ_STR(loc, "https://quiet.example/");
+    CHECK_EQ_INT(visit(h, "GET", code, NULL, NULL), 302); /* the cache */
+    CHECK_EQ_INT(visit(h, "GET", code, bot, NULL), 302);
+    struct hx_resp resp;
+    char target[128];
+    snprintf(target, sizeof(target), "/%s", gated);
+    const char *form[] = {BROWSER, "Content-Type: application/x-www-form-urlencoded", NULL};
+    CHECK_EQ_INT(hx_request(h, "POST", target, form, "password=pw", &resp), 302);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(clicks_recorded(clicks), before);
+    check_clicks(h, auth, code, 0, 0);
+    check_clicks(h, auth, gated, 0, 0);
+
+    /* true → false → true: only the visits while tracked count. */
+    CHECK_EQ_INT(patch(h, auth, code, "{\"track\":true}"), 200);
+    CHECK_EQ_INT(visit(h, "GET", code, NULL, NULL), 302);
+    CHECK_EQ_INT(clicks_recorded(clicks), before + 1);
+    CHECK_EQ_INT(patch(h, auth, code, "{\"track\":false}"), 200);
+    CHECK_EQ_INT(visit(h, "GET", code, NULL, NULL), 302);
+    CHECK_EQ_INT(visit(h, "GET", code, NULL, NULL), 302);
+    CHECK_EQ_INT(clicks_recorded(clicks), before + 1);
+    check_clicks(h, auth, code, 1, 0);
+    hx_free(h);
+}
+
+/* track: false with a click limit is refused, naming the field: a limit
+ * counts the visits. */
+void test_redirect_untracked_limit(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
+    const char *headers[] = {hx_auth(h, false, auth), NULL};
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", headers,
+                            "{\"url\":\"https://limit.example/\",\"track\":false,"
+                            "\"max_clicks\":3}",
+                            &resp),
+                 400);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.field"), "track");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", headers,
+                            "{\"url\":\"https://limit.example/\",\"track\":\"no\"}", &resp),
+                 400);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.field"), "track");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://limit.example/\",\"max_clicks\":3}", code),
+                 201);
+    char target[128];
+    snprintf(target, sizeof(target), "/api/links/%s", code);
+    CHECK_EQ_INT(hx_request(h, "PATCH", target, headers, "{\"track\":false}", &resp), 400);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.field"), "track");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(patch(h, auth, code, "{\"track\":true}"), 200);
+    hx_free(h);
+}
+
+/* Every redirect asks for the client hints the classifier reads, and never
+ * with Critical-CH (Chromium would repeat the visit). */
+void test_redirect_accept_ch(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX], perm[HX_CODE_MAX], gated[HX_CODE_MAX];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://hints.example/\"}", code), 201);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://hints.example/p\",\"permanent\":true}",
+                           perm),
+                 201);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://hints.example/g\",\"password\":\"pw\"}",
+                           gated),
+                 201);
+    const char *form[] = {BROWSER, "Content-Type: application/x-www-form-urlencoded", NULL};
+    struct {
+        const char *method, *code, *body;
+        int status;
+    } cases[] = {{"GET", code, NULL, 302},
+                 {"GET", code, NULL, 302},
+                 {"HEAD", code, NULL, 302},
+                 {"GET", perm, NULL, 301},
+                 {"POST", gated, "password=pw", 302}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char target[128];
+        snprintf(target, sizeof(target), "/%s", cases[i].code);
+        struct hx_resp resp;
+        CHECK_EQ_INT(hx_request(h, cases[i].method, target, cases[i].body ? form : human,
+                                cases[i].body, &resp),
+                     cases[i].status);
+        if (!CHECK_EQ_STR(hx_header(&resp, "Accept-CH"),
+                          "Sec-CH-UA, Sec-CH-UA-Mobile, Sec-CH-UA-Platform") |
+            !CHECK(!hx_header(&resp, "Critical-CH")))
+            test_note("case %zu", i);
+        hx_resp_release(&resp);
+    }
     hx_free(h);
 }
 

@@ -953,6 +953,39 @@ static void users_checks(struct backend *b)
     CHECK_EQ_INT(st->ops->user_count(st, &n), ERR_OK);
     CHECK_EQ_INT(n, 2);
 
+    /* Role, enabling, the last sign-in. */
+    CHECK_EQ_INT(st->ops->user_set_role(st, bob, USER_MEMBER), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_set_role(st, bob + 100, USER_MEMBER), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->user_enable(st, ann), ERR_NOTFOUND); /* not disabled */
+    CHECK_EQ_INT(st->ops->user_enable(st, bob), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_signed_in(st, bob, 777), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_signed_in(st, bob + 100, 777), ERR_NOTFOUND);
+    if (CHECK_EQ_INT(st->ops->user_get(st, bob, &g), ERR_OK)) {
+        CHECK_EQ_INT(g.role, USER_MEMBER);
+        CHECK_EQ_INT(g.disabled_at, 0);
+        CHECK_EQ_INT(g.last_signin_at, 777);
+    }
+    if (CHECK_EQ_INT(st->ops->user_get(st, ann, &g), ERR_OK))
+        CHECK_EQ_INT(g.last_signin_at, 0);
+    CHECK_EQ_INT(st->ops->user_disable(st, bob, 500), ERR_OK);
+    CHECK_EQ_INT(st->ops->user_set_role(st, bob, USER_VIEWER), ERR_OK);
+
+    /* The setup token: one at a time, until its expiry, gone when ended. */
+    uint8_t t1[32], t2[32];
+    memset(t1, 1, sizeof(t1));
+    memset(t2, 2, sizeof(t2));
+    CHECK_EQ_INT(st->ops->setup_check(st, t1, 0), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->setup_end(st), ERR_OK); /* none: fine */
+    CHECK_EQ_INT(st->ops->setup_put(st, t1, 5000), ERR_OK);
+    CHECK_EQ_INT(st->ops->setup_check(st, t1, 4999), ERR_OK);
+    CHECK_EQ_INT(st->ops->setup_check(st, t1, 5000), ERR_NOTFOUND); /* expired */
+    CHECK_EQ_INT(st->ops->setup_check(st, t2, 100), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->setup_put(st, t2, 6000), ERR_OK); /* replaces t1 */
+    CHECK_EQ_INT(st->ops->setup_check(st, t1, 100), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->setup_check(st, t2, 100), ERR_OK);
+    CHECK_EQ_INT(st->ops->setup_end(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->setup_check(st, t2, 100), ERR_NOTFOUND);
+
     /* Sessions: found until expires_at, touched, ended one by one or per user. */
     uint8_t h1[32], h2[32], h3[32];
     for (int i = 0; i < 32; i++) {
@@ -1345,6 +1378,163 @@ static void agg_checks(struct backend *b)
 }
 
 void test_store_analytics(void) { each_backend("agg", agg_checks); }
+
+/* ---- site analytics (store_sites.h) ---- */
+
+static int collect_site(const struct site_info *x, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%s/%lld/%d/%lld", s->len ? "," : "", x->id, (long long)x->owner, x->badge,
+               (long long)x->pv_total);
+    return 0;
+}
+
+static int collect_site_host(const char *host, const char *site, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%s=%s", s->len ? "," : "", host, site);
+    return 0;
+}
+
+static int collect_site_day(int64_t day, int64_t pv, int64_t uniques, int64_t bots, void *arg)
+{
+    struct buf *s = arg;
+    buf_printf(s, "%s%lld:%lld/%lld/%lld", s->len ? "," : "", (long long)day, (long long)pv,
+               (long long)uniques, (long long)bots);
+    return 0;
+}
+
+static int count_token(int64_t id, int64_t created_at, void *arg)
+{
+    (void)id, (void)created_at;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void sites_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    struct site_info a = {.id = "alpha", .owner = 7, .badge = true, .created_at = 100};
+    struct site_info z = {.id = "zeta", .owner = 8, .created_at = 200};
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_insert(st, &a), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_insert(st, &z), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_host_add(st, "a.example", "alpha"), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_host_add(st, "z.example", "zeta"), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_insert(st, &a), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->site_host_add(st, "a.example", "zeta"), ERR_EXISTS);
+    struct site_info got;
+    CHECK_EQ_INT(st->ops->site_get(st, "alpha", &got), ERR_OK);
+    CHECK_EQ_STR(got.id, "alpha");
+    CHECK(got.badge && got.owner == 7 && got.created_at == 100 && got.pv_total == 0);
+    CHECK_EQ_INT(st->ops->site_get(st, "nope", &got), ERR_NOTFOUND);
+    struct buf s = BUF_INIT;
+    CHECK_EQ_INT(st->ops->site_list(st, -1, collect_site, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "alpha/7/1/0,zeta/8/0/0");
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_list(st, 8, collect_site, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "zeta/8/0/0");
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_hosts_list(st, NULL, collect_site_host, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "a.example=alpha,z.example=zeta");
+    CHECK_EQ_INT(st->ops->site_set_badge(st, "nope", true), ERR_NOTFOUND);
+
+    /* Tokens: found by hash, removed by id. */
+    uint8_t h1[32], h2[32];
+    memset(h1, 1, sizeof(h1));
+    memset(h2, 2, sizeof(h2));
+    int64_t t1 = 0, t2 = 0;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_token_add(st, "alpha", h1, 5, &t1), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_token_add(st, "zeta", h2, 6, &t2), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(t1 > 0 && t2 > 0 && t1 != t2);
+    char site[SITE_ID_MAX + 1];
+    CHECK_EQ_INT(st->ops->site_token_find(st, h1, site), ERR_OK);
+    CHECK_EQ_STR(site, "alpha");
+    CHECK_EQ_INT(st->ops->site_token_del(st, "zeta", t1), ERR_NOTFOUND);
+    int tokens = 0;
+    CHECK_EQ_INT(st->ops->site_token_list(st, "alpha", count_token, &tokens), ERR_OK);
+    CHECK_EQ_INT(tokens, 1);
+
+    /* Days: merged twice (a second batch adds), the badge total follows
+     * page views of badge sites only. */
+    struct dayrow r1, r2;
+    dayrow_init(&r1);
+    dayrow_init(&r2);
+    r1.clicks = 3;
+    r1.bots = 1;
+    dayrow_tally(&r1, DIM_PATH, "/a", 2, 3);
+    dayrow_tally(&r1, DIM_BOT, "ua", 2, 1);
+    r2.clicks = 2;
+    dayrow_tally(&r2, DIM_PATH, "/b", 2, 2);
+    struct day_delta d[] = {{"alpha", 19000, &r1, false},
+                            {"alpha", 19001, &r2, false},
+                            {"zeta", 19000, &r2, false}};
+    for (int round = 0; round < 2; round++) {
+        CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+        CHECK_EQ_INT(st->ops->site_agg_days(st, d, 3), ERR_OK);
+        CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    }
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_stats_days(st, "alpha", 18000, 20000, collect_site_day, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "19000:6/0/2,19001:4/0/0");
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_stats_dims(st, "alpha", 19000, 19001, collect_dim, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "15:/a=6,15:/b=4,25:ua=2");
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_stats_dims(st, "alpha", 19001, 19001, collect_dim, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "15:/b=4");
+    CHECK_EQ_INT(st->ops->site_get(st, "alpha", &got), ERR_OK);
+    CHECK_EQ_INT(got.pv_total, 10);
+    CHECK_EQ_INT(st->ops->site_get(st, "zeta", &got), ERR_OK);
+    CHECK_EQ_INT(got.pv_total, 0); /* no badge */
+    struct site_size sz;
+    CHECK_EQ_INT(st->ops->site_size(st, "alpha", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 2);
+    CHECK(sz.bytes > 0);
+
+    /* A link's day beside them, then alpha deleted: every row of alpha
+     * goes, zeta's and the link's stay; alpha's late beacons store nothing. */
+    CHECK_EQ_INT(insert(st, "lnk1", 7, "https://x.example/", 1, 0), ERR_OK);
+    struct day_delta ld = {"lnk1", 19000, &r1, false};
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->agg_days(st, &ld, 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_delete(st, "alpha"), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_delete(st, "alpha"), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->site_get(st, "alpha", &got), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->site_token_find(st, h1, site), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->site_size(st, "alpha", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 0);
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_agg_days(st, d, 1), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_size(st, "alpha", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 0);
+    CHECK_EQ_INT(st->ops->site_size(st, "zeta", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 1);
+    CHECK_EQ_INT(day_clicks(st, "lnk1", 19000), 3);
+    buf_reset(&s);
+    CHECK_EQ_INT(st->ops->site_hosts_list(st, NULL, collect_site_host, &s), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&s), "z.example=zeta");
+    CHECK_EQ_INT(st->ops->site_token_find(st, h2, site), ERR_OK);
+
+    /* Pruned with the link days' retention. */
+    int pruned = -1;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->site_prune_days(st, 19001, 100, &pruned), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(pruned, 1);
+    CHECK_EQ_INT(st->ops->site_size(st, "zeta", &sz), ERR_OK);
+    CHECK_EQ_INT(sz.rows, 0);
+    dayrow_release(&r1);
+    dayrow_release(&r2);
+    buf_release(&s);
+}
+
+void test_store_sites(void) { each_backend("sites", sites_checks); }
 
 /* ---- click jobs, a chunk at a time ---- */
 
@@ -2029,8 +2219,11 @@ static bool sqlite_admin(const struct backend *b, const char *sql)
 #define KEY_SCOPES_DROP                                                                            \
     "ALTER TABLE api_keys DROP COLUMN user_id; ALTER TABLE api_keys DROP COLUMN scopes; "          \
     "ALTER TABLE api_keys DROP COLUMN domain; ALTER TABLE api_keys DROP COLUMN last_used_at; "
+/* The tables of 0011_sites.sql (pg: 0010), gone from a schema rewound. */
+#define SITES_DROP                                                                                 \
+    "DROP TABLE sites; DROP TABLE site_hosts; DROP TABLE site_tokens; DROP TABLE site_days; "
 
-/* Events out (sqlite 0009, pg 0008) */
+/* Events out (sqlite 0012, pg 0011) */
 #define EVENTS_DROP                                                                                \
     "DROP TABLE sinks; DROP TABLE sink_positions; DROP TABLE event_outbox; "                       \
     "DROP TABLE event_failed; "
@@ -2044,11 +2237,12 @@ static void upgrade_checks(struct backend *b)
     char sql[2048];
     if (b->pg) {
         snprintf(sql, sizeof(sql),
-                 "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks, "
+                 "DROP COLUMN track; "
                  "ALTER TABLE domains DROP COLUMN base_url_redirect, "
                  "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
-                 "DROP TABLE users; DROP TABLE sessions; " KEY_SCOPES_DROP EVENTS_DROP
-                 "DELETE FROM schema_version WHERE version >= 3",
+                 "DROP TABLE users; DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP
+                     SITES_DROP EVENTS_DROP "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
             return;
@@ -2057,9 +2251,10 @@ static void upgrade_checks(struct backend *b)
         CHECK(from < 3 && to >= 3);
     } else {
         snprintf(sql, sizeof(sql),
-                 "%s ALTER TABLE links DROP COLUMN imported_clicks; DROP TABLE users; "
-                 "DROP TABLE sessions; " KEY_SCOPES_DROP EVENTS_DROP
-                 "ALTER TABLE domains DROP COLUMN base_url_redirect; "
+                 "%s ALTER TABLE links DROP COLUMN imported_clicks; "
+                 "ALTER TABLE links DROP COLUMN track; DROP TABLE users; "
+                 "DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP SITES_DROP
+                     EVENTS_DROP "ALTER TABLE domains DROP COLUMN base_url_redirect; "
                  "ALTER TABLE domains DROP COLUMN regular_404_redirect; "
                  "ALTER TABLE domains DROP COLUMN invalid_short_url_redirect; "
                  "PRAGMA user_version = 2;",
@@ -2081,7 +2276,15 @@ static void upgrade_checks(struct backend *b)
     if (CHECK_EQ_INT(st->ops->link_get(st, "up1", &l), ERR_OK)) {
         CHECK_EQ_INT(l.clicks, 7);
         CHECK_EQ_INT(l.bot_clicks, 2);
+        CHECK(!l.untracked); /* a link made before 'track' is tracked */
+        /* ... and 'track' is written and read like the other columns. */
+        l.untracked = true;
+        CHECK_EQ_INT(st->ops->link_update(st, &l), ERR_OK);
         link_release(&l);
+        if (CHECK_EQ_INT(st->ops->link_get(st, "up1", &l), ERR_OK)) {
+            CHECK(l.untracked);
+            link_release(&l);
+        }
     }
     /* A converted row takes new clicks like any other. */
     struct dayrow r;

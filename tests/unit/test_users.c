@@ -1,7 +1,8 @@
 /* test_users.c - users.h: the rules for names and passwords, and a user
  * made, given a new password and disabled in a real SQLite store, with the
- * key row that owns their links and the sessions each change ends. (The
- * store ops themselves are checked on both backends by test_store.c.) */
+ * key row that owns their links and the sessions each change ends; the
+ * setup token of an empty store. (The store ops themselves are checked on
+ * both backends by test_store.c.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,65 @@ void test_users_sessions(void)
     CHECK(!users_csrf_ok(key, t, (struct slice){c1, strlen(c1) - 1}));
     CHECK(!users_csrf_ok(other, t, (struct slice){c1, strlen(c1)}));
     CHECK(!users_csrf_ok(key, t, (struct slice){NULL, 0}));
+    st->ops->close(st);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+void test_users_setup(void)
+{
+    char dir[] = "/tmp/shortd-users-XXXXXX";
+    if (!CHECK(mkdtemp(dir)))
+        return;
+    char path[64];
+    snprintf(path, sizeof(path), "%s/db", dir);
+    struct store *st = NULL;
+    if (!CHECK_EQ_INT(store_open(path, &st), ERR_OK))
+        return;
+    char tok[SETUP_TOKEN_LEN + 1], tok2[SETUP_TOKEN_LEN + 1];
+    CHECK_EQ_INT(users_setup_start(st, 1000, tok), ERR_OK);
+    CHECK_EQ_INT(strlen(tok), SETUP_TOKEN_LEN);
+    struct slice t = {tok, SETUP_TOKEN_LEN};
+    CHECK_EQ_INT(users_setup_check(st, t, 1000 + SETUP_TTL_MS - 1), ERR_OK);
+    CHECK_EQ_INT(users_setup_check(st, t, 1000 + SETUP_TTL_MS), ERR_NOTFOUND); /* an hour on */
+    CHECK_EQ_INT(users_setup_check(st, (struct slice){tok, 42}, 1000), ERR_NOTFOUND);
+    /* The store keeps its hash, not the token. */
+    uint8_t h[32];
+    users_setup_hash(t, h);
+    CHECK_EQ_INT(st->ops->setup_check(st, h, 1000), ERR_OK);
+    CHECK(memcmp(h, tok, 32) != 0);
+    /* A new one replaces it. */
+    CHECK_EQ_INT(users_setup_start(st, 2000, tok2), ERR_OK);
+    CHECK(strcmp(tok, tok2) != 0);
+    CHECK_EQ_INT(users_setup_check(st, t, 2000), ERR_NOTFOUND);
+    struct slice t2 = {tok2, SETUP_TOKEN_LEN};
+    CHECK_EQ_INT(users_setup_check(st, t2, 2000), ERR_OK);
+
+    /* A user made in the caller's transaction, as /api/setup does: then
+     * setup is done, whatever the token. */
+    const char *why = NULL;
+    struct user u = {.role = USER_ADMIN, .created_at = 3000};
+    snprintf(u.name, sizeof(u.name), "root");
+    CHECK_EQ_INT(users_hash_password("root-password", 13, u.pwhash, &why), ERR_OK);
+    char spare[USER_HASH_MAX];
+    CHECK_EQ_INT(users_hash_password("short", 5, spare, &why), ERR_INVALID);
+    CHECK_EQ_STR(why, "must be at least 8 bytes");
+    int64_t id = 0, dup = 0;
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(users_insert(st, &u, &id), ERR_OK);
+    CHECK_EQ_INT(users_insert(st, &u, &dup), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(users_setup_check(st, t2, 3000), ERR_EXISTS);
+    struct user got;
+    if (CHECK_EQ_INT(users_verify(st, "root", "root-password", 13, &got), ERR_OK)) {
+        CHECK_EQ_INT(got.id, id);
+        CHECK_EQ_INT(got.role, USER_ADMIN);
+        CHECK(got.key_id > 0);
+    }
+    int64_t n = 0;
+    CHECK_EQ_INT(st->ops->key_count(st, &n), ERR_OK);
+    CHECK_EQ_INT(n, 1); /* the user's key row, the duplicate made none */
     st->ops->close(st);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

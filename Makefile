@@ -81,7 +81,7 @@ $(OUT)/obj/%.o: src/%.c $(HDR)
 # COMMIT=... names the commit where there is no .git (the container build).
 SHORTD_VERSION := $(shell cat VERSION)
 VERSION_H := build/gen/version.h
-$(OUT)/obj/app/cli.o: $(VERSION_H)
+$(OUT)/obj/app/cli.o $(OUT)/obj/app/serve.o $(OUT)/obj/api/api_ops.o: $(VERSION_H)
 
 $(VERSION_H): FORCE
 	@mkdir -p $(@D)

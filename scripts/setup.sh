@@ -26,6 +26,8 @@ pkgs=(
     # cannot run (hybrid cgroups), and mmdebstrap to make the Debian 12 base image
     podman runc mmdebstrap
     mariadb-server  # a real mariadb-dump of YOURLS's tables (tests/e2e/import-yourls.test.mjs)
+    libcurl4-openssl-dev # the alert channels: SMTP and webhooks (src/ops/notify.c)
+    prometheus      # only its promtool, which checks docs/alerts.yml (tests/e2e/ops.test.mjs)
 )
 
 missing=()
@@ -52,4 +54,14 @@ if ! $sudo apt-get install -y -q "${want[@]}" >/tmp/shortd-setup.log 2>&1; then
     $sudo apt-get update -q >>/tmp/shortd-setup.log 2>&1
     $sudo apt-get install -y -q "${want[@]}" >>/tmp/shortd-setup.log 2>&1 ||
         { cat /tmp/shortd-setup.log; echo "setup: apt-get install failed" >&2; exit 1; }
+fi
+# Debian's prometheus package starts its server where an init system runs
+# it; the tests need only promtool. A prometheus the install left running is
+# stopped, by its own PID (no systemctl in a container).
+if [[ " ${want[*]} " == *" prometheus "* ]]; then
+    for pid in $(pgrep -x prometheus 2>/dev/null || true); do
+        if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = /usr/bin/prometheus ]; then
+            $sudo kill "$pid" 2>/dev/null || true
+        fi
+    done
 fi

@@ -51,6 +51,11 @@ tests/pg.sh tests/redis.sh node --test tests/e2e/cluster-sessions.test.mjs || st
 # it stops the servers it shares, so they are its own too (about 30 s).
 echo "== storage frozen (PostgreSQL, then Redis, SIGSTOPped under load: cached redirects keep their latency)"
 tests/pg.sh tests/redis.sh env SHORTD_E2E_STORE=pg node --test tests/e2e/storage-freeze.test.mjs || status=1
+# Two nodes alerting on one PostgreSQL, frozen under them: it stops the
+# servers it shares, so it runs alone too (about 40 s).
+echo "== alerts of a cluster (2 nodes, one sends; PostgreSQL frozen: one alert, one all-clear)"
+tests/pg.sh tests/redis.sh env SHORTD_E2E_STORE=pg node --test --test-name-pattern='two nodes' \
+    tests/e2e/alerts.test.mjs || status=1
 
 # The packaging, with the release binary `make test` built: make install into
 # scratch trees, then the Debian package installed, run as its own user and

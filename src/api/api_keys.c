@@ -25,7 +25,7 @@
 static json_t *scopes_json(unsigned scopes)
 {
     json_t *a = json_array();
-    for (unsigned bit = 1; bit <= KEY_SCOPE_ADMIN; bit <<= 1)
+    for (unsigned bit = 1; bit <= KEY_SCOPE_OPS; bit <<= 1)
         if (scopes & bit)
             json_array_append_new(a, json_string(links_scope_name(bit)));
     return a;
@@ -191,7 +191,7 @@ static int parse_scopes(struct request *r, json_t *v, unsigned *out)
     if (!json_is_array(v) || !json_array_size(v))
         return http_error(r, 400, "invalid_field", "scopes",
                           "scopes must be a non-empty array of links:read, links:write, "
-                          "stats:read, admin");
+                          "stats:read, admin, ops");
     *out = 0;
     size_t i;
     json_t *s;
@@ -203,9 +203,10 @@ static int parse_scopes(struct request *r, json_t *v, unsigned *out)
                 ERR_OK)
             return http_error(r, 400, "invalid_field", "scopes",
                               "scopes[%zu] is not one of links:read, links:write, stats:read, "
-                              "admin",
+                              "admin, ops",
                               i);
-        if (!(r->key.scopes & bit))
+        /* An admin gives the ops scope, which no key has by default. */
+        if (!((r->key.scopes | (r->key.admin ? KEY_SCOPE_OPS : 0)) & bit))
             return http_error(r, 403, "forbidden", "scopes",
                               "scopes[%zu]: a key cannot give a scope it lacks ('%s')", i,
                               links_scope_name(bit));

@@ -1,8 +1,12 @@
 /* api_ops.c - what operators and load balancers ask: /healthz (the process
  * answers), /readyz (the store answers and the click journal writes),
- * /metrics (Prometheus text) and /robots.txt. */
+ * /metrics (Prometheus text), /api/ops/health (the operations checks,
+ * checks.h) and /robots.txt. */
+#include <dirent.h>
 #include <jansson.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "app/app.h"
 #include "redirect/cache.h"
@@ -19,6 +23,9 @@
 #include "store/store.h"
 #include "store/storeq.h"
 #include "base/timeutil.h"
+#include "clicks/aggregate.h"
+#include "ops/checks.h"
+#include "version.h" /* SHORTD_VERSION, SHORTD_COMMIT: made by the Makefile */
 #include "base/banned.h"
 
 /* Short links stay crawlable (link previews fetch them); the API and the
@@ -75,6 +82,88 @@ int handle_readyz(struct request *r)
                             json_pack("{s:I}", "unresolved_failed",
                                       (json_int_t)events_unresolved(r->app->events)));
     return http_json(r, strcmp(status, "ready") ? 503 : 200, body);
+}
+
+/* GET /api/ops/health: every check, run now (on a store thread). */
+int handle_ops_health(struct request *r)
+{
+    struct check_report rep;
+    checks_run(r->app->checks, now_ms(), &rep);
+    return http_json(r, 200, checks_report_json(&rep, r->app->cfg.node_id));
+}
+
+/* The process's own figures, under the names Prometheus's client libraries
+ * give them, so the usual dashboards and rules apply. */
+static void process_metrics(const struct app *app, struct buf *b)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    long fds = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        for (struct dirent *e = readdir(d); e; e = readdir(d))
+            fds += e->d_name[0] != '.';
+        closedir(d);
+        fds--; /* the one opendir holds */
+    }
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    buf_printf(b,
+               "# HELP process_cpu_seconds_total User and system CPU time spent, in seconds.\n"
+               "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
+               "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+               "# TYPE process_resident_memory_bytes gauge\n"
+               "process_resident_memory_bytes %lld\n"
+               "# HELP process_open_fds Number of open file descriptors.\n"
+               "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n"
+               "# HELP process_max_fds Maximum number of open file descriptors.\n"
+               "# TYPE process_max_fds gauge\nprocess_max_fds %lld\n"
+               "# HELP process_start_time_seconds Start time of the process since the epoch, "
+               "in seconds.\n"
+               "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+               cpu, (long long)resident * sysconf(_SC_PAGESIZE), fds, (long long)rl.rlim_cur,
+               (double)app->started_ms / 1000.0);
+    buf_printf(b,
+               "# HELP shortd_build_info The version and commit of this binary.\n"
+               "# TYPE shortd_build_info gauge\n"
+               "shortd_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+               SHORTD_VERSION, SHORTD_COMMIT);
+}
+
+/* The last run of the operations checks (the alert thread runs them every
+ * check-every; /metrics never waits for the store): a state per check, and
+ * the figure each judged. */
+static void check_metrics(struct app *app, struct buf *b)
+{
+    struct check_report rep;
+    if (!app->checks || !checks_last(app->checks, &rep))
+        return;
+    buf_adds(b, "# HELP shortd_check_state The operations check's state at its last run: "
+                "0 ok, 1 warn, 2 fail, 3 unknown (could not be made).\n"
+                "# TYPE shortd_check_state gauge\n");
+    for (int i = 0; i < rep.n; i++)
+        buf_printf(b, "shortd_check_state{code=\"%s\"} %d\n", rep.r[i].code, (int)rep.r[i].state);
+    buf_adds(b, "# HELP shortd_check_value The figure the operations check judged at its last "
+                "run, in its unit (ms, s, clicks, bytes).\n"
+                "# TYPE shortd_check_value gauge\n");
+    for (int i = 0; i < rep.n; i++)
+        if (rep.r[i].has_value)
+            buf_printf(b, "shortd_check_value{code=\"%s\",unit=\"%s\"} %.3f\n", rep.r[i].code,
+                       rep.r[i].unit, rep.r[i].value);
+    buf_printf(b,
+               "# HELP shortd_checks_run_timestamp_seconds When the operations checks last "
+               "ran.\n# TYPE shortd_checks_run_timestamp_seconds gauge\n"
+               "shortd_checks_run_timestamp_seconds %.3f\n",
+               (double)rep.at_ms / 1000.0);
 }
 
 int handle_metrics(struct request *r)
@@ -165,6 +254,29 @@ int handle_metrics(struct request *r)
                (unsigned long long)bl.unfolded, (unsigned long long)bl.unfolded_max,
                (unsigned long long)bl.pauses, (unsigned long long)ua_misses,
                (unsigned long long)ua_hurried);
+    uint64_t humans = 0, bots = 0;
+    aggregate_counts(app->aggregate, &humans, &bots);
+    int64_t now = now_ms();
+    double oldest = bl.oldest_ms && now > bl.oldest_ms ? (double)(now - bl.oldest_ms) / 1000 : 0;
+    double lag = bl.unstored_since_ms && now > bl.unstored_since_ms
+                     ? (double)(now - bl.unstored_since_ms) / 1000
+                     : 0;
+    buf_printf(b,
+               "# HELP shortd_clicks_counted_total Clicks of people counted (folded) since the "
+               "start.\n"
+               "# TYPE shortd_clicks_counted_total counter\nshortd_clicks_counted_total %llu\n"
+               "# HELP shortd_bot_clicks_counted_total Clicks of bots and prefetches counted "
+               "since the start.\n"
+               "# TYPE shortd_bot_clicks_counted_total counter\n"
+               "shortd_bot_clicks_counted_total %llu\n"
+               "# HELP shortd_journal_oldest_age_seconds How long the oldest click not yet "
+               "counted has waited (0: none waits).\n"
+               "# TYPE shortd_journal_oldest_age_seconds gauge\n"
+               "shortd_journal_oldest_age_seconds %.3f\n"
+               "# HELP shortd_fold_lag_seconds How long clicks have waited for the store "
+               "(0: none waits).\n"
+               "# TYPE shortd_fold_lag_seconds gauge\nshortd_fold_lag_seconds %.3f\n",
+               (unsigned long long)humans, (unsigned long long)bots, oldest, lag);
     struct journal_health jh;
     clicks_health(app->clicks, &jh);
     buf_printf(b,
@@ -239,6 +351,8 @@ int handle_metrics(struct request *r)
     }
     if (app->events)
         events_metrics(app->events, b);
+    process_metrics(app, b);
+    check_metrics(app, b);
     r->content_type = "text/plain; version=0.0.4; charset=utf-8";
     return 200;
 }

@@ -114,6 +114,7 @@ int handle_robots(struct request *r); /* GET /robots.txt: `robots-txt`, or the d
 int handle_healthz(struct request *r);
 int handle_readyz(struct request *r);
 int handle_metrics(struct request *r);
+int handle_ops_health(struct request *r);
 
 /* compat_yourls.c - YOURLS's yourls-api.php; its dialect is the router's */
 struct api_dialect;

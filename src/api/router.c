@@ -46,7 +46,8 @@ static const struct route routes[] = {
     {"GET",    "/s.js",                          handle_site_script,     ROUTE_LOOP},
     {"GET",    "/healthz",                       handle_healthz,         ROUTE_LOOP},
     {"GET",    "/readyz",                        handle_readyz,          0},
-    {"GET",    "/metrics",                       handle_metrics,         ROUTE_LOOP},
+    {"GET",    "/metrics",                       handle_metrics,         ROUTE_AUTH | ROUTE_OPS},
+    {"GET",    "/api/ops/health",                handle_ops_health,      ROUTE_AUTH | ROUTE_OPS},
     {"POST",   "/api/links",                     handle_link_create,     ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON | ROUTE_CREATE},
     {"POST",   "/api/links/bulk",                handle_link_bulk,       ROUTE_AUTH | ROUTE_WRITE | ROUTE_JSON | ROUTE_CREATE},
     {"GET",    "/api/links",                     handle_link_list,       ROUTE_AUTH | ROUTE_READ},
@@ -608,6 +609,16 @@ static int check_rights(struct request *r)
         r->key.owner = r->key.id;
     if ((r->route->flags & ROUTE_ADMIN) && !admin_key)
         return refuse(r, 403, "forbidden", "this needs an admin API key");
+    /* The node's health: the ops scope, or admin rights. */
+    if (r->route->flags & ROUTE_OPS)
+        return r->key.scopes & (KEY_SCOPE_OPS | KEY_SCOPE_ADMIN) ? 0
+                                                                 : scope_refuse(r, KEY_SCOPE_OPS);
+    /* A key of the ops scope alone reads the node's health, nothing else:
+     * not even the routes that need no scope (its session's details). */
+    if (!(r->key.scopes & ~KEY_SCOPE_OPS))
+        return refuse(r, 403, "forbidden",
+                      "this API key has only the 'ops' scope: it reads /api/ops/health and "
+                      "/metrics, nothing else");
     unsigned need = route_scope(r->route);
     return need & ~r->key.scopes ? scope_refuse(r, need) : 0;
 }
@@ -615,6 +626,21 @@ static int check_rights(struct request *r)
 int router_need_scope(struct request *r, unsigned scope)
 {
     return scope & ~r->key.scopes ? scope_refuse(r, scope) : 0;
+}
+
+/* Whether a ROUTE_OPS route outside /api/ (/metrics) is open to this
+ * request without a key (router.h). */
+static bool ops_open(const struct request *r, const struct route *rt)
+{
+    if (!(rt->flags & ROUTE_OPS) || !strncmp(rt->pattern, "/api/", 5))
+        return false;
+    if (r->app->metrics_open)
+        return true;
+    if (!r->app->metrics_allow)
+        return false;
+    struct client_ip ip;
+    clientaddr_of(r, &ip);
+    return clientaddr_trusted(r->app->metrics_allow, &ip);
 }
 
 /* A matched route's flags, then its handler: on a store thread unless the
@@ -830,7 +856,7 @@ int router_precheck(struct request *r)
         const struct route *rt = &routes[i];
         if (strcmp(rt->method, method) != 0 || !match(rt->pattern, r->path, r))
             continue;
-        if (!(rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)))
+        if (!(rt->flags & (ROUTE_AUTH | ROUTE_ADMIN)) || ops_open(r, rt))
             return 0;
         if (rt->dialect && rt->dialect->token_in_body)
             return 0; /* its key may be in the body: checked once that is read */
@@ -895,6 +921,8 @@ int router_dispatch(struct request *r)
             cors_add_headers(r);
         if (!(rt->flags & ROUTE_INDEX))
             no_index(r);
+        if (ops_open(r, rt)) /* needs no key, reads no store: on the loop */
+            return rt->handler(r);
         if (!(rt->flags & ROUTE_LOOP))
             return offload(r, run_route, OFF_API);
         return run_route(r);

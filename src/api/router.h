@@ -42,6 +42,12 @@
 #define ROUTE_READ (1u << 8)   /* links:read: reads links */
 #define ROUTE_WRITE (1u << 9)  /* links:write: creates, edits, deletes links */
 #define ROUTE_STATS (1u << 10) /* stats:read: reads analytics */
+/* ops: reads this node's health (/api/ops/health, /metrics) and nothing
+ * else. Needs the ops scope or an admin key (or an admin's session); a key
+ * of the ops scope alone is refused every other route. A ROUTE_OPS route
+ * outside /api/ (/metrics) needs no key at all when the listen address is a
+ * loopback one, or from an address `metrics-allow` lists. */
+#define ROUTE_OPS (1u << 13)
 
 /* Authentication: an API key (Authorization: Bearer), or on shortd's own
  * routes a dashboard session (users.h): its cookie, and on every write

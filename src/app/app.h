@@ -11,6 +11,7 @@
 
 struct cache;
 struct aggregate;
+struct checks;
 struct bus;
 struct classify;
 struct clientaddr;
@@ -21,11 +22,13 @@ struct geo;
 struct hostlist;
 struct links;
 struct metrics;
+struct ops_nodes;
 struct ratelimit;
 struct rcache;
 struct server;
 struct store;
 struct storeq;
+struct watch;
 struct writer;
 
 struct app {
@@ -47,11 +50,17 @@ struct app {
     struct hostlist *hosts;        /* default short hosts; NULL: every host is one */
     struct metrics *metrics;
     struct server *server;
-    struct fallbacks *fallbacks; /* custom domains' not-found redirects (notfound.h) */
-    struct sitemap *sites;       /* host → site, for the page beacon (sites.h) */
+    struct fallbacks *fallbacks;      /* custom domains' not-found redirects (notfound.h) */
+    struct checks *checks;            /* the operations checks (checks.h) */
+    struct watch *watch;              /* the alert thread (watch.h) */
+    struct ops_nodes *nodes;          /* nodes heard on the bus (nodes.h); NULL without a bus */
+    struct clientaddr *metrics_allow; /* who reads /metrics without a key; NULL: nobody */
+    bool metrics_open;                /* /metrics needs no key: a loopback listen address */
+    struct sitemap *sites;            /* host → site, for the page beacon (sites.h) */
     char *robots; /* /robots.txt as read from `robots-txt` at start; NULL: the default */
     size_t robots_len;
     atomic_bool stopping;
+    int64_t started_ms; /* wall clock at start, for /metrics */
     /* Links in the store (tombstones included), counted by the main thread
      * every LINKS_COUNT_MS for /metrics: a count over ten million rows is
      * far too long for an event loop (bench/HISTORY.md, "Figures once

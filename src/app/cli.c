@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@
 #include "base/progress.h"
 #include "import/import.h"
 #include "sites/sites.h"
+#include "ops/opscheck.h"
 #include "version.h" /* SHORTD_VERSION, SHORTD_COMMIT: made by the Makefile */
 #include "base/banned.h"
 
@@ -98,6 +100,7 @@ static int cmd_site_list(struct opts *o);
 static int cmd_site_size(struct opts *o);
 static int cmd_site_usage(struct opts *o);
 static int cmd_site_delete(struct opts *o);
+static int cmd_ops_check(struct opts *o);
 
 #define STORE_OPTS "db store"
 #define NPOS_ANY (-2)
@@ -120,9 +123,10 @@ static const struct command commands[] = {
     {"key create", cmd_key_create, "admin", STORE_OPTS " name scopes domain", 0,
      "shortd key create --db PATH --name NAME [--admin] [--scopes LIST] [--domain HOST]\n"
      "  Creates an API key and prints it once, as the last word of the output. --scopes\n"
-     "  limits it to a comma-separated list of links:read, links:write, stats:read, admin\n"
-     "  (default: all of them; admin only with --admin); --domain to links on one custom\n"
-     "  domain."},
+     "  limits it to a comma-separated list of links:read, links:write, stats:read, admin,\n"
+     "  ops (default: all but ops; admin only with --admin); --domain to links on one custom\n"
+     "  domain. A key of the ops scope alone reads GET /api/ops/health and /metrics, nothing\n"
+     "  else: give it to monitoring."},
     {"key list", cmd_key_list, "", STORE_OPTS, 0,
      "shortd key list --db PATH\n"
      "  Lists API keys (never the keys themselves): their scopes, domain and last use."},
@@ -204,9 +208,12 @@ static const struct command commands[] = {
      "  one), inspect one (its body, hash, attempts, last error), replay it (the unchanged\n"
      "  bytes under the same IDs, to its sink; the outcome is recorded), resolve it (who\n"
      "  and why are kept). Nothing is ever deleted."},
-    {"backup", cmd_backup, "", STORE_OPTS " to progress", 0,
-     "shortd backup --db PATH --to FILE [--progress auto|always|never]\n"
-     "  Copies the database with SQLite's online backup; safe while serving. " PROGRESS_HELP},
+    {"backup", cmd_backup, "record-only", STORE_OPTS " to progress node", 0,
+     "shortd backup --db PATH --to FILE [--progress auto|always|never] [--node NAME]\n"
+     "  Copies the database with SQLite's online backup; safe while serving. Records the\n"
+     "  backup in the store, where the backup check (shortd ops check) reads its age. With\n"
+     "  --record-only, copies nothing and records FILE, a backup made another way (pg_dump\n"
+     "  of a PostgreSQL store). " PROGRESS_HELP},
     {"stats", cmd_stats, "", STORE_OPTS " from to", 1,
      "shortd stats --db PATH CODE [--from YYYY-MM-DD] [--to YYYY-MM-DD]\n"
      "  Prints a link's click analytics as JSON (default: the last 30 days)."},
@@ -225,6 +232,14 @@ static const struct command commands[] = {
      "  disk, the clock, file permissions, the listen address and the GeoIP database. One\n"
      "  line each, ok, warn or FAIL, with how to fix it; exits 1 when any check FAILs.\n"
      "  Reads only: it creates, migrates and changes nothing."},
+    {"ops check", cmd_ops_check, "json", "config listen url key-file", 0,
+     "shortd ops check [--config FILE] [--url http://HOST:PORT] [--key-file FILE] [--json]\n"
+     "  Asks the running node (default: http://LISTEN of the config) for its operations\n"
+     "  checks: the store, the shared cache, the click journal and fold, free disk, the last\n"
+     "  backup, the clock. One line each: ok, warn, fail or unknown (could not be checked).\n"
+     "  The API key (ops scope, or admin) comes from SHORTD_OPS_KEY or --key-file, never a\n"
+     "  flag. Exits 0 when all are ok, 1 on a warning, 2 on a failure, an unknown check or a\n"
+     "  node that does not answer."},
     {"config example", cmd_config_example, "", "", 0,
      "shortd config example\n  Prints an example config file with every setting's default."},
     {"man", cmd_man, "", "", 0,
@@ -607,7 +622,7 @@ static int cmd_key_create(struct opts *o)
             unsigned bit;
             if (links_scope_parse((struct slice){p, n}, &bit) != ERR_OK)
                 return fail("--scopes: '%.*s' is not one of links:read, links:write, stats:read, "
-                            "admin",
+                            "admin, ops",
                             (int)n, p);
             spec.scopes |= bit;
             p += n + (p[n] == ',');
@@ -652,7 +667,7 @@ static int print_key(const struct apikey *k, void *arg)
         rfc3339_format(k->last_used_at, used);
     char scopes[64] = "";
     unsigned rights = links_key_rights(k);
-    for (unsigned bit = 1; bit <= KEY_SCOPE_ADMIN; bit <<= 1)
+    for (unsigned bit = 1; bit <= KEY_SCOPE_OPS; bit <<= 1)
         if (rights & bit) {
             size_t n = strlen(scopes);
             snprintf(scopes + n, sizeof(scopes) - n, "%s%s", n ? "," : "", links_scope_name(bit));
@@ -1461,18 +1476,41 @@ static int cmd_backup(struct opts *o)
     int mode = opt_progress(o);
     if (mode < 0)
         return 2;
+    bool record_only = opt(o, "record-only") != NULL;
+    struct stat sb;
+    if (record_only && stat(to, &sb) != 0)
+        return fail("--record-only: no backup at '%s' to record", to);
     struct store *st;
     if (open_store(o, false, &st))
         return 1;
-    struct progress *p = progress_new("backup", "pages", mode);
-    store_set_backup_progress(backup_progress, p);
-    int rc = st->ops->backup(st, to);
-    store_set_backup_progress(NULL, NULL);
-    progress_end(p);
+    int rc = ERR_OK;
+    if (!record_only) {
+        struct progress *p = progress_new("backup", "pages", mode);
+        store_set_backup_progress(backup_progress, p);
+        rc = st->ops->backup(st, to);
+        store_set_backup_progress(NULL, NULL);
+        progress_end(p);
+    }
+    if (rc != ERR_OK) {
+        st->ops->close(st);
+        return fail("backup to '%s' failed", to);
+    }
+    /* Recorded for the backup check: when it ended (the file's time for a
+     * backup made elsewhere), its size, and where it was made. */
+    char host[256] = "";
+    const char *node = opt(o, "node");
+    if (!node) {
+        gethostname(host, sizeof(host) - 1);
+        node = host;
+    }
+    int64_t ended = now_ms();
+    if (stat(to, &sb) == 0 && record_only)
+        ended = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+    rc = st->ops->backup_note(st, ended, stat(to, &sb) == 0 ? (int64_t)sb.st_size : 0, node);
     st->ops->close(st);
     if (rc != ERR_OK)
-        return fail("backup to '%s' failed", to);
-    printf("backed up to %s\n", to);
+        return fail("backed up to '%s', but could not record it in the store", to);
+    printf("%s %s\n", record_only ? "recorded the backup" : "backed up to", to);
     return 0;
 }
 
@@ -2013,6 +2051,68 @@ out:
 }
 
 /* ---- doctor ---- */
+
+/* The URL of the node `ops check` asks: --url, else http:// + its listen
+ * address (--listen, the config file's, SHORTD_LISTEN, or the default). */
+static int cmd_ops_check(struct opts *o)
+{
+    char err[512];
+    struct buf url = BUF_INIT;
+    if (opt(o, "url")) {
+        buf_adds(&url, opt(o, "url"));
+    } else {
+        struct config cfg;
+        config_init(&cfg);
+        const char *file = opt(o, "config");
+        if (!file)
+            file = getenv("SHORTD_CONFIG");
+        int rc = file && *file ? config_load_file(&cfg, file, err, sizeof(err)) : ERR_OK;
+        if (rc == ERR_OK)
+            rc = config_load_env(&cfg, err, sizeof(err));
+        if (rc == ERR_OK && opt(o, "listen"))
+            rc = config_set(&cfg, "listen", opt(o, "listen"), err, sizeof(err));
+        if (rc != ERR_OK) {
+            config_release(&cfg);
+            return fail("%s", err);
+        }
+        /* A node listening on every address answers on loopback too. */
+        const char *l = cfg.listen;
+        if (!strncmp(l, "0.0.0.0:", 8))
+            buf_printf(&url, "http://127.0.0.1%s", l + 7);
+        else if (!strncmp(l, "[::]:", 5))
+            buf_printf(&url, "http://[::1]%s", l + 4);
+        else
+            buf_printf(&url, "http://%s", l);
+        config_release(&cfg);
+    }
+    while (url.len && url.p[url.len - 1] == '/')
+        url.p[--url.len] = '\0';
+    char key[256] = "";
+    const char *file = opt(o, "key-file");
+    if (file) {
+        FILE *f = fopen(file, "r");
+        if (!f || !fgets(key, sizeof(key), f)) {
+            if (f)
+                fclose(f);
+            buf_release(&url);
+            return fail("--key-file: cannot read a key from '%s'", file);
+        }
+        fclose(f);
+        key[strcspn(key, "\r\n")] = '\0';
+    } else if (getenv("SHORTD_OPS_KEY")) {
+        snprintf(key, sizeof(key), "%s", getenv("SHORTD_OPS_KEY"));
+    }
+    if (!key[0]) {
+        buf_release(&url);
+        fprintf(stderr, "shortd: ops check needs an API key of the ops scope: SHORTD_OPS_KEY "
+                        "or --key-file\n");
+        return 2;
+    }
+    int rc = opscheck_run(url.p, key, opt(o, "json") != NULL, stdout, stderr);
+    sodium_memzero(key, sizeof(key));
+    buf_release(&url);
+    return rc;
+}
 
 static int cmd_doctor(struct opts *o)
 {

@@ -79,6 +79,25 @@ struct config {
     struct config_rate rate_create_addr, rate_create_key; /* ratelimit.h's classes */
     struct config_rate rate_read_addr, rate_read_key;
     struct config_rate rate_auth, rate_password, rate_password_client;
+    /* Operations (src/ops/): who reads /metrics, the checks and alerts */
+    char *metrics_allow;   /* CIDRs that read /metrics without a key */
+    int64_t check_every;   /* seconds between checks of the alert thread */
+    int64_t lag_warn;      /* seconds clicks wait to be counted before a warning */
+    int64_t alert_confirm; /* seconds a problem lasts before it is sent */
+    int64_t alert_repeat;  /* seconds between reminders */
+    char *alert_timezone;  /* IANA zone of the times in alerts */
+    char *smtp_host;       /* NULL: no e-mail */
+    int64_t smtp_port;
+    int64_t smtp_starttls; /* bool */
+    char *smtp_from;
+    char *smtp_to; /* comma separated */
+    char *smtp_user;
+    char *smtp_password_file; /* else SHORTD_SMTP_PASSWORD */
+    char *webhook_url;        /* NULL: no webhook */
+    char *webhook_format;     /* alertmanager or slack */
+    char *backup_dir;         /* scheduled backups go here */
+    int64_t backup_every;     /* seconds; 0: none */
+    int64_t fold_paused;      /* bool, live */
 };
 
 /* Defaults for every setting. */

@@ -26,6 +26,10 @@
 #include <unistd.h>
 
 #include "app/app.h"
+#include "ops/checks.h"
+#include "ops/nodes.h"
+#include "ops/notify.h"
+#include "ops/watch.h"
 #include "clicks/aggregate.h"
 #include "store/bus.h"
 #include "redirect/cache.h"
@@ -55,6 +59,7 @@
 #include "store/store_stats.h"
 #include "base/timeutil.h"
 #include "links/urlcheck.h"
+#include "version.h" /* SHORTD_VERSION: made by the Makefile */
 #include "store/writer.h"
 #include "sites/sites.h"
 #include "base/banned.h"
@@ -249,6 +254,11 @@ static void on_invalidate(const char *code, size_t n, void *arg)
         links_forget_keys(app->links);
         return;
     }
+    if (code && bus_is_node(code, n)) { /* a node's announcement: no invalidation */
+        if (app->nodes)
+            ops_nodes_heard(app->nodes, code, n, now_ms());
+        return;
+    }
     if (!code) { /* a change may have been missed too */
         links_blocklist_changed(app->links);
         fallbacks_mark_stale(app->fallbacks);
@@ -393,6 +403,7 @@ static void reload(struct app *app, const struct serve_reload *rl, struct config
     struct config_rate limits[RL_NCLASSES];
     ratelimit_limits(&app->cfg, limits);
     ratelimit_set_limits(app->ratelimit, limits);
+    clicks_pause_fold(app->clicks, app->cfg.fold_paused != 0);
     log_at(LOG_INFO, "reloaded the configuration%s%s%s: %d live setting%s changed",
            app->cfg.config ? " from '" : "", app->cfg.config ? app->cfg.config : "",
            app->cfg.config ? "'" : "", live, live == 1 ? "" : "s");
@@ -447,6 +458,66 @@ static int visitor_settings(struct app *app, char *err, size_t errlen)
 }
 
 /* For /metrics (app.h). */
+/* Whether 'listen' (ADDR:PORT) is a loopback address: then only this
+ * machine reaches /metrics, and it needs no key. */
+static bool listen_is_loopback(const char *listen)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    size_t n = colon ? (size_t)(colon - listen) : strlen(listen);
+    if (n >= sizeof(host))
+        return false;
+    memcpy(host, listen, n);
+    host[n] = '\0';
+    if (host[0] == '[' && n > 1 && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    return !strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost");
+}
+
+/* The operations checks and the alert thread (src/ops/). ERR_OK, or the
+ * setting that is wrong logged. */
+static int ops_start(struct app *app)
+{
+    char err[300];
+    if (app->cfg.metrics_allow &&
+        clientaddr_new(app->cfg.metrics_allow, &app->metrics_allow, err, sizeof(err)) != ERR_OK) {
+        log_at(LOG_ERROR, "metrics-allow: %s", err);
+        return ERR_INVALID;
+    }
+    app->metrics_open = !app->cfg.metrics_allow && listen_is_loopback(app->cfg.listen);
+    if (app->cfg.backup_every && !app->cfg.backup_dir) {
+        log_at(LOG_ERROR, "backup-every is set: backup-dir must name where backups go");
+        return ERR_INVALID;
+    }
+    struct notify *n = NULL;
+    if (notify_new(&app->cfg, &n, err, sizeof(err)) != ERR_OK) {
+        log_at(LOG_ERROR, "%s", err);
+        return ERR_INVALID;
+    }
+    const char *url = app->cfg.store ? app->cfg.store : app->cfg.db;
+    if (app->bus)
+        app->nodes = ops_nodes_new(app->cfg.node_id, SHORTD_VERSION, now_ms());
+    struct checks_env env = {
+        .store = app->store,
+        .rcache = app->rcache,
+        .clicks = app->clicks,
+        .db_path = store_is_shared(url) ? NULL : url,
+        .journal_dir = app->cfg.journal,
+        .nodes = app->nodes,
+        .nodes_window_ms = 3 * app->cfg.check_every * 1000 + 2000,
+        .lag_warn_s = app->cfg.lag_warn,
+        .backup_every_s = app->cfg.backup_every,
+    };
+    app->checks = checks_new(&env);
+    if (watch_start(app, app->checks, n, &app->watch) != ERR_OK) {
+        notify_free(n);
+        return ERR_IO;
+    }
+    return ERR_OK;
+}
+
 static void count_links(struct app *app)
 {
     int64_t links = 0;
@@ -459,6 +530,7 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
     struct app app;
     memset(&app, 0, sizeof(app));
     atomic_store(&app.links_counted, -1);
+    app.started_ms = now_ms();
     struct config was; /* as read: what a reload compares with */
     config_copy(&was, cfg);
     app.cfg = *cfg;
@@ -611,10 +683,13 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
     app.events = events_new(app.store, app.writer, app.clicks, &ecfg);
     clicks_set_hold(app.clicks, events_hold, app.events);
     first_setup(&app);
+    clicks_pause_fold(app.clicks, app.cfg.fold_paused != 0);
     if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms, app.cfg.journal_sync_ms,
                      (int)app.cfg.background_nice) != ERR_OK)
         goto out;
     if (events_start(app.events) != ERR_OK)
+        goto out;
+    if (ops_start(&app) != ERR_OK)
         goto out;
     if (server_start(app.server) != ERR_OK)
         goto out;
@@ -689,6 +764,8 @@ out:
         if (app.writer)
             touch_keys(&app); /* the last minute's uses */
     }
+    watch_stop(app.watch); /* before what its checks read */
+    app.watch = NULL;
     bus_free(app.bus); /* after the loops: /metrics reads its counts */
     app.bus = NULL;
     storeq_free(app.storeq);
@@ -706,6 +783,9 @@ out:
     events_free(app.events); /* after the journal thread, which asks it how far to release */
     ratelimit_free(app.ratelimit);
     clientaddr_free(app.clientaddr);
+    clientaddr_free(app.metrics_allow);
+    ops_nodes_free(app.nodes);
+    checks_free(app.checks);
     rcache_free(app.rcache);
     aggregate_free(app.aggregate);
     classify_free(app.classify);

@@ -23,6 +23,7 @@
 #include "clicks/aggregate.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +114,8 @@ struct aggregate {
     char partial_key[72]; /* ... and of a job stopped between chunks */
     size_t chunk;
     struct classify *cl;
-    bool hurry; /* aggregate_set_hurry */
+    bool hurry;                    /* aggregate_set_hurry */
+    _Atomic uint64_t humans, bots; /* clicks folded since the start (aggregate_counts) */
     const char *const *self_hosts;
     struct table t;
     struct bump *spare_mem; /* a stored table's, cleared, for the next one */
@@ -314,7 +316,15 @@ void aggregate_add(struct aggregate *a, const struct click_event *e)
     int64_t day = day_number(e->ts);
     struct dayrow *r = &lday_get(t, e->code.p, n, day)->row;
     t->events++;
+    int64_t bots = r->bots;
     aggregate_fold(a->cl, a->self_hosts, a->hurry, r, e);
+    atomic_fetch_add_explicit(r->bots != bots ? &a->bots : &a->humans, 1, memory_order_relaxed);
+}
+
+void aggregate_counts(const struct aggregate *a, uint64_t *clicks, uint64_t *bots)
+{
+    *clicks = atomic_load_explicit(&a->humans, memory_order_relaxed);
+    *bots = atomic_load_explicit(&a->bots, memory_order_relaxed);
 }
 
 void aggregate_add_page(struct aggregate *a, const struct page_event *e)

@@ -41,6 +41,9 @@ void aggregate_fold(struct classify *cl, const char *const *self_hosts, bool hur
 void aggregate_set_hurry(struct aggregate *a, bool on);
 bool aggregate_empty(const struct aggregate *a);
 uint64_t aggregate_events(const struct aggregate *a); /* events folded since the last take */
+/* Clicks folded since the start: of people, and of bots and prefetches
+ * (for /metrics). Any thread. */
+void aggregate_counts(const struct aggregate *a, uint64_t *clicks, uint64_t *bots);
 
 /* Moves everything folded so far into a job for writer 'w' that stores it
  * and sets the checkpoint to 'journal_pos', and submits it. The job stores

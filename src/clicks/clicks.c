@@ -67,6 +67,7 @@ struct batch {
     struct buf data;
     size_t events;
     uint64_t end_pos; /* journal position after its last event */
+    int64_t at_ms;    /* wall clock when its event loop handed it over */
     struct batch *next;
 };
 
@@ -95,12 +96,15 @@ struct clicks {
     pthread_t fold_thread;
     pthread_mutex_t fold_mu;
     pthread_cond_t fold_cv;
-    struct batch *fold, *fold_tail;   /* journaled, not yet folded */
-    _Atomic size_t fold_bytes;        /* ... their size */
-    _Atomic uint64_t fold_events;     /* ... how many */
-    _Atomic uint64_t fold_events_max; /* the most there have been (journal thread) */
-    _Atomic uint64_t pauses;          /* backpressure: event loops paused */
-    bool fold_stop;                   /* nothing more will be journaled */
+    struct batch *fold, *fold_tail;    /* journaled, not yet folded */
+    _Atomic size_t fold_bytes;         /* ... their size */
+    _Atomic uint64_t fold_events;      /* ... how many */
+    _Atomic uint64_t fold_events_max;  /* the most there have been (journal thread) */
+    _Atomic uint64_t pauses;           /* backpressure: event loops paused */
+    bool fold_stop;                    /* nothing more will be journaled */
+    _Atomic bool fold_paused;          /* clicks_pause_fold: batches wait in the journal */
+    _Atomic int64_t stored_ms;         /* wall clock of the last counters stored; 0: none */
+    _Atomic int64_t first_unstored_ms; /* the first batch handed over since all was stored */
 
     _Atomic bool inflight; /* a store job is running */
     _Atomic uint64_t committed_pos;
@@ -221,6 +225,7 @@ void clicks_flush(struct clicks *c, int worker)
         abort();
     b->data = l->buf;
     b->events = l->events;
+    b->at_ms = now_ms();
     buf_init(&l->buf);
     l->events = 0;
     pthread_mutex_lock(&c->mu);
@@ -263,6 +268,23 @@ void clicks_backlog(struct clicks *c, struct clicks_backlog *out)
     out->unfolded = atomic_load_explicit(&c->fold_events, memory_order_relaxed);
     out->unfolded_max = atomic_load_explicit(&c->fold_events_max, memory_order_relaxed);
     out->pauses = atomic_load_explicit(&c->pauses, memory_order_relaxed);
+    pthread_mutex_lock(&c->fold_mu);
+    out->oldest_ms = c->fold ? c->fold->at_ms : 0;
+    pthread_mutex_unlock(&c->fold_mu);
+    out->unstored = clicks_pending(c);
+    /* Waiting since the later of the last store and the first click handed
+     * over after everything was stored: an idle node's first click has not
+     * waited since the last store, long ago. */
+    int64_t stored = atomic_load(&c->stored_ms), first = atomic_load(&c->first_unstored_ms);
+    out->unstored_since_ms = out->unstored ? (stored > first ? stored : first) : 0;
+}
+
+void clicks_pause_fold(struct clicks *c, bool paused)
+{
+    atomic_store(&c->fold_paused, paused);
+    pthread_mutex_lock(&c->fold_mu);
+    pthread_cond_signal(&c->fold_cv);
+    pthread_mutex_unlock(&c->fold_mu);
 }
 
 /* ---- the pipeline thread ---- */
@@ -272,6 +294,9 @@ static void job_done(uint64_t pos, uint64_t events, void *arg)
     struct clicks *c = arg;
     atomic_store(&c->committed_pos, pos);
     atomic_fetch_add(&c->committed, events);
+    atomic_store(&c->stored_ms, now_ms());
+    if (!clicks_pending(c))
+        atomic_store(&c->first_unstored_ms, 0);
     atomic_store(&c->inflight, false);
 }
 
@@ -401,6 +426,8 @@ static void *journal_main(void *arg)
                 bytes += c->fold_tail->next->data.len;
                 events += c->fold_tail->next->events;
             }
+            int64_t none = 0;
+            atomic_compare_exchange_strong(&c->first_unstored_ms, &none, b->at_ms);
             atomic_fetch_add(&c->fold_bytes, bytes);
             events += atomic_fetch_add(&c->fold_events, events);
             if (events > atomic_load(&c->fold_events_max))
@@ -449,11 +476,14 @@ static void *fold_main(void *arg)
             next_store = mono_ms() + c->sync_ms;
         bool due = mono_ms() >= next_store;
         bool waiting = atomic_load(&c->inflight) || aggregate_empty(c->agg);
-        if (!c->fold && !c->fold_stop && (!due || waiting)) {
+        /* Paused, batches wait for the fold, unless the journal is stopping. */
+        bool paused = atomic_load(&c->fold_paused) && !c->fold_stop;
+        if ((!c->fold || paused) && !c->fold_stop && (!due || waiting)) {
             wait_a_while(&c->fold_cv, &c->fold_mu);
             coop_rest();
         }
-        struct batch *x = c->fold;
+        paused = atomic_load(&c->fold_paused) && !c->fold_stop;
+        struct batch *x = paused ? NULL : c->fold;
         if (x) {
             c->fold = x->next;
             if (!c->fold)

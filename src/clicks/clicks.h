@@ -11,6 +11,7 @@
 #ifndef SHORTD_CLICKS_H
 #define SHORTD_CLICKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,12 +65,20 @@ uint64_t clicks_recorded(struct clicks *c);
  * check alone: aggregate_set_hurry); past four times that, each event loop
  * pauses at each hand-over (backpressure) until the fold catches up. */
 struct clicks_backlog {
-    uint64_t unfolded;     /* clicks journaled, not yet classified and counted */
-    uint64_t unfolded_max; /* the most there have been since the start */
-    uint64_t pauses;       /* pauses of the event loops for it */
+    uint64_t unfolded;         /* clicks journaled, not yet classified and counted */
+    uint64_t unfolded_max;     /* the most there have been since the start */
+    uint64_t pauses;           /* pauses of the event loops for it */
+    int64_t oldest_ms;         /* when the oldest of them was handed over (wall clock); 0: none */
+    uint64_t unstored;         /* clicks counted but not yet in the store (clicks_pending) */
+    int64_t unstored_since_ms; /* since when they wait for the store (wall clock); 0: none */
 };
 /* Any thread. */
 void clicks_backlog(struct clicks *c, struct clicks_backlog *out);
+/* Stops (true) or resumes the fold: clicks stay journaled, and wait there
+ * to be counted. For maintenance and for tests of the operations checks
+ * (the `fold-paused` setting, applied on SIGHUP). Stopping the journal
+ * folds what waits regardless. Any thread. */
+void clicks_pause_fold(struct clicks *c, bool paused);
 /* The journal's health as of its last sync (journal.h). Any thread. */
 void clicks_health(struct clicks *c, struct journal_health *out);
 

@@ -919,6 +919,7 @@ static const struct {
     {"links:write", KEY_SCOPE_LINKS_WRITE},
     {"stats:read", KEY_SCOPE_STATS_READ},
     {"admin", KEY_SCOPE_ADMIN},
+    {"ops", KEY_SCOPE_OPS},
 };
 #define NSCOPES (sizeof(scope_names) / sizeof(scope_names[0]))
 
@@ -944,11 +945,12 @@ const char *links_scope_name(unsigned bit)
 unsigned links_key_cap(const struct apikey *k)
 {
     switch (k->role) {
-    case KEY_ROLE(USER_ADMIN): return KEY_SCOPES_ALL;
+    case KEY_ROLE(USER_ADMIN): return KEY_SCOPES_ALL | KEY_SCOPE_OPS;
     case KEY_ROLE(USER_MEMBER): return KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
     case KEY_ROLE(USER_VIEWER): return KEY_SCOPE_LINKS_READ | KEY_SCOPE_STATS_READ;
-    default: /* a key of no user: its own admin flag, as before users */
-        return k->admin ? KEY_SCOPES_ALL : KEY_SCOPES_ALL & ~KEY_SCOPE_ADMIN;
+    default: /* a key of no user: its own admin flag, as before users; the ops
+              * scope when it was made with it (`shortd key create --scopes ops`) */
+        return (KEY_SCOPES_ALL | KEY_SCOPE_OPS) & ~(k->admin ? 0 : KEY_SCOPE_ADMIN);
     }
 }
 

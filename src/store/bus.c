@@ -41,6 +41,8 @@
  * life, so on_code may call cache_remove and cache_clear directly. */
 #include "store/bus.h"
 
+#include <ctype.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -77,7 +79,7 @@ enum kind { T_REDIS, T_PG };
 
 struct qcode {
     uint8_t n;
-    char code[CODE_MAX];
+    char code[BUS_MSG_MAX]; /* a code, or a longer message (a node's announcement) */
 };
 
 struct transport {
@@ -248,10 +250,27 @@ bool bus_is_keys(const char *code, size_t n)
     return n == BUS_KEYS_LEN && memcmp(code, BUS_KEYS, n) == 0;
 }
 
-/* What the bus carries: codes, and the blocklist's and the keys' messages. */
+bool bus_is_node(const char *msg, size_t n)
+{
+    if (n <= BUS_NODE_LEN || n > BUS_MSG_MAX || memcmp(msg, BUS_NODE, BUS_NODE_LEN) != 0)
+        return false;
+    int colons = 0;
+    for (size_t i = BUS_NODE_LEN; i < n; i++) {
+        char c = msg[i];
+        if (c == ':')
+            colons++;
+        else if (!isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-')
+            return false;
+    }
+    return colons == 1; /* NAME:VERSION; nothing a text[] literal must escape */
+}
+
+/* What the bus carries: codes, and the blocklist's, the keys' and the
+ * nodes' messages. */
 static bool is_message(const char *code, size_t n)
 {
-    return code_is_plausible(code, n) || bus_is_blocklist(code, n) || bus_is_keys(code, n);
+    return code_is_plausible(code, n) || bus_is_blocklist(code, n) || bus_is_keys(code, n) ||
+           bus_is_node(code, n);
 }
 
 static void deliver(struct transport *t, const char *code, size_t n)

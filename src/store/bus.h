@@ -40,6 +40,14 @@ bool bus_is_blocklist(const char *code, size_t n);
 #define BUS_KEYS_LEN (sizeof(BUS_KEYS) - 1)
 #define BUS_PG_CHANNEL "shortd_invalidate"
 bool bus_is_keys(const char *code, size_t n);
+/* A node's announcement: "!node:NAME:VERSION", published by each node's
+ * alert thread every check-every and delivered like a code, so every node
+ * knows the others and their versions (nodes.h). NAME and VERSION are of
+ * [0-9A-Za-z._-]; the whole at most BUS_MSG_MAX bytes. */
+#define BUS_NODE "!node:"
+#define BUS_NODE_LEN (sizeof(BUS_NODE) - 1)
+#define BUS_MSG_MAX 96
+bool bus_is_node(const char *msg, size_t n);
 
 /* Starts one thread per configured transport (redis_url and/or pg_url may be
  * NULL, not both; ERR_INVALID for a bad redis URL). 'timeout_ms' bounds each

@@ -10,6 +10,7 @@
  *   store_move.h    whole tables as rows, for moving a store
  *   store_events.h  sinks, their positions, the link outbox, failed batches
  *   store_sites.h   site analytics: sites, their hosts and tokens, site days
+ *   store_watch.h   backups made, the store's clock, leases (operations)
  *
  * Threads: a store is shared by all threads; a backend keeps one connection
  * per calling thread. Reads may run on any thread. Writes run inside
@@ -37,6 +38,7 @@
 #include "store/store_move.h"
 #include "store/store_sites.h"
 #include "store/store_stats.h"
+#include "store/store_watch.h"
 
 struct store;
 
@@ -75,6 +77,7 @@ struct store_ops {
     STORE_OPS_MOVE
     STORE_OPS_EVENTS
     STORE_OPS_SITES
+    STORE_OPS_WATCH
 };
 
 /* Every backend's store begins with this. */

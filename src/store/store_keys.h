@@ -16,6 +16,10 @@ struct store;
 #define KEY_SCOPE_LINKS_WRITE (1u << 1) /* links:write: create, edit, delete links */
 #define KEY_SCOPE_STATS_READ (1u << 2)  /* stats:read: analytics */
 #define KEY_SCOPE_ADMIN (1u << 3)       /* admin: the admin routes (an admin key's) */
+/* ops: the node's health and metrics (ROUTE_OPS), nothing else. Never in a
+ * key unless asked for: KEY_SCOPES_ALL, a key's default, leaves it out (an
+ * admin key reads those routes through its admin scope). */
+#define KEY_SCOPE_OPS (1u << 4)
 #define KEY_SCOPES_ALL                                                                             \
     (KEY_SCOPE_LINKS_READ | KEY_SCOPE_LINKS_WRITE | KEY_SCOPE_STATS_READ | KEY_SCOPE_ADMIN)
 

@@ -181,6 +181,10 @@ enum stmt {
     S_FAILED_LIST,
     S_FAILED_REPLAYED,
     S_FAILED_RESOLVE,
+    S_BACKUP_NOTE,
+    S_BACKUP_LAST,
+    S_CLOCK,
+    S_LEASE_TAKE,
     S__COUNT
 };
 
@@ -439,6 +443,16 @@ static const char *const sql[S__COUNT] = {
                           "last_replay_result = $3 WHERE id = $1",
     [S_FAILED_RESOLVE] = "UPDATE event_failed SET resolved_at = $2, resolved_by = $3, "
                          "resolved_reason = $4 WHERE id = $1 AND resolved_at = 0",
+    [S_BACKUP_NOTE] = "INSERT INTO ops_backups (ended_at, bytes, node) VALUES ($1, $2, $3)",
+    [S_BACKUP_LAST] = "SELECT ended_at, bytes FROM ops_backups ORDER BY ended_at DESC LIMIT 1",
+    /* clock_timestamp(): the time now, not the transaction's start */
+    [S_CLOCK] = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+    /* Taken when free, expired or already the holder's; else nothing changes. */
+    [S_LEASE_TAKE] = "INSERT INTO ops_leases (name, holder, expires_at) VALUES ($1, $2, $4) "
+                     "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                     "expires_at = excluded.expires_at "
+                     "WHERE ops_leases.holder = excluded.holder "
+                     "OR ops_leases.expires_at <= $3::bigint",
 };
 
 struct conn {
@@ -2268,6 +2282,60 @@ static int pg_block_list(struct store *st, host_cb cb, void *arg)
     return ERR_OK;
 }
 
+/* ---- operations (store_watch.h) ---- */
+
+static int pg_backup_note(struct store *st, int64_t ended_at, int64_t bytes, const char *node)
+{
+    struct params p = {0};
+    p_i64(&p, ended_at);
+    p_i64(&p, bytes);
+    p_text(&p, node);
+    return run(st, S_BACKUP_NOTE, &p, "backup note", NULL);
+}
+
+static int pg_backup_last(struct store *st, int64_t *ended_at, int64_t *bytes)
+{
+    struct params p = {0};
+    PGresult *r = NULL;
+    int rc = run(st, S_BACKUP_LAST, &p, "backup last", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r)) {
+        *ended_at = val_i64(r, 0, 0);
+        *bytes = val_i64(r, 0, 1);
+    } else {
+        rc = ERR_NOTFOUND;
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_clock_ms(struct store *st, int64_t *now)
+{
+    struct params p = {0};
+    PGresult *r = NULL;
+    int rc = run(st, S_CLOCK, &p, "clock", &r);
+    if (rc != ERR_OK)
+        return rc;
+    *now = val_i64(r, 0, 0);
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_lease_take(struct store *st, const char *name, const char *holder, int64_t now,
+                         int64_t ttl_ms, bool *held)
+{
+    struct params p = {0};
+    p_text(&p, name);
+    p_text(&p, holder);
+    p_i64(&p, now);
+    p_i64(&p, now + ttl_ms);
+    int n = 0;
+    int rc = run_count(st, S_LEASE_TAKE, &p, "lease take", &n);
+    *held = rc == ERR_OK && n > 0;
+    return rc;
+}
+
 /* Moving a store: defined in the last section of this file. */
 static int pg_export_rows(struct store *st, int table, row_cb cb, void *arg);
 static int pg_import_rows(struct store *st, int table, const struct store_value *rows, size_t n,
@@ -2959,6 +3027,10 @@ const struct store_ops store_pg_ops = {
     .domain_list = pg_domain_list,
     .domain_redirects_set = pg_domain_redirects_set,
     .domain_redirects_list = pg_domain_redirects_list,
+    .backup_note = pg_backup_note,
+    .backup_last = pg_backup_last,
+    .clock_ms = pg_clock_ms,
+    .lease_take = pg_lease_take,
     .agg_days = pg_agg_days,
     .prune_days = pg_prune_days,
     .prune_visitors = pg_prune_visitors,

@@ -175,6 +175,9 @@ enum stmt {
     S_FAILED_LIST,
     S_FAILED_REPLAYED,
     S_FAILED_RESOLVE,
+    S_BACKUP_NOTE,
+    S_BACKUP_LAST,
+    S_LEASE_TAKE,
     S__COUNT
 };
 
@@ -399,6 +402,13 @@ static const char *const sql[S__COUNT] = {
                           "last_replay_result = ?3 WHERE id = ?1",
     [S_FAILED_RESOLVE] = "UPDATE event_failed SET resolved_at = ?2, resolved_by = ?3, "
                          "resolved_reason = ?4 WHERE id = ?1 AND resolved_at = 0",
+    [S_BACKUP_NOTE] = "INSERT INTO ops_backups (ended_at, bytes, node) VALUES (?1, ?2, ?3)",
+    [S_BACKUP_LAST] = "SELECT ended_at, bytes FROM ops_backups ORDER BY ended_at DESC LIMIT 1",
+    /* Taken when free, expired or already the holder's; else nothing changes. */
+    [S_LEASE_TAKE] = "INSERT INTO ops_leases (name, holder, expires_at) VALUES (?1, ?2, ?4) "
+                     "ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, "
+                     "expires_at = excluded.expires_at "
+                     "WHERE ops_leases.holder = excluded.holder OR ops_leases.expires_at <= ?3",
 };
 
 struct conn {
@@ -2337,6 +2347,63 @@ static int sq_block_list(struct store *st, host_cb cb, void *arg)
     return ERR_OK;
 }
 
+/* ---- operations (store_watch.h) ---- */
+
+static int sq_backup_note(struct store *st, int64_t ended_at, int64_t bytes, const char *node)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BACKUP_NOTE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, ended_at);
+    sqlite3_bind_int64(q, 2, bytes);
+    sqlite3_bind_text(q, 3, node, -1, SQLITE_STATIC);
+    return run_done(q, "backup note");
+}
+
+static int sq_backup_last(struct store *st, int64_t *ended_at, int64_t *bytes)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BACKUP_LAST);
+    if (!q)
+        return ERR_STORAGE;
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "backup last");
+    *ended_at = sqlite3_column_int64(q, 0);
+    *bytes = sqlite3_column_int64(q, 1);
+    finish(q);
+    return ERR_OK;
+}
+
+/* One file on one machine: the store's clock is this machine's. */
+static int sq_clock_ms(struct store *st, int64_t *now)
+{
+    (void)st;
+    (void)now;
+    return ERR_NOTFOUND;
+}
+
+static int sq_lease_take(struct store *st, const char *name, const char *holder, int64_t now,
+                         int64_t ttl_ms, bool *held)
+{
+    *held = false;
+    sqlite3_stmt *q = stmt_get(st, S_LEASE_TAKE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, holder, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, now);
+    sqlite3_bind_int64(q, 4, now + ttl_ms);
+    int rc = run_changed(q, "lease take");
+    if (rc == ERR_NOTFOUND)
+        return ERR_OK;
+    *held = rc == ERR_OK;
+    return rc;
+}
+
 /* Moving a store: defined in the last section of this file. */
 
 /* ---- sites (store_sites.h) ---- */
@@ -3048,6 +3115,10 @@ const struct store_ops store_sqlite_ops = {
     .domain_list = sq_domain_list,
     .domain_redirects_set = sq_domain_redirects_set,
     .domain_redirects_list = sq_domain_redirects_list,
+    .backup_note = sq_backup_note,
+    .backup_last = sq_backup_last,
+    .clock_ms = sq_clock_ms,
+    .lease_take = sq_lease_take,
     .meta_del = sq_meta_del,
     .meta_add = sq_meta_add,
     .idem_claim = sq_idem_claim,

@@ -24,6 +24,7 @@
 #include "clicks/clicks.h"
 #include "http/http.h"
 #include "http/metrics.h"
+#include "ops/checks.h"
 #include "http/ratelimit.h"
 #include "http/server.h"
 #include "links/links.h"
@@ -200,6 +201,14 @@ static bool assemble(struct hx *h)
     ratelimit_limits(&app->cfg, limits);
     app->ratelimit = ratelimit_new(limits, secret, NULL);
     app->clicks = clicks_new(app->store, app->writer, app->aggregate, 1);
+    /* As a node listening on loopback: /metrics needs no key. */
+    app->metrics_open = true;
+    struct checks_env env = {.store = app->store,
+                             .clicks = app->clicks,
+                             .db_path = h->url,
+                             .journal_dir = h->dir,
+                             .lag_warn_s = 300};
+    app->checks = checks_new(&env);
     return CHECK_EQ_INT(clicks_rotate_salts(app->clicks, now_ms()), ERR_OK) &&
            CHECK_EQ_INT(clicks_start(app->clicks, h->journal, CLICK_FLUSH_MS, JOURNAL_SYNC_MS, 0),
                         ERR_OK);
@@ -289,6 +298,7 @@ void hx_free(struct hx *h)
         writer_free(app->writer);
     }
     clicks_free(app->clicks);
+    checks_free(app->checks);
     ratelimit_free(app->ratelimit);
     aggregate_free(app->aggregate);
     classify_free(app->classify);

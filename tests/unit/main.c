@@ -119,6 +119,7 @@
     X(events_journal_read)                                                                         \
     X(store_events)                                                                                \
     X(store_meta)                                                                                  \
+    X(store_watch)                                                                                 \
     X(store_transactions)                                                                          \
     X(store_links)                                                                                 \
     X(csvread_records)                                                                             \
@@ -292,6 +293,14 @@
     X(api_ops_healthz)                                                                             \
     X(api_ops_readyz)                                                                              \
     X(api_ops_metrics)                                                                             \
+    X(api_ops_health)                                                                              \
+    X(api_ops_scope)                                                                               \
+    X(alert_rules_confirm)                                                                         \
+    X(alert_rules_repeat_and_change)                                                               \
+    X(alert_rules_unknown)                                                                         \
+    X(alert_rules_state_json)                                                                      \
+    X(alert_message_content)                                                                       \
+    X(ops_nodes)                                                                                   \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \

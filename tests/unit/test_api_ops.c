@@ -1,11 +1,16 @@
 /* test_api_ops.c - what operators ask (api_ops.c) in-process (harness.h):
  * GET / (the home redirect), /healthz, /readyz and /metrics; which of them
- * need the store, and what /readyz says when it fails. */
+ * need the store, and what /readyz says when it fails; /api/ops/health and
+ * the ops scope. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/app.h"
+#include "base/err.h"
+#include "base/timeutil.h"
+#include "http/clientaddr.h"
+#include "store/store.h"
 #include "harness.h"
 #include "test.h"
 
@@ -128,5 +133,149 @@ void test_api_ops_metrics(void)
     CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
     CHECK_EQ_INT(sample(resp.body, "shortd_links"), -1);
     hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* The check 'code' of a GET /api/ops/health answer, or NULL. */
+static json_t *check_of(const struct hx_resp *resp, const char *code)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(resp->json, "checks"), i, c)
+    {
+        if (!strcmp(json_string_value(json_object_get(c, "code")), code))
+            return c;
+    }
+    return NULL;
+}
+
+static const char *state_of(const struct hx_resp *resp, const char *code)
+{
+    json_t *c = check_of(resp, code);
+    return c ? json_string_value(json_object_get(c, "state")) : "(none)";
+}
+
+void test_api_ops_health(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char admin[HX_AUTH_MAX];
+    hx_auth(h, true, admin);
+    const char *headers[] = {admin, NULL};
+    struct hx_resp resp;
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/ops/health", headers, NULL, &resp), 200);
+    CHECK_EQ_STR(hx_json_str(&resp, "node"), "hx");
+    CHECK_EQ_STR(state_of(&resp, "store"), "ok");
+    CHECK_EQ_STR(state_of(&resp, "journal"), "ok");
+    CHECK_EQ_STR(state_of(&resp, "journal-age"), "ok");
+    CHECK_EQ_STR(state_of(&resp, "fold"), "ok");
+    CHECK_EQ_STR(state_of(&resp, "clock"), "ok"); /* SQLite: one machine */
+    CHECK(check_of(&resp, "cache") == NULL);      /* no Redis here: not a check */
+    /* No backup was ever recorded: that fails, and the whole report too. */
+    CHECK_EQ_STR(state_of(&resp, "backup"), "fail");
+    CHECK_EQ_STR(hx_json_str(&resp, "status"), "fail");
+    json_t *b = check_of(&resp, "backup");
+    CHECK(b && strstr(json_string_value(json_object_get(b, "measured")), "no backup"));
+    const char *since = b ? json_string_value(json_object_get(b, "since")) : NULL;
+    char was[64];
+    snprintf(was, sizeof(was), "%s", since ? since : "");
+    hx_resp_release(&resp);
+
+    /* A backup recorded: ok, with its age; the state's since moves. */
+    struct store *st = hx_app(h)->store;
+    CHECK_EQ_INT(st->ops->backup_note(st, now_ms() - 5000, 4096, "hx"), ERR_OK);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/ops/health", headers, NULL, &resp), 200);
+    CHECK_EQ_STR(state_of(&resp, "backup"), "ok");
+    b = check_of(&resp, "backup");
+    CHECK(b && json_real_value(json_object_get(b, "value")) >= 5.0);
+    CHECK(b &&
+          json_real_value(json_object_get(json_object_get(b, "thresholds"), "warn")) == 26 * 3600);
+    hx_resp_release(&resp);
+
+    /* The store does not answer: it fails, and what needs it is unknown
+     * (never ok): the report says so. */
+    hx_fault(h, "ping", 0);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/ops/health", headers, NULL, &resp), 200);
+    hx_fault_clear(h);
+    CHECK_EQ_STR(state_of(&resp, "store"), "fail");
+    CHECK_EQ_STR(state_of(&resp, "backup"), "unknown");
+    CHECK_EQ_STR(state_of(&resp, "clock"), "unknown");
+    CHECK_EQ_STR(hx_json_str(&resp, "status"), "unknown");
+    hx_resp_release(&resp);
+    hx_free(h);
+}
+
+/* An API key of the ops scope alone: health and metrics, nothing else. */
+void test_api_ops_scope(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char admin[HX_AUTH_MAX], user[HX_AUTH_MAX], ops[HX_AUTH_MAX];
+    hx_auth(h, true, admin);
+    hx_auth(h, false, user);
+    const char *as_admin[] = {admin, NULL}, *as_user[] = {user, NULL}, *as_ops[] = {ops, NULL};
+    struct hx_resp resp;
+    /* Only an admin gives it: a user key lacks it. */
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/keys", as_user,
+                            "{\"name\":\"o\",\"scopes\":[\"ops\"]}", &resp),
+                 403);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/keys", as_admin,
+                            "{\"name\":\"o\",\"scopes\":[\"ops\"]}", &resp),
+                 201);
+    snprintf(ops, sizeof(ops), "Authorization: Bearer %s", hx_json_str(&resp, "key"));
+    hx_resp_release(&resp);
+
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/ops/health", as_ops, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/ops/health", as_admin, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/ops/health", as_user, NULL, &resp), 403);
+    CHECK_EQ_STR(hx_json_str(&resp, "error.code"), "forbidden");
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/api/ops/health", NULL, NULL, &resp), 401);
+    hx_resp_release(&resp);
+    /* Refused everything else, even the routes that need no scope. */
+    static const char *const refused[][2] = {
+        {"GET", "/api/links"},   {"GET", "/api/stats"},           {"GET", "/api/keys"},
+        {"GET", "/api/session"}, {"GET", "/api/admin/blocklist"}, {"GET", "/api/domains"},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        if (!CHECK_EQ_INT(hx_request(h, refused[i][0], refused[i][1], as_ops, NULL, &resp), 403))
+            test_note("%s %s", refused[i][0], refused[i][1]);
+        hx_resp_release(&resp);
+    }
+    CHECK_EQ_INT(hx_request(h, "POST", "/api/links", as_ops, "{\"url\":\"https://example.com/\"}",
+                            &resp),
+                 403);
+    hx_resp_release(&resp);
+
+    /* /metrics: open on a loopback listen address; else a key of the ops
+     * scope (or admin), or an address metrics-allow lists. */
+    struct app *app = hx_app(h);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    app->metrics_open = false;
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 401);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", as_user, NULL, &resp), 403);
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", as_ops, NULL, &resp), 200);
+    CHECK(resp.body && strstr(resp.body, "shortd_build_info{version=\""));
+    hx_resp_release(&resp);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", as_admin, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    char err[128];
+    CHECK_EQ_INT(clientaddr_new("10.0.0.0/8", &app->metrics_allow, err, sizeof(err)), ERR_OK);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 401); /* 127.0.0.1 */
+    hx_resp_release(&resp);
+    clientaddr_free(app->metrics_allow);
+    CHECK_EQ_INT(clientaddr_new("127.0.0.0/8", &app->metrics_allow, err, sizeof(err)), ERR_OK);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
+    hx_resp_release(&resp);
+    clientaddr_free(app->metrics_allow);
+    app->metrics_allow = NULL;
     hx_free(h);
 }

@@ -277,6 +277,51 @@ static void meta_checks(struct backend *b)
 
 void test_store_meta(void) { each_backend("meta", meta_checks); }
 
+/* ---- operations: backups recorded, the store's clock, leases ---- */
+
+static void watch_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    int64_t at = -1, bytes = -1;
+    CHECK_EQ_INT(st->ops->backup_last(st, &at, &bytes), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->backup_note(st, 2000, 300, "node-a"), ERR_OK);
+    CHECK_EQ_INT(st->ops->backup_note(st, 5000, 700, "node-b"), ERR_OK);
+    CHECK_EQ_INT(st->ops->backup_note(st, 4000, 500, "node-a"), ERR_OK); /* recorded late */
+    CHECK_EQ_INT(st->ops->backup_last(st, &at, &bytes), ERR_OK);
+    CHECK_EQ_INT(at, 5000); /* the newest, not the last recorded */
+    CHECK_EQ_INT(bytes, 700);
+
+    /* The store's own clock: PostgreSQL's, near ours; a file has none. */
+    int64_t now = 0;
+    int rc = st->ops->clock_ms(st, &now);
+    if (b->pg) {
+        CHECK_EQ_INT(rc, ERR_OK);
+        CHECK(llabs(now - now_ms()) < 5000);
+    } else {
+        CHECK_EQ_INT(rc, ERR_NOTFOUND);
+    }
+
+    /* A lease: free, taken; renewed by its holder; refused to another
+     * until it expires, then taken over. */
+    bool held = false;
+    CHECK_EQ_INT(st->ops->lease_take(st, "alerts", "a", 1000, 3000, &held), ERR_OK);
+    CHECK(held);
+    CHECK_EQ_INT(st->ops->lease_take(st, "alerts", "b", 2000, 3000, &held), ERR_OK);
+    CHECK(!held);
+    CHECK_EQ_INT(st->ops->lease_take(st, "alerts", "a", 3500, 3000, &held), ERR_OK);
+    CHECK(held); /* renewed until 6500 */
+    CHECK_EQ_INT(st->ops->lease_take(st, "alerts", "b", 6000, 3000, &held), ERR_OK);
+    CHECK(!held);
+    CHECK_EQ_INT(st->ops->lease_take(st, "other", "b", 6000, 3000, &held), ERR_OK);
+    CHECK(held); /* leases by name */
+    CHECK_EQ_INT(st->ops->lease_take(st, "alerts", "b", 6500, 3000, &held), ERR_OK);
+    CHECK(held); /* a expired: b takes over */
+    CHECK_EQ_INT(st->ops->lease_take(st, "alerts", "a", 7000, 3000, &held), ERR_OK);
+    CHECK(!held);
+}
+
+void test_store_watch(void) { each_backend("watch", watch_checks); }
+
 /* ---- transactions and savepoints ---- */
 
 struct reader {
@@ -2223,7 +2268,7 @@ static bool sqlite_admin(const struct backend *b, const char *sql)
 #define SITES_DROP                                                                                 \
     "DROP TABLE sites; DROP TABLE site_hosts; DROP TABLE site_tokens; DROP TABLE site_days; "
 
-/* Events out (sqlite 0012, pg 0011) */
+/* Events out (sqlite 0013, pg 0012) */
 #define EVENTS_DROP                                                                                \
     "DROP TABLE sinks; DROP TABLE sink_positions; DROP TABLE event_outbox; "                       \
     "DROP TABLE event_failed; "
@@ -2242,7 +2287,8 @@ static void upgrade_checks(struct backend *b)
                  "ALTER TABLE domains DROP COLUMN base_url_redirect, "
                  "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
                  "DROP TABLE users; DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP
-                     SITES_DROP EVENTS_DROP "DELETE FROM schema_version WHERE version >= 3",
+                     SITES_DROP EVENTS_DROP "DROP TABLE ops_backups; DROP TABLE ops_leases; "
+                 "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
             return;
@@ -2254,7 +2300,8 @@ static void upgrade_checks(struct backend *b)
                  "%s ALTER TABLE links DROP COLUMN imported_clicks; "
                  "ALTER TABLE links DROP COLUMN track; DROP TABLE users; "
                  "DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP SITES_DROP
-                     EVENTS_DROP "ALTER TABLE domains DROP COLUMN base_url_redirect; "
+                 "DROP TABLE ops_backups; DROP TABLE ops_leases; " EVENTS_DROP
+                 "ALTER TABLE domains DROP COLUMN base_url_redirect; "
                  "ALTER TABLE domains DROP COLUMN regular_404_redirect; "
                  "ALTER TABLE domains DROP COLUMN invalid_short_url_redirect; "
                  "PRAGMA user_version = 2;",

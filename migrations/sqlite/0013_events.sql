@@ -1,4 +1,4 @@
--- 0012_events.sql - events out (src/events/): the sinks events go to, each
+-- 0013_events.sql - events out (src/events/): the sinks events go to, each
 -- sink's durable position in each source, the outbox of link events and
 -- the archive of batches no retry delivered.
 --

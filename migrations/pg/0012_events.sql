@@ -1,7 +1,7 @@
--- 0011_events.sql - events out (src/events/): the sinks, each sink's
+-- 0012_events.sql - events out (src/events/): the sinks, each sink's
 -- durable position in each source, the outbox of link events and the
 -- archive of batches no retry delivered. Same tables and columns as the
--- SQLite schema's 0012, which describes them.
+-- SQLite schema's 0013, which describes them.
 
 CREATE TABLE sinks (
     id         bigserial PRIMARY KEY,

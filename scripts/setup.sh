@@ -13,6 +13,7 @@ pkgs=(
     libssl-dev      # libcrypto: the MD5 and SHA-1 of YOURLS's timestamped signatures
     libcrypt-dev    # libxcrypt's crypt_r: bcrypt hashes of imported Kutt link passwords
     libcsv-dev      # CSV parsing of `shortd import` (src/import/csvread.c)
+    libcurl4-openssl-dev  # the sinks' HTTP client (src/events/sink.c)
     sqlite3 curl nodejs
     chromium zbar-tools
     # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes

@@ -1,7 +1,9 @@
 // admin.js - the admin page: the blocklist of destination hosts
-// (/api/admin/blocklist), for admins only (users are on the Users page).
+// (/api/admin/blocklist) and the sinks events go to (/api/sinks), for
+// admins only (users are on the Users page).
 import { h } from './dom.js';
 import { hostList } from './hosts.js';
+import { sinkList } from './sinks.js';
 
 export function renderAdmin(view, ctx) {
     view.replaceChildren(h('section', { class: 'panel admin-page' },
@@ -15,5 +17,8 @@ export function renderAdmin(view, ctx) {
             help: 'For example bad.example.',
             confirmText: (host) => `Links to ${host} may be made and followed again.`,
             ctx,
-        })));
+        }),
+        h('h2', { text: 'Events and webhooks' }),
+        h('p', { class: 'muted', text: 'Clicks and changes of links go to these sinks, each event once per ID (README, Events and webhooks).' }),
+        sinkList(ctx)));
 }

@@ -15,6 +15,7 @@
 #include "base/err.h"
 #include "api/handlers.h"
 #include "clicks/journal.h"
+#include "events/events.h"
 #include "links/links.h"
 #include "http/metrics.h"
 #include "store/bus.h"
@@ -74,8 +75,13 @@ int handle_readyz(struct request *r)
         status = "store unavailable";
     else if (h.down)
         status = "journal unavailable";
-    return http_json(r, strcmp(status, "ready") ? 503 : 200,
-                     json_pack("{s:s, s:o}", "status", status, "journal", journal_detail(&h)));
+    json_t *body = json_pack("{s:s, s:o}", "status", status, "journal", journal_detail(&h));
+    /* Failed batches of events wait for an operator: said, still ready. */
+    if (r->app->events)
+        json_object_set_new(body, "events",
+                            json_pack("{s:I}", "unresolved_failed",
+                                      (json_int_t)events_unresolved(r->app->events)));
+    return http_json(r, strcmp(status, "ready") ? 503 : 200, body);
 }
 
 /* GET /api/ops/health: every check, run now (on a store thread). */
@@ -349,6 +355,8 @@ int handle_metrics(struct request *r)
                    "shortd_invalidation_errors_total %llu\n",
                    (unsigned long long)bp, (unsigned long long)br, (unsigned long long)be);
     }
+    if (app->events)
+        events_metrics(app->events, b);
     process_metrics(app, b);
     check_metrics(app, b);
     r->content_type = "text/plain; version=0.0.4; charset=utf-8";

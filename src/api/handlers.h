@@ -55,6 +55,12 @@ bool site_token_in(const struct request *r, struct slice *token);
 int handle_beacon(struct request *r);
 
 /* api_keys.c */
+int handle_sink_create(struct request *r); /* api_sinks.c */
+int handle_sink_list(struct request *r);
+int handle_sink_get(struct request *r);
+int handle_sink_patch(struct request *r);
+int handle_sink_delete(struct request *r);
+int handle_sink_rotate(struct request *r);
 int handle_key_create(struct request *r);
 int handle_key_list(struct request *r);
 int handle_key_delete(struct request *r);

@@ -16,6 +16,7 @@ struct bus;
 struct classify;
 struct clientaddr;
 struct clicks;
+struct events;
 struct fallbacks;
 struct geo;
 struct hostlist;
@@ -40,6 +41,7 @@ struct app {
     struct clicks *clicks;     /* the click pipeline: journal, aggregation */
     struct classify *classify; /* user agents, referrers: off the hot path */
     struct aggregate *aggregate;
+    struct events *events;         /* events out: sinks, the delivery thread */
     struct geo *geo;               /* NULL unless geoip-db is set */
     struct rcache *rcache;         /* the shared Redis cache, NULL unless --cache */
     struct bus *bus;               /* invalidations between nodes, NULL on one node */

@@ -18,6 +18,7 @@
 
 #include "app/app.h"
 #include "app/config.h"
+#include "app/cli_events.h"
 #include "app/doctor.h"
 #include "base/err.h"
 #include "links/links.h"
@@ -60,7 +61,8 @@ struct command {
     int (*fn)(struct opts *o);
     const char *flags;   /* options taking no value, space separated */
     const char *options; /* options taking a value */
-    int npos;            /* positional arguments wanted; -1: all of them, as given */
+    int npos;            /* positional arguments wanted; -1: all of them, as given;
+                          * NPOS_ANY: any number, among options */
     const char *usage;
 };
 
@@ -88,6 +90,11 @@ static int cmd_import(struct opts *o);
 static int cmd_man(struct opts *o);
 static int cmd_complete(struct opts *o);
 static int cmd_doctor(struct opts *o);
+static int cmd_sink_add(struct opts *o);
+static int cmd_sink_list(struct opts *o);
+static int cmd_sink_delete(struct opts *o);
+static int cmd_sink_rotate(struct opts *o);
+static int cmd_events_failed(struct opts *o);
 static int cmd_site_add(struct opts *o);
 static int cmd_site_list(struct opts *o);
 static int cmd_site_size(struct opts *o);
@@ -96,6 +103,7 @@ static int cmd_site_delete(struct opts *o);
 static int cmd_ops_check(struct opts *o);
 
 #define STORE_OPTS "db store"
+#define NPOS_ANY (-2)
 #define PROGRESS_HELP                                                                              \
     "A progress line on stderr is\n"                                                               \
     "  redrawn in place when stderr is a terminal (--progress auto), always, or never."
@@ -174,6 +182,32 @@ static const struct command commands[] = {
      "shortd link delete --db PATH CODE [--cache redis://HOST:PORT]\n"
      "  Deletes a link: its code answers 410 for ever and is never reused. Running servers\n"
      "  drop it from their caches within a second; with a shared Redis cache, name it too."},
+    {"sink add", cmd_sink_add, "", STORE_OPTS " kind endpoint types owner domain secret options", 0,
+     "shortd sink add --db PATH --kind webhook|ingest|redis-stream --endpoint URL\n"
+     "                [--types LIST] [--owner KEY_ID] [--domain HOST] [--secret SECRET]\n"
+     "                [--options JSON]\n"
+     "  Adds a sink that events go to from now on: --types a comma-separated list of click,\n"
+     "  link.created, link.updated, link.deleted, link.disabled, link.expired, link.exhausted\n"
+     "  (default: all), --owner and --domain only those of one owner's links or one short\n"
+     "  host. A webhook's signing secret (whsec_...) is made and printed once unless given;\n"
+     "  an ingest sink's --secret is its write secret. --options for redis-stream:\n"
+     "  {\"stream\":NAME,\"maxlen\":N}."},
+    {"sink list", cmd_sink_list, "", STORE_OPTS, 0,
+     "shortd sink list --db PATH\n  Lists the sinks (never their secrets)."},
+    {"sink delete", cmd_sink_delete, "", STORE_OPTS, 1,
+     "shortd sink delete --db PATH ID\n"
+     "  Stops delivering to a sink; its failed batches stay in the archive."},
+    {"sink rotate-secret", cmd_sink_rotate, "", STORE_OPTS, 1,
+     "shortd sink rotate-secret --db PATH ID\n"
+     "  Gives a sink a new signing secret, printed once; the old one stays valid (both\n"
+     "  signatures are sent) until the next rotation."},
+    {"events failed", cmd_events_failed, "all", STORE_OPTS " operator reason timeout-ms", NPOS_ANY,
+     "shortd events failed list [--all] | inspect ID | replay ID\n"
+     "                     | resolve ID --operator NAME --reason TEXT  [--db PATH]\n"
+     "  The batches of events no retry delivered: list the unresolved ones (--all: every\n"
+     "  one), inspect one (its body, hash, attempts, last error), replay it (the unchanged\n"
+     "  bytes under the same IDs, to its sink; the outcome is recorded), resolve it (who\n"
+     "  and why are kept). Nothing is ever deleted."},
     {"backup", cmd_backup, "record-only", STORE_OPTS " to progress node", 0,
      "shortd backup --db PATH --to FILE [--progress auto|always|never] [--node NAME]\n"
      "  Copies the database with SQLite's online backup; safe while serving. Records the\n"
@@ -335,7 +369,7 @@ static int opt_progress(const struct opts *o)
 static int parse_opts(const struct command *c, int argc, char **argv, struct opts *o)
 {
     memset(o, 0, sizeof(*o));
-    if (c->npos < 0) {
+    if (c->npos == -1) {
         if (argc > MAX_OPTS)
             return fail("too many arguments");
         for (int i = 0; i < argc; i++)
@@ -381,7 +415,7 @@ static int parse_opts(const struct command *c, int argc, char **argv, struct opt
                         c->name);
         }
     }
-    if (o->npos != c->npos)
+    if (c->npos != NPOS_ANY && o->npos != c->npos)
         return fail("'%s' takes %d argument%s, not %d (see 'shortd %s --help')", c->name, c->npos,
                     c->npos == 1 ? "" : "s", o->npos, c->name);
     return 0;
@@ -436,7 +470,7 @@ int cli_main(int argc, char **argv)
         usage_all(stderr);
         return 2;
     }
-    for (int i = used; i < argc && c->npos >= 0; i++) {
+    for (int i = used; i < argc && c->npos != -1; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: %s\n", c->usage);
             if (c->fn == cmd_import) {
@@ -644,6 +678,64 @@ static int print_key(const struct apikey *k, void *arg)
            scopes[0] ? scopes : "-", k->domain[0] ? k->domain : "-", used, created,
            k->revoked_at ? revoked : "-");
     return 0;
+}
+
+static int cmd_sink_add(struct opts *o)
+{
+    struct cli_sink_args a = {opt(o, "kind"),   opt(o, "endpoint"), opt(o, "types"),
+                              opt(o, "owner"),  opt(o, "domain"),   opt(o, "secret"),
+                              opt(o, "options")};
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int rc = cli_sink_add(st, &a);
+    st->ops->close(st);
+    return rc;
+}
+
+static int cmd_sink_list(struct opts *o)
+{
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int rc = cli_sink_list(st);
+    st->ops->close(st);
+    return rc;
+}
+
+static int cmd_sink_delete(struct opts *o)
+{
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int rc = cli_sink_delete(st, o->pos[0]);
+    st->ops->close(st);
+    return rc;
+}
+
+static int cmd_sink_rotate(struct opts *o)
+{
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int rc = cli_sink_rotate(st, o->pos[0]);
+    st->ops->close(st);
+    return rc;
+}
+
+static int cmd_events_failed(struct opts *o)
+{
+    long long timeout;
+    int bad = opt_int(o, "timeout-ms", 100, 600000, 10000, &timeout);
+    if (bad)
+        return bad;
+    struct store *st;
+    if (open_store(o, false, &st))
+        return 1;
+    int rc = cli_events_failed(st, o->npos, (const char *const *)o->pos, opt(o, "all") != NULL,
+                               opt(o, "operator"), opt(o, "reason"), timeout);
+    st->ops->close(st);
+    return rc;
 }
 
 static int cmd_key_list(struct opts *o)

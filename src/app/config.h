@@ -70,6 +70,12 @@ struct config {
     int64_t sweep_interval;          /* seconds between sweeps */
     int64_t sweep_grace;             /* seconds an expired link keeps its data */
     int64_t sweep_batch;
+    int64_t events_retry_base_ms;  /* events out (events.h): first wait after a failure */
+    int64_t events_retry_cap_ms;   /* ... the longest */
+    int64_t events_retry_budget_s; /* ... how long a batch is retried, then archived */
+    int64_t events_batch_wait_ms;  /* ... how long a batch waits to fill */
+    int64_t events_timeout_ms;     /* ... every call to a sink */
+    int64_t events_inflight;       /* ... batches in flight per sink */
     struct config_rate rate_create_addr, rate_create_key; /* ratelimit.h's classes */
     struct config_rate rate_read_addr, rate_read_key;
     struct config_rate rate_auth, rate_password, rate_password_client;

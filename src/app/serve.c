@@ -46,6 +46,8 @@
 #include "links/users.h"
 #include "base/log.h"
 #include "http/metrics.h"
+#include "events/events.h"
+#include "events/outbox.h"
 #include "http/ratelimit.h"
 #include "store/storeq.h"
 #include "redirect/rcache.h"
@@ -67,7 +69,7 @@ struct sweep_job {
     int64_t before, idem_before, prune_before_day;
     int64_t now, idle_before; /* sessions over at now, or unused since idle_before */
     int limit;
-    int swept, pruned;
+    int swept, pruned, expired;
     int64_t sessions;
 };
 
@@ -88,6 +90,13 @@ static int sweep_run(struct wjob *j, struct store *st)
     s->pruned += site_days;
     if (rc == ERR_OK)
         rc = st->ops->session_sweep(st, s->now, s->idle_before, &s->sessions);
+    if (rc == ERR_OK)
+        rc = events_expiries(st, s->now, s->limit, &s->expired);
+    /* Link events every sink has taken, a day on: the archive keeps what
+     * a sink could not take. */
+    int gone = 0;
+    if (rc == ERR_OK)
+        rc = st->ops->outbox_prune(st, s->now - MS_PER_DAY, s->limit, &gone);
     return rc;
 }
 
@@ -660,10 +669,25 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
         buf_printf(&j, "%s.clicks", db);
         app.cfg.journal = buf_detach(&j, NULL);
     }
+    struct events_config ecfg = {
+        .retry_base_ms = app.cfg.events_retry_base_ms,
+        .retry_cap_ms = app.cfg.events_retry_cap_ms,
+        .retry_budget_ms = app.cfg.events_retry_budget_s * 1000,
+        .batch_wait_ms = app.cfg.events_batch_wait_ms,
+        .timeout_ms = app.cfg.events_timeout_ms,
+        .batch_max = 100,
+        .inflight = (int)app.cfg.events_inflight,
+        .node = app.cfg.node_id,
+        .self_hosts = hosts,
+    };
+    app.events = events_new(app.store, app.writer, app.clicks, &ecfg);
+    clicks_set_hold(app.clicks, events_hold, app.events);
     first_setup(&app);
     clicks_pause_fold(app.clicks, app.cfg.fold_paused != 0);
     if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms, app.cfg.journal_sync_ms,
                      (int)app.cfg.background_nice) != ERR_OK)
+        goto out;
+    if (events_start(app.events) != ERR_OK)
         goto out;
     if (ops_start(&app) != ERR_OK)
         goto out;
@@ -745,6 +769,7 @@ out:
     bus_free(app.bus); /* after the loops: /metrics reads its counts */
     app.bus = NULL;
     storeq_free(app.storeq);
+    events_stop(app.events); /* before the writer; its positions are stored */
     clicks_stop(app.clicks); /* journaled, folded and stored */
     if (app.writer) {
         writer_drain(app.writer);
@@ -755,6 +780,7 @@ out:
                (unsigned long long)clicks_pending(app.clicks));
     server_free(app.server);
     clicks_free(app.clicks);
+    events_free(app.events); /* after the journal thread, which asks it how far to release */
     ratelimit_free(app.ratelimit);
     clientaddr_free(app.clientaddr);
     clientaddr_free(app.metrics_allow);

@@ -129,6 +129,13 @@ struct clicks {
     struct journal_health health; /* the journal's, as of its last sync */
 
     struct salt_slot salt[2];
+
+    /* Events out (clicks_set_hold): what the sinks have yet to take */
+    uint64_t (*hold)(void *arg);
+    void *hold_arg;
+    char id[33];                 /* the journal's id, once started */
+    char *dir;                   /* its directory */
+    _Atomic uint64_t synced_pos; /* the journal's synced end */
 };
 
 struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *agg, int nworkers)
@@ -172,6 +179,7 @@ void clicks_free(struct clicks *c)
         free(b);
     }
     journal_close(c->journal);
+    free(c->dir);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->fold_cv);
@@ -396,6 +404,27 @@ void clicks_health(struct clicks *c, struct journal_health *out)
     pthread_mutex_unlock(&c->health_mu);
 }
 
+/* How far the journal may be released: up to 'done', the store's
+ * checkpoint, but not past what a sink has yet to take. */
+static uint64_t held(struct clicks *c, uint64_t done)
+{
+    uint64_t h = c->hold ? c->hold(c->hold_arg) : UINT64_MAX;
+    return h < done ? h : done;
+}
+
+void clicks_set_hold(struct clicks *c, uint64_t (*hold)(void *arg), void *arg)
+{
+    c->hold = hold;
+    c->hold_arg = arg;
+}
+
+const char *clicks_journal(struct clicks *c, const char **dir, uint64_t *synced)
+{
+    *dir = c->dir;
+    *synced = atomic_load(&c->synced_pos);
+    return c->id;
+}
+
 /* The journal thread: appends and syncs whatever the workers handed over,
  * passes it on to the fold thread, and releases the journal up to the last
  * stored checkpoint. */
@@ -452,9 +481,10 @@ static void *journal_main(void *arg)
             rotated = journal_rotate(c->journal) == ERR_OK;
             next_rotate = mono_ms() + c->flush_ms;
         }
+        atomic_store(&c->synced_pos, synced);
         if (done > c->released || rotated) {
             journal_skip_to(c->journal, done); /* stored while the journal was down */
-            journal_release(c->journal, done);
+            journal_release(c->journal, held(c, done));
             c->released = done;
             note_health(c);
         }
@@ -708,6 +738,8 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
     if (rc != ERR_OK)
         return rc;
     aggregate_set_journal(c->agg, id);
+    memcpy(c->id, id, sizeof(c->id));
+    c->dir = xstrdup(journal_dir);
     if (made && end > 0) {
         /* A new id has no checkpoint yet, which reads as position 0: the
          * store gets one at the end, so that a crash before the first store
@@ -761,7 +793,8 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
         journal_skip_to(c->journal, from);
         end = from;
     }
-    journal_release(c->journal, end);
+    atomic_store(&c->synced_pos, end);
+    journal_release(c->journal, held(c, end));
     c->released = end;
     atomic_store(&c->committed_pos, end);
     note_health(c);

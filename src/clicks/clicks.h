@@ -39,6 +39,15 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
 void clicks_stop(struct clicks *c);
 void clicks_free(struct clicks *c);
 
+/* Events out (events.h): before clicks_start, 'hold' tells how far the
+ * journal may be released for the sinks' sake (UINT64_MAX: no limit); it is
+ * called on the journal thread, and by clicks_start once the journal's id
+ * is known. */
+void clicks_set_hold(struct clicks *c, uint64_t (*hold)(void *arg), void *arg);
+/* Once started: the journal's id (as the store's checkpoint names it), its
+ * directory and its synced end (journal_read may read up to it). Any thread. */
+const char *clicks_journal(struct clicks *c, const char **dir, uint64_t *synced);
+
 /* Event-loop thread 'worker' only */
 void clicks_record(struct clicks *c, int worker, const struct click_event *e);
 /* A site's page beacon (pageview.h), journaled and folded as a click is. */

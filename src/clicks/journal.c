@@ -615,6 +615,78 @@ int journal_replay(struct journal *j, uint64_t from, journal_cb cb, void *arg)
     return ERR_OK;
 }
 
+/* The first positions of the segment files of 'dir', ascending. */
+static int list_starts(const char *dir, uint64_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return log_fail(ERR_IO, "cannot read journal directory '%s': %s", dir, strerror(errno));
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        uint64_t start;
+        if (!seg_parse(e->d_name, &start))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint64_t *grown = realloc(*out, cap * sizeof(**out));
+            if (!grown)
+                abort();
+            *out = grown;
+        }
+        (*out)[(*n)++] = start;
+    }
+    closedir(d);
+    if (*n)
+        qsort(*out, *n, sizeof(**out), cmp_u64);
+    return ERR_OK;
+}
+
+int journal_read(const char *dir, uint64_t from, uint64_t upto, journal_cb cb, void *arg)
+{
+    uint64_t *segs;
+    size_t nsegs;
+    int rc = list_starts(dir, &segs, &nsegs);
+    if (rc != ERR_OK)
+        return rc;
+    /* scan() needs only a read buffer and a name for messages. */
+    struct journal j = {.dir = (char *)dir, .rbuf = malloc(RBUF_SIZE)};
+    if (!j.rbuf)
+        abort();
+    for (size_t i = 0; i < nsegs && from < upto && rc == ERR_OK; i++) {
+        uint64_t start = segs[i];
+        uint64_t limit = i + 1 < nsegs ? segs[i + 1] : upto;
+        if (limit > upto)
+            limit = upto;
+        if (from < start)
+            from = start;
+        if (from >= limit)
+            continue;
+        char name[SEG_NAME_SIZE], path[4096];
+        seg_name(name, start);
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            rc = log_fail(ERR_IO, "cannot open journal segment '%s': %s", path, strerror(errno));
+            break;
+        }
+        struct reader r = {.fd = fd, .start = start, .limit = limit, .pos = from};
+        rc = scan(&j, &r, cb, arg);
+        close(fd);
+        if (rc == ERR_OK && r.bad && limit < upto)
+            log_at(LOG_WARN,
+                   "journal segment '%s' is damaged at position %" PRIu64
+                   " (%s): reading skips to position %" PRIu64,
+                   path, r.pos, r.bad, limit);
+        from = limit;
+    }
+    free(j.rbuf);
+    free(segs);
+    return rc;
+}
+
 int journal_release(struct journal *j, uint64_t upto)
 {
     /* Segment i ends where i + 1 starts; the last one is never released. */

@@ -85,6 +85,16 @@ void journal_health(const struct journal *j, struct journal_health *out);
 typedef int (*journal_cb)(const void *rec, size_t n, uint64_t pos_after, void *arg);
 int journal_replay(struct journal *j, uint64_t from, journal_cb cb, void *arg);
 
+/* Reads the journal in directory 'dir' without opening it (no lock, no
+ * struct journal), for another thread than the one writing it: calls cb
+ * for every intact record from 'from' (a record boundary) up to 'upto' (a
+ * synced position the writer published), as journal_replay does. The
+ * caller keeps the segments it reads from being released (journal_release
+ * deletes only what lies wholly before its 'upto'). ERR_IO when a file
+ * cannot be read; the rest of a segment after a damaged record is skipped
+ * (logged), as journal_replay does. cb's non-zero ends the read (returned). */
+int journal_read(const char *dir, uint64_t from, uint64_t upto, journal_cb cb, void *arg);
+
 /* Everything before 'upto' has been folded into the store: delete segment
  * files that lie wholly before it. The segment being written is always kept,
  * which is what carries the position across a reopen. */

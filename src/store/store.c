@@ -53,6 +53,32 @@ void link_release(struct link *l)
     l->password = l->domain = l->variants = l->utm = l->dest = NULL;
 }
 
+void sink_release(struct sink *s)
+{
+    free(s->kind);
+    free(s->endpoint);
+    free(s->types);
+    free(s->domain);
+    free(s->secret);
+    free(s->secret_old);
+    free(s->options);
+    s->kind = s->endpoint = s->types = s->domain = NULL;
+    s->secret = s->secret_old = s->options = NULL;
+}
+
+void failed_release(struct failed_batch *f)
+{
+    free(f->source);
+    free(f->body);
+    free(f->sha256);
+    free(f->last_error);
+    free(f->last_replay_result);
+    free(f->resolved_by);
+    free(f->resolved_reason);
+    f->source = f->body = f->sha256 = f->last_error = NULL;
+    f->last_replay_result = f->resolved_by = f->resolved_reason = NULL;
+}
+
 static const char *const role_names[] = {
     [USER_ADMIN] = "admin",
     [USER_MEMBER] = "member",

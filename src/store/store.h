@@ -8,6 +8,7 @@
  *   store_stats.h   click analytics: link days, pruning, reading stats
  *   store_keys.h    API keys and the destination blocklist
  *   store_move.h    whole tables as rows, for moving a store
+ *   store_events.h  sinks, their positions, the link outbox, failed batches
  *   store_sites.h   site analytics: sites, their hosts and tokens, site days
  *   store_watch.h   backups made, the store's clock, leases (operations)
  *
@@ -31,6 +32,7 @@
 
 /* The areas: each ends by including this header, so including any of them
  * gives the whole table. */
+#include "store/store_events.h"
 #include "store/store_keys.h"
 #include "store/store_links.h"
 #include "store/store_move.h"
@@ -73,6 +75,7 @@ struct store_ops {
     STORE_OPS_STATS
     STORE_OPS_KEYS
     STORE_OPS_MOVE
+    STORE_OPS_EVENTS
     STORE_OPS_SITES
     STORE_OPS_WATCH
 };

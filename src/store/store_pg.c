@@ -41,6 +41,7 @@
 #include "clicks/dayrow.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "events/outbox.h"
 #include "store/migrations.h"
 #include "store/sqlgen.h"
 #include "store/store.h"
@@ -160,6 +161,26 @@ enum stmt {
     S_SITE_STATS_DAYS,
     S_SITE_STATS_DIMS,
     S_SITE_SIZE,
+    S_SINK_ADD,
+    S_SINK_GET,
+    S_SINK_LIST,
+    S_SINK_DEL,
+    S_SINK_SECRET,
+    S_SINK_UPDATE,
+    S_POS_GET,
+    S_POS_INSERT,
+    S_POS_UPDATE,
+    S_POS_LEASE,
+    S_OUTBOX_ADD,
+    S_OUTBOX_READ,
+    S_OUTBOX_HEAD,
+    S_OUTBOX_PRUNE,
+    S_LINK_EXPIRING,
+    S_FAILED_ADD,
+    S_FAILED_GET,
+    S_FAILED_LIST,
+    S_FAILED_REPLAYED,
+    S_FAILED_RESOLVE,
     S_BACKUP_NOTE,
     S_BACKUP_LAST,
     S_CLOCK,
@@ -376,6 +397,52 @@ static const char *const sql[S__COUNT] = {
                           "AND dims IS NOT NULL",
     [S_SITE_SIZE] = "SELECT count(*), coalesce(sum(octet_length(dims)), 0) FROM site_days "
                     "WHERE site = $1",
+#define SINK_COLS                                                                                  \
+    "id, kind, endpoint, types, owner, domain, secret, secret_old, options, created_at"
+    [S_SINK_ADD] = "INSERT INTO sinks (kind, endpoint, types, owner, domain, secret, secret_old, "
+                   "options, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+    [S_SINK_GET] = "SELECT " SINK_COLS " FROM sinks WHERE id = $1 AND deleted_at = 0",
+    [S_SINK_LIST] = "SELECT " SINK_COLS " FROM sinks WHERE deleted_at = 0 ORDER BY id",
+    [S_SINK_DEL] = "UPDATE sinks SET deleted_at = $2 WHERE id = $1 AND deleted_at = 0",
+    [S_SINK_SECRET] = "UPDATE sinks SET secret = $2, secret_old = $3 "
+                      "WHERE id = $1 AND deleted_at = 0",
+    [S_SINK_UPDATE] = "UPDATE sinks SET types = $2, owner = $3, domain = $4, options = $5 "
+                      "WHERE id = $1 AND deleted_at = 0",
+    [S_POS_GET] = "SELECT pos FROM sink_positions WHERE sink = $1 AND source = $2",
+    [S_POS_INSERT] = "INSERT INTO sink_positions (sink, source, pos) VALUES ($1, $2, $3) "
+                     "ON CONFLICT DO NOTHING",
+    [S_POS_UPDATE] = "UPDATE sink_positions SET pos = $4 "
+                     "WHERE sink = $1 AND source = $2 AND pos = $3",
+    [S_POS_LEASE] = "INSERT INTO sink_positions AS p (sink, source, pos, holder, lease_until) "
+                    "VALUES ($1, $2, 0, $3, $5) ON CONFLICT (sink, source) DO UPDATE "
+                    "SET holder = $3, lease_until = $5 "
+                    "WHERE p.holder = $3 OR p.lease_until <= $4",
+    [S_OUTBOX_ADD] = "INSERT INTO event_outbox (id, type, at, code, owner, domain, body) "
+                     "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+    [S_OUTBOX_READ] = "SELECT seq, id, type, at, code, owner, domain, body FROM event_outbox "
+                      "WHERE seq > $1 ORDER BY seq LIMIT $2",
+    [S_OUTBOX_HEAD] = "SELECT coalesce(max(seq), 0) FROM event_outbox",
+    [S_OUTBOX_PRUNE] = "DELETE FROM event_outbox WHERE seq IN (SELECT seq FROM event_outbox "
+                       "WHERE at < $1 AND seq <= (SELECT min(p.pos) FROM sink_positions p "
+                       "JOIN sinks s ON s.id = p.sink WHERE s.deleted_at = 0 "
+                       "AND p.source = 'links') ORDER BY seq LIMIT $2)",
+    [S_LINK_EXPIRING] = "SELECT " LINK_READ " FROM links WHERE expires_at > $1 "
+                        "AND expires_at <= $2 AND state = 0 AND url IS NOT NULL "
+                        "ORDER BY expires_at, code LIMIT $3",
+#define FAILED_COLS                                                                                \
+    "id, sink, source, first_pos, last_pos, events, sha256, attempts, last_error, "                \
+    "first_failed_at, archived_at, replays, last_replay_at, last_replay_result, resolved_at, "     \
+    "resolved_by, resolved_reason"
+    [S_FAILED_ADD] = "INSERT INTO event_failed (sink, source, first_pos, last_pos, events, body, "
+                     "sha256, attempts, last_error, first_failed_at, archived_at) "
+                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+    [S_FAILED_GET] = "SELECT " FAILED_COLS ", body FROM event_failed WHERE id = $1",
+    [S_FAILED_LIST] = "SELECT " FAILED_COLS " FROM event_failed "
+                      "WHERE $1::boolean OR resolved_at = 0 ORDER BY id DESC",
+    [S_FAILED_REPLAYED] = "UPDATE event_failed SET replays = replays + 1, last_replay_at = $2, "
+                          "last_replay_result = $3 WHERE id = $1",
+    [S_FAILED_RESOLVE] = "UPDATE event_failed SET resolved_at = $2, resolved_by = $3, "
+                         "resolved_reason = $4 WHERE id = $1 AND resolved_at = 0",
     [S_BACKUP_NOTE] = "INSERT INTO ops_backups (ended_at, bytes, node) VALUES ($1, $2, $3)",
     [S_BACKUP_LAST] = "SELECT ended_at, bytes FROM ops_backups ORDER BY ended_at DESC LIMIT 1",
     /* clock_timestamp(): the time now, not the transaction's start */
@@ -1108,7 +1175,11 @@ static int pg_link_insert(struct store *st, const struct link *l)
     p_bool(&p, !l->untracked);
     int n = 0;
     int rc = run_count(st, S_LINK_INSERT, &p, "link insert", &n);
-    return rc == ERR_OK && n == 0 ? ERR_EXISTS : rc;
+    if (rc == ERR_OK && n == 0)
+        return ERR_EXISTS;
+    if (rc != ERR_OK)
+        return rc;
+    return events_link(st, EVT_LINK_CREATED, l->code, l->created_at);
 }
 
 static int pg_link_update(struct store *st, const struct link *l)
@@ -1128,7 +1199,11 @@ static int pg_link_update(struct store *st, const struct link *l)
     p_bool(&p, !l->untracked);
     int n = 0;
     int rc = run_count(st, S_LINK_UPDATE, &p, "link update", &n);
-    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+    if (rc == ERR_OK && n == 0)
+        return ERR_NOTFOUND;
+    if (rc != ERR_OK)
+        return rc;
+    return events_link(st, EVT_LINK_UPDATED, l->code, l->changed_at);
 }
 
 static int pg_link_reserve(struct store *st, const char *code, int64_t *used)
@@ -1144,7 +1219,9 @@ static int pg_link_reserve(struct store *st, const char *code, int64_t *used)
     else
         *used = val_i64(r, 0, 0);
     PQclear(r);
-    return rc;
+    if (rc != ERR_OK)
+        return rc;
+    return events_link_reserved(st, code, *used, now_ms());
 }
 
 static int pg_history_add(struct store *st, const char *code, const char *old_url,
@@ -1291,7 +1368,16 @@ static int pg_link_set_state(struct store *st, const char *code, int state, int6
     int n = 0;
     int rc = run_count(st, state == LINK_DELETED ? S_LINK_DELETE : S_LINK_SET_STATE, &p,
                        "link state", &n);
-    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+    if (rc == ERR_OK && n == 0)
+        return ERR_NOTFOUND;
+    if (rc != ERR_OK)
+        return rc;
+    /* Enabled again: an update. */
+    return events_link(st,
+                       state == LINK_DELETED    ? EVT_LINK_DELETED
+                       : state == LINK_DISABLED ? EVT_LINK_DISABLED
+                                                : EVT_LINK_UPDATED,
+                       code, now);
 }
 
 static int pg_link_imported(struct store *st, const char *code, int64_t clicks, int64_t bots)
@@ -2551,6 +2637,343 @@ static int pg_site_size(struct store *st, const char *site, struct site_size *ou
     return rc;
 }
 
+/* ---- events: sinks, positions, the outbox, the failed archive ---- */
+
+static void row_to_sink(const PGresult *r, int i, struct sink *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->id = val_i64(r, i, 0);
+    s->kind = val_dup(r, i, 1);
+    s->endpoint = val_dup(r, i, 2);
+    s->types = val_dup(r, i, 3);
+    s->owner = val_i64(r, i, 4);
+    s->domain = val_dup(r, i, 5);
+    s->secret = val_dup(r, i, 6);
+    s->secret_old = val_dup(r, i, 7);
+    s->options = val_dup(r, i, 8);
+    s->created_at = val_i64(r, i, 9);
+}
+
+static int pg_sink_add(struct store *st, struct sink *s)
+{
+    struct params p = {0};
+    p_text(&p, s->kind);
+    p_text(&p, s->endpoint);
+    p_text(&p, s->types ? s->types : "");
+    p_i64(&p, s->owner);
+    p_text(&p, s->domain);
+    p_text(&p, s->secret);
+    p_text(&p, s->secret_old);
+    p_text(&p, s->options ? s->options : "{}");
+    p_i64(&p, s->created_at);
+    PGresult *r = NULL;
+    int rc = run(st, S_SINK_ADD, &p, "sink add", &r);
+    if (rc != ERR_OK)
+        return rc;
+    s->id = val_i64(r, 0, 0);
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_sink_get(struct store *st, int64_t id, struct sink *out)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    PGresult *r = NULL;
+    int rc = run(st, S_SINK_GET, &p, "sink get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        row_to_sink(r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_sink_list(struct store *st, sink_cb cb, void *arg)
+{
+    PGresult *r = NULL;
+    int rc = run(st, S_SINK_LIST, NULL, "sink list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct sink s;
+        row_to_sink(r, i, &s);
+        int stop = cb(&s, arg);
+        sink_release(&s);
+        if (stop)
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+/* A write that must change a row: ERR_NOTFOUND when it changed none. */
+static int run_one(struct store *st, enum stmt id, const struct params *p, const char *what)
+{
+    int n = 0;
+    int rc = run_count(st, id, p, what, &n);
+    return rc == ERR_OK && n == 0 ? ERR_NOTFOUND : rc;
+}
+
+static int pg_sink_del(struct store *st, int64_t id, int64_t now)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, now);
+    return run_one(st, S_SINK_DEL, &p, "sink delete");
+}
+
+static int pg_sink_secret(struct store *st, int64_t id, const char *secret, const char *old)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_text(&p, secret);
+    p_text(&p, old);
+    return run_one(st, S_SINK_SECRET, &p, "sink secret");
+}
+
+static int pg_sink_update(struct store *st, const struct sink *s)
+{
+    struct params p = {0};
+    p_i64(&p, s->id);
+    p_text(&p, s->types ? s->types : "");
+    p_i64(&p, s->owner);
+    p_text(&p, s->domain);
+    p_text(&p, s->options ? s->options : "{}");
+    return run_one(st, S_SINK_UPDATE, &p, "sink update");
+}
+
+static int pg_sink_pos_get(struct store *st, int64_t sink, const char *source, int64_t *pos)
+{
+    struct params p = {0};
+    p_i64(&p, sink);
+    p_text(&p, source);
+    PGresult *r = NULL;
+    int rc = run(st, S_POS_GET, &p, "sink position get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = ERR_NOTFOUND;
+    else
+        *pos = val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_sink_pos_set(struct store *st, int64_t sink, const char *source, int64_t old,
+                           int64_t pos)
+{
+    struct params p = {0};
+    p_i64(&p, sink);
+    p_text(&p, source);
+    if (old >= 0)
+        p_i64(&p, old);
+    p_i64(&p, pos);
+    int rc = run_one(st, old < 0 ? S_POS_INSERT : S_POS_UPDATE, &p, "sink position set");
+    return rc == ERR_NOTFOUND ? ERR_EXISTS : rc;
+}
+
+static int pg_sink_lease(struct store *st, int64_t sink, const char *source, const char *holder,
+                         int64_t now, int64_t until)
+{
+    struct params p = {0};
+    p_i64(&p, sink);
+    p_text(&p, source);
+    p_text(&p, holder);
+    p_i64(&p, now);
+    p_i64(&p, until);
+    int rc = run_one(st, S_POS_LEASE, &p, "sink lease");
+    return rc == ERR_NOTFOUND ? ERR_BUSY : rc;
+}
+
+static int pg_outbox_add(struct store *st, const struct outbox_event *e)
+{
+    struct params p = {0};
+    p_text(&p, e->id);
+    p_text(&p, e->type);
+    p_i64(&p, e->at);
+    p_text(&p, e->code);
+    p_i64(&p, e->owner);
+    p_text(&p, e->domain);
+    p_text(&p, e->body);
+    int n = 0;
+    return run_count(st, S_OUTBOX_ADD, &p, "outbox add", &n);
+}
+
+static int pg_outbox_read(struct store *st, int64_t after, int limit, outbox_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, after);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    int rc = run(st, S_OUTBOX_READ, &p, "outbox read", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct outbox_event e = {
+            .seq = val_i64(r, i, 0),
+            .id = PQgetvalue(r, i, 1),
+            .type = PQgetvalue(r, i, 2),
+            .at = val_i64(r, i, 3),
+            .code = PQgetvalue(r, i, 4),
+            .owner = val_i64(r, i, 5),
+            .domain = PQgetisnull(r, i, 6) ? NULL : PQgetvalue(r, i, 6),
+            .body = PQgetvalue(r, i, 7),
+        };
+        if (cb(&e, arg))
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_outbox_head(struct store *st, int64_t *seq) { return count(st, S_OUTBOX_HEAD, seq); }
+
+static int pg_outbox_prune(struct store *st, int64_t before, int limit, int *n)
+{
+    struct params p = {0};
+    p_i64(&p, before);
+    p_i64(&p, limit);
+    return run_count(st, S_OUTBOX_PRUNE, &p, "outbox prune", n);
+}
+
+static int pg_link_expiring(struct store *st, int64_t from, int64_t to, int limit, link_cb cb,
+                            void *arg)
+{
+    struct params p = {0};
+    p_i64(&p, from);
+    p_i64(&p, to);
+    p_i64(&p, limit);
+    PGresult *r = NULL;
+    int rc = run(st, S_LINK_EXPIRING, &p, "link expiring", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct link l;
+        row_to_link(r, i, &l);
+        int stop = cb(&l, arg);
+        link_release(&l);
+        if (stop)
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static void row_to_failed(const PGresult *r, int i, struct failed_batch *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->id = val_i64(r, i, 0);
+    f->sink = val_i64(r, i, 1);
+    f->source = val_dup(r, i, 2);
+    f->first_pos = val_i64(r, i, 3);
+    f->last_pos = val_i64(r, i, 4);
+    f->events = val_i64(r, i, 5);
+    f->sha256 = val_dup(r, i, 6);
+    f->attempts = val_i64(r, i, 7);
+    f->last_error = val_dup(r, i, 8);
+    f->first_failed_at = val_i64(r, i, 9);
+    f->archived_at = val_i64(r, i, 10);
+    f->replays = val_i64(r, i, 11);
+    f->last_replay_at = val_i64(r, i, 12);
+    f->last_replay_result = val_dup(r, i, 13);
+    f->resolved_at = val_i64(r, i, 14);
+    f->resolved_by = val_dup(r, i, 15);
+    f->resolved_reason = val_dup(r, i, 16);
+}
+
+static int pg_failed_add(struct store *st, struct failed_batch *f)
+{
+    struct params p = {0};
+    p_i64(&p, f->sink);
+    p_text(&p, f->source);
+    p_i64(&p, f->first_pos);
+    p_i64(&p, f->last_pos);
+    p_i64(&p, f->events);
+    p_text(&p, f->body);
+    p_text(&p, f->sha256);
+    p_i64(&p, f->attempts);
+    p_text(&p, f->last_error ? f->last_error : "");
+    p_i64(&p, f->first_failed_at);
+    p_i64(&p, f->archived_at);
+    PGresult *r = NULL;
+    int rc = run(st, S_FAILED_ADD, &p, "failed add", &r);
+    if (rc != ERR_OK)
+        return rc;
+    f->id = val_i64(r, 0, 0);
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_failed_get(struct store *st, int64_t id, struct failed_batch *out)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    PGresult *r = NULL;
+    int rc = run(st, S_FAILED_GET, &p, "failed get", &r);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(r) == 0) {
+        rc = ERR_NOTFOUND;
+    } else {
+        row_to_failed(r, 0, out);
+        out->body = val_dup(r, 0, 17);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_failed_list(struct store *st, bool all, failed_cb cb, void *arg)
+{
+    struct params p = {0};
+    p_bool(&p, all);
+    PGresult *r = NULL;
+    int rc = run(st, S_FAILED_LIST, &p, "failed list", &r);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct failed_batch f;
+        row_to_failed(r, i, &f);
+        int stop = cb(&f, arg);
+        failed_release(&f);
+        if (stop)
+            break;
+    }
+    PQclear(r);
+    return ERR_OK;
+}
+
+static int pg_failed_replayed(struct store *st, int64_t id, int64_t at, const char *result)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, at);
+    p_text(&p, result);
+    return run_one(st, S_FAILED_REPLAYED, &p, "failed replayed");
+}
+
+static int pg_failed_resolve(struct store *st, int64_t id, int64_t at, const char *by,
+                             const char *reason)
+{
+    struct params p = {0};
+    p_i64(&p, id);
+    p_i64(&p, at);
+    p_text(&p, by);
+    p_text(&p, reason);
+    int rc = run_one(st, S_FAILED_RESOLVE, &p, "failed resolve");
+    if (rc != ERR_NOTFOUND)
+        return rc;
+    struct failed_batch f;
+    rc = pg_failed_get(st, id, &f);
+    if (rc == ERR_OK) {
+        failed_release(&f);
+        rc = ERR_EXISTS; /* there, and resolved before */
+    }
+    return rc;
+}
+
 const struct store_ops store_pg_ops = {
     .name = "postgres",
     .site_insert = pg_site_insert,
@@ -2653,6 +3076,25 @@ const struct store_ops store_pg_ops = {
     .export_rows = pg_export_rows,
     .import_rows = pg_import_rows,
     .table_count = pg_table_count,
+    .sink_add = pg_sink_add,
+    .sink_get = pg_sink_get,
+    .sink_list = pg_sink_list,
+    .sink_del = pg_sink_del,
+    .sink_secret = pg_sink_secret,
+    .sink_update = pg_sink_update,
+    .sink_pos_get = pg_sink_pos_get,
+    .sink_pos_set = pg_sink_pos_set,
+    .sink_lease = pg_sink_lease,
+    .outbox_add = pg_outbox_add,
+    .outbox_read = pg_outbox_read,
+    .outbox_head = pg_outbox_head,
+    .outbox_prune = pg_outbox_prune,
+    .link_expiring = pg_link_expiring,
+    .failed_add = pg_failed_add,
+    .failed_get = pg_failed_get,
+    .failed_list = pg_failed_list,
+    .failed_replayed = pg_failed_replayed,
+    .failed_resolve = pg_failed_resolve,
 };
 
 /* ---- moving a store: whole tables of store_move.h (shortd migrate-store) ----

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/coop.h"
+#include "events/outbox.h"
 #include "clicks/dayrow.h"
 #include "base/err.h"
 #include "base/log.h"
@@ -154,6 +155,26 @@ enum stmt {
     S_SITE_STATS_DAYS,
     S_SITE_STATS_DIMS,
     S_SITE_SIZE,
+    S_SINK_ADD,
+    S_SINK_GET,
+    S_SINK_LIST,
+    S_SINK_DEL,
+    S_SINK_SECRET,
+    S_SINK_UPDATE,
+    S_POS_GET,
+    S_POS_INSERT,
+    S_POS_UPDATE,
+    S_POS_LEASE,
+    S_OUTBOX_ADD,
+    S_OUTBOX_READ,
+    S_OUTBOX_HEAD,
+    S_OUTBOX_PRUNE,
+    S_LINK_EXPIRING,
+    S_FAILED_ADD,
+    S_FAILED_GET,
+    S_FAILED_LIST,
+    S_FAILED_REPLAYED,
+    S_FAILED_RESOLVE,
     S_BACKUP_NOTE,
     S_BACKUP_LAST,
     S_LEASE_TAKE,
@@ -335,6 +356,52 @@ static const char *const sql[S__COUNT] = {
     [S_SITE_STATS_DIMS] = "SELECT dims FROM site_days WHERE site = ?1 AND day BETWEEN ?2 AND ?3",
     [S_SITE_SIZE] = "SELECT count(*), coalesce(sum(length(dims)), 0) FROM site_days "
                     "WHERE site = ?1",
+#define SINK_COLS                                                                                  \
+    "id, kind, endpoint, types, owner, domain, secret, secret_old, options, created_at"
+    [S_SINK_ADD] = "INSERT INTO sinks(kind, endpoint, types, owner, domain, secret, secret_old, "
+                   "options, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+    [S_SINK_GET] = "SELECT " SINK_COLS " FROM sinks WHERE id = ?1 AND deleted_at = 0",
+    [S_SINK_LIST] = "SELECT " SINK_COLS " FROM sinks WHERE deleted_at = 0 ORDER BY id",
+    [S_SINK_DEL] = "UPDATE sinks SET deleted_at = ?2 WHERE id = ?1 AND deleted_at = 0",
+    [S_SINK_SECRET] = "UPDATE sinks SET secret = ?2, secret_old = ?3 "
+                      "WHERE id = ?1 AND deleted_at = 0",
+    [S_SINK_UPDATE] = "UPDATE sinks SET types = ?2, owner = ?3, domain = ?4, options = ?5 "
+                      "WHERE id = ?1 AND deleted_at = 0",
+    [S_POS_GET] = "SELECT pos FROM sink_positions WHERE sink = ?1 AND source = ?2",
+    [S_POS_INSERT] = "INSERT INTO sink_positions(sink, source, pos) VALUES (?1, ?2, ?3) "
+                     "ON CONFLICT DO NOTHING",
+    [S_POS_UPDATE] = "UPDATE sink_positions SET pos = ?4 "
+                     "WHERE sink = ?1 AND source = ?2 AND pos = ?3",
+    [S_POS_LEASE] = "INSERT INTO sink_positions(sink, source, pos, holder, lease_until) "
+                    "VALUES (?1, ?2, 0, ?3, ?5) ON CONFLICT(sink, source) DO UPDATE "
+                    "SET holder = ?3, lease_until = ?5 "
+                    "WHERE holder = ?3 OR lease_until <= ?4",
+    [S_OUTBOX_ADD] = "INSERT INTO event_outbox(id, type, at, code, owner, domain, body) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (id) DO NOTHING",
+    [S_OUTBOX_READ] = "SELECT seq, id, type, at, code, owner, domain, body FROM event_outbox "
+                      "WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+    [S_OUTBOX_HEAD] = "SELECT coalesce(max(seq), 0) FROM event_outbox",
+    [S_OUTBOX_PRUNE] = "DELETE FROM event_outbox WHERE seq IN (SELECT seq FROM event_outbox "
+                       "WHERE at < ?1 AND seq <= (SELECT min(p.pos) FROM sink_positions p "
+                       "JOIN sinks s ON s.id = p.sink WHERE s.deleted_at = 0 "
+                       "AND p.source = 'links') ORDER BY seq LIMIT ?2)",
+    [S_LINK_EXPIRING] = "SELECT " LINK_READ " FROM links WHERE expires_at > ?1 "
+                        "AND expires_at <= ?2 AND state = 0 AND url IS NOT NULL "
+                        "ORDER BY expires_at, code LIMIT ?3",
+#define FAILED_COLS                                                                                \
+    "id, sink, source, first_pos, last_pos, events, sha256, attempts, last_error, "                \
+    "first_failed_at, archived_at, replays, last_replay_at, last_replay_result, resolved_at, "     \
+    "resolved_by, resolved_reason"
+    [S_FAILED_ADD] = "INSERT INTO event_failed(sink, source, first_pos, last_pos, events, body, "
+                     "sha256, attempts, last_error, first_failed_at, archived_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
+    [S_FAILED_GET] = "SELECT " FAILED_COLS ", body FROM event_failed WHERE id = ?1",
+    [S_FAILED_LIST] = "SELECT " FAILED_COLS " FROM event_failed "
+                      "WHERE ?1 OR resolved_at = 0 ORDER BY id DESC",
+    [S_FAILED_REPLAYED] = "UPDATE event_failed SET replays = replays + 1, last_replay_at = ?2, "
+                          "last_replay_result = ?3 WHERE id = ?1",
+    [S_FAILED_RESOLVE] = "UPDATE event_failed SET resolved_at = ?2, resolved_by = ?3, "
+                         "resolved_reason = ?4 WHERE id = ?1 AND resolved_at = 0",
     [S_BACKUP_NOTE] = "INSERT INTO ops_backups (ended_at, bytes, node) VALUES (?1, ?2, ?3)",
     [S_BACKUP_LAST] = "SELECT ended_at, bytes FROM ops_backups ORDER BY ended_at DESC LIMIT 1",
     /* Taken when free, expired or already the holder's; else nothing changes. */
@@ -1074,7 +1141,10 @@ static int sq_link_insert(struct store *st, const struct link *l)
     sqlite3_bind_int64(q, 19, l->max_clicks);
     sqlite3_bind_int64(q, 20, l->used);
     sqlite3_bind_int(q, 21, !l->untracked);
-    return run_done(q, "link insert");
+    int rc = run_done(q, "link insert");
+    if (rc != ERR_OK)
+        return rc;
+    return events_link(st, EVT_LINK_CREATED, l->code, l->created_at);
 }
 
 static int sq_link_update(struct store *st, const struct link *l)
@@ -1097,7 +1167,9 @@ static int sq_link_update(struct store *st, const struct link *l)
     int rc = run_done(q, "link update");
     if (rc != ERR_OK)
         return rc;
-    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+    if (!sqlite3_changes(sqlite3_db_handle(q)))
+        return ERR_NOTFOUND;
+    return events_link(st, EVT_LINK_UPDATED, l->code, l->changed_at);
 }
 
 static int sq_link_reserve(struct store *st, const char *code, int64_t *used)
@@ -1116,7 +1188,7 @@ static int sq_link_reserve(struct store *st, const char *code, int64_t *used)
     *used = sqlite3_column_int64(q, 0);
     sqlite3_step(q);
     finish(q);
-    return ERR_OK;
+    return events_link_reserved(st, code, *used, now_ms());
 }
 
 static int sq_history_add(struct store *st, const char *code, const char *old_url,
@@ -1273,6 +1345,14 @@ static int sq_link_find_live(struct store *st, int64_t owner, const char *url, i
     return one_link(q, out, "link find");
 }
 
+/* The event of a link moved to 'state' (enabled again: updated). */
+static enum event_type link_state_event(int state)
+{
+    return state == LINK_DELETED    ? EVT_LINK_DELETED
+           : state == LINK_DISABLED ? EVT_LINK_DISABLED
+                                    : EVT_LINK_UPDATED;
+}
+
 static int sq_link_set_state(struct store *st, const char *code, int state, int64_t now)
 {
     sqlite3_stmt *q = stmt_get(st, state == LINK_DELETED ? S_LINK_DELETE : S_LINK_SET_STATE);
@@ -1288,7 +1368,9 @@ static int sq_link_set_state(struct store *st, const char *code, int state, int6
     int rc = run_done(q, "link state");
     if (rc != ERR_OK)
         return rc;
-    return sqlite3_changes(sqlite3_db_handle(q)) ? ERR_OK : ERR_NOTFOUND;
+    if (!sqlite3_changes(sqlite3_db_handle(q)))
+        return ERR_NOTFOUND;
+    return events_link(st, link_state_event(state), code, now);
 }
 
 static int sq_link_imported(struct store *st, const char *code, int64_t clicks, int64_t bots)
@@ -2619,6 +2701,369 @@ static int sq_import_rows(struct store *st, int table, const struct store_value 
                           const struct store_value *after, bool to_end, int64_t *changed);
 static int sq_table_count(struct store *st, int table, struct table_count *out);
 
+/* ---- events: sinks, positions, the outbox, the failed archive ---- */
+
+static void row_to_sink(sqlite3_stmt *q, struct sink *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->id = sqlite3_column_int64(q, 0);
+    s->kind = col_dup(q, 1);
+    s->endpoint = col_dup(q, 2);
+    s->types = col_dup(q, 3);
+    s->owner = sqlite3_column_int64(q, 4);
+    s->domain = col_dup(q, 5);
+    s->secret = col_dup(q, 6);
+    s->secret_old = col_dup(q, 7);
+    s->options = col_dup(q, 8);
+    s->created_at = sqlite3_column_int64(q, 9);
+}
+
+static int sq_sink_add(struct store *st, struct sink *s)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SINK_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, s->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, s->endpoint, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, s->types ? s->types : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, s->owner);
+    bind_opt_text(q, 5, s->domain);
+    sqlite3_bind_text(q, 6, s->secret, -1, SQLITE_STATIC);
+    bind_opt_text(q, 7, s->secret_old);
+    sqlite3_bind_text(q, 8, s->options ? s->options : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 9, s->created_at);
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "sink add");
+    s->id = sqlite3_column_int64(q, 0);
+    sqlite3_step(q);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_sink_get(struct store *st, int64_t id, struct sink *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SINK_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "sink get");
+    row_to_sink(q, out);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_sink_list(struct store *st, sink_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SINK_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct sink s;
+        row_to_sink(q, &s);
+        int stop = cb(&s, arg);
+        sink_release(&s);
+        if (stop)
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "sink list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_sink_del(struct store *st, int64_t id, int64_t now)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SINK_DEL);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, now);
+    return run_changed(q, "sink delete");
+}
+
+static int sq_sink_secret(struct store *st, int64_t id, const char *secret, const char *old)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SINK_SECRET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_text(q, 2, secret, -1, SQLITE_STATIC);
+    bind_opt_text(q, 3, old);
+    return run_changed(q, "sink secret");
+}
+
+static int sq_sink_update(struct store *st, const struct sink *s)
+{
+    sqlite3_stmt *q = stmt_get(st, S_SINK_UPDATE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, s->id);
+    sqlite3_bind_text(q, 2, s->types ? s->types : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, s->owner);
+    bind_opt_text(q, 4, s->domain);
+    sqlite3_bind_text(q, 5, s->options ? s->options : "{}", -1, SQLITE_STATIC);
+    return run_changed(q, "sink update");
+}
+
+static int sq_sink_pos_get(struct store *st, int64_t sink, const char *source, int64_t *pos)
+{
+    sqlite3_stmt *q = stmt_get(st, S_POS_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, sink);
+    sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "sink position get");
+    *pos = sqlite3_column_int64(q, 0);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_sink_pos_set(struct store *st, int64_t sink, const char *source, int64_t old,
+                           int64_t pos)
+{
+    sqlite3_stmt *q = stmt_get(st, old < 0 ? S_POS_INSERT : S_POS_UPDATE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, sink);
+    sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
+    if (old < 0) {
+        sqlite3_bind_int64(q, 3, pos);
+    } else {
+        sqlite3_bind_int64(q, 3, old);
+        sqlite3_bind_int64(q, 4, pos);
+    }
+    int rc = run_changed(q, "sink position set");
+    return rc == ERR_NOTFOUND ? ERR_EXISTS : rc;
+}
+
+static int sq_sink_lease(struct store *st, int64_t sink, const char *source, const char *holder,
+                         int64_t now, int64_t until)
+{
+    sqlite3_stmt *q = stmt_get(st, S_POS_LEASE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, sink);
+    sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, holder, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, now);
+    sqlite3_bind_int64(q, 5, until);
+    int rc = run_changed(q, "sink lease");
+    return rc == ERR_NOTFOUND ? ERR_BUSY : rc;
+}
+
+static int sq_outbox_add(struct store *st, const struct outbox_event *e)
+{
+    sqlite3_stmt *q = stmt_get(st, S_OUTBOX_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, e->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, e->type, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, e->at);
+    sqlite3_bind_text(q, 4, e->code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 5, e->owner);
+    bind_opt_text(q, 6, e->domain);
+    sqlite3_bind_text(q, 7, e->body, -1, SQLITE_STATIC);
+    return run_done(q, "outbox add");
+}
+
+static int sq_outbox_read(struct store *st, int64_t after, int limit, outbox_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_OUTBOX_READ);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, after);
+    sqlite3_bind_int(q, 2, limit);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct outbox_event e = {
+            .seq = sqlite3_column_int64(q, 0),
+            .id = (const char *)sqlite3_column_text(q, 1),
+            .type = (const char *)sqlite3_column_text(q, 2),
+            .at = sqlite3_column_int64(q, 3),
+            .code = (const char *)sqlite3_column_text(q, 4),
+            .owner = sqlite3_column_int64(q, 5),
+            .domain = (const char *)sqlite3_column_text(q, 6),
+            .body = (const char *)sqlite3_column_text(q, 7),
+        };
+        if (cb(&e, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "outbox read");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_outbox_head(struct store *st, int64_t *seq) { return count(st, S_OUTBOX_HEAD, seq); }
+
+static int sq_outbox_prune(struct store *st, int64_t before, int limit, int *n)
+{
+    sqlite3_stmt *q = stmt_get(st, S_OUTBOX_PRUNE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, before);
+    sqlite3_bind_int(q, 2, limit);
+    int rc = run_done(q, "outbox prune");
+    *n = rc == ERR_OK ? sqlite3_changes(sqlite3_db_handle(q)) : 0;
+    return rc;
+}
+
+static int sq_link_expiring(struct store *st, int64_t from, int64_t to, int limit, link_cb cb,
+                            void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_LINK_EXPIRING);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, from);
+    sqlite3_bind_int64(q, 2, to);
+    sqlite3_bind_int(q, 3, limit);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct link l;
+        row_to_link(q, &l);
+        int stop = cb(&l, arg);
+        link_release(&l);
+        if (stop)
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "link expiring");
+    finish(q);
+    return ERR_OK;
+}
+
+static void row_to_failed(sqlite3_stmt *q, struct failed_batch *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->id = sqlite3_column_int64(q, 0);
+    f->sink = sqlite3_column_int64(q, 1);
+    f->source = col_dup(q, 2);
+    f->first_pos = sqlite3_column_int64(q, 3);
+    f->last_pos = sqlite3_column_int64(q, 4);
+    f->events = sqlite3_column_int64(q, 5);
+    f->sha256 = col_dup(q, 6);
+    f->attempts = sqlite3_column_int64(q, 7);
+    f->last_error = col_dup(q, 8);
+    f->first_failed_at = sqlite3_column_int64(q, 9);
+    f->archived_at = sqlite3_column_int64(q, 10);
+    f->replays = sqlite3_column_int64(q, 11);
+    f->last_replay_at = sqlite3_column_int64(q, 12);
+    f->last_replay_result = col_dup(q, 13);
+    f->resolved_at = sqlite3_column_int64(q, 14);
+    f->resolved_by = col_dup(q, 15);
+    f->resolved_reason = col_dup(q, 16);
+}
+
+static int sq_failed_add(struct store *st, struct failed_batch *f)
+{
+    sqlite3_stmt *q = stmt_get(st, S_FAILED_ADD);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, f->sink);
+    sqlite3_bind_text(q, 2, f->source, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, f->first_pos);
+    sqlite3_bind_int64(q, 4, f->last_pos);
+    sqlite3_bind_int64(q, 5, f->events);
+    sqlite3_bind_text(q, 6, f->body, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 7, f->sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 8, f->attempts);
+    sqlite3_bind_text(q, 9, f->last_error ? f->last_error : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 10, f->first_failed_at);
+    sqlite3_bind_int64(q, 11, f->archived_at);
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "failed add");
+    f->id = sqlite3_column_int64(q, 0);
+    sqlite3_step(q);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_failed_get(struct store *st, int64_t id, struct failed_batch *out)
+{
+    sqlite3_stmt *q = stmt_get(st, S_FAILED_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        finish(q);
+        return ERR_NOTFOUND;
+    }
+    if (rc != SQLITE_ROW)
+        return fail(q, "failed get");
+    row_to_failed(q, out);
+    out->body = col_dup(q, 17);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_failed_list(struct store *st, bool all, failed_cb cb, void *arg)
+{
+    sqlite3_stmt *q = stmt_get(st, S_FAILED_LIST);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int(q, 1, all);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct failed_batch f;
+        row_to_failed(q, &f);
+        int stop = cb(&f, arg);
+        failed_release(&f);
+        if (stop)
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(q, "failed list");
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_failed_replayed(struct store *st, int64_t id, int64_t at, const char *result)
+{
+    sqlite3_stmt *q = stmt_get(st, S_FAILED_REPLAYED);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, at);
+    sqlite3_bind_text(q, 3, result, -1, SQLITE_STATIC);
+    return run_changed(q, "failed replayed");
+}
+
+static int sq_failed_resolve(struct store *st, int64_t id, int64_t at, const char *by,
+                             const char *reason)
+{
+    sqlite3_stmt *q = stmt_get(st, S_FAILED_RESOLVE);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, at);
+    sqlite3_bind_text(q, 3, by, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 4, reason, -1, SQLITE_STATIC);
+    int rc = run_changed(q, "failed resolve");
+    if (rc != ERR_NOTFOUND)
+        return rc;
+    struct failed_batch f;
+    rc = sq_failed_get(st, id, &f);
+    if (rc == ERR_OK) {
+        failed_release(&f);
+        rc = ERR_EXISTS; /* there, and resolved before */
+    }
+    return rc;
+}
+
 const struct store_ops store_sqlite_ops = {
     .name = "sqlite",
     .site_insert = sq_site_insert,
@@ -2722,6 +3167,25 @@ const struct store_ops store_sqlite_ops = {
     .export_rows = sq_export_rows,
     .import_rows = sq_import_rows,
     .table_count = sq_table_count,
+    .sink_add = sq_sink_add,
+    .sink_get = sq_sink_get,
+    .sink_list = sq_sink_list,
+    .sink_del = sq_sink_del,
+    .sink_secret = sq_sink_secret,
+    .sink_update = sq_sink_update,
+    .sink_pos_get = sq_sink_pos_get,
+    .sink_pos_set = sq_sink_pos_set,
+    .sink_lease = sq_sink_lease,
+    .outbox_add = sq_outbox_add,
+    .outbox_read = sq_outbox_read,
+    .outbox_head = sq_outbox_head,
+    .outbox_prune = sq_outbox_prune,
+    .link_expiring = sq_link_expiring,
+    .failed_add = sq_failed_add,
+    .failed_get = sq_failed_get,
+    .failed_list = sq_failed_list,
+    .failed_replayed = sq_failed_replayed,
+    .failed_resolve = sq_failed_resolve,
 };
 
 /* ---- moving a store: whole tables of store_move.h (shortd migrate-store) ----

@@ -3,7 +3,7 @@
 // it (the history shows the change, the password is set and removed and never
 // shown), an A/B link whose chart matches where its visitors were sent, the
 // Domains page, export as CSV and JSON, a CSV upload with a bad row, the
-// blocklist. Then each page at 390 × 844 (no sideways scrolling, the links
+// blocklist, a sink. Then each page at 390 × 844 (no sideways scrolling, the links
 // table as cards) and axe-core (npm, pinned) on each page: no serious or
 // critical violation.
 //
@@ -302,6 +302,28 @@ it('admin: block a host, unblock it', async () => {
     await page.getByRole('button', { name: 'Unblock bad.example' }).click();
     await page.locator('#confirm-ok').click();
     await page.locator('#block-list li[data-host="bad.example"]').waitFor({ state: 'detached' });
+});
+
+it('admin: add a sink, its secret shown once; a new secret; delete it', async () => {
+    await go('#/admin', '#sink-list');
+    await page.getByLabel('Endpoint').fill('http://127.0.0.1:9/hook');
+    await page.getByLabel('link.created').check();
+    await page.getByRole('button', { name: 'Add sink' }).click();
+    const shown = await page.locator('#sink-secret code').innerText();
+    assert.match(shown, /^whsec_/);
+    const sinks = (await api(srv, 'GET', '/api/sinks', { key: srv.adminKey })).json;
+    assert.equal(sinks.length, 1);
+    assert.deepEqual(sinks[0].types, ['link.created']);
+    assert.equal(sinks[0].secret, undefined);
+    const li = `#sink-list li[data-sink="${sinks[0].id}"]`;
+    await page.locator(li).waitFor();
+    await page.getByRole('button', { name: `New secret for sink ${sinks[0].id}` }).click();
+    await page.locator('#confirm-ok').click();
+    await poll(async () => (await page.locator('#sink-secret code').innerText()) !== shown);
+    await page.getByRole('button', { name: `Delete sink ${sinks[0].id}` }).click();
+    await page.locator('#confirm-ok').click();
+    await page.locator(li).waitFor({ state: 'detached' });
+    assert.equal((await api(srv, 'GET', '/api/sinks', { key: srv.adminKey })).json.length, 0);
 });
 
 it('the service page: a daily chart of the range, unique visitors, bots, top referrers beside top links', async () => {

@@ -111,6 +111,13 @@
     X(journal_skip_to)                                                                             \
     X(journal_down_and_idle)                                                                       \
     X(journal_rotate)                                                                              \
+    X(events_sign)                                                                                 \
+    X(events_ids)                                                                                  \
+    X(events_backoff)                                                                              \
+    X(events_types)                                                                                \
+    X(events_bodies)                                                                               \
+    X(events_journal_read)                                                                         \
+    X(store_events)                                                                                \
     X(store_meta)                                                                                  \
     X(store_watch)                                                                                 \
     X(store_transactions)                                                                          \

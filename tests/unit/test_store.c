@@ -2268,6 +2268,11 @@ static bool sqlite_admin(const struct backend *b, const char *sql)
 #define SITES_DROP                                                                                 \
     "DROP TABLE sites; DROP TABLE site_hosts; DROP TABLE site_tokens; DROP TABLE site_days; "
 
+/* Events out (sqlite 0013, pg 0012) */
+#define EVENTS_DROP                                                                                \
+    "DROP TABLE sinks; DROP TABLE sink_positions; DROP TABLE event_outbox; "                       \
+    "DROP TABLE event_failed; "
+
 static void upgrade_checks(struct backend *b)
 {
     CHECK_EQ_INT(insert(b->st, "up1", 1, "https://e.example/1", 10, 0), ERR_OK);
@@ -2282,7 +2287,7 @@ static void upgrade_checks(struct backend *b)
                  "ALTER TABLE domains DROP COLUMN base_url_redirect, "
                  "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
                  "DROP TABLE users; DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP
-                     SITES_DROP "DROP TABLE ops_backups; DROP TABLE ops_leases; "
+                     SITES_DROP EVENTS_DROP "DROP TABLE ops_backups; DROP TABLE ops_leases; "
                  "DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
@@ -2295,7 +2300,7 @@ static void upgrade_checks(struct backend *b)
                  "%s ALTER TABLE links DROP COLUMN imported_clicks; "
                  "ALTER TABLE links DROP COLUMN track; DROP TABLE users; "
                  "DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP SITES_DROP
-                 "DROP TABLE ops_backups; DROP TABLE ops_leases; "
+                 "DROP TABLE ops_backups; DROP TABLE ops_leases; " EVENTS_DROP
                  "ALTER TABLE domains DROP COLUMN base_url_redirect; "
                  "ALTER TABLE domains DROP COLUMN regular_404_redirect; "
                  "ALTER TABLE domains DROP COLUMN invalid_short_url_redirect; "
@@ -2767,3 +2772,200 @@ static void controls_checks(struct backend *b)
 }
 
 void test_store_controls(void) { each_backend("controls", controls_checks); }
+
+/* ---- events out: sinks, positions, the outbox, the failed archive ---- */
+
+struct outbox_seen {
+    struct buf s;
+    int64_t last;
+};
+
+static int collect_outbox(const struct outbox_event *e, void *arg)
+{
+    struct outbox_seen *o = arg;
+    buf_printf(&o->s, "%s%s:%s", o->s.len ? "," : "", e->type, e->code);
+    o->last = e->seq;
+    return 0;
+}
+
+static int count_sinks(const struct sink *s, void *arg)
+{
+    (void)s;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static int count_failed_rows(const struct failed_batch *f, void *arg)
+{
+    CHECK(f->body == NULL); /* listed without bodies */
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void events_checks(struct backend *b)
+{
+    struct store *st = b->st;
+    /* No sink: link writes make no event. */
+    CHECK_EQ_INT(insert(st, "ev0", 1, "https://example.com/0", 100, 0), ERR_OK);
+    int64_t head = -1;
+    CHECK_EQ_INT(st->ops->outbox_head(st, &head), ERR_OK);
+    CHECK_EQ_INT(head, 0);
+
+    struct sink s = {.kind = "webhook",
+                     .endpoint = "http://127.0.0.1:9/",
+                     .types = "",
+                     .owner = -1,
+                     .secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     .options = "{}",
+                     .created_at = 5};
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->sink_add(st, &s), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK(s.id > 0);
+    struct sink got;
+    if (CHECK_EQ_INT(st->ops->sink_get(st, s.id, &got), ERR_OK)) {
+        CHECK_EQ_STR(got.kind, "webhook");
+        CHECK_EQ_STR(got.endpoint, "http://127.0.0.1:9/");
+        CHECK_EQ_INT(got.owner, -1);
+        CHECK(got.domain == NULL && got.secret_old == NULL);
+        CHECK_EQ_INT(got.created_at, 5);
+        sink_release(&got);
+    }
+    CHECK_EQ_INT(st->ops->sink_secret(st, s.id, "whsec_bmV3", s.secret), ERR_OK);
+    if (CHECK_EQ_INT(st->ops->sink_get(st, s.id, &got), ERR_OK)) {
+        CHECK_EQ_STR(got.secret, "whsec_bmV3");
+        CHECK_EQ_STR(got.secret_old, s.secret);
+        sink_release(&got);
+    }
+
+    /* Link writes now make events, in their transaction. */
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(insert(st, "ev1", 1, "https://example.com/1", 200, 0), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(insert(st, "ev2", 1, "https://example.com/2", 300, 0), ERR_OK);
+    st->ops->rollback(st); /* no link, no event */
+    CHECK_EQ_INT(st->ops->link_set_state(st, "ev1", LINK_DISABLED, 400), ERR_OK);
+    CHECK_EQ_INT(st->ops->link_set_state(st, "ev1", LINK_DELETED, 500), ERR_OK);
+    struct outbox_seen o = {BUF_INIT, 0};
+    CHECK_EQ_INT(st->ops->outbox_read(st, 0, 10, collect_outbox, &o), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&o.s), "link.created:ev1,link.disabled:ev1,link.deleted:ev1");
+    CHECK_EQ_INT(st->ops->outbox_head(st, &head), ERR_OK);
+    CHECK_EQ_INT(head, o.last);
+    buf_reset(&o.s);
+    CHECK_EQ_INT(st->ops->outbox_read(st, 0, 1, collect_outbox, &o), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&o.s), "link.created:ev1");
+    /* An ID already there is kept as it is (two nodes' sweeps). */
+    struct outbox_event dup = {.id = "evt_same",
+                               .type = "link.expired",
+                               .at = 600,
+                               .code = "ev1",
+                               .owner = 1,
+                               .body = "{\"first\":1}"};
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(st->ops->outbox_add(st, &dup), ERR_OK);
+    dup.body = "{\"second\":1}";
+    CHECK_EQ_INT(st->ops->outbox_add(st, &dup), ERR_OK);
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    buf_reset(&o.s);
+    CHECK_EQ_INT(st->ops->outbox_read(st, head, 10, collect_outbox, &o), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&o.s), "link.expired:ev1"); /* once */
+    buf_release(&o.s);
+
+    /* Pruned: only what every live sink has taken (position "links"),
+     * and only what is older than asked. */
+    int pruned = -1;
+    CHECK_EQ_INT(st->ops->outbox_prune(st, 1000000, 100, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 0); /* no position yet: nothing taken */
+    int64_t first = 0;
+    {
+        struct outbox_seen one = {BUF_INIT, 0};
+        CHECK_EQ_INT(st->ops->outbox_read(st, 0, 1, collect_outbox, &one), ERR_OK);
+        first = one.last;
+        buf_release(&one.s);
+    }
+    CHECK_EQ_INT(st->ops->sink_pos_set(st, s.id, "links", -1, first), ERR_OK);
+    CHECK_EQ_INT(st->ops->outbox_prune(st, 150, 100, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 0); /* taken, not old enough (at 200) */
+    CHECK_EQ_INT(st->ops->outbox_prune(st, 1000000, 100, &pruned), ERR_OK);
+    CHECK_EQ_INT(pruned, 1);
+    buf_reset(&o.s);
+    CHECK_EQ_INT(st->ops->outbox_read(st, 0, 10, collect_outbox, &o), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&o.s), "link.disabled:ev1,link.deleted:ev1,link.expired:ev1");
+    buf_release(&o.s);
+
+    /* Positions: made once, then moved only from where they are. */
+    int64_t pos = -1;
+    CHECK_EQ_INT(st->ops->sink_pos_get(st, s.id, "journal:x", &pos), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->sink_pos_set(st, s.id, "journal:x", -1, 40), ERR_OK);
+    CHECK_EQ_INT(st->ops->sink_pos_set(st, s.id, "journal:x", 39, 80), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->sink_pos_set(st, s.id, "journal:x", 40, 80), ERR_OK);
+    CHECK_EQ_INT(st->ops->sink_pos_get(st, s.id, "journal:x", &pos), ERR_OK);
+    CHECK_EQ_INT(pos, 80);
+    /* The lease: one holder at a time, until it runs out. */
+    CHECK_EQ_INT(st->ops->sink_lease(st, s.id, "links", "a", 1000, 2000), ERR_OK);
+    CHECK_EQ_INT(st->ops->sink_lease(st, s.id, "links", "b", 1500, 2500), ERR_BUSY);
+    CHECK_EQ_INT(st->ops->sink_lease(st, s.id, "links", "a", 1500, 2500), ERR_OK);
+    CHECK_EQ_INT(st->ops->sink_lease(st, s.id, "links", "b", 2500, 3500), ERR_OK);
+    CHECK_EQ_INT(st->ops->sink_pos_get(st, s.id, "links", &pos), ERR_OK);
+    CHECK_EQ_INT(pos, first); /* a lease leaves the position as it was */
+
+    /* Expiring links, by expiry. */
+    CHECK_EQ_INT(insert(st, "ex1", 1, "https://example.com/e1", 10, 3000), ERR_OK);
+    CHECK_EQ_INT(insert(st, "ex2", 1, "https://example.com/e2", 10, 2000), ERR_OK);
+    CHECK_EQ_INT(insert(st, "ex3", 1, "https://example.com/e3", 10, 9000), ERR_OK);
+    struct collect c = {BUF_INIT, 0, 0, "", 0};
+    CHECK_EQ_INT(st->ops->link_expiring(st, 1000, 5000, 10, collect_link, &c), ERR_OK);
+    CHECK_EQ_STR(buf_cstr(&c.s), "ex2,ex1");
+    buf_release(&c.s);
+
+    /* The archive: kept whole, resolved once, never deleted. */
+    struct failed_batch f = {.sink = s.id,
+                             .source = "links",
+                             .first_pos = 0,
+                             .last_pos = 3,
+                             .events = 3,
+                             .body = "{\"events\":[]}",
+                             .sha256 = "ab",
+                             .attempts = 30,
+                             .last_error = "answered HTTP 500",
+                             .first_failed_at = 10,
+                             .archived_at = 20};
+    CHECK_EQ_INT(st->ops->failed_add(st, &f), ERR_OK);
+    CHECK(f.id > 0);
+    int n = 0;
+    CHECK_EQ_INT(st->ops->failed_list(st, false, count_failed_rows, &n), ERR_OK);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(st->ops->failed_replayed(st, f.id, 30, "failed: refused"), ERR_OK);
+    CHECK_EQ_INT(st->ops->failed_resolve(st, f.id, 40, "ann", "receiver has them all"), ERR_OK);
+    CHECK_EQ_INT(st->ops->failed_resolve(st, f.id, 41, "bob", "again"), ERR_EXISTS);
+    CHECK_EQ_INT(st->ops->failed_resolve(st, 999, 41, "bob", "none"), ERR_NOTFOUND);
+    struct failed_batch g;
+    if (CHECK_EQ_INT(st->ops->failed_get(st, f.id, &g), ERR_OK)) {
+        CHECK_EQ_STR(g.body, "{\"events\":[]}");
+        CHECK_EQ_STR(g.sha256, "ab");
+        CHECK_EQ_INT(g.attempts, 30);
+        CHECK_EQ_STR(g.last_error, "answered HTTP 500");
+        CHECK_EQ_INT(g.replays, 1);
+        CHECK_EQ_STR(g.last_replay_result, "failed: refused");
+        CHECK_EQ_INT(g.resolved_at, 40);
+        CHECK_EQ_STR(g.resolved_by, "ann");
+        CHECK_EQ_STR(g.resolved_reason, "receiver has them all");
+        failed_release(&g);
+    }
+    n = 0;
+    CHECK_EQ_INT(st->ops->failed_list(st, false, count_failed_rows, &n), ERR_OK);
+    CHECK_EQ_INT(n, 0);
+    CHECK_EQ_INT(st->ops->failed_list(st, true, count_failed_rows, &n), ERR_OK);
+    CHECK_EQ_INT(n, 1);
+
+    /* A deleted sink is no longer listed nor changed. */
+    CHECK_EQ_INT(st->ops->sink_del(st, s.id, 50), ERR_OK);
+    CHECK_EQ_INT(st->ops->sink_del(st, s.id, 51), ERR_NOTFOUND);
+    CHECK_EQ_INT(st->ops->sink_get(st, s.id, &got), ERR_NOTFOUND);
+    n = 0;
+    CHECK_EQ_INT(st->ops->sink_list(st, count_sinks, &n), ERR_OK);
+    CHECK_EQ_INT(n, 0);
+}
+
+void test_store_events(void) { each_backend("events", events_checks); }

@@ -506,6 +506,7 @@ static int ops_start(struct app *app)
         .db_path = store_is_shared(url) ? NULL : url,
         .journal_dir = app->cfg.journal,
         .nodes = app->nodes,
+        .events = app->events,
         .nodes_window_ms = 3 * app->cfg.check_every * 1000 + 2000,
         .lag_warn_s = app->cfg.lag_warn,
         .backup_every_s = app->cfg.backup_every,

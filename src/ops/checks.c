@@ -25,6 +25,7 @@
 #include "base/timeutil.h"
 #include "clicks/clicks.h"
 #include "clicks/journal.h"
+#include "events/events.h"
 #include "ops/nodes.h"
 #include "redirect/rcache.h"
 #include "store/store.h"
@@ -332,6 +333,42 @@ static bool check_nodes(const struct checks_env *e, int64_t now, struct check_re
     return true;
 }
 
+/* The event sinks (events.h): an archived batch not yet resolved fails (an
+ * operator must look); a sink whose oldest undelivered event waits past
+ * lag-warn, or whose last attempt failed, warns. No sink: not a check. */
+#define SINKS_MAX 64
+static bool check_sinks(const struct checks_env *e, int64_t now, struct check_result *r)
+{
+    (void)now;
+    if (!e->events)
+        return false;
+    struct events_sink_status s[SINKS_MAX];
+    int n = events_status(e->events, s, SINKS_MAX);
+    if (n <= 0)
+        return false;
+    int shown = n < SINKS_MAX ? n : SINKS_MAX, worst = 0, failing = 0;
+    uint64_t unresolved = 0;
+    for (int i = 0; i < shown; i++) {
+        unresolved += s[i].unresolved;
+        failing += s[i].failing;
+        if (s[i].lag_seconds > s[worst].lag_seconds)
+            worst = i;
+    }
+    judge(r, (double)s[worst].lag_seconds, "s", (double)e->lag_warn_s, 0, false);
+    if (failing && r->state == CHECK_OK)
+        r->state = CHECK_WARN;
+    if (unresolved)
+        r->state = CHECK_FAIL;
+    char t[64];
+    age_text(s[worst].lag_seconds * 1000, t, sizeof(t));
+    say(r,
+        "%d sink(s), %d failing; the furthest behind (sink %lld, %s) has %llu event(s) to "
+        "deliver, the oldest waiting %s; %llu failed batch(es) archived and not resolved",
+        n, failing, (long long)s[worst].sink, s[worst].kind,
+        (unsigned long long)s[worst].lag_events, t, (unsigned long long)unresolved);
+    return true;
+}
+
 /* The table. A check added here is in every report and every alert; its code
  * also needs its entry in playbook.c (what it means and what to do). */
 static const struct check_def {
@@ -349,6 +386,7 @@ static const struct check_def {
     {"backup", check_backup, true},
     {"clock", check_clock, true},
     {"nodes", check_nodes, false},
+    {"sinks", check_sinks, false},
 };
 #define NTABLE ((int)(sizeof(table) / sizeof(table[0])))
 

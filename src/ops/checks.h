@@ -54,6 +54,7 @@ struct checks_env {
     const char *db_path;     /* the SQLite file; NULL for PostgreSQL */
     const char *journal_dir; /* the click journal directory */
     struct ops_nodes *nodes; /* the nodes heard on the bus (nodes.h); NULL: one node */
+    struct events *events;   /* the event sinks (events.h); NULL: none */
     int64_t nodes_window_ms; /* a node not heard this long is no more listed */
     int64_t lag_warn_s;      /* clicks waiting this long to be counted warn (six times: fail) */
     int64_t backup_every_s;  /* scheduled backups; 0: none (then 26 h warn, 48 h fail) */

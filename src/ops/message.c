@@ -104,6 +104,20 @@ static const struct playbook_entry playbook[] = {
      "3. If this node does not hear itself: check Redis (`redis-cli ping`) and PostgreSQL, and "
      "the log's \"invalidation bus\" lines: `journalctl -u shortd --since -1h`.",
      "`shortd ops check` shows nodes ok, every node with one version."},
+    {"sinks", "events are not reaching a sink, or a batch of them was archived as failed",
+     "Visitors are redirected as usual and shortd's own statistics are current. The system "
+     "behind the sink (a webhook, an ingest service, a Redis stream) sees clicks and link "
+     "changes late, or is missing a failed batch.",
+     "Nothing is lost: undelivered events wait in the journal and the store, and a batch that "
+     "used up its retries is kept in the failed archive, body and all.",
+     "1. See each sink's lag and last error: `curl -s localhost:8080/metrics | grep "
+     "shortd_sink_` and `shortd sink list --db PATH`.\n"
+     "2. Fix the receiver (is it up? does it answer 2xx in time?); delivery resumes by itself "
+     "with backoff.\n"
+     "3. For archived batches: `shortd events failed list --db PATH`, then `shortd events "
+     "failed replay --db PATH ID` once the receiver works, and `shortd events failed resolve "
+     "--db PATH ID --operator NAME --reason TEXT`.",
+     "`shortd ops check` shows sinks ok: no sink failing, none behind, no unresolved batch."},
 };
 #define NPLAYBOOK (sizeof(playbook) / sizeof(playbook[0]))
 

@@ -194,6 +194,12 @@ describe('failed archive', () => {
         assert.equal(ready.status, 200);
         const m = await api(srv, 'GET', '/metrics');
         assert.match(m.text, /shortd_events_failed_unresolved 1/);
+        // The operations checks fail on it, with what to do.
+        const health = await api(srv, 'GET', '/api/ops/health', { key: srv.adminKey });
+        assert.equal(health.status, 200, health.text);
+        const sinks = health.json.checks.find((c) => c.code === 'sinks');
+        assert.equal(sinks?.state, 'fail', JSON.stringify(health.json));
+        assert.match(sinks.measured, /1 failed batch\(es\) archived and not resolved/);
         // The position moved on: a later event is delivered once the receiver is up.
         await rx.setMode('up');
         const later = await createLink(srv, key, { url: 'https://example.com/later' });
@@ -224,6 +230,8 @@ describe('failed archive', () => {
         assert.equal(cli(['events', 'failed', 'list', '--db', srv.db]).stdout.trim().split('\n').length, 1);
         assert.equal(cli(['events', 'failed', 'list', '--all', '--db', srv.db]).stdout.trim().split('\n').length, 2);
         assert.ok(await poll(async () => (await api(srv, 'GET', '/readyz')).json?.events?.unresolved_failed === 0));
+        const healed = await api(srv, 'GET', '/api/ops/health', { key: srv.adminKey });
+        assert.equal(healed.json.checks.find((c) => c.code === 'sinks')?.state, 'ok', JSON.stringify(healed.json));
     });
 });
 

@@ -226,7 +226,7 @@ void test_alert_message_content(void)
     /* Every check code of the table has its playbook entry. */
     static const char *const codes[] = {"store", "cache",   "journal",      "journal-age",
                                         "fold",  "disk-db", "disk-journal", "backup",
-                                        "clock", "nodes"};
+                                        "clock", "nodes",   "sinks"};
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
         if (!CHECK(playbook_find(codes[i]) != NULL))
             test_note("no playbook entry for '%s'", codes[i]);

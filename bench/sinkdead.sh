@@ -59,6 +59,8 @@ while True:
 EOF
 DEAD=$!
 
+"$SHORTD" migrate --db "$WORK/db" >/dev/null
+KEY=$("$SHORTD" key create --db "$WORK/db" --name bench --admin | awk '{print $NF}')
 "$SHORTD" serve --listen "127.0.0.1:$PORT" --db "$WORK/db" --threads 2 >"$WORK/out" 2>&1 &
 PID=$!
 for _ in $(seq 200); do
@@ -66,8 +68,6 @@ for _ in $(seq 200); do
     kill -0 "$PID" 2>/dev/null || { cat "$WORK/out" >&2; exit 1; }
     sleep 0.1
 done
-for _ in $(seq 50); do [ -s "$WORK/db.admin-key" ] && break; sleep 0.1; done
-KEY=$(cat "$WORK/db.admin-key")
 
 # N links, their codes as redirect.lua reads them (8-byte lines).
 : >"$WORK/codes.txt"

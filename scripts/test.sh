@@ -91,5 +91,7 @@ bench/import.sh --smoke build/shortd || status=1
 # beacon sent is a page view in the stats, never a time.
 echo "== beacon benchmark smoke run (bench/beacon.sh --smoke)"
 bench/beacon.sh --smoke || status=1
+echo "== dead sink benchmark smoke run (bench/sinkdead.sh: 1 s runs, 100 links)"
+bench/sinkdead.sh build/shortd 1 100 || status=1
 
 exit $status

@@ -73,6 +73,10 @@ enum table_id {
     TABLE_SITE_HOSTS,
     TABLE_SITE_TOKENS,
     TABLE_SITE_DAYS,
+    TABLE_SINKS, /* events out (store_events.h) */
+    TABLE_SINK_POSITIONS,
+    TABLE_EVENT_OUTBOX,
+    TABLE_EVENT_FAILED,
     TABLE__COUNT
 };
 
@@ -85,7 +89,10 @@ enum table_id {
  * holds the others. In meta, 'counter' is the next code
  * number: an import keeps the larger of the two, so codes never repeat.
  * Sites can be deleted, their tokens revoked and their days pruned: a copy
- * follows them all. */
+ * follows them all. Sinks are deleted by a mark and the failed archive is
+ * never emptied, so a copy keeps both; sink positions and the outbox (pruned
+ * once every sink took an event) follow the source, so each sink goes on
+ * from where it was. */
 /* clang-format off */
 static const struct store_table store_tables[TABLE__COUNT] = {
     [TABLE_META] = {
@@ -148,6 +155,28 @@ static const struct store_table store_tables[TABLE__COUNT] = {
         "site_days", 5, 2, true, NULL, {"pv", "bots"},
         {{"site", COL_TEXT}, {"day", COL_INT}, {"pv", COL_INT}, {"bots", COL_INT},
          {"dims", COL_BLOB}}},
+    [TABLE_SINKS] = {
+        "sinks", 11, 1, false, "id", {NULL, NULL},
+        {{"id", COL_INT}, {"kind", COL_TEXT}, {"endpoint", COL_TEXT}, {"types", COL_TEXT},
+         {"owner", COL_INT}, {"domain", COL_TEXT}, {"secret", COL_TEXT},
+         {"secret_old", COL_TEXT}, {"options", COL_TEXT}, {"created_at", COL_INT},
+         {"deleted_at", COL_INT}}},
+    [TABLE_SINK_POSITIONS] = {
+        "sink_positions", 5, 2, true, NULL, {NULL, NULL},
+        {{"sink", COL_INT}, {"source", COL_TEXT}, {"pos", COL_INT}, {"holder", COL_TEXT},
+         {"lease_until", COL_INT}}},
+    [TABLE_EVENT_OUTBOX] = {
+        "event_outbox", 8, 1, true, "seq", {NULL, NULL},
+        {{"seq", COL_INT}, {"id", COL_TEXT}, {"type", COL_TEXT}, {"at", COL_INT},
+         {"code", COL_TEXT}, {"owner", COL_INT}, {"domain", COL_TEXT}, {"body", COL_TEXT}}},
+    [TABLE_EVENT_FAILED] = {
+        "event_failed", 18, 1, false, "id", {NULL, NULL},
+        {{"id", COL_INT}, {"sink", COL_INT}, {"source", COL_TEXT}, {"first_pos", COL_INT},
+         {"last_pos", COL_INT}, {"events", COL_INT}, {"body", COL_TEXT}, {"sha256", COL_TEXT},
+         {"attempts", COL_INT}, {"last_error", COL_TEXT}, {"first_failed_at", COL_INT},
+         {"archived_at", COL_INT}, {"replays", COL_INT}, {"last_replay_at", COL_INT},
+         {"last_replay_result", COL_TEXT}, {"resolved_at", COL_INT}, {"resolved_by", COL_TEXT},
+         {"resolved_reason", COL_TEXT}}},
 };
 /* clang-format on */
 

@@ -83,12 +83,15 @@ function assertVerified(r) {
     assert.equal(r.code, 0, `migrate-store failed\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stdout, /^verified: /m);
     const tables = ['meta', 'api_keys', 'links', 'blocklist', 'idempotency', 'link_days', 'domains', 'link_history',
-        'users', 'sessions', 'sites', 'site_hosts', 'site_tokens', 'site_days'];
+        'users', 'sessions', 'sites', 'site_hosts', 'site_tokens', 'site_days', 'sinks', 'sink_positions',
+        'event_outbox', 'event_failed'];
     assert.deepEqual(Object.keys(r.rows).sort(), [...tables].sort(), r.stdout);
     for (const t of tables) {
         assert.ok(r.rows[t].ok && r.rows[t].source === r.rows[t].target, `${t}: ${JSON.stringify(r.rows[t])}`);
     }
-    for (const t of ['sites', 'site_hosts', 'site_tokens', 'site_days']) assert.equal(r.rows[t].source, 1, t);
+    for (const t of ['sites', 'site_hosts', 'site_tokens', 'site_days', 'sinks']) assert.equal(r.rows[t].source, 1, t);
+    // The sink's positions and the link events it has yet to take travel too.
+    assert.ok(r.rows.sink_positions.source >= 1 && r.rows.event_outbox.source >= 1, r.stdout);
     for (const s of ['links.clicks', 'links.bot_clicks', 'link_days.clicks', 'link_days.bots', 'site_days.pv',
         'sites.pv_total']) {
         assert.ok(r.sums[s], `no sum ${s} in\n${r.stdout}`);
@@ -182,6 +185,13 @@ before(async () => {
         const block = await api(src, 'POST', '/api/admin/blocklist', { key: admin, body: { host } });
         assert.equal(block.status, 201, block.text);
     }
+    // An event sink whose receiver is down: its position and the link event
+    // it has yet to take stay in the store.
+    const sink = await api(src, 'POST', '/api/sinks', { key: admin, body: { kind: 'webhook', endpoint: 'http://127.0.0.1:9/hook' } });
+    assert.equal(sink.status, 201, sink.text);
+    const evented = await api(src, 'POST', '/api/links', { key: admin, body: { url: 'https://example.com/after-sink' } });
+    assert.equal(evented.status, 201, evented.text);
+    links.evented = evented.json;
     // A site with a host, a read token and a day of page views (site analytics).
     const site = await api(src, 'POST', '/api/sites', { key: user, body: { id: 'ms-site', hosts: ['ms-site.example'], badge: true } });
     assert.equal(site.status, 201, site.text);

@@ -268,8 +268,7 @@ int handle_metrics(struct request *r)
                (unsigned long long)ua_hurried);
     uint64_t humans = 0, bots = 0;
     aggregate_counts(app->aggregate, &humans, &bots);
-    int64_t now = now_ms();
-    double oldest = bl.oldest_ms && now > bl.oldest_ms ? (double)(now - bl.oldest_ms) / 1000 : 0;
+    double oldest = (double)bl.oldest_age_ms / 1000;
     buf_printf(b,
                "# HELP shortd_clicks_counted_total Clicks of people counted (folded) since the "
                "start.\n"

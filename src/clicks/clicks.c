@@ -75,7 +75,6 @@ struct batch {
     struct buf data;
     size_t events;
     uint64_t end_pos; /* journal position after its last event */
-    int64_t at_ms;    /* wall clock when its event loop handed it over */
     int64_t t_ms;     /* mono_ms() when its event loop handed it over */
     struct batch *next;
 };
@@ -239,7 +238,6 @@ void clicks_flush(struct clicks *c, int worker)
         abort();
     b->data = l->buf;
     b->events = l->events;
-    b->at_ms = now_ms();
     b->t_ms = mono_ms();
     buf_init(&l->buf);
     l->events = 0;
@@ -284,8 +282,10 @@ void clicks_backlog(struct clicks *c, struct clicks_backlog *out)
     out->unfolded_max = atomic_load_explicit(&c->fold_events_max, memory_order_relaxed);
     out->pauses = atomic_load_explicit(&c->pauses, memory_order_relaxed);
     pthread_mutex_lock(&c->fold_mu);
-    out->oldest_ms = c->fold ? c->fold->at_ms : 0;
+    int64_t head = c->fold ? c->fold->t_ms : 0;
     pthread_mutex_unlock(&c->fold_mu);
+    int64_t now = mono_ms();
+    out->oldest_age_ms = head && now > head ? now - head : 0;
 }
 
 void clicks_pause_fold(struct clicks *c, bool paused)

@@ -68,7 +68,7 @@ struct clicks_backlog {
     uint64_t unfolded;     /* clicks journaled, not yet classified and counted */
     uint64_t unfolded_max; /* the most there have been since the start */
     uint64_t pauses;       /* pauses of the event loops for it */
-    int64_t oldest_ms;     /* when the oldest of them was handed over (wall clock); 0: none */
+    int64_t oldest_age_ms; /* how long the oldest of them has waited since its hand-over; 0: none */
 };
 /* Any thread. */
 void clicks_backlog(struct clicks *c, struct clicks_backlog *out);

@@ -188,11 +188,12 @@ static bool check_journal_age(const struct checks_env *e, int64_t now, struct ch
         return false;
     struct clicks_backlog bl;
     clicks_backlog(e->clicks, &bl);
-    int64_t age = bl.oldest_ms && now > bl.oldest_ms ? now - bl.oldest_ms : 0;
+    (void)now;
+    int64_t age = bl.oldest_age_ms;
     judge(r, (double)age / 1000.0, "s", (double)e->lag_warn_s, 6.0 * (double)e->lag_warn_s, false);
     char t[64];
     age_text(age, t, sizeof(t));
-    if (bl.oldest_ms)
+    if (bl.unfolded)
         say(r, "the oldest click not yet counted was journaled %s ago (%llu wait)", t,
             (unsigned long long)bl.unfolded);
     else

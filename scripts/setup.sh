@@ -13,7 +13,7 @@ pkgs=(
     libssl-dev      # libcrypto: the MD5 and SHA-1 of YOURLS's timestamped signatures
     libcrypt-dev    # libxcrypt's crypt_r: bcrypt hashes of imported Kutt link passwords
     libcsv-dev      # CSV parsing of `shortd import` (src/import/csvread.c)
-    libcurl4-openssl-dev  # the sinks' HTTP client (src/events/sink.c)
+    libcurl4-openssl-dev  # HTTP client of the event sinks (src/events/) and the alert channels (src/ops/notify.c)
     sqlite3 curl nodejs
     chromium zbar-tools
     # the fuzz targets (make fuzz): clang and its libFuzzer and sanitizer runtimes
@@ -26,7 +26,6 @@ pkgs=(
     # cannot run (hybrid cgroups), and mmdebstrap to make the Debian 12 base image
     podman runc mmdebstrap
     mariadb-server  # a real mariadb-dump of YOURLS's tables (tests/e2e/import-yourls.test.mjs)
-    libcurl4-openssl-dev # the alert channels: SMTP and webhooks (src/ops/notify.c)
     prometheus      # only its promtool, which checks docs/alerts.yml (tests/e2e/ops.test.mjs)
 )
 

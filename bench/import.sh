@@ -79,38 +79,43 @@ fi
 
 # The reader reads the dump twice (links, then the log) and reports its
 # progress in bytes of both passes: the progress line crossing half its total
-# is the end of the links' pass, which splits the wall time in two.
+# is the end of the links' pass, which splits the wall time in two. A
+# history larger than memory is stored after the log (a "history:" line):
+# its first line's time is the end of reading the log.
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$(date +%s.%N)
 "$shortd" import yourls "$dump" "${target[@]}" --json --progress always 2>&1 >"$work/summary.json" |
     node -e '
 const t0 = Date.now();
-let half = null, rest = "";
+let half = null, history = null, rest = "";
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", (d) => {
   const parts = (rest + d).split(/[\r\n]/);
   rest = parts.pop();
   for (const p of parts) {
+    if (history === null && /^history: /.test(p.trim())) history = Date.now() - t0;
     const m = /^import: ([\d,]+) of ([\d,]+) bytes/.exec(p.trim());
-    if (!m) { if (p.trim()) process.stderr.write(p + "\n"); continue; }
+    if (!m) { if (p.trim() && !/^history: /.test(p.trim())) process.stderr.write(p + "\n"); continue; }
     const done = Number(m[1].replace(/,/g, "")), total = Number(m[2].replace(/,/g, ""));
     if (half === null && done >= total / 2) half = Date.now() - t0;
   }
 });
-process.stdin.on("end", () => console.log(half === null ? "" : (half / 1000).toFixed(1)));
+process.stdin.on("end", () => console.log([half, history].map((t) => t === null ? "" : (t / 1000).toFixed(1)).join(" ")));
 ' >"$work/links-secs" 2>"$work/stderr" ||
     { tail -n 20 "$work/stderr" >&2; echo "import.sh: the import failed" >&2; exit 1; }
 end=$(date +%s.%N)
 
+read -r link_secs history_at <"$work/links-secs" || true
 node - "$work/summary.json" "$stores" "$links" "$visits" "$want_links" "$want_visits" "$start" "$end" "$load" \
-    "$(cat "$work/links-secs")" <<'EOF'
-const [file, store, links, visits, wantLinks, wantVisits, start, end, load, linkSecs] = process.argv.slice(2);
+    "${link_secs:-}" "${history_at:-}" <<'EOF'
+const [file, store, links, visits, wantLinks, wantVisits, start, end, load, linkSecs, historyAt] = process.argv.slice(2);
 const s = JSON.parse(require('fs').readFileSync(file, 'utf8').trim().split('\n').pop());
 const secs = Number(end) - Number(start);
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const split = linkSecs
   ? `links ${Number(linkSecs).toFixed(1)} s (${fmt(s.links_imported / linkSecs)}/s), ` +
-    `log ${(secs - linkSecs).toFixed(1)} s (${fmt(s.visits / (secs - linkSecs))} visits/s)`
+    `log ${(secs - linkSecs).toFixed(1)} s (${fmt(s.visits / (secs - linkSecs))} visits/s` +
+    (historyAt ? `; read ${(historyAt - linkSecs).toFixed(1)} s, history stored ${(secs - historyAt).toFixed(1)} s)` : ')')
   : `${fmt(s.links_imported / secs)} links/s, ${fmt(s.visits / secs)} visits/s over the whole`;
 console.log(`import.sh: ${store}: ${fmt(links)} links + ${fmt(visits)} log rows in ${secs.toFixed(1)} s: ` +
             `${split} (bots ${fmt(s.visit_bots)}; load before: ${load})`);

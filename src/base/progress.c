@@ -142,6 +142,19 @@ void progress_free(struct progress *p)
     free(p);
 }
 
+void progress_phase(struct progress *p, const char *what, const char *unit)
+{
+    if (!p)
+        return;
+    draw(p, mono_ms());
+    fputc('\n', stderr);
+    p->what = what;
+    p->unit = unit;
+    p->done = p->total = 0;
+    p->width = 0;
+    p->start = mono_ms();
+}
+
 void progress_end(struct progress *p)
 {
     if (!p)

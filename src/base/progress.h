@@ -29,6 +29,9 @@ void progress_update(struct progress *p, uint64_t done, uint64_t total);
 /* Erases the line, so that other output can follow on stderr; the next
  * update draws it again. */
 void progress_clear(struct progress *p);
+/* Ends the line (drawn in its last state) and starts another, of 'what'
+ * counting 'unit', whose rate counts from now: the next step of a job. */
+void progress_phase(struct progress *p, const char *what, const char *unit);
 /* Draws the last state, ends the line and frees. */
 void progress_end(struct progress *p);
 /* Erases the line and frees (the job said what it did in lines of its own). */

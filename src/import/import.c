@@ -27,15 +27,29 @@
  * Day rows of links this run inserted, on days it has not stored yet, go
  * to agg_days marked fresh: inserted without reading them first. A dry run does everything but the
  * writes; --on-conflict fail runs one dry pass first and writes only when it
- * found no conflict. */
+ * found no conflict.
+ *
+ * History larger than memory: when the folded days reach DAYS_HELD or
+ * FOLDS_HELD, they are sorted and written as a run to a temporary file
+ * (in TMPDIR, deleted as it is made) instead of being stored. At the end
+ * the runs are merged in key order, each link day's parts added up
+ * (dayrow_add, the same sum the store's merge makes), and stored once, in
+ * order. A source whose log is not in link order (YOURLS's is in time
+ * order, a link's visits spread over the whole of it) would otherwise
+ * rewrite day rows all over the store at every flush: the bytes written,
+ * not the work, bounded the import (bench/HISTORY.md, issue 26). A killed
+ * run stores none of the history it held, which its links' imported
+ * totals then still count, as above. */
 #include "import/import.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "api/router.h"
 #include "base/buf.h"
@@ -116,6 +130,12 @@ struct import_sink {
     struct iday **days;
     size_t ndays, days_cap;
     size_t folds; /* visits and tallies folded into them */
+
+    /* Folded days written out, sorted, when memory was full (see DESIGN) */
+    FILE **runs;
+    size_t nruns;
+    uint64_t spilled, spilled_bytes; /* link days in them, and their size */
+    struct buf enc[3];
 
     bool in_tx;
     size_t rows;         /* records in the open transaction */
@@ -286,23 +306,29 @@ static int commit_tx(struct import_sink *s)
     return rc;
 }
 
-/* Stores the folded days: sorted by code and day, as agg_days wants, and
- * DAYS_TX_BATCHES times batch_rows link days a transaction (the first in the open one, if any),
- * each also taking what its days gained back from their links' imported
- * totals. A dry run only counts what a real one would take back. */
-static int store_days(struct import_sink *s)
+/* The folded days, sorted by code and day (the caller frees the array). */
+static struct iday **days_sorted(struct import_sink *s)
 {
-    if (!s->ndays)
-        return ERR_OK;
-    size_t n = 0;
-    struct iday **v = malloc(s->ndays * sizeof(*v));
-    struct day_delta *dd = malloc(s->ndays * sizeof(*dd));
-    if (!v || !dd)
+    struct iday **v = malloc((s->ndays ? s->ndays : 1) * sizeof(*v));
+    if (!v)
         abort();
+    size_t n = 0;
     for (size_t i = 0; i < s->days_cap; i++)
         for (struct iday *d = s->days[i]; d; d = d->next_in_slot)
             v[n++] = d;
     qsort(v, n, sizeof(*v), cmp_iday);
+    return v;
+}
+
+/* Stores 'n' link days sorted as agg_days wants them: DAYS_TX_BATCHES
+ * times batch_rows link days a transaction (the first in the open one, if
+ * any), each also taking what its days gained back from their links'
+ * imported totals. A dry run only counts what a real one would take back. */
+static int store_sorted(struct import_sink *s, struct iday **v, size_t n)
+{
+    struct day_delta *dd = malloc((n ? n : 1) * sizeof(*dd));
+    if (!dd)
+        abort();
     for (size_t i = 0; i < n; i++) {
         const struct code_ent *e = v[i]->ent;
         int64_t day = v[i]->day;
@@ -345,27 +371,240 @@ static int store_days(struct import_sink *s)
             s->in_tx = false;
         }
     }
-    free(v);
     free(dd);
-    days_clear(s);
     if (rc != ERR_OK && !s->failed)
         s->failed = log_fail(rc, "the import's transaction failed: %s", err_str(rc));
     return rc;
 }
 
+/* Stores the folded days and forgets them. */
+static int store_days(struct import_sink *s)
+{
+    if (!s->ndays)
+        return ERR_OK;
+    struct iday **v = days_sorted(s);
+    int rc = store_sorted(s, v, s->ndays);
+    free(v);
+    days_clear(s);
+    return rc;
+}
+
+/* ---- runs: folded days in temporary files ---- */
+
+/* A run's record: its link day and counts, then the three blobs of
+ * dayrow_encode. The entry is a pointer into this process's code table,
+ * which never moves and outlives the runs. */
+struct run_rec {
+    struct code_ent *ent;
+    int64_t day, clicks, bots, uniques;
+    uint32_t ndims, nvisitors, nrecent;
+};
+
+static FILE *run_file(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    int n = snprintf(path, sizeof(path), "%s/shortd-import-XXXXXX", dir && *dir ? dir : "/tmp");
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return NULL;
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    unlink(path);
+    FILE *f = fdopen(fd, "w+");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+static bool put(FILE *f, const void *p, size_t n) { return !n || fwrite(p, 1, n, f) == n; }
+
+/* Writes the folded days, sorted, as a new run and forgets them. */
+static int spill_days(struct import_sink *s)
+{
+    if (!s->ndays)
+        return ERR_OK;
+    FILE *f = run_file();
+    if (!f)
+        return s->failed = log_fail(ERR_IO,
+                                    "cannot make a temporary file for the import's "
+                                    "history (TMPDIR): %s",
+                                    strerror(errno));
+    struct iday **v = days_sorted(s);
+    bool ok = true;
+    for (size_t i = 0; ok && i < s->ndays; i++) {
+        struct day_blobs b;
+        dayrow_encode(&v[i]->row, &s->enc[0], &s->enc[1], &s->enc[2], &b);
+        struct run_rec r = {v[i]->ent,
+                            v[i]->day,
+                            b.clicks,
+                            b.bots,
+                            b.uniques,
+                            (uint32_t)b.ndims,
+                            (uint32_t)b.nvisitors,
+                            (uint32_t)b.nrecent};
+        ok = put(f, &r, sizeof(r)) && put(f, b.dims, b.ndims) && put(f, b.visitors, b.nvisitors) &&
+             put(f, b.recent, b.nrecent);
+        s->spilled_bytes += sizeof(r) + b.ndims + b.nvisitors + b.nrecent;
+    }
+    s->spilled += s->ndays;
+    free(v);
+    days_clear(s);
+    if (ok)
+        ok = fflush(f) == 0 && fseek(f, 0, SEEK_SET) == 0;
+    if (!ok) {
+        fclose(f);
+        return s->failed = log_fail(ERR_IO,
+                                    "cannot write the import's history to a temporary "
+                                    "file (TMPDIR): %s",
+                                    strerror(errno));
+    }
+    s->runs = realloc(s->runs, (s->nruns + 1) * sizeof(*s->runs));
+    if (!s->runs)
+        abort();
+    s->runs[s->nruns++] = f;
+    return ERR_OK;
+}
+
+/* A run being read: its next record, whose blobs are in 'blob' */
+struct run_head {
+    FILE *f;
+    bool has;
+    struct run_rec r;
+    struct buf blob;
+};
+
+/* Reads the run's next record, adding its size to 'read'. */
+static int run_next(struct run_head *h, uint64_t *read)
+{
+    h->has = false;
+    size_t got = fread(&h->r, sizeof(h->r), 1, h->f);
+    if (got != 1)
+        return ferror(h->f) ? ERR_IO : ERR_OK;
+    size_t n = (size_t)h->r.ndims + h->r.nvisitors + h->r.nrecent;
+    buf_reset(&h->blob);
+    buf_reserve(&h->blob, n + 1);
+    if (fread(h->blob.p, 1, n, h->f) != n)
+        return ERR_IO;
+    *read += sizeof(h->r) + n;
+    h->has = true;
+    return ERR_OK;
+}
+
+static struct day_blobs run_blobs(const struct run_head *h)
+{
+    const char *p = h->blob.p;
+    return (struct day_blobs){h->r.clicks,
+                              h->r.bots,
+                              h->r.uniques,
+                              h->r.ndims ? p : NULL,
+                              h->r.nvisitors ? p + h->r.ndims : NULL,
+                              h->r.nrecent ? p + h->r.ndims + h->r.nvisitors : NULL,
+                              h->r.ndims,
+                              h->r.nvisitors,
+                              h->r.nrecent};
+}
+
+static int cmp_rec(const struct run_rec *a, const struct run_rec *b)
+{
+    int c = a->ent == b->ent ? 0 : strcmp(a->ent->code, b->ent->code);
+    if (c)
+        return c;
+    return a->day < b->day ? -1 : a->day > b->day;
+}
+
+/* The end of a source that did not fit in memory: the days still folded
+ * become the last run, then every run is merged in key order and each
+ * link day stored once. Parts of a link day are added in the order their
+ * runs were written, so its newest clicks stay in arrival order. */
+static int store_runs(struct import_sink *s)
+{
+    int rc = spill_days(s);
+    struct run_head *h = calloc(s->nruns, sizeof(*h));
+    if (!h)
+        abort();
+    uint64_t read = 0;
+    for (size_t i = 0; rc == ERR_OK && i < s->nruns; i++) {
+        h[i].f = s->runs[i];
+        rc = run_next(&h[i], &read);
+    }
+    size_t tx = DAYS_TX_BATCHES * batch_max(s);
+    struct iday **v = malloc(tx * sizeof(*v));
+    if (!v)
+        abort();
+    if (rc == ERR_OK)
+        log_at(LOG_INFO, "import: storing the history: %llu link days from %zu runs, %llu MB",
+               (unsigned long long)s->spilled, s->nruns,
+               (unsigned long long)(s->spilled_bytes >> 20));
+    progress_phase(s->pg, "history", "bytes");
+    size_t n = 0;
+    while (rc == ERR_OK) {
+        struct run_head *min = NULL;
+        for (size_t i = 0; i < s->nruns; i++)
+            if (h[i].has && (!min || cmp_rec(&h[i].r, &min->r) < 0))
+                min = &h[i];
+        if (!min) {
+            rc = n ? store_sorted(s, v, n) : ERR_OK;
+            break;
+        }
+        struct iday *d = bump_alloc(s->mem, sizeof(*d));
+        d->ent = min->r.ent;
+        d->day = min->r.day;
+        dayrow_init_bump(&d->row, s->mem);
+        struct run_rec key = min->r;
+        for (size_t i = 0; rc == ERR_OK && i < s->nruns; i++) {
+            if (!h[i].has || cmp_rec(&h[i].r, &key))
+                continue;
+            struct dayrow part;
+            dayrow_init_bump(&part, s->mem);
+            struct day_blobs b = run_blobs(&h[i]);
+            if (dayrow_load(&part, &b) != ERR_OK)
+                rc = log_fail(ERR_IO, "the import's temporary file is damaged");
+            dayrow_add(&d->row, &part);
+            if (rc == ERR_OK)
+                rc = run_next(&h[i], &read);
+        }
+        v[n++] = d;
+        if (rc == ERR_OK && n == tx) {
+            rc = store_sorted(s, v, n);
+            n = 0;
+            bump_clear(s->mem);
+            progress_update(s->pg, read, s->spilled_bytes);
+        }
+    }
+    progress_update(s->pg, read, s->spilled_bytes);
+    if (rc == ERR_IO && !s->failed)
+        s->failed = log_fail(rc, "cannot read the import's history back from its temporary file");
+    free(v);
+    for (size_t i = 0; i < s->nruns; i++)
+        buf_release(&h[i].blob);
+    free(h);
+    bump_clear(s->mem);
+    return rc;
+}
+
+static void runs_close(struct import_sink *s)
+{
+    for (size_t i = 0; i < s->nruns; i++)
+        fclose(s->runs[i]);
+    free(s->runs);
+    s->runs = NULL;
+    s->nruns = 0;
+}
+
 /* Ends a transaction of batch_rows records. The days folded so far stay in
  * memory until there are DAYS_HELD of them or FOLDS_HELD records folded
- * (or the source ends): a log in
- * time order touches each link day a few times only, and a store write per
- * visit would be the import's cost. Links are safe to commit before their
- * days, since their imported totals cover the days not stored yet. */
+ * (or the source ends), then go to a run (a dry run, which stores
+ * nothing, only counts them): a store write per visit would be the
+ * import's cost. Links are safe to commit before their days, since their
+ * imported totals cover the days not stored yet. */
 static int commit(struct import_sink *s)
 {
     int rc = s->in_tx ? commit_tx(s) : ERR_OK;
     s->rows = 0;
     if (rc == ERR_OK &&
         (s->ndays >= (s->o->days_held ? s->o->days_held : DAYS_HELD) || s->folds >= FOLDS_HELD))
-        rc = store_days(s);
+        rc = s->write ? spill_days(s) : store_days(s);
     return rc;
 }
 
@@ -374,7 +613,7 @@ static int finish(struct import_sink *s)
 {
     int rc = s->in_tx ? commit_tx(s) : ERR_OK;
     if (rc == ERR_OK)
-        rc = store_days(s);
+        rc = s->nruns ? store_runs(s) : store_days(s);
     return rc;
 }
 
@@ -803,6 +1042,9 @@ static int run_pass(struct store *st, struct links *l, const struct import_forma
         if (s.codes[i] && s.codes[i]->fate == FATE_NEW)
             out->imported_clicks += s.codes[i]->remain + s.codes[i]->remain_bots;
     days_clear(&s);
+    runs_close(&s);
+    for (int i = 0; i < 3; i++)
+        buf_release(&s.enc[i]);
     free(s.days);
     free(s.codes);
     buf_release(&s.replaced);

@@ -203,6 +203,17 @@ static int count_dim(int dim, const char *value, int64_t n, void *arg)
     return 0;
 }
 
+/* Days as "day:clicks/bots," appended to the string 'arg' points at */
+static int day_text(int64_t day, int64_t clicks, int64_t uniques, int64_t bots, void *arg)
+{
+    (void)uniques;
+    char *out = arg;
+    size_t n = strlen(out);
+    snprintf(out + n, 128 - n, "%lld:%lld/%lld,", (long long)day, (long long)clicks,
+             (long long)bots);
+    return 0;
+}
+
 void test_import_sink(void)
 {
     char dir[] = "/tmp/shortd-import-XXXXXX";
@@ -217,7 +228,8 @@ void test_import_sink(void)
         return;
     if (!CHECK_EQ_INT(links_new(st, router_reserved(), no_hosts, &l), ERR_OK))
         return;
-    /* Days stored at every commit: a stopped run leaves some stored */
+    /* Days written as a run at every commit, so that the end merges a link
+     * day's parts from several runs (import.c, DESIGN) */
     struct import_opts o = {.owner = 1,
                             .batch_rows = 2,
                             .days_held = 1,
@@ -284,6 +296,10 @@ void test_import_sink(void)
     int64_t de = 0;
     CHECK_EQ_INT(st->ops->stats_dims(st, "L1", 0, 100000, count_dim, &de), ERR_OK);
     CHECK_EQ_INT(de, 2); /* two human visits from DE; the bot has no dimensions */
+    /* The second day's human and bot visits came in two runs: one row */
+    char days[128] = "";
+    CHECK_EQ_INT(st->ops->stats_days(st, "L1", 0, 100000, day_text, days), ERR_OK);
+    CHECK_EQ_STR(days, "19675:1/0,19676:1/1,");
     CHECK_EQ_INT(st->ops->link_get(st, "api", &k), ERR_NOTFOUND);
     if (CHECK_EQ_INT(st->ops->link_get(st, "L4", &k), ERR_OK)) {
         CHECK_EQ_STR(k.domain, "go.example.com");

@@ -275,12 +275,14 @@ deb:
 	@$(MAKE) --no-print-directory HARDEN=1 all
 	packaging/mkdeb.sh build/deb
 
-# The test build: every test runs against the sanitizer binary.
+# The test build: every test runs against the sanitizer binary. The three
+# builds use every core (JOBS).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: setup
 	@node scripts/embed-web.mjs --check || npm ci --no-audit --no-fund
-	@$(MAKE) --no-print-directory SAN=address,undefined build/asan/shortd build/asan/unit_tests
-	@$(MAKE) --no-print-directory SAN=thread build/tsan/unit_tests
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=address,undefined build/asan/shortd build/asan/unit_tests
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=thread build/tsan/unit_tests
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@scripts/test.sh
 
 unit: setup

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "test.h"
 
@@ -415,15 +416,38 @@ int test_threads_named(const char *name, long *tid)
     return found;
 }
 
+/* UNIT_SKIP: comma-separated prefixes of tests not to run (the suite under
+ * ThreadSanitizer skips the slow single-threaded ones, scripts/test.sh). */
+static bool skipped(const char *name)
+{
+    const char *p = getenv("UNIT_SKIP");
+    while (p && *p) {
+        size_t n = strcspn(p, ",");
+        if (n && !strncmp(name, p, n))
+            return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
+/* UNIT_TIMES set: each test's wall time on stderr, to find the slow ones. */
 int main(int argc, char **argv)
 {
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         if (argc > 1 && !strstr(tests[i].name, argv[1]))
             continue;
+        if (skipped(tests[i].name))
+            continue;
         int failed_before = test_checks_failed;
         int passed_before = test_checks_passed;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         tests[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (getenv("UNIT_TIMES"))
+            fprintf(stderr, "time %s %.3f\n", tests[i].name,
+                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
         if (test_checks_failed == failed_before && test_checks_passed == passed_before) {
             /* A test that checked nothing proves nothing. */
             failed++;

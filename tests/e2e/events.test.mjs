@@ -113,9 +113,10 @@ describe('webhook sink', () => {
         for (const q of acked) {
             assert.doesNotThrow(() => wh.verify(q.body, q.headers), `signature of ${q.headers['webhook-id']}`);
         }
-        // A tampered body does not.
+        // A tampered body does not (one byte more: the first request may
+        // hold link events only, so no word of it is sure to be there).
         const q = acked[0];
-        assert.throws(() => wh.verify(q.body.replace('"click"', '"klick"'), q.headers));
+        assert.throws(() => wh.verify(`${q.body} `, q.headers));
         // The metrics name the sink's deliveries and failures.
         const m = await api(srv, 'GET', '/metrics');
         assert.match(m.text, new RegExp(`shortd_sink_failures_total\\{sink="${sink.id}",kind="webhook"\\} [1-9]`));

@@ -22,7 +22,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -171,6 +171,17 @@ process.on('exit', (code) => {
     if (!code && !process.exitCode && !process.env.SHORTD_KEEP_TMP) {
         for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
         if (pgSchemas.length) dropPgSchemas();
+    }
+});
+
+// A test that failed before stopping its servers must not leave them
+// running: their child processes would keep this file's process alive, and
+// the suite would wait for it forever.
+after(() => {
+    for (const s of servers) {
+        if (s.proc && s.proc.exitCode === null && s.proc.signalCode === null) {
+            try { s.proc.kill('SIGKILL'); } catch { /* already gone */ }
+        }
     }
 });
 

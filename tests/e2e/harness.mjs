@@ -22,7 +22,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -171,17 +171,6 @@ process.on('exit', (code) => {
     if (!code && !process.exitCode && !process.env.SHORTD_KEEP_TMP) {
         for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
         if (pgSchemas.length) dropPgSchemas();
-    }
-});
-
-// A test that failed before stopping its servers must not leave them
-// running: their child processes would keep this file's process alive, and
-// the suite would wait for it forever.
-after(() => {
-    for (const s of servers) {
-        if (s.proc && s.proc.exitCode === null && s.proc.signalCode === null) {
-            try { s.proc.kill('SIGKILL'); } catch { /* already gone */ }
-        }
     }
 });
 
@@ -425,9 +414,15 @@ export function tempDir() {
  * this file started. */
 export function it(name, fn, opts = {}) {
     return test(name, { timeout: 60_000, ...opts }, async (t) => {
+        const earlier = new Set(servers);
         try {
             await fn(t);
         } catch (e) {
+            // The servers this test started and did not stop: their child
+            // processes would keep this file's process alive, and the suite
+            // would wait for it forever (the logs below are read first).
+            const left = [...servers].filter((s) => !earlier.has(s) && s.proc &&
+                s.proc.exitCode === null && s.proc.signalCode === null);
             try {
                 const logs = [...servers].map((s) => s.logs()).join('\n');
                 if (e && typeof e === 'object' && logs) {
@@ -437,6 +432,9 @@ export function it(name, fn, opts = {}) {
                     e.stack = `${e.name}${e.code ? ` [${e.code}]` : ''}: ${e.message}\n${frames}`;
                 }
             } catch { /* keep the original error */ }
+            for (const s of left) {
+                try { s.proc.kill('SIGKILL'); } catch { /* already gone */ }
+            }
             throw e;
         }
     });

@@ -251,6 +251,10 @@ int handle_metrics(struct request *r)
                "# HELP shortd_clicks_unfolded_max The most clicks there have been to fold "
                "at once since the start.\n"
                "# TYPE shortd_clicks_unfolded_max gauge\nshortd_clicks_unfolded_max %llu\n"
+               "# HELP shortd_clicks_unfolded_disk_bytes Journal bytes of the clicks to fold "
+               "that wait on disk only, past fold-memory-mb.\n"
+               "# TYPE shortd_clicks_unfolded_disk_bytes gauge\n"
+               "shortd_clicks_unfolded_disk_bytes %llu\n"
                "# HELP shortd_clicks_backpressure_total Pauses of an event loop because the "
                "clicks to fold were past their bound.\n"
                "# TYPE shortd_clicks_backpressure_total counter\n"
@@ -264,8 +268,8 @@ int handle_metrics(struct request *r)
                "# TYPE shortd_classify_hurried_total counter\n"
                "shortd_classify_hurried_total %llu\n",
                (unsigned long long)bl.unfolded, (unsigned long long)bl.unfolded_max,
-               (unsigned long long)bl.pauses, (unsigned long long)ua_misses,
-               (unsigned long long)ua_hurried);
+               (unsigned long long)bl.on_disk_bytes, (unsigned long long)bl.pauses,
+               (unsigned long long)ua_misses, (unsigned long long)ua_hurried);
     uint64_t humans = 0, bots = 0;
     aggregate_counts(app->aggregate, &humans, &bots);
     double oldest = (double)bl.oldest_age_ms / 1000;

@@ -98,6 +98,7 @@ struct config {
     char *backup_dir;         /* scheduled backups go here */
     int64_t backup_every;     /* seconds; 0: none */
     int64_t fold_paused;      /* bool, live */
+    int64_t fold_memory_mb;   /* live */
 };
 
 /* Defaults for every setting. */

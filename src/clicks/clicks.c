@@ -16,8 +16,14 @@
  * behind them; the journal thread keeps the normal priority, so however busy
  * the machine, a click answered is on disk within the sync interval. When
  * the fold falls behind by FOLD_HURRY it classifies in a hurry (the bot
- * check alone for user agents it has not cached: aggregate_set_hurry),
- * and by FOLD_BACKLOG_MAX the event loops pause (clicks_flush). A store
+ * check alone for user agents it has not cached: aggregate_set_hurry).
+ * Past 'backlog_max' of clicks waiting in memory for the fold, a batch the
+ * journal has synced goes hollow: its memory is freed and the fold reads
+ * its clicks back from the journal when it gets there (fold_hollow), so a
+ * store that falls behind for as long as a flood lasts costs disk, not
+ * memory. Past JOURNAL_BACKLOG_MAX of clicks on disk only, or past
+ * backlog_max in memory (while the journal is down they cannot go to
+ * disk), the event loops pause (clicks_flush). A store
  * job that fails is retried (after a pause) with the same counters and
  * checkpoint, so a passing store error delays counts and never loses or
  * doubles them.
@@ -54,8 +60,12 @@
 
 #define LOCAL_CAP (64u << 20) /* a worker's unsent events, at most */
 #define SEGMENT_MAX (64u << 20)
-#define FOLD_BACKLOG_MAX (128u << 20)     /* journaled clicks the fold thread has yet to fold */
-#define FOLD_HURRY (FOLD_BACKLOG_MAX / 4) /* ... past which it classifies in a hurry */
+#define FOLD_BACKLOG_MAX (128u << 20)     /* journaled clicks in memory for the fold (default) */
+#define FOLD_HURRY (FOLD_BACKLOG_MAX / 4) /* clicks to fold past which it classifies in a hurry */
+#define JOURNAL_BACKLOG_MAX ((uint64_t)4 << 30) /* clicks to fold on disk only, at most */
+#define HOLLOW_JOIN_MS 1000 /* hollow batches joined when handed over this close */
+#define HOLLOW_CHUNK 65536  /* records the fold reads back from the journal a turn */
+#define HOLLOW_STOP (-2)    /* not an ERR_* */
 /* Link days folded while a store job runs, at most (aggregate_bytes): a
  * slow store gets larger batches, which cost it less a click, but with
  * codes spread over millions of links each link day held is a kilobyte or
@@ -74,8 +84,10 @@ struct local {
 struct batch {
     struct buf data;
     size_t events;
-    uint64_t end_pos; /* journal position after its last event */
-    int64_t t_ms;     /* mono_ms() when its event loop handed it over */
+    uint64_t start_pos; /* journal position of its first event ... */
+    uint64_t end_pos;   /* ... and after its last */
+    bool hollow;        /* its events are in the journal only (data empty) */
+    int64_t t_ms;       /* mono_ms() when its event loop handed it over */
     struct batch *next;
 };
 
@@ -113,10 +125,12 @@ struct clicks {
     _Atomic bool fold_paused;         /* clicks_pause_fold: batches wait in the journal */
     /* The freshness of the stats (clicks_lag): when the oldest click not yet
      * stored was handed over, wherever it waits (0: nothing waits there). */
-    _Atomic int64_t fold_head_ms; /* ... to be folded (fold_mu) */
-    _Atomic int64_t agg_ms;       /* ... folded, not yet in a store job (fold thread) */
-    _Atomic int64_t job_ms;       /* ... in the store job in flight */
-    _Atomic size_t held_max;      /* FOLD_HELD_MAX, or a test's */
+    _Atomic int64_t fold_head_ms;  /* ... to be folded (fold_mu) */
+    _Atomic int64_t agg_ms;        /* ... folded, not yet in a store job (fold thread) */
+    _Atomic int64_t job_ms;        /* ... in the store job in flight */
+    _Atomic size_t held_max;       /* FOLD_HELD_MAX, or a test's */
+    _Atomic size_t backlog_max;    /* FOLD_BACKLOG_MAX, or the fold-memory-mb setting */
+    _Atomic uint64_t hollow_bytes; /* journal bytes of the hollow batches */
 
     _Atomic bool inflight; /* a store job is running */
     _Atomic uint64_t committed_pos;
@@ -155,6 +169,7 @@ struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *
     pthread_cond_init(&c->fold_cv, NULL);
     pthread_mutex_init(&c->health_mu, NULL);
     atomic_store(&c->held_max, FOLD_HELD_MAX);
+    atomic_store(&c->backlog_max, FOLD_BACKLOG_MAX);
     atomic_store(&c->salt[0].day, -1);
     atomic_store(&c->salt[1].day, -1);
     return c;
@@ -250,11 +265,14 @@ void clicks_flush(struct clicks *c, int worker)
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     /* Backpressure: the fold thread has a lower priority, so while the event
-     * loops keep every core busy it falls behind. Past FOLD_BACKLOG_MAX of
-     * clicks waiting for it, each loop pauses at every hand-over (every
-     * journal-sync-ms), leaving it part of the core, rather than let the
-     * backlog grow without bound or drop clicks. */
-    if (atomic_load_explicit(&c->fold_bytes, memory_order_relaxed) > FOLD_BACKLOG_MAX) {
+     * loops keep every core busy it falls behind. Its backlog waits on disk
+     * (hollow batches); past JOURNAL_BACKLOG_MAX of it there, or past
+     * backlog_max in memory (a journal that is down), each loop pauses at
+     * every hand-over (every journal-sync-ms), leaving it part of the core,
+     * rather than let the backlog grow without bound or drop clicks. */
+    if (atomic_load_explicit(&c->fold_bytes, memory_order_relaxed) >
+            atomic_load_explicit(&c->backlog_max, memory_order_relaxed) ||
+        atomic_load_explicit(&c->hollow_bytes, memory_order_relaxed) > JOURNAL_BACKLOG_MAX) {
         struct timespec pause = {0, BACKPRESSURE_NS};
         atomic_fetch_add_explicit(&c->pauses, 1, memory_order_relaxed);
         nanosleep(&pause, NULL);
@@ -281,6 +299,7 @@ void clicks_backlog(struct clicks *c, struct clicks_backlog *out)
     out->unfolded = atomic_load_explicit(&c->fold_events, memory_order_relaxed);
     out->unfolded_max = atomic_load_explicit(&c->fold_events_max, memory_order_relaxed);
     out->pauses = atomic_load_explicit(&c->pauses, memory_order_relaxed);
+    out->on_disk_bytes = atomic_load_explicit(&c->hollow_bytes, memory_order_relaxed);
     pthread_mutex_lock(&c->fold_mu);
     int64_t head = c->fold ? c->fold->t_ms : 0;
     pthread_mutex_unlock(&c->fold_mu);
@@ -317,6 +336,11 @@ void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out)
 }
 
 void clicks_set_held_max(struct clicks *c, size_t bytes) { atomic_store(&c->held_max, bytes); }
+
+void clicks_set_backlog_max(struct clicks *c, size_t bytes)
+{
+    atomic_store(&c->backlog_max, bytes ? bytes : FOLD_BACKLOG_MAX);
+}
 
 bool clicks_keeping_up(struct clicks *c)
 {
@@ -355,9 +379,16 @@ static void journal_batch(struct clicks *c, struct batch *b)
 {
     const char *p = b->data.p, *end = b->data.p + b->data.len, *rec;
     size_t n;
+    b->start_pos = journal_end(c->journal);
     while (next_record(&p, end, &rec, &n))
         if (journal_append(c->journal, rec, n, &b->end_pos) != ERR_OK)
             log_at(LOG_ERROR, "cannot journal a click");
+}
+
+/* Whether the clicks to fold, in memory and on disk, are past FOLD_HURRY */
+static bool in_a_hurry(struct clicks *c)
+{
+    return atomic_load(&c->fold_bytes) + atomic_load(&c->hollow_bytes) > FOLD_HURRY;
 }
 
 /* Folds a batch (still counted in fold_bytes); in a hurry
@@ -366,11 +397,84 @@ static void fold_batch(struct clicks *c, struct batch *b)
 {
     const char *p = b->data.p, *end = b->data.p + b->data.len, *rec;
     size_t n;
-    aggregate_set_hurry(c->agg, atomic_load(&c->fold_bytes) > FOLD_HURRY);
+    aggregate_set_hurry(c->agg, in_a_hurry(c));
     while (next_record(&p, end, &rec, &n)) {
         (void)aggregate_add_record(c->agg, rec, n);
         coop_point();
     }
+}
+
+/* Reading a hollow batch back: from 'from' up to 'upto', at most
+ * HOLLOW_CHUNK records, or fewer once the aggregate holds held_max. */
+struct hollow_read {
+    struct clicks *c;
+    uint64_t from, upto;
+    uint64_t reached; /* the position after the last record folded */
+    uint64_t events;  /* records folded */
+};
+
+static int fold_record(const void *rec, size_t n, uint64_t pos_after, void *arg)
+{
+    struct hollow_read *h = arg;
+    (void)aggregate_add_record(h->c->agg, rec, n);
+    h->reached = pos_after;
+    coop_point();
+    if (++h->events % 1024 == 0 &&
+        (h->events >= HOLLOW_CHUNK || aggregate_bytes(h->c->agg) > atomic_load(&h->c->held_max)))
+        return HOLLOW_STOP;
+    return 0;
+}
+
+/* Folds the next part of a hollow batch, read from the journal (whose
+ * segments from the store's checkpoint on are never released). A damaged
+ * record ends its segment's part (journal_read logs it): the batch is then
+ * over. ERR_IO when the journal cannot be read. */
+static int fold_hollow(struct clicks *c, struct hollow_read *h)
+{
+    h->c = c;
+    h->reached = h->from;
+    h->events = 0;
+    aggregate_set_hurry(c->agg, in_a_hurry(c));
+    int rc = journal_read(c->dir, h->from, h->upto, fold_record, h);
+    if (rc == ERR_OK)
+        h->reached = h->upto;
+    return rc == HOLLOW_STOP ? ERR_OK : rc;
+}
+
+/* Queues batch 'x', journaled, for the fold (fold_mu held). Past
+ * backlog_max of clicks in memory, one the journal has synced goes hollow
+ * (see DESIGN), joined to a hollow batch just before it. */
+static void hand_over(struct clicks *c, struct batch *x, uint64_t synced)
+{
+    uint64_t events = x->events;
+    bool hollow = x->end_pos && x->end_pos <= synced &&
+                  atomic_load(&c->fold_bytes) + x->data.len > atomic_load(&c->backlog_max);
+    if (hollow) {
+        atomic_fetch_add(&c->hollow_bytes, x->end_pos - x->start_pos);
+        buf_release(&x->data);
+        x->hollow = true;
+        struct batch *t = c->fold_tail;
+        if (t && t->hollow && t->end_pos == x->start_pos && x->t_ms - t->t_ms < HOLLOW_JOIN_MS) {
+            t->end_pos = x->end_pos;
+            t->events += x->events;
+            free(x);
+            x = NULL;
+        }
+    } else {
+        atomic_fetch_add(&c->fold_bytes, x->data.len);
+    }
+    if (x) {
+        if (c->fold_tail) {
+            c->fold_tail->next = x;
+        } else {
+            c->fold = x;
+            atomic_store(&c->fold_head_ms, x->t_ms);
+        }
+        c->fold_tail = x;
+    }
+    uint64_t total = atomic_fetch_add(&c->fold_events, events) + events;
+    if (total > atomic_load(&c->fold_events_max))
+        atomic_store(&c->fold_events_max, total);
 }
 
 /* Waits on cv (mu held) for at most 20 ms. */
@@ -451,23 +555,10 @@ static void *journal_main(void *arg)
             note_health(c);
         }
         pthread_mutex_lock(&c->fold_mu);
-        if (b) {
-            if (c->fold_tail) {
-                c->fold_tail->next = b;
-            } else {
-                c->fold = b;
-                atomic_store(&c->fold_head_ms, b->t_ms);
-            }
-            size_t bytes = b->data.len;
-            uint64_t events = b->events;
-            for (c->fold_tail = b; c->fold_tail->next; c->fold_tail = c->fold_tail->next) {
-                bytes += c->fold_tail->next->data.len;
-                events += c->fold_tail->next->events;
-            }
-            atomic_fetch_add(&c->fold_bytes, bytes);
-            events += atomic_fetch_add(&c->fold_events, events);
-            if (events > atomic_load(&c->fold_events_max))
-                atomic_store(&c->fold_events_max, events);
+        for (struct batch *x = b, *next; x; x = next) {
+            next = x->next;
+            x->next = NULL;
+            hand_over(c, x, synced);
         }
         c->fold_stop = stopping;
         pthread_cond_signal(&c->fold_cv);
@@ -525,10 +616,18 @@ static void *fold_main(void *arg)
         }
         paused = atomic_load(&c->fold_paused) && !c->fold_stop;
         struct batch *x = paused || full ? NULL : c->fold;
+        struct hollow_read hr = {0};
         if (x) {
             /* The clicks of x are the aggregate's before they leave the queue. */
             if (!atomic_load(&c->agg_ms))
                 atomic_store(&c->agg_ms, x->t_ms);
+        }
+        if (x && x->hollow) {
+            /* It stays at the head until read to its end (which the journal
+             * thread may move on meanwhile, joining later batches). */
+            hr.from = x->start_pos;
+            hr.upto = x->end_pos;
+        } else if (x) {
             c->fold = x->next;
             if (!c->fold)
                 c->fold_tail = NULL;
@@ -537,7 +636,33 @@ static void *fold_main(void *arg)
         bool stopping = c->fold_stop && !c->fold;
         pthread_mutex_unlock(&c->fold_mu);
 
-        if (x) {
+        if (x && x->hollow) {
+            int rc = fold_hollow(c, &hr);
+            pthread_mutex_lock(&c->fold_mu);
+            if (rc == ERR_OK) {
+                atomic_fetch_sub(&c->hollow_bytes, hr.reached - x->start_pos);
+                x->start_pos = hr.reached;
+                uint64_t gone = hr.events < x->events ? hr.events : x->events;
+                if (x->start_pos >= x->end_pos) {
+                    gone = x->events; /* with any a damaged record took */
+                    c->fold = x->next;
+                    if (!c->fold)
+                        c->fold_tail = NULL;
+                    atomic_store(&c->fold_head_ms, c->fold ? c->fold->t_ms : 0);
+                }
+                x->events -= gone;
+                atomic_fetch_sub(&c->fold_events, gone);
+                if (x->start_pos >= x->end_pos)
+                    free(x);
+                folded = hr.reached;
+            }
+            pthread_mutex_unlock(&c->fold_mu);
+            if (rc != ERR_OK) {
+                log_at(LOG_ERROR, "cannot read clicks back from the journal (%s); trying again",
+                       err_str(rc));
+                usleep(100000);
+            }
+        } else if (x) {
             fold_batch(c, x);
             atomic_fetch_sub(&c->fold_bytes, x->data.len);
             atomic_fetch_sub(&c->fold_events, x->events);

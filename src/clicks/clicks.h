@@ -62,12 +62,16 @@ uint64_t clicks_pending(struct clicks *c);
 uint64_t clicks_recorded(struct clicks *c);
 /* The fold's backlog. Past a bound (about 32 MiB of clicks), the fold
  * thread classifies the user agents it has not seen in a hurry (the bot
- * check alone: aggregate_set_hurry); past four times that, each event loop
- * pauses at each hand-over (backpressure) until the fold catches up. */
+ * check alone: aggregate_set_hurry). Past four times that in memory
+ * (clicks_set_backlog_max), further clicks wait in the journal on disk
+ * only, and the fold reads them back; past 4 GiB there (or past the bound
+ * in memory while the journal is down), each event loop pauses at each
+ * hand-over (backpressure) until the fold catches up. */
 struct clicks_backlog {
-    uint64_t unfolded;     /* clicks journaled, not yet classified and counted */
-    uint64_t unfolded_max; /* the most there have been since the start */
-    uint64_t pauses;       /* pauses of the event loops for it */
+    uint64_t unfolded;      /* clicks journaled, not yet classified and counted */
+    uint64_t unfolded_max;  /* the most there have been since the start */
+    uint64_t on_disk_bytes; /* journal bytes of those waiting on disk only */
+    uint64_t pauses;        /* pauses of the event loops for it */
     int64_t oldest_age_ms; /* how long the oldest of them has waited since its hand-over; 0: none */
 };
 /* Any thread. */
@@ -97,6 +101,10 @@ void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out);
  * (bounded by the backpressure above). For tests: another bound. Any
  * thread. */
 void clicks_set_held_max(struct clicks *c, size_t bytes);
+/* The memory the clicks waiting for the fold may take before further ones
+ * wait on disk only (the fold-memory-mb setting; 0: the default, 128 MiB).
+ * Any thread. */
+void clicks_set_backlog_max(struct clicks *c, size_t bytes);
 /* For health checks: false while the node is behind (above). */
 bool clicks_keeping_up(struct clicks *c);
 /* The journal's health as of its last sync (journal.h). Any thread. */

@@ -469,6 +469,8 @@ int journal_append(struct journal *j, const void *rec, size_t n, uint64_t *pos_a
     return ERR_OK;
 }
 
+uint64_t journal_end(const struct journal *j) { return j->synced + j->pending.len; }
+
 static int write_all(struct journal *j, const char *p, size_t n, uint64_t off)
 {
     while (n > 0) {

@@ -53,6 +53,8 @@ void journal_close(struct journal *j); /* NULL is fine; syncs what is buffered f
  * buffer grows until the next sync: how often to sync is the caller's choice. */
 int journal_append(struct journal *j, const void *rec, size_t n, uint64_t *pos_after);
 
+/* The position after the last record appended, synced or not. */
+uint64_t journal_end(const struct journal *j);
 /* Writes the buffer and fdatasync()s it; *synced = logical position now on
  * disk. Rotates to a new segment first when the current one is over
  * segment_max_bytes. With nothing buffered it does no I/O, unless the

@@ -304,6 +304,7 @@
     X(ops_nodes)                                                                                   \
     X(api_ops_clicks_lag)                                                                          \
     X(api_ops_clicks_held)                                                                         \
+    X(api_ops_clicks_on_disk)                                                                      \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "app/app.h"
 #include "base/err.h"
@@ -373,5 +374,53 @@ void test_api_ops_clicks_held(void)
     clicks_backlog(c, &bl);
     CHECK_EQ_INT(bl.unfolded, 0);
     clicks_set_held_max(c, (size_t)512 << 20);
+    hx_free(h);
+}
+
+/* Past the memory the clicks to fold may take, the journal's batches wait
+ * on disk only (their memory freed) and the fold reads them back: every
+ * click is stored once. */
+void test_api_ops_clicks_on_disk(void)
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return;
+    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
+    hx_auth(h, false, auth);
+    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/disk\"}", code), 201);
+    char target[HX_CODE_MAX + 1];
+    snprintf(target, sizeof(target), "/%s", code);
+    struct clicks *c = hx_app(h)->clicks;
+    clicks_set_backlog_max(c, 1);
+    clicks_pause_fold(c, true);
+    struct hx_resp resp;
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 3; i++) {
+            CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 302);
+            hx_resp_release(&resp);
+        }
+        clicks_flush(c, 0);
+        struct timespec pause = {0, 200000000L};
+        nanosleep(&pause, NULL);
+        if (round == 2)
+            sleep(1); /* batches a second apart are not joined: several wait on disk */
+    }
+    struct clicks_backlog bl = {0};
+    clicks_backlog(c, &bl);
+    CHECK_EQ_INT(bl.unfolded, 18);
+    CHECK(bl.on_disk_bytes > 0);
+    CHECK_EQ_INT(clicks_pending(c), 18);
+
+    clicks_pause_fold(c, false);
+    CHECK(hx_clicks_settle(h));
+    clicks_backlog(c, &bl);
+    CHECK_EQ_INT(bl.unfolded, 0);
+    CHECK_EQ_INT(bl.on_disk_bytes, 0);
+    struct link l;
+    if (CHECK_EQ_INT(hx_app(h)->store->ops->link_get(hx_app(h)->store, code, &l), ERR_OK)) {
+        CHECK_EQ_INT(l.clicks + l.bot_clicks, 18);
+        link_release(&l);
+    }
+    clicks_set_backlog_max(c, 0);
     hx_free(h);
 }

@@ -212,6 +212,9 @@ static const struct setting settings[] = {
      "seconds between two backups into backup-dir (0: none)", 0},
     {"fold-paused", C_BOOL, F(fold_paused), "false", 0, 1,
      "stop counting clicks: they wait in the journal (maintenance, tests)", S_LIVE},
+    {"fold-held-mb", C_INT, F(fold_held_mb), "512", 1, 65536,
+     "MiB of counted clicks held while the store writes the last ones; past it counting waits",
+     S_LIVE},
     {"fold-memory-mb", C_INT, F(fold_memory_mb), "128", 1, 65536,
      "MiB of journaled clicks kept in memory for counting; past it they wait in the journal "
      "on disk only",

@@ -99,6 +99,7 @@ struct config {
     int64_t backup_every;     /* seconds; 0: none */
     int64_t fold_paused;      /* bool, live */
     int64_t fold_memory_mb;   /* live */
+    int64_t fold_held_mb;     /* live */
 };
 
 /* Defaults for every setting. */

@@ -605,8 +605,8 @@ static void *fold_main(void *arg)
         bool waiting = atomic_load(&c->inflight) || aggregate_empty(c->agg);
         /* Paused, batches wait for the fold, unless the journal is stopping.
          * Past held_max the fold waits for the job in flight: the clicks
-         * wait in the queue, where past FOLD_BACKLOG_MAX the event loops
-         * pause, so the memory clicks take stays bounded. */
+         * wait in the queue, past backlog_max on disk only (hand_over), so
+         * the memory clicks take stays bounded. */
         bool paused = atomic_load(&c->fold_paused) && !c->fold_stop;
         bool full = atomic_load(&c->inflight) && !aggregate_empty(c->agg) &&
                     aggregate_bytes(c->agg) > atomic_load(&c->held_max);
@@ -691,12 +691,16 @@ static void *fold_main(void *arg)
 
 /* ---- start, replay, stop ---- */
 
-#define REPLAY_STOP (-1) /* not an ERR_* */
+#define REPLAY_STOP (-1)  /* not an ERR_* */
+#define REPLAY_CHUNK (-3) /* nor this */
 
 struct replay {
     struct aggregate *agg;
-    uint64_t upto; /* the last record ends here */
-    uint64_t events;
+    uint64_t upto;    /* the last record ends here */
+    uint64_t events;  /* clicks counted */
+    uint64_t records; /* records read */
+    uint64_t reached; /* the position after the last record read */
+    size_t held_max;  /* past this, a chunk ends (0: no chunks) */
 };
 
 static int replay_one(const void *rec, size_t n, uint64_t pos_after, void *arg)
@@ -704,7 +708,12 @@ static int replay_one(const void *rec, size_t n, uint64_t pos_after, void *arg)
     struct replay *r = arg;
     if (aggregate_add_record(r->agg, rec, n))
         r->events++;
-    return pos_after >= r->upto ? REPLAY_STOP : 0;
+    r->reached = pos_after;
+    if (pos_after >= r->upto)
+        return REPLAY_STOP;
+    if (r->held_max && ++r->records % 1024 == 0 && aggregate_bytes(r->agg) > r->held_max)
+        return REPLAY_CHUNK;
+    return 0;
 }
 
 struct wait {
@@ -827,22 +836,31 @@ static int first_record(const void *rec, size_t n, uint64_t pos_after, void *arg
 
 /* Folds the journal's clicks from 'from' to 'upto' and stores them (as the
  * rest of a job stopped between chunks when 'resume'), waiting for the
- * writer. */
-static int replay(struct clicks *c, uint64_t from, uint64_t upto, bool resume, uint64_t *events)
+ * writer. A backlog that a node left on disk (fold-memory-mb) may be
+ * gigabytes: past held_max of folded clicks the part folded so far is
+ * stored first, up to its last record, as the fold thread does. */
+static int replay(struct clicks *c, uint64_t from, uint64_t upto, bool resume, uint64_t *events,
+                  int *parts)
 {
-    struct replay r = {c->agg, upto, 0};
-    int rc = journal_replay(c->journal, from, replay_one, &r);
-    if (rc != ERR_OK && rc != REPLAY_STOP)
-        return log_fail(rc, "cannot replay the click journal");
-    *events += r.events;
-    if (aggregate_empty(c->agg))
-        return ERR_OK;
-    if (resume)
-        aggregate_resume(c->agg, c->writer, upto, NULL, NULL);
-    else
-        aggregate_submit(c->agg, c->writer, upto, NULL, NULL);
-    writer_drain(c->writer); /* nothing else is writing yet */
-    return ERR_OK;
+    for (;;) {
+        struct replay r = {c->agg, upto, 0, 0, from, resume ? 0 : atomic_load(&c->held_max)};
+        int rc = journal_replay(c->journal, from, replay_one, &r);
+        if (rc != ERR_OK && rc != REPLAY_STOP && rc != REPLAY_CHUNK)
+            return log_fail(rc, "cannot replay the click journal");
+        *events += r.events;
+        uint64_t to = rc == REPLAY_CHUNK ? r.reached : upto;
+        if (!aggregate_empty(c->agg)) {
+            if (resume)
+                aggregate_resume(c->agg, c->writer, to, NULL, NULL);
+            else
+                aggregate_submit(c->agg, c->writer, to, NULL, NULL);
+            writer_drain(c->writer); /* nothing else is writing yet */
+            (*parts)++;
+        }
+        if (rc != REPLAY_CHUNK)
+            return ERR_OK;
+        from = to;
+    }
 }
 
 int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, int64_t sync_ms,
@@ -889,8 +907,9 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
     /* First the job a crash stopped between two chunks, on its own, then
      * everything after it. */
     uint64_t events = 0;
+    int parts = 0;
     if (partial > from && partial <= end) {
-        rc = replay(c, from, partial, true, &events);
+        rc = replay(c, from, partial, true, &events, &parts);
         from = partial;
     } else if (partial > end) {
         /* Stopped part way while the journal was down: what it had not
@@ -903,11 +922,12 @@ int clicks_start(struct clicks *c, const char *journal_dir, int64_t flush_ms, in
         from = partial;
     }
     if (rc == ERR_OK && from < end)
-        rc = replay(c, from, end, false, &events);
+        rc = replay(c, from, end, false, &events, &parts);
     if (rc != ERR_OK)
         return rc;
     if (events)
-        log_at(LOG_INFO, "replayed %llu clicks from the journal", (unsigned long long)events);
+        log_at(LOG_INFO, "replayed %llu clicks from the journal, stored in %d part%s",
+               (unsigned long long)events, parts, parts == 1 ? "" : "s");
     if (from > end) {
         /* Stored while the journal was down, or the journal lost its tail:
          * positions below the store's are never used again. */

@@ -97,9 +97,9 @@ struct clicks_lag {
 /* 'now_ms' is mono_ms() (timeutil.h); tests pass a later time. */
 void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out);
 /* The fold holds at most about 512 MiB of folded clicks while a store job
- * runs; past that it waits, and the clicks wait in the journal's queue
- * (bounded by the backpressure above). For tests: another bound. Any
- * thread. */
+ * runs (the fold-held-mb setting); past that it waits, and the clicks wait
+ * to be folded (above). A replay at the start stores what it folded each
+ * time it passes the bound. Any thread. */
 void clicks_set_held_max(struct clicks *c, size_t bytes);
 /* The memory the clicks waiting for the fold may take before further ones
  * wait on disk only (the fold-memory-mb setting; 0: the default, 128 MiB).

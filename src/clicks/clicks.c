@@ -21,9 +21,9 @@
  * journal has synced goes hollow: its memory is freed and the fold reads
  * its clicks back from the journal when it gets there (fold_hollow), so a
  * store that falls behind for as long as a flood lasts costs disk, not
- * memory. Past JOURNAL_BACKLOG_MAX of clicks on disk only, or past
- * backlog_max in memory (while the journal is down they cannot go to
- * disk), the event loops pause (clicks_flush). A store
+ * memory. Past backlog_max of clicks to fold, wherever they wait, the
+ * event loops pause at each hand-over (clicks_flush), leaving the fold
+ * and the store part of the cores. A store
  * job that fails is retried (after a pause) with the same counters and
  * checkpoint, so a passing store error delays counts and never loses or
  * doubles them.
@@ -62,10 +62,9 @@
 #define SEGMENT_MAX (64u << 20)
 #define FOLD_BACKLOG_MAX (128u << 20)     /* journaled clicks in memory for the fold (default) */
 #define FOLD_HURRY (FOLD_BACKLOG_MAX / 4) /* clicks to fold past which it classifies in a hurry */
-#define JOURNAL_BACKLOG_MAX ((uint64_t)4 << 30) /* clicks to fold on disk only, at most */
-#define HOLLOW_JOIN_MS 1000 /* hollow batches joined when handed over this close */
-#define HOLLOW_CHUNK 65536  /* records the fold reads back from the journal a turn */
-#define HOLLOW_STOP (-2)    /* not an ERR_* */
+#define HOLLOW_JOIN_MS 1000               /* hollow batches joined when handed over this close */
+#define HOLLOW_CHUNK 65536                /* records the fold reads back from the journal a turn */
+#define HOLLOW_STOP (-2)                  /* not an ERR_* */
 /* Link days folded while a store job runs, at most (aggregate_bytes): a
  * slow store gets larger batches, which cost it less a click, but with
  * codes spread over millions of links each link day held is a kilobyte or
@@ -135,6 +134,7 @@ struct clicks {
     _Atomic bool inflight; /* a store job is running */
     _Atomic uint64_t committed_pos;
     _Atomic uint64_t committed; /* events in the store */
+    _Atomic uint64_t left;      /* events left in the journal at a stop (let_go) */
     uint64_t released;
 
     _Atomic bool journal_down; /* store every sync_ms rather than flush_ms */
@@ -265,14 +265,15 @@ void clicks_flush(struct clicks *c, int worker)
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     /* Backpressure: the fold thread has a lower priority, so while the event
-     * loops keep every core busy it falls behind. Its backlog waits on disk
-     * (hollow batches); past JOURNAL_BACKLOG_MAX of it there, or past
-     * backlog_max in memory (a journal that is down), each loop pauses at
-     * every hand-over (every journal-sync-ms), leaving it part of the core,
-     * rather than let the backlog grow without bound or drop clicks. */
-    if (atomic_load_explicit(&c->fold_bytes, memory_order_relaxed) >
-            atomic_load_explicit(&c->backlog_max, memory_order_relaxed) ||
-        atomic_load_explicit(&c->hollow_bytes, memory_order_relaxed) > JOURNAL_BACKLOG_MAX) {
+     * loops keep every core busy it falls behind. Past backlog_max of
+     * clicks waiting for it (in memory, then on disk only: hand_over), each
+     * loop pauses at every hand-over (every journal-sync-ms), leaving it
+     * part of the core, rather than drop clicks. Without the pause the
+     * store got half the CPU under a long flood and the backlog grew three
+     * times as fast (docs/performance.md, "A long flood"). */
+    if (atomic_load_explicit(&c->fold_bytes, memory_order_relaxed) +
+            atomic_load_explicit(&c->hollow_bytes, memory_order_relaxed) >
+        atomic_load_explicit(&c->backlog_max, memory_order_relaxed)) {
         struct timespec pause = {0, BACKPRESSURE_NS};
         atomic_fetch_add_explicit(&c->pauses, 1, memory_order_relaxed);
         nanosleep(&pause, NULL);
@@ -290,8 +291,8 @@ uint64_t clicks_recorded(struct clicks *c)
 uint64_t clicks_pending(struct clicks *c)
 {
     uint64_t recorded = clicks_recorded(c);
-    uint64_t committed = atomic_load(&c->committed);
-    return recorded > committed ? recorded - committed : 0;
+    uint64_t done = atomic_load(&c->committed) + atomic_load(&c->left);
+    return recorded > done ? recorded - done : 0;
 }
 
 void clicks_backlog(struct clicks *c, struct clicks_backlog *out)
@@ -477,6 +478,30 @@ static void hand_over(struct clicks *c, struct batch *x, uint64_t synced)
         atomic_store(&c->fold_events_max, total);
 }
 
+/* Stopping with clicks on disk only (fold_mu held, the journal up, so every
+ * batch handed over is synced): the queue is let go, and the next start
+ * replays it from the store's checkpoint, rather than the stop waiting
+ * for the whole backlog to be read back and stored. Returns the clicks. */
+static uint64_t let_go(struct clicks *c)
+{
+    uint64_t events = 0;
+    for (struct batch *x = c->fold, *next; x; x = next) {
+        next = x->next;
+        events += x->events;
+        if (x->hollow)
+            atomic_fetch_sub(&c->hollow_bytes, x->end_pos - x->start_pos);
+        else
+            atomic_fetch_sub(&c->fold_bytes, x->data.len);
+        buf_release(&x->data);
+        free(x);
+    }
+    atomic_fetch_sub(&c->fold_events, events);
+    atomic_fetch_add(&c->left, events);
+    c->fold = c->fold_tail = NULL;
+    atomic_store(&c->fold_head_ms, 0);
+    return events;
+}
+
 /* Waits on cv (mu held) for at most 20 ms. */
 static void wait_a_while(pthread_cond_t *cv, pthread_mutex_t *mu)
 {
@@ -616,6 +641,14 @@ static void *fold_main(void *arg)
         }
         paused = atomic_load(&c->fold_paused) && !c->fold_stop;
         struct batch *x = paused || full ? NULL : c->fold;
+        if (x && x->hollow && c->fold_stop && !atomic_load(&c->journal_down)) {
+            uint64_t left = let_go(c);
+            log_at(LOG_INFO,
+                   "stopping with %llu clicks still to count in the journal: the next start "
+                   "counts them",
+                   (unsigned long long)left);
+            x = NULL;
+        }
         struct hollow_read hr = {0};
         if (x) {
             /* The clicks of x are the aggregate's before they leave the queue. */

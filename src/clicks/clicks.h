@@ -55,7 +55,9 @@ struct page_event;
 void clicks_record_page(struct clicks *c, int worker, const struct page_event *e);
 void clicks_flush(struct clicks *c, int worker);
 
-/* Clicks recorded but not yet in the store. Any thread. */
+/* Clicks recorded but not yet in the store (after clicks_stop: nor left
+ * in the journal for the next start, which a stop does with a backlog on
+ * disk). Any thread. */
 uint64_t clicks_pending(struct clicks *c);
 /* Clicks recorded (clicks_record) since the start, every event loop's.
  * Any thread. */
@@ -64,9 +66,8 @@ uint64_t clicks_recorded(struct clicks *c);
  * thread classifies the user agents it has not seen in a hurry (the bot
  * check alone: aggregate_set_hurry). Past four times that in memory
  * (clicks_set_backlog_max), further clicks wait in the journal on disk
- * only, and the fold reads them back; past 4 GiB there (or past the bound
- * in memory while the journal is down), each event loop pauses at each
- * hand-over (backpressure) until the fold catches up. */
+ * only, and the fold reads them back; and while they are past it, wherever
+ * they wait, each event loop pauses at each hand-over (backpressure). */
 struct clicks_backlog {
     uint64_t unfolded;      /* clicks journaled, not yet classified and counted */
     uint64_t unfolded_max;  /* the most there have been since the start */

@@ -115,6 +115,24 @@ it('clicks on disk only survive a kill -9 and are counted once after the restart
     await srv.stop();
 }, { timeout: 120_000 });
 
+it('a clean stop leaves the clicks on disk to the next start, which counts each once', async () => {
+    const conf = path.join(tempDir(), 'shortd.conf');
+    config(conf, true);
+    const srv = await startServer({ args: ['--config', conf] });
+    await flood(srv);
+    await allWaiting(srv);
+    await srv.stop(); // SIGTERM, and a clean exit (no leak)
+    // What the fold had in memory is stored; what waits on disk stays there.
+    const left = /stopping with (\d+) clicks still to count in the journal/.exec(srv._runStderr);
+    assert.ok(left, srv._runStderr);
+    assert.doesNotMatch(srv._runStderr, /not saved/);
+    config(conf, false);
+    await srv.restart();
+    assert.match(srv._runStderr, new RegExp(`replayed ${left[1]} clicks from the journal`));
+    await exact(srv);
+    await srv.stop();
+}, { timeout: 120_000 });
+
 it('a fold that falls behind reads clicks back from disk while more arrive', async () => {
     // Not paused: the fold runs while the flood goes on, so batches go to
     // disk and come back between batches still in memory.

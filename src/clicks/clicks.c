@@ -269,7 +269,7 @@ void clicks_flush(struct clicks *c, int worker)
      * clicks waiting for it (in memory, then on disk only: hand_over), each
      * loop pauses at every hand-over (every journal-sync-ms), leaving it
      * part of the core, rather than drop clicks. Without the pause the
-     * store got half the CPU under a long flood and the backlog grew three
+     * store got half the CPU under a long flood and the backlog grew four
      * times as fast (docs/performance.md, "A long flood"). */
     if (atomic_load_explicit(&c->fold_bytes, memory_order_relaxed) +
             atomic_load_explicit(&c->hollow_bytes, memory_order_relaxed) >

@@ -85,12 +85,18 @@ async function allWaiting(srv) {
     return m;
 }
 
-it('past fold-memory-mb the clicks wait on disk, and a SIGHUP that resumes the fold counts each once', async () => {
+/* A server whose fold is paused, flooded: its clicks wait, most on disk. */
+async function floodedWhilePaused() {
     const conf = path.join(tempDir(), 'shortd.conf');
     config(conf, true);
     const srv = await startServer({ args: ['--config', conf] });
     await flood(srv);
     await allWaiting(srv);
+    return { conf, srv };
+}
+
+it('past fold-memory-mb the clicks wait on disk, and a SIGHUP that resumes the fold counts each once', async () => {
+    const { conf, srv } = await floodedWhilePaused();
     config(conf, false);
     srv.proc.kill('SIGHUP');
     await exact(srv);
@@ -98,11 +104,7 @@ it('past fold-memory-mb the clicks wait on disk, and a SIGHUP that resumes the f
 }, { timeout: 120_000 });
 
 it('clicks on disk only survive a kill -9 and are counted once after the restart', async () => {
-    const conf = path.join(tempDir(), 'shortd.conf');
-    config(conf, true);
-    const srv = await startServer({ args: ['--config', conf] });
-    await flood(srv);
-    await allWaiting(srv);
+    const { conf, srv } = await floodedWhilePaused();
     await srv.kill9();
     config(conf, false);
     await srv.restart();
@@ -116,11 +118,7 @@ it('clicks on disk only survive a kill -9 and are counted once after the restart
 }, { timeout: 120_000 });
 
 it('a clean stop leaves the clicks on disk to the next start, which counts each once', async () => {
-    const conf = path.join(tempDir(), 'shortd.conf');
-    config(conf, true);
-    const srv = await startServer({ args: ['--config', conf] });
-    await flood(srv);
-    await allWaiting(srv);
+    const { conf, srv } = await floodedWhilePaused();
     await srv.stop(); // SIGTERM, and a clean exit (no leak)
     // What the fold had in memory is stored; what waits on disk stays there.
     const left = /stopping with (\d+) clicks still to count in the journal/.exec(srv._runStderr);

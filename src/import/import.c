@@ -533,7 +533,8 @@ static int store_runs(struct import_sink *s)
     if (!v)
         abort();
     if (rc == ERR_OK)
-        log_at(LOG_INFO, "import: storing the history: %llu link days from %zu runs, %llu MB",
+        log_at(LOG_INFO,
+               "import: storing the history: %llu parts of link days from %zu runs, %llu MB",
                (unsigned long long)s->spilled, s->nruns,
                (unsigned long long)(s->spilled_bytes >> 20));
     progress_phase(s->pg, "history", "bytes");

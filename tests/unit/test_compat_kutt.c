@@ -312,7 +312,10 @@ void test_compat_kutt_routes(void)
                      json_array_get(json_object_get(all.json, "data"), 1)));
     hx_resp_release(&resp);
     hx_resp_release(&all);
-    CHECK_EQ_INT(kreq(h, key, "GET", "/links?limit=500&skip=abc&search=r2", NULL, &resp), 200);
+    /* (a search for "r2" alone also finds a random code holding it) */
+    CHECK_EQ_INT(kreq(h, key, "GET", "/links?limit=500&skip=abc&search=example.com/r2", NULL,
+                      &resp),
+                 200);
     CHECK_EQ_INT(hx_json_int(&resp, "limit"), 50);
     CHECK_EQ_INT(hx_json_int(&resp, "skip"), 0);
     CHECK_EQ_INT(hx_json_int(&resp, "total"), 1);

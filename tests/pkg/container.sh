@@ -39,9 +39,13 @@ security=${security:-http://deb.debian.org/debian-security}
 
 mkdir -p "$CACHE"
 tar="$CACHE/debian-12.tar"
-if [ ! -s "$tar" ]; then
+if [ ! -f "$tar" ] || [ ! -s "$tar" ]; then
+    rm -rf "$tar" # a directory an earlier version of this script left
     say "making the Debian 12 base with mmdebstrap from $mirror (once; cached as $tar)"
-    mmdebstrap --quiet --variant=minbase bookworm "$tar.part" \
+    # --format: the name ends in .part, from which mmdebstrap would guess a
+    # directory, not a tarball
+    rm -rf "$tar.part"
+    mmdebstrap --quiet --variant=minbase --format=tar bookworm "$tar.part" \
         "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
         "deb $security bookworm-security main" || die "mmdebstrap failed"
     mv "$tar.part" "$tar"

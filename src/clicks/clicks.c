@@ -502,6 +502,15 @@ static uint64_t let_go(struct clicks *c)
     return events;
 }
 
+/* Takes the head batch off the fold queue (fold_mu held); the caller owns it. */
+static void pop_head(struct clicks *c)
+{
+    c->fold = c->fold->next;
+    if (!c->fold)
+        c->fold_tail = NULL;
+    atomic_store(&c->fold_head_ms, c->fold ? c->fold->t_ms : 0);
+}
+
 /* Waits on cv (mu held) for at most 20 ms. */
 static void wait_a_while(pthread_cond_t *cv, pthread_mutex_t *mu)
 {
@@ -661,10 +670,7 @@ static void *fold_main(void *arg)
             hr.from = x->start_pos;
             hr.upto = x->end_pos;
         } else if (x) {
-            c->fold = x->next;
-            if (!c->fold)
-                c->fold_tail = NULL;
-            atomic_store(&c->fold_head_ms, c->fold ? c->fold->t_ms : 0);
+            pop_head(c);
         }
         bool stopping = c->fold_stop && !c->fold;
         pthread_mutex_unlock(&c->fold_mu);
@@ -678,10 +684,7 @@ static void *fold_main(void *arg)
                 uint64_t gone = hr.events < x->events ? hr.events : x->events;
                 if (x->start_pos >= x->end_pos) {
                     gone = x->events; /* with any a damaged record took */
-                    c->fold = x->next;
-                    if (!c->fold)
-                        c->fold_tail = NULL;
-                    atomic_store(&c->fold_head_ms, c->fold ? c->fold->t_ms : 0);
+                    pop_head(c);
                 }
                 x->events -= gone;
                 atomic_fetch_sub(&c->fold_events, gone);

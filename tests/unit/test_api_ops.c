@@ -338,19 +338,29 @@ void test_api_ops_clicks_lag(void)
     hx_free(h);
 }
 
+/* A harness with one link to 'url': its code, and "/CODE" in 'target'. */
+static struct hx *with_link(const char *url, char code[HX_CODE_MAX], char target[HX_CODE_MAX + 1])
+{
+    struct hx *h = hx_new();
+    if (!h)
+        return NULL;
+    char auth[HX_AUTH_MAX], body[128];
+    hx_auth(h, false, auth);
+    snprintf(body, sizeof(body), "{\"url\":\"%s\"}", url);
+    CHECK_EQ_INT(hx_create(h, auth, body, code), 201);
+    snprintf(target, HX_CODE_MAX + 1, "/%s", code);
+    return h;
+}
+
 /* Past its bound of folded clicks held while a store job runs, the fold
  * waits: later clicks stay unfolded until the job is done, then every one
  * is stored. */
 void test_api_ops_clicks_held(void)
 {
-    struct hx *h = hx_new();
+    char code[HX_CODE_MAX], target[HX_CODE_MAX + 1];
+    struct hx *h = with_link("https://example.com/held", code, target);
     if (!h)
         return;
-    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
-    hx_auth(h, false, auth);
-    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/held\"}", code), 201);
-    char target[HX_CODE_MAX + 1];
-    snprintf(target, sizeof(target), "/%s", code);
     struct clicks *c = hx_app(h)->clicks;
     clicks_set_held_max(c, 1);
     hx_fault(h, "agg_days", 0);
@@ -382,14 +392,10 @@ void test_api_ops_clicks_held(void)
  * click is stored once. */
 void test_api_ops_clicks_on_disk(void)
 {
-    struct hx *h = hx_new();
+    char code[HX_CODE_MAX], target[HX_CODE_MAX + 1];
+    struct hx *h = with_link("https://example.com/disk", code, target);
     if (!h)
         return;
-    char auth[HX_AUTH_MAX], code[HX_CODE_MAX];
-    hx_auth(h, false, auth);
-    CHECK_EQ_INT(hx_create(h, auth, "{\"url\":\"https://example.com/disk\"}", code), 201);
-    char target[HX_CODE_MAX + 1];
-    snprintf(target, sizeof(target), "/%s", code);
     struct clicks *c = hx_app(h)->clicks;
     clicks_set_backlog_max(c, 1);
     clicks_pause_fold(c, true);

@@ -207,7 +207,10 @@ it('an untracked link: the box, its badge; a click limit is not offered with it;
     assert.equal(await page.getByLabel(/Record visits/).isChecked(), false);
     await page.getByLabel(/Record visits/).check();
     await page.getByRole('button', { name: 'Save changes' }).click();
-    assert.ok(await poll(async () => (await api(srv, 'GET', `/api/links/${code}`, { key: srv.adminKey })).json.track));
+    // The page goes to the link once saved: wait for it, or that late move
+    // can replace the next test's page.
+    await page.waitForURL(new RegExp(`#/link/${code}$`));
+    assert.equal((await api(srv, 'GET', `/api/links/${code}`, { key: srv.adminKey })).json.track, true);
 });
 
 it('the Domains page lists the links made on a domain', async () => {

@@ -603,7 +603,7 @@ for N in "${NS[@]}"; do
         [ "$L" = "${LS[${#LS[@]}-1]}" ] && create_run
         [ "$NG" = yes ] && stop_nginx
         stop_shortd
-        read -r clicks bots < <(sqlite3 -separator ' ' "$WORK/run.db" "SELECT (SELECT coalesce(sum(clicks),0) FROM links) + (SELECT coalesce(sum(clicks),0) FROM link_days), (SELECT coalesce(sum(bot_clicks),0) FROM links) + (SELECT coalesce(sum(bots),0) FROM link_days)")
+        read -r clicks bots < <(sqlite3 -separator ' ' "$WORK/run.db" "SELECT (SELECT coalesce(sum(clicks),0) FROM links) + (SELECT coalesce(sum(clicks),0) FROM link_days) + (SELECT coalesce(sum(clicks),0) FROM link_days_pending), (SELECT coalesce(sum(bot_clicks),0) FROM links) + (SELECT coalesce(sum(bots),0) FROM link_days) + (SELECT coalesce(sum(bots),0) FROM link_days_pending)")
         stored=$((clicks + bots))
         ok=PASS
         [ "$stored" -ge "$CLICKS_LO" ] && [ "$stored" -le "$CLICKS_HI" ] || ok=FAIL

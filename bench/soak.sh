@@ -77,9 +77,10 @@ thread_secs() {
 }
 rss_mb() { awk '$1 == "VmRSS:" {printf "%.1f", $2 / 1024}' "/proc/$PID/status"; }
 sample() {
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(metric shortd_clicks_pending)" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(metric shortd_clicks_pending)" \
         "$(metric shortd_clicks_unfolded)" "$(metric shortd_clicks_lag_seconds)" "$(rss_mb)" \
-        "$(thread_secs shortd-store)" "$(thread_secs shortd-fold)" "$(metric shortd_clicks_keeping_up)" |
+        "$(thread_secs shortd-store)" "$(thread_secs shortd-fold)" "$(metric shortd_clicks_keeping_up)" \
+        "$(metric shortd_clicks_uncompacted)" |
         tee -a "$OUT/samples.tsv"
 }
 
@@ -87,7 +88,7 @@ if [ "$WARM" = 1 ]; then
     echo "soak: warming $N links..."
     "$LOADGEN" warm -p "$PORT" -c 64 --depth 16 --codes "$D/codes.txt" --method HEAD >/dev/null
 fi
-printf 'second\tpending\tunfolded\tlag_s\trss_mb\tstore_cpu_s\tfold_cpu_s\tkeeping_up\n' | tee "$OUT/samples.tsv"
+printf 'second\tpending\tunfolded\tlag_s\trss_mb\tstore_cpu_s\tfold_cpu_s\tkeeping_up\tuncompacted\n' | tee "$OUT/samples.tsv"
 sample 0
 T0=$(date +%s)
 BENCH_CODES=$D/codes.txt BENCH_UAS=$ROOT/bench/uas.txt BENCH_HOST=127.0.0.1:$PORT \
@@ -114,7 +115,7 @@ kill -TERM "$PID"
 for _ in $(seq 3000); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$PID" 2>/dev/null && { echo "soak: shortd did not stop within 300 s" >&2; exit 1; }
 PID=""
-read -r clicks bots < <(sqlite3 -separator ' ' "$OUT/soak.db" "SELECT (SELECT coalesce(sum(clicks),0) FROM links) + (SELECT coalesce(sum(clicks),0) FROM link_days), (SELECT coalesce(sum(bot_clicks),0) FROM links) + (SELECT coalesce(sum(bots),0) FROM link_days)")
+read -r clicks bots < <(sqlite3 -separator ' ' "$OUT/soak.db" "SELECT (SELECT coalesce(sum(clicks),0) FROM links) + (SELECT coalesce(sum(clicks),0) FROM link_days) + (SELECT coalesce(sum(clicks),0) FROM link_days_pending), (SELECT coalesce(sum(bot_clicks),0) FROM links) + (SELECT coalesce(sum(bots),0) FROM link_days) + (SELECT coalesce(sum(bots),0) FROM link_days_pending)")
 stored=$((clicks + bots))
 hi=$((requests + CONNS))
 if [ "$stored" -ge "$requests" ] && [ "$stored" -le "$hi" ]; then

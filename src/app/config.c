@@ -219,6 +219,10 @@ static const struct setting settings[] = {
      "MiB of journaled clicks kept in memory for counting; past it they wait in the journal "
      "on disk only",
      S_LIVE},
+    {"fold-compact-rows", C_INT, F(fold_compact_rows), "2000000", 1, 1000000000,
+     "link days stored as they came (SQLite) that start merging them into the day rows", S_LIVE},
+    {"fold-compact-every", C_INT, F(fold_compact_every), "30", 1, 86400,
+     "seconds: link days stored as they came are merged at least this often", S_LIVE},
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))

@@ -92,14 +92,16 @@ struct config {
     char *smtp_from;
     char *smtp_to; /* comma separated */
     char *smtp_user;
-    char *smtp_password_file; /* else SHORTD_SMTP_PASSWORD */
-    char *webhook_url;        /* NULL: no webhook */
-    char *webhook_format;     /* alertmanager or slack */
-    char *backup_dir;         /* scheduled backups go here */
-    int64_t backup_every;     /* seconds; 0: none */
-    int64_t fold_paused;      /* bool, live */
-    int64_t fold_memory_mb;   /* live */
-    int64_t fold_held_mb;     /* live */
+    char *smtp_password_file;   /* else SHORTD_SMTP_PASSWORD */
+    char *webhook_url;          /* NULL: no webhook */
+    char *webhook_format;       /* alertmanager or slack */
+    char *backup_dir;           /* scheduled backups go here */
+    int64_t backup_every;       /* seconds; 0: none */
+    int64_t fold_paused;        /* bool, live */
+    int64_t fold_memory_mb;     /* live */
+    int64_t fold_held_mb;       /* live */
+    int64_t fold_compact_rows;  /* live */
+    int64_t fold_compact_every; /* seconds, live */
 };
 
 /* Defaults for every setting. */

@@ -406,6 +406,8 @@ static void reload(struct app *app, const struct serve_reload *rl, struct config
     clicks_pause_fold(app->clicks, app->cfg.fold_paused != 0);
     clicks_set_backlog_max(app->clicks, (size_t)app->cfg.fold_memory_mb << 20);
     clicks_set_held_max(app->clicks, (size_t)app->cfg.fold_held_mb << 20);
+    aggregate_set_compact(app->aggregate, (size_t)app->cfg.fold_compact_rows,
+                          app->cfg.fold_compact_every * 1000);
     log_at(LOG_INFO, "reloaded the configuration%s%s%s: %d live setting%s changed",
            app->cfg.config ? " from '" : "", app->cfg.config ? app->cfg.config : "",
            app->cfg.config ? "'" : "", live, live == 1 ? "" : "s");
@@ -689,6 +691,8 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
     clicks_pause_fold(app.clicks, app.cfg.fold_paused != 0);
     clicks_set_backlog_max(app.clicks, (size_t)app.cfg.fold_memory_mb << 20);
     clicks_set_held_max(app.clicks, (size_t)app.cfg.fold_held_mb << 20);
+    aggregate_set_compact(app.aggregate, (size_t)app.cfg.fold_compact_rows,
+                          app.cfg.fold_compact_every * 1000);
     if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms, app.cfg.journal_sync_ms,
                      (int)app.cfg.background_nice) != ERR_OK)
         goto out;

@@ -75,8 +75,11 @@ const char *const dim_names[DIM__COUNT] = {
 };
 
 #define RETRY_PAUSE_US 200000
-#define AGG_CHUNK 4000 /* link days per transaction */
-#define AGG_STEP 64    /* ... stored between looks at writer_waiting */
+#define AGG_CHUNK 4000         /* link days per transaction */
+#define AGG_STEP 64            /* ... stored between looks at writer_waiting */
+#define COMPACT_STEP 256       /* link days a pass of days_compact */
+#define COMPACT_ROWS 2000000   /* the default of aggregate_set_compact */
+#define COMPACT_EVERY_MS 30000 /* a round at least this often */
 
 /* A day's key: a link's code, or a site's id after SITE_KEY_MARK, which no
  * code holds (codes.h): site days share the table, the job, its chunks and
@@ -109,6 +112,15 @@ struct table {
 
 struct agg_job;
 
+/* Compacting appended link days (store_stats.h, "Appending"): one job,
+ * submitted again after each transaction until its round is done. */
+struct compact_job {
+    struct wjob job;
+    struct aggregate *agg;
+    size_t rows; /* appended rows the transaction took */
+    bool more;
+};
+
 struct aggregate {
     char ckpt_key[64];    /* meta key of this journal's checkpoint */
     char partial_key[72]; /* ... and of a job stopped between chunks */
@@ -121,6 +133,18 @@ struct aggregate {
     struct bump *spare_mem; /* a stored table's, cleared, for the next one */
     pthread_mutex_t spent_mu;
     struct agg_job *spent; /* stored jobs, for the folding thread to free */
+    /* Appending, when the store can (days_append): */
+    struct writer *w;             /* the writer of the last submit */
+    _Atomic int64_t pending;      /* appended rows not compacted; -1: not known yet */
+    _Atomic int64_t last_batch;   /* the newest complete batch */
+    int64_t batch_hw;             /* the highest batch number taken (writer thread) */
+    _Atomic int64_t round_upto;   /* the round of compacting takes batches up to this */
+    _Atomic int64_t round_end_ms; /* when the last round ended (mono_ms) */
+    _Atomic bool compacting, stopping;
+    _Atomic size_t compact_rows;   /* appended rows that start a round */
+    _Atomic int64_t compact_every; /* ms: a round at least this often while rows wait */
+    int failures;
+    struct compact_job cj;
 };
 
 /* ---- the table of link days ---- */
@@ -228,6 +252,10 @@ struct aggregate *aggregate_new(struct classify *cl, const char *const *self_hos
     pthread_mutex_init(&a->spent_mu, NULL);
     aggregate_set_journal(a, NULL);
     a->chunk = AGG_CHUNK;
+    atomic_init(&a->pending, -1);
+    atomic_init(&a->round_end_ms, mono_ms());
+    atomic_init(&a->compact_rows, COMPACT_ROWS);
+    atomic_init(&a->compact_every, COMPACT_EVERY_MS);
     return a;
 }
 
@@ -376,7 +404,10 @@ struct agg_job {
     size_t next;              /* deltas[0 .. next) are stored */
     size_t upto;              /* ... and [next .. upto) by the chunk running */
     size_t chunk;
-    bool resume; /* replayed after a crash: skip what is stored */
+    bool resume;     /* replayed after a crash: skip what is stored */
+    int64_t batch;   /* appending: the batch number its link days are stored under ... */
+    bool batch_kept; /* ... committed with a chunk (else a chunk takes a new one) */
+    size_t appended; /* link days the chunk running appended */
     uint64_t pos;
     struct writer *writer;
     int failures;
@@ -521,9 +552,10 @@ static int resume_at(struct store *st, const struct agg_job *a, size_t *at)
     return rc;
 }
 
-/* Stores d[0..n) (n <= AGG_STEP): runs of link days through agg_days, of
- * site days (their key's mark taken off) through site_agg_days. */
-static int store_days(struct store *st, const struct day_delta *d, size_t n)
+/* Stores d[0..n) (n <= AGG_STEP): runs of link days through days_append
+ * (or agg_days), of site days (their key's mark taken off) through
+ * site_agg_days. */
+static int store_days(struct store *st, struct agg_job *a, const struct day_delta *d, size_t n)
 {
     size_t i = 0;
     int rc = ERR_OK;
@@ -532,7 +564,10 @@ static int store_days(struct store *st, const struct day_delta *d, size_t n)
         size_t j = i;
         while (j < n && (d[j].code[0] == SITE_KEY_MARK) == site)
             j++;
-        if (!site) {
+        if (!site && st->ops->days_append) {
+            rc = st->ops->days_append(st, a->batch, d + i, j - i);
+            a->appended += j - i;
+        } else if (!site) {
             rc = st->ops->agg_days(st, d + i, j - i);
         } else {
             struct day_delta sd[AGG_STEP];
@@ -559,13 +594,33 @@ static int agg_run(struct wjob *j, struct store *st)
             return rc;
     }
     size_t n = a->t.count - from < a->chunk ? a->t.count - from : a->chunk;
+    int rc = ERR_OK;
+    a->appended = 0;
+    if (st->ops->days_append) {
+        if (atomic_load(&a->agg->pending) < 0) {
+            /* Batches stored before this start are complete: a job stopped
+             * part way carries on under a new batch number. */
+            int64_t rows, newest;
+            rc = st->ops->days_pending(st, &rows, &newest);
+            if (rc == ERR_OK) {
+                atomic_store(&a->agg->pending, rows);
+                atomic_store(&a->agg->last_batch, newest);
+                a->agg->batch_hw = newest;
+            }
+        }
+        /* Past every number taken, compacted or not: a round takes the
+         * complete batches up to last_batch, and must not meet a new one */
+        if (rc == ERR_OK && !a->batch_kept && n)
+            rc = st->ops->days_batch(st, a->agg->batch_hw, &a->batch);
+        if (rc == ERR_OK && !a->batch_kept && n && a->batch > a->agg->batch_hw)
+            a->agg->batch_hw = a->batch;
+    }
     /* A step at a time: the batch ends early, with what is stored so far,
      * when a foreground one (creates) waits for its turn (writer.h). */
     size_t done = 0;
-    int rc = ERR_OK;
     while (done < n && rc == ERR_OK) {
         size_t step = n - done < AGG_STEP ? n - done : AGG_STEP;
-        rc = store_days(st, a->deltas + from + done, step);
+        rc = store_days(st, a, a->deltas + from + done, step);
         done += step;
         if (writer_waiting(a->writer))
             break;
@@ -597,10 +652,19 @@ static void agg_done(struct wjob *j)
     }
     a->resume = false;
     a->next = a->upto;
+    if (a->appended) {
+        a->batch_kept = true;
+        atomic_fetch_add(&a->agg->pending, (int64_t)a->appended);
+    }
     if (a->next < a->t.count) {
         writer_submit(a->writer, j); /* behind whatever came meanwhile */
         return;
     }
+    /* Complete: a round of compacting may take its batch now, not before
+     * (a round that took a batch whose later chunks were still to come
+     * would forget it once through it, with rows still to be added). */
+    if (a->batch_kept)
+        atomic_store(&a->agg->last_batch, a->batch);
     /* Freed by the thread that folded it (release_spent), which reuses its
      * memory for link days; so it is handed back before done() can let
      * that thread submit the next job. */
@@ -657,6 +721,7 @@ static void aggregate_submit_job(struct aggregate *a, struct writer *w, uint64_t
     j->writer = w;
     j->done = done;
     j->arg = arg;
+    a->w = w;
     table_init(&a->t, j->t.count, a->spare_mem);
     a->spare_mem = NULL;
     writer_submit(w, &j->job);
@@ -672,6 +737,81 @@ void aggregate_resume(struct aggregate *a, struct writer *w, uint64_t journal_po
                       void (*done)(uint64_t pos, uint64_t events, void *arg), void *arg)
 {
     aggregate_submit_job(a, w, journal_pos, true, done, arg);
+}
+
+/* ---- compacting ---- */
+
+static int compact_run(struct wjob *j, struct store *st)
+{
+    struct compact_job *c = (struct compact_job *)j;
+    struct aggregate *a = c->agg;
+    size_t got = 0;
+    int rc;
+    c->rows = 0;
+    /* Passes until this transaction holds a chunk, or a create waits */
+    do {
+        rc = st->ops->days_compact(st, atomic_load(&a->round_upto), COMPACT_STEP, &got);
+        c->rows += got;
+    } while (rc == ERR_OK && got && c->rows < a->chunk && !writer_waiting(a->w));
+    c->more = got > 0;
+    return rc;
+}
+
+static void compact_done(struct wjob *j)
+{
+    struct compact_job *c = (struct compact_job *)j;
+    struct aggregate *a = c->agg;
+    if (j->rc != ERR_OK) {
+        if (a->failures++ % 50 == 0)
+            log_at(LOG_ERROR, "compacting stored clicks failed (%s); retrying", err_str(j->rc));
+        if (!atomic_load(&a->stopping)) {
+            usleep(RETRY_PAUSE_US);
+            writer_submit(a->w, j);
+            return;
+        }
+    } else {
+        int64_t left = atomic_load(&a->pending) - (int64_t)c->rows;
+        atomic_store(&a->pending, left > 0 ? left : 0);
+        if (c->more && !atomic_load(&a->stopping)) {
+            writer_submit(a->w, j); /* behind whatever came meanwhile */
+            return;
+        }
+    }
+    atomic_store(&a->round_end_ms, mono_ms());
+    atomic_store(&a->compacting, false);
+}
+
+void aggregate_tick(struct aggregate *a)
+{
+    int64_t rows = atomic_load(&a->pending);
+    if (!a->w || rows <= 0 || atomic_load(&a->compacting) || atomic_load(&a->stopping))
+        return;
+    if ((size_t)rows < atomic_load(&a->compact_rows) &&
+        mono_ms() - atomic_load(&a->round_end_ms) < atomic_load(&a->compact_every))
+        return;
+    /* A round takes the batches stored so far, in one sweep of the keys;
+     * later ones wait for the next round. */
+    atomic_store(&a->round_upto, atomic_load(&a->last_batch));
+    atomic_store(&a->compacting, true);
+    a->cj = (struct compact_job){.agg = a};
+    a->cj.job.run = compact_run;
+    a->cj.job.done = compact_done;
+    a->cj.job.background = true;
+    writer_submit(a->w, &a->cj.job);
+}
+
+void aggregate_stop_compacting(struct aggregate *a) { atomic_store(&a->stopping, true); }
+
+void aggregate_set_compact(struct aggregate *a, size_t rows, int64_t every_ms)
+{
+    atomic_store(&a->compact_rows, rows ? rows : COMPACT_ROWS);
+    atomic_store(&a->compact_every, every_ms > 0 ? every_ms : COMPACT_EVERY_MS);
+}
+
+int64_t aggregate_pending(const struct aggregate *a)
+{
+    int64_t rows = atomic_load(&a->pending);
+    return rows > 0 ? rows : 0;
 }
 
 void aggregate_set_journal(struct aggregate *a, const char *journal_id)

@@ -716,6 +716,10 @@ static void *fold_main(void *arg)
             aggregate_submit(c->agg, c->writer, folded, job_done, c);
             next_store = mono_ms() + (atomic_load(&c->journal_down) ? c->sync_ms : c->flush_ms);
         }
+        if (stopping)
+            aggregate_stop_compacting(c->agg);
+        else
+            aggregate_tick(c->agg);
         if (stopping && !atomic_load(&c->inflight) && aggregate_empty(c->agg))
             break;
         if (stopping && atomic_load(&c->inflight))

@@ -664,6 +664,11 @@ int dayrow_each_tally(const struct dayrow *r, tally_cb cb, void *arg)
     return stop;
 }
 
+bool dayrow_recent_full_since(const struct dayrow *r, int64_t ts)
+{
+    return r->rcount >= RECENT_KEEP && recent_at(r, 0)->ts >= ts;
+}
+
 int dayrow_each_recent(const struct dayrow *r, int limit, recent_rec_cb cb, void *arg)
 {
     for (int i = r->rcount - 1, k = 0; i >= 0 && k < limit; i--, k++)

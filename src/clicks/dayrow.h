@@ -103,6 +103,9 @@ int dayrow_merge(const struct day_blobs *old, const struct dayrow *delta, struct
  * value; cb returns non-zero to stop. */
 typedef int (*tally_cb)(int dim, const char *value, int64_t n, void *arg);
 int dayrow_each_tally(const struct dayrow *r, tally_cb cb, void *arg);
+/* Whether the newest clicks are full and none is older than 'ts': a click
+ * before 'ts' would not be kept. */
+bool dayrow_recent_full_since(const struct dayrow *r, int64_t ts);
 /* The newest clicks, newest first, at most 'limit'. */
 typedef int (*recent_rec_cb)(const struct recent_rec *c, void *arg);
 int dayrow_each_recent(const struct dayrow *r, int limit, recent_rec_cb cb, void *arg);

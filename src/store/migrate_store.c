@@ -230,6 +230,27 @@ static int check_target(struct store *from, struct store *to, char *why, size_t 
 
 /* ---- the copy ---- */
 
+/* Link days the source appended and has not compacted yet (store_stats.h,
+ * "Appending") are merged into its day rows first: the copy moves day rows. */
+static int compact_source(struct store *st)
+{
+    if (!st->ops->days_compact)
+        return ERR_OK;
+    size_t rows = 0;
+    do {
+        int rc = st->ops->begin(st);
+        if (rc == ERR_OK)
+            rc = st->ops->days_compact(st, INT64_MAX, 4096, &rows);
+        if (rc == ERR_OK)
+            rc = st->ops->commit(st);
+        else
+            st->ops->rollback(st);
+        if (rc != ERR_OK)
+            return log_fail(rc, "cannot merge the source's appended clicks into its day rows");
+    } while (rows);
+    return ERR_OK;
+}
+
 int migrate_store(struct store *from, struct store *to, size_t batch_rows,
                   migrate_progress_fn progress, void *arg, struct migrate_result *out, char *why,
                   size_t whylen)
@@ -238,6 +259,8 @@ int migrate_store(struct store *from, struct store *to, size_t batch_rows,
     if (!batch_rows)
         batch_rows = MIGRATE_BATCH_ROWS;
     int rc = check_target(from, to, why, whylen);
+    if (rc == ERR_OK)
+        rc = compact_source(from);
     for (int i = 0; rc == ERR_OK && i < TABLE__COUNT; i++)
         rc = copy_table(from, to, i, batch_rows, &out->t[i], progress, arg);
     for (int i = 0; rc == ERR_OK && i < TABLE__COUNT; i++) {

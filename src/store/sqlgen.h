@@ -17,14 +17,23 @@
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "             \
     "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used, "     \
     "track"
-/* As read: the all-time totals are the pruned days' plus the kept days'.
- * 'sum_cast' is the dialect's (SQL_SUM_SQLITE, SQL_SUM_PG). */
-#define SQL_LINK_READ(sum_cast)                                                                    \
+/* As read: the all-time totals are the pruned days' plus the kept days'
+ * (plus, in SQLite, the days appended and not yet compacted: 'pend_clicks'
+ * and 'pend_bots', each "" or a "+ ..." term). 'sum_cast' is the dialect's
+ * (SQL_SUM_SQLITE, SQL_SUM_PG). */
+#define SQL_LINK_READ_OF(sum_cast, pend_clicks, pend_bots)                                         \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "             \
     "permanent, clicks + coalesce((SELECT sum(d.clicks) FROM link_days d "                         \
-    "WHERE d.code = links.code), 0)" sum_cast ", bot_clicks + coalesce((SELECT sum(d.bots) "       \
-    "FROM link_days d WHERE d.code = links.code), 0)" sum_cast ", password, domain, variants, "    \
-    "utm, dest, max_clicks, used, imported_clicks, track"
+    "WHERE d.code = links.code), 0)" sum_cast pend_clicks ", bot_clicks + "                        \
+    "coalesce((SELECT sum(d.bots) FROM link_days d WHERE d.code = links.code), 0)" sum_cast        \
+        pend_bots                                                                                  \
+    ", password, domain, variants, utm, dest, max_clicks, used, imported_clicks, track"
+#define SQL_PENDING_OF(col)                                                                        \
+    " + coalesce((SELECT sum(p." col ") FROM link_days_pending p WHERE p.batch IN "                \
+    "(SELECT batch FROM day_batches) AND p.code = links.code), 0)"
+#define SQL_LINK_READ_SQLITE                                                                       \
+    SQL_LINK_READ_OF(SQL_SUM_SQLITE, SQL_PENDING_OF("clicks"), SQL_PENDING_OF("bots"))
+#define SQL_LINK_READ(sum_cast) SQL_LINK_READ_OF(sum_cast, "", "")
 /* What a deleted or swept link loses (its code and counters stay). */
 #define SQL_LINK_DATA_NULL                                                                         \
     "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, "       \
@@ -42,7 +51,7 @@ struct sql_dialect {
     const char *const *param_type;
     const char *false_cond; /* a condition that is false: "0", "false" */
     const char *sum_cast;   /* SQL_SUM_SQLITE, SQL_SUM_PG */
-    const char *link_read;  /* SQL_LINK_READ(sum_cast) */
+    const char *link_read;  /* SQL_LINK_READ_SQLITE, SQL_LINK_READ(SQL_SUM_PG) */
     /* ASCII-only lowercase of an expression, between these two (both
      * backends fold the same letters whatever the server's locale) */
     const char *fold_open, *fold_close;

@@ -23,6 +23,7 @@
 #include "base/coop.h"
 #include "events/outbox.h"
 #include "clicks/dayrow.h"
+#include "links/codes.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "store/migrations.h"
@@ -86,6 +87,17 @@ enum stmt {
     S_STATS_TOP,
     S_STATS_ALL_DAYS,
     S_STATS_ALL_DIMS,
+    S_BATCH_NEW,
+    S_BATCH_LIST,
+    S_BATCH_DEL,
+    S_PEND_ADD,
+    S_PEND_COUNT,
+    S_PEND_DEL_UPTO,
+    S_PEND_DAYS,
+    S_PEND_DIMS,
+    S_PEND_RECENT,
+    S_PEND_ALL_DAYS,
+    S_PEND_ALL_DIMS,
     S_KEY_INSERT,
     S_KEY_BY_HASH,
     S_KEY_LIST,
@@ -187,7 +199,13 @@ enum stmt {
     "k.id, k.name, k.admin, k.created_at, k.revoked_at, k.user_id, k.scopes, k.domain, "           \
     "k.last_used_at, u.role, u.key_id, u.disabled_at"
 #define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
-#define LINK_READ SQL_LINK_READ(SQL_SUM_SQLITE)
+#define LINK_READ SQL_LINK_READ_SQLITE
+/* The day rows with the appended ones not yet compacted (0014_pending_days.sql),
+ * for the sums that can add them as they are. */
+#define DAYS_AND_PENDING                                                                           \
+    "(SELECT code, day, clicks, bots FROM link_days UNION ALL "                                    \
+    "SELECT code, day, clicks, bots FROM link_days_pending)"
+#define PENDING_BATCHES "(SELECT batch FROM day_batches)"
 
 #define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at, last_signin_at"
 
@@ -243,22 +261,46 @@ static const char *const sql[S__COUNT] = {
     [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM link_days "
                      "WHERE code = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day",
     [S_STATS_DIMS] = "SELECT dims FROM link_days WHERE code = ?1 AND day BETWEEN ?2 AND ?3",
-    [S_STATS_RECENT] = "SELECT recent FROM link_days WHERE code = ?1 AND recent IS NOT NULL "
+    [S_STATS_RECENT] = "SELECT recent, day FROM link_days WHERE code = ?1 AND recent IS NOT NULL "
                        "ORDER BY day DESC",
     [S_STATS_TOTALS] =
         "SELECT count(*), coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
-        "FROM link_days d WHERE ?1 < 0 OR d.code IN (SELECT code FROM links "
+        "FROM " DAYS_AND_PENDING " d WHERE ?1 < 0 OR d.code IN (SELECT code FROM links "
         "WHERE owner = ?1)), coalesce(sum(bot_clicks), 0) + (SELECT "
-        "coalesce(sum(d.bots), 0) FROM link_days d WHERE ?1 < 0 OR d.code IN "
+        "coalesce(sum(d.bots), 0) FROM " DAYS_AND_PENDING " d WHERE ?1 < 0 OR d.code IN "
         "(SELECT code FROM links WHERE owner = ?1)) FROM links WHERE ?1 < 0 OR owner = ?1",
-    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
-                    "WHERE d.day = ?1 AND d.clicks > 0 AND (?2 < 0 OR l.owner = ?2) "
-                    "ORDER BY d.clicks DESC, d.code LIMIT ?3",
+    [S_STATS_TOP] = "SELECT d.code, sum(d.clicks) AS c FROM " DAYS_AND_PENDING " d JOIN links l "
+                    "ON l.code = d.code WHERE d.day = ?1 AND (?2 < 0 OR l.owner = ?2) "
+                    "GROUP BY d.code HAVING c > 0 ORDER BY c DESC, d.code LIMIT ?3",
     [S_STATS_ALL_DAYS] = "SELECT day, sum(clicks), sum(uniques), sum(bots) FROM link_days "
                          "WHERE day BETWEEN ?2 AND ?3 AND (?1 < 0 OR code IN "
                          "(SELECT code FROM links WHERE owner = ?1)) GROUP BY day ORDER BY day",
     [S_STATS_ALL_DIMS] = "SELECT dims FROM link_days WHERE day BETWEEN ?2 AND ?3 AND "
                          "(?1 < 0 OR code IN (SELECT code FROM links WHERE owner = ?1))",
+    /* Appended link days (0014_pending_days.sql). A read of one link seeks
+     * once per batch: the batch is the key's first column. */
+    [S_BATCH_NEW] = "INSERT INTO day_batches(batch) SELECT max(coalesce(max(batch), 0), ?1) + 1 "
+                    "FROM day_batches RETURNING batch",
+    [S_BATCH_LIST] = "SELECT batch FROM day_batches WHERE batch <= ?2 ORDER BY batch LIMIT ?1",
+    [S_BATCH_DEL] = "DELETE FROM day_batches WHERE batch = ?1",
+    [S_PEND_ADD] = "INSERT INTO link_days_pending(batch, code, day, clicks, bots, uniques, dims, "
+                   "visitors, recent) VALUES (?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_PEND_COUNT] = "SELECT (SELECT count(*) FROM link_days_pending), "
+                     "(SELECT coalesce(max(batch), 0) FROM day_batches)",
+    [S_PEND_DEL_UPTO] =
+        "DELETE FROM link_days_pending WHERE batch = ?1 AND (code, day) <= (?2, ?3)",
+    [S_PEND_DAYS] = "SELECT day, clicks, bots, uniques, visitors FROM link_days_pending "
+                    "WHERE batch IN " PENDING_BATCHES " AND code = ?1 AND day BETWEEN ?2 AND ?3 "
+                    "ORDER BY day",
+    [S_PEND_DIMS] = "SELECT dims FROM link_days_pending WHERE batch IN " PENDING_BATCHES
+                    " AND code = ?1 AND day BETWEEN ?2 AND ?3",
+    [S_PEND_RECENT] = "SELECT recent FROM link_days_pending WHERE batch IN " PENDING_BATCHES
+                      " AND code = ?1 AND recent IS NOT NULL",
+    [S_PEND_ALL_DAYS] = "SELECT code, day, clicks, bots, uniques, visitors FROM link_days_pending "
+                        "WHERE day BETWEEN ?2 AND ?3 AND (?1 < 0 OR code IN (SELECT code FROM "
+                        "links WHERE owner = ?1)) ORDER BY code, day",
+    [S_PEND_ALL_DIMS] = "SELECT dims FROM link_days_pending WHERE day BETWEEN ?2 AND ?3 AND "
+                        "(?1 < 0 OR code IN (SELECT code FROM links WHERE owner = ?1))",
     [S_KEY_INSERT] = "INSERT INTO api_keys(name, hash, admin, created_at, user_id, scopes, domain) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [S_KEY_BY_HASH] = "SELECT " KEY_COLS KEY_FROM " WHERE k.hash = ?1",
@@ -411,9 +453,12 @@ static const char *const sql[S__COUNT] = {
                      "WHERE ops_leases.holder = excluded.holder OR ops_leases.expires_at <= ?3",
 };
 
+#define COMPACT_BATCHES 128 /* batches merged in one pass of compacting */
+
 struct conn {
     sqlite3 *db;
     sqlite3_stmt *stmt[S__COUNT];
+    sqlite3_stmt *cursor[COMPACT_BATCHES]; /* compacting's, one a batch */
     int cache_kib; /* the page cache its write transactions asked for; 0: none yet */
     struct conn *next;
 };
@@ -950,6 +995,8 @@ static void sq_close(struct store *st)
         struct conn *next = c->next;
         for (int i = 0; i < S__COUNT; i++)
             sqlite3_finalize(c->stmt[i]);
+        for (int i = 0; i < COMPACT_BATCHES; i++)
+            sqlite3_finalize(c->cursor[i]);
         sqlite3_close(c->db);
         free(c);
         c = next;
@@ -1775,38 +1822,209 @@ static int blob_row(sqlite3_stmt *q, void *which, void *arg)
 {
     struct blobs_read *br = arg;
     struct day_blobs b = {0};
-    if (which == (void *)S_STATS_DIMS)
+    if (which == (void *)S_STATS_DIMS || which == (void *)S_PEND_DIMS)
         b.dims = col_blob(q, 0, &b.ndims);
     else
         b.recent = col_blob(q, 0, &b.nrecent);
     if (dayrow_add_blobs(&br->acc, &b) != ERR_OK)
         br->bad = true;
-    /* Recent clicks: the newest days' rows come first; a full ring is enough. */
-    return which == (void *)S_STATS_RECENT && br->acc.rcount >= RECENT_KEEP;
+    /* Recent clicks: the newest days' rows come first, and the rest are of
+     * earlier days: enough once none of those could be kept. */
+    return which == (void *)S_STATS_RECENT &&
+           dayrow_recent_full_since(&br->acc, sqlite3_column_int64(q, 1) * MS_PER_DAY);
 }
 
+/* Statement 'id''s blobs of one link, after those of its appended days
+ * (the newest, most often). */
 static int stats_blobs(struct store *st, enum stmt id, const char *code, int64_t from, int64_t to,
                        struct blobs_read *br)
 {
     dayrow_init(&br->acc);
     br->bad = false;
-    int rc = each_row(st, id, code, from, to, blob_row, (void *)(intptr_t)id, br);
+    enum stmt pend = id == S_STATS_DIMS ? S_PEND_DIMS : S_PEND_RECENT;
+    int rc = each_row(st, pend, code, from, to, blob_row, (void *)(intptr_t)pend, br);
+    if (rc == ERR_OK)
+        rc = each_row(st, id, code, from, to, blob_row, (void *)(intptr_t)id, br);
     if (rc == ERR_OK && br->bad)
         log_at(LOG_WARN, "some stored clicks of '%s' are damaged and were skipped", code);
+    return rc;
+}
+
+/* ---- appended link days in the reads of days ---- */
+
+/* A day's figures, and what its appended rows add to them. */
+struct day_sum {
+    int64_t day, clicks, uniques, bots;
+};
+
+struct day_sums {
+    struct day_sum *v;
+    size_t n, cap;
+};
+
+static struct day_sum *sums_at(struct day_sums *s, int64_t day)
+{
+    for (size_t i = s->n; i-- > 0;) /* rows come in day order, or nearly */
+        if (s->v[i].day == day)
+            return &s->v[i];
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        s->v = realloc(s->v, s->cap * sizeof(*s->v));
+        if (!s->v)
+            abort();
+    }
+    s->v[s->n] = (struct day_sum){day, 0, 0, 0};
+    return &s->v[s->n++];
+}
+
+static int by_day(const void *a, const void *b)
+{
+    int64_t x = ((const struct day_sum *)a)->day, y = ((const struct day_sum *)b)->day;
+    return (x > y) - (x < y);
+}
+
+static int sum_row(sqlite3_stmt *q, void *unused, void *arg)
+{
+    (void)unused;
+    struct day_sum *d = sums_at(arg, sqlite3_column_int64(q, 0));
+    d->clicks += sqlite3_column_int64(q, 1);
+    d->uniques += sqlite3_column_int64(q, 2);
+    d->bots += sqlite3_column_int64(q, 3);
+    return 0;
+}
+
+/* What one link day's appended rows 'acc' add to its stored row: their
+ * clicks, and the visitors the stored row has not seen. */
+static int add_link_day(struct store *st, const char *code, int64_t day, struct dayrow *acc,
+                        struct day_sums *out)
+{
+    int64_t clicks = acc->clicks, bots = acc->bots, before = 0;
+    sqlite3_stmt *q = stmt_get(st, S_DAY_GET);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, day);
+    int step = sqlite3_step(q);
+    if (step == SQLITE_ROW) {
+        struct day_blobs b = {.clicks = 0, .bots = 0};
+        before = sqlite3_column_int64(q, 3);
+        b.uniques = before;
+        b.visitors = col_blob(q, 5, &b.nvisitors);
+        if (dayrow_add_blobs(acc, &b) != ERR_OK)
+            log_at(LOG_WARN, "the stored visitors of '%s' on day %lld are damaged", code,
+                   (long long)day);
+    } else if (step != SQLITE_DONE) {
+        return fail(q, "day read");
+    }
+    finish(q);
+    struct day_sum *d = sums_at(out, day);
+    d->clicks += clicks;
+    d->bots += bots;
+    d->uniques += dayrow_uniques(acc) - before;
+    return ERR_OK;
+}
+
+/* The appended rows of statement 'id' as what they add to each day: its
+ * columns are [code,] day, clicks, bots, uniques, visitors, in (code, day)
+ * order; without 'code' the statement has the code column and ?1 is
+ * 'owner'. */
+static int pending_sums(struct store *st, enum stmt id, const char *code, int64_t owner,
+                        int64_t from, int64_t to, struct day_sums *out)
+{
+    sqlite3_stmt *q = stmt_get(st, id);
+    if (!q)
+        return ERR_STORAGE;
+    int c = code ? 0 : 1; /* the day's column */
+    if (code)
+        sqlite3_bind_text(q, 1, code, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_int64(q, 1, owner);
+    sqlite3_bind_int64(q, 2, from);
+    sqlite3_bind_int64(q, 3, to);
+    struct buf key = BUF_INIT; /* the link day being summed: its code ... */
+    int64_t day = 0;           /* ... and day */
+    bool open = false;
+    struct dayrow acc;
+    dayrow_init(&acc);
+    int rc = ERR_OK, step;
+    while (rc == ERR_OK && (step = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *k = code ? code : col_text(q, 0);
+        int64_t d = sqlite3_column_int64(q, c);
+        if (open && (d != day || strcmp(k, buf_cstr(&key)) != 0)) {
+            rc = add_link_day(st, buf_cstr(&key), day, &acc, out);
+            dayrow_release(&acc);
+            dayrow_init(&acc);
+            open = false;
+        }
+        if (!open) {
+            buf_reset(&key);
+            buf_add(&key, k, strlen(k));
+            day = d;
+            open = true;
+        }
+        struct day_blobs b = {
+            .clicks = sqlite3_column_int64(q, c + 1),
+            .bots = sqlite3_column_int64(q, c + 2),
+            .uniques = sqlite3_column_int64(q, c + 3),
+        };
+        b.visitors = col_blob(q, c + 4, &b.nvisitors);
+        if (dayrow_add_blobs(&acc, &b) != ERR_OK)
+            log_at(LOG_WARN, "some appended clicks of '%s' are damaged and were skipped", k);
+    }
+    if (rc == ERR_OK && step != SQLITE_DONE)
+        rc = fail(q, "appended days");
+    else
+        finish(q);
+    if (rc == ERR_OK && open)
+        rc = add_link_day(st, buf_cstr(&key), day, &acc, out);
+    dayrow_release(&acc);
+    buf_release(&key);
+    return rc;
+}
+
+/* The stored days (statement 'id': day, clicks, uniques, bots in day
+ * order) with what the appended rows add, to 'cb' in day order. */
+static int days_with_pending(struct store *st, enum stmt id, enum stmt pend, const char *code,
+                             int64_t owner, int64_t from, int64_t to, day_cb cb, void *arg)
+{
+    struct day_sums add = {0};
+    int rc = pending_sums(st, pend, code, owner, from, to, &add);
+    if (rc == ERR_OK && !add.n) {
+        free(add.v);
+        return each_row_of(st, id, code, owner, from, to, day_row, (void *)cb, arg);
+    }
+    struct day_sums all = {0};
+    if (rc == ERR_OK)
+        rc = each_row_of(st, id, code, owner, from, to, sum_row, NULL, &all);
+    for (size_t i = 0; rc == ERR_OK && i < add.n; i++) {
+        struct day_sum *d = sums_at(&all, add.v[i].day);
+        d->clicks += add.v[i].clicks;
+        d->uniques += add.v[i].uniques;
+        d->bots += add.v[i].bots;
+    }
+    if (rc == ERR_OK) {
+        qsort(all.v, all.n, sizeof(*all.v), by_day);
+        for (size_t i = 0; i < all.n; i++)
+            if (cb(all.v[i].day, all.v[i].clicks, all.v[i].uniques, all.v[i].bots, arg))
+                break;
+    }
+    free(add.v);
+    free(all.v);
     return rc;
 }
 
 static int sq_stats_days(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
                          void *arg)
 {
-    return each_row(st, S_STATS_DAYS, code, from, to, day_row, (void *)cb, arg);
+    return days_with_pending(st, S_STATS_DAYS, S_PEND_DAYS, code, 0, from, to, cb, arg);
 }
 
 static int sq_stats_all_days(struct store *st, int64_t owner, int64_t from, int64_t to, day_cb cb,
                              void *arg)
 {
-    return each_row_of(st, S_STATS_ALL_DAYS, NULL, owner, from, to, day_row, (void *)cb, arg);
+    return days_with_pending(st, S_STATS_ALL_DAYS, S_PEND_ALL_DAYS, NULL, owner, from, to, cb, arg);
 }
+
 
 static int sq_stats_all_dims(struct store *st, int64_t owner, int64_t from, int64_t to, dim_cb cb,
                              void *arg)
@@ -1814,6 +2032,9 @@ static int sq_stats_all_dims(struct store *st, int64_t owner, int64_t from, int6
     struct blobs_read br = {.bad = false};
     dayrow_init(&br.acc);
     int rc = each_row_of(st, S_STATS_ALL_DIMS, NULL, owner, from, to, blob_row,
+                         (void *)(intptr_t)S_STATS_DIMS, &br);
+    if (rc == ERR_OK)
+        rc = each_row_of(st, S_PEND_ALL_DIMS, NULL, owner, from, to, blob_row,
                          (void *)(intptr_t)S_STATS_DIMS, &br);
     if (rc == ERR_OK && br.bad)
         log_at(LOG_WARN, "some stored clicks are damaged and were skipped");
@@ -1876,6 +2097,216 @@ static int sq_stats_top(struct store *st, int64_t owner, int64_t day, int limit,
         return fail(q, "top links");
     finish(q);
     return ERR_OK;
+}
+
+/* ---- appending and compacting link days (store_stats.h, "Appending") ---- */
+
+static int sq_days_batch(struct store *st, int64_t after, int64_t *batch)
+{
+    sqlite3_stmt *q = stmt_get(st, S_BATCH_NEW);
+    if (!q)
+        return ERR_STORAGE;
+    sqlite3_bind_int64(q, 1, after);
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "new batch");
+    *batch = sqlite3_column_int64(q, 0);
+    finish(q);
+    return ERR_OK;
+}
+
+static int sq_days_append(struct store *st, int64_t batch, const struct day_delta *d, size_t n)
+{
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        struct day_blobs b;
+        dayrow_encode(d[i].row, &bufs[0], &bufs[1], &bufs[2], &b);
+        sqlite3_stmt *q = stmt_get(st, S_PEND_ADD);
+        if (!q) {
+            rc = ERR_STORAGE;
+            break;
+        }
+        sqlite3_bind_text(q, 1, d[i].code, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, d[i].day);
+        bind_day(q, &b);
+        sqlite3_bind_int64(q, 9, batch);
+        rc = run_done(q, "day append");
+        coop_point();
+    }
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
+    return rc;
+}
+
+static int sq_days_pending(struct store *st, int64_t *rows, int64_t *newest)
+{
+    sqlite3_stmt *q = stmt_get(st, S_PEND_COUNT);
+    if (!q)
+        return ERR_STORAGE;
+    if (sqlite3_step(q) != SQLITE_ROW)
+        return fail(q, "appended days");
+    *rows = sqlite3_column_int64(q, 0);
+    *newest = sqlite3_column_int64(q, 1);
+    finish(q);
+    return ERR_OK;
+}
+
+/* Compacting reads every batch from its start (what earlier compactions
+ * took is deleted) through a cursor of its own (struct conn's), and merges
+ * the cursors in (code, day) order with a binary heap, so that the stored
+ * rows are read and written in key order: a page of link_days is rewritten
+ * once for all the link days on it. A batch is a store job's link days. */
+
+struct pend_cursor {
+    sqlite3_stmt *q; /* on its current row while 'more' */
+    int64_t batch;
+    bool more, took;
+    char last[CODE_MAX + 1]; /* the last link day taken: code ... */
+    int64_t last_day;        /* ... and day */
+};
+
+static int cursor_cmp(const struct pend_cursor *a, const struct pend_cursor *b)
+{
+    int c = strcmp(col_text(a->q, 0), col_text(b->q, 0));
+    if (c)
+        return c;
+    int64_t x = sqlite3_column_int64(a->q, 1), y = sqlite3_column_int64(b->q, 1);
+    return (x > y) - (x < y);
+}
+
+static void heap_down(struct pend_cursor *c, int *heap, int n, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, least = i;
+        if (l < n && cursor_cmp(&c[heap[l]], &c[heap[least]]) < 0)
+            least = l;
+        if (l + 1 < n && cursor_cmp(&c[heap[l + 1]], &c[heap[least]]) < 0)
+            least = l + 1;
+        if (least == i)
+            return;
+        int t = heap[i];
+        heap[i] = heap[least];
+        heap[least] = t;
+        i = least;
+    }
+}
+
+/* Ends a pass: the rows taken are deleted, and batches with none left
+ * are forgotten. */
+static int cursors_end(struct store *st, struct pend_cursor *c, int n, int rc)
+{
+    for (int i = 0; i < n; i++)
+        if (c[i].q)
+            finish(c[i].q);
+    for (int i = 0; i < n && rc == ERR_OK; i++) {
+        if (c[i].took) {
+            sqlite3_stmt *q = stmt_get(st, S_PEND_DEL_UPTO);
+            if (!q)
+                return ERR_STORAGE;
+            sqlite3_bind_int64(q, 1, c[i].batch);
+            sqlite3_bind_text(q, 2, c[i].last, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(q, 3, c[i].last_day);
+            rc = run_done(q, "compacted days");
+        }
+        if (rc == ERR_OK && !c[i].more) {
+            sqlite3_stmt *q = stmt_get(st, S_BATCH_DEL);
+            if (!q)
+                return ERR_STORAGE;
+            sqlite3_bind_int64(q, 1, c[i].batch);
+            rc = run_done(q, "compacted batch");
+        }
+    }
+    return rc;
+}
+
+static int sq_days_compact(struct store *st, int64_t upto, size_t limit, size_t *rows)
+{
+    *rows = 0;
+    sqlite3_stmt *list = stmt_get(st, S_BATCH_LIST);
+    if (!list)
+        return ERR_STORAGE;
+    sqlite3 *db = sqlite3_db_handle(list);
+    struct pend_cursor c[COMPACT_BATCHES];
+    int heap[COMPACT_BATCHES];
+    int n = 0, nh = 0, rc = ERR_OK, step;
+    sqlite3_bind_int(list, 1, COMPACT_BATCHES);
+    sqlite3_bind_int64(list, 2, upto);
+    while ((step = sqlite3_step(list)) == SQLITE_ROW)
+        c[n++] = (struct pend_cursor){.batch = sqlite3_column_int64(list, 0)};
+    if (step != SQLITE_DONE)
+        return fail(list, "batches");
+    finish(list);
+    struct conn *cn = conn_get(st);
+    for (int i = 0; i < n && rc == ERR_OK; i++) {
+        if (!cn->cursor[i] &&
+            sqlite3_prepare_v3(db,
+                               "SELECT code, day, clicks, bots, uniques, dims, visitors, recent "
+                               "FROM link_days_pending WHERE batch = ?1 ORDER BY code, day",
+                               -1, SQLITE_PREPARE_PERSISTENT, &cn->cursor[i], NULL) != SQLITE_OK) {
+            rc = log_fail(ERR_STORAGE, "sqlite compaction failed: %s", sqlite3_errmsg(db));
+            break;
+        }
+        c[i].q = cn->cursor[i];
+        sqlite3_bind_int64(c[i].q, 1, c[i].batch);
+        step = sqlite3_step(c[i].q);
+        if (step == SQLITE_ROW)
+            c[i].more = true, heap[nh++] = i;
+        else if (step != SQLITE_DONE)
+            rc = log_fail(ERR_STORAGE, "sqlite compaction failed: %s", sqlite3_errmsg(db));
+    }
+    for (int i = nh / 2 - 1; i >= 0; i--)
+        heap_down(c, heap, nh, i);
+
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    int64_t vfrom = 0;
+    if (rc == ERR_OK)
+        rc = visitors_from(st, &vfrom);
+    for (size_t keys = 0; rc == ERR_OK && nh > 0 && keys < limit; keys++) {
+        struct pend_cursor *top = &c[heap[0]];
+        char code[CODE_MAX + 1];
+        snprintf(code, sizeof(code), "%s", col_text(top->q, 0));
+        int64_t day = sqlite3_column_int64(top->q, 1);
+        struct dayrow acc;
+        dayrow_init(&acc);
+        /* Every batch's row of this link day, each cursor then on to its next */
+        while (rc == ERR_OK && nh > 0 && sqlite3_column_int64(c[heap[0]].q, 1) == day &&
+               strcmp(col_text(c[heap[0]].q, 0), code) == 0) {
+            struct pend_cursor *p = &c[heap[0]];
+            struct day_blobs b = {
+                .clicks = sqlite3_column_int64(p->q, 2),
+                .bots = sqlite3_column_int64(p->q, 3),
+                .uniques = sqlite3_column_int64(p->q, 4),
+            };
+            b.dims = col_blob(p->q, 5, &b.ndims);
+            b.visitors = col_blob(p->q, 6, &b.nvisitors);
+            b.recent = col_blob(p->q, 7, &b.nrecent);
+            if (dayrow_add_blobs(&acc, &b) != ERR_OK)
+                log_at(LOG_WARN,
+                       "some appended clicks of '%s' on day %lld are damaged and were "
+                       "skipped",
+                       code, (long long)day);
+            p->took = true;
+            memcpy(p->last, code, sizeof(code));
+            p->last_day = day;
+            (*rows)++;
+            step = sqlite3_step(p->q);
+            if (step == SQLITE_DONE) {
+                p->more = false;
+                heap[0] = heap[--nh];
+            } else if (step != SQLITE_ROW) {
+                rc = log_fail(ERR_STORAGE, "sqlite compaction failed: %s", sqlite3_errmsg(db));
+            }
+            heap_down(c, heap, nh, 0);
+        }
+        struct day_delta d = {code, day, &acc, false};
+        if (rc == ERR_OK)
+            rc = day_merge(st, &d, vfrom, bufs);
+        dayrow_release(&acc);
+        coop_point();
+    }
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
+    return cursors_end(st, c, n, rc);
 }
 
 /* ---- API keys ---- */
@@ -3123,6 +3554,10 @@ const struct store_ops store_sqlite_ops = {
     .meta_add = sq_meta_add,
     .idem_claim = sq_idem_claim,
     .agg_days = sq_agg_days,
+    .days_batch = sq_days_batch,
+    .days_append = sq_days_append,
+    .days_compact = sq_days_compact,
+    .days_pending = sq_days_pending,
     .prune_days = sq_prune_days,
     .prune_visitors = sq_prune_visitors,
     .stats_days = sq_stats_days,
@@ -3477,7 +3912,10 @@ int store_sqlite_inspect(const char *path, struct store_health *h)
     h->schema = (int)version;
     if (ok && h->schema == h->schema_wanted) {
         ok = inspect_one(db, "SELECT max(created_at) FROM links", &h->newest_link_ms, h) &&
-             inspect_one(db, "SELECT max(day) FROM link_days", &h->newest_day, h) &&
+             inspect_one(db,
+                         "SELECT max(d) FROM (SELECT max(day) AS d FROM link_days UNION ALL "
+                         "SELECT max(day) FROM link_days_pending)",
+                         &h->newest_day, h) &&
              inspect_one(db,
                          "SELECT count(*) FROM meta WHERE k = 'journal_pos' OR "
                          "(k GLOB 'journal_pos:*' AND k NOT GLOB '*:partial')",

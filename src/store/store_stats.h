@@ -55,6 +55,21 @@ int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg
      * created when absent. 'd' is sorted by (code, day), so nodes sharing a                       \
      * store take row locks in one order. */ \
     int (*agg_days)(struct store * st, const struct day_delta *d, size_t n);                         \
+    /* Appending (SQLite; NULL in a backend where agg_days is the only way):                      \
+     * a batch's link days written as they are, under a new batch number, in                       \
+     * (code, day) order: the end of a tree, no stored row read or rewritten.                       \
+     * Every read above and below adds them to the day rows until                                  \
+     * days_compact merges them in, in key order, and deletes them in the                          \
+     * same transaction, so no click is ever counted twice or missed. */  \
+    /* A new batch number, past every one stored and past 'after' */                                 \
+    int (*days_batch)(struct store * st, int64_t after, int64_t * batch);                            \
+    int (*days_append)(struct store * st, int64_t batch, const struct day_delta *d, size_t n);       \
+    /* Merges the appended rows of at most 'limit' link days of the batches                       \
+     * up to 'upto' (the oldest first); *rows: how many appended rows it                            \
+     * took (0: none were left). */  \
+    int (*days_compact)(struct store * st, int64_t upto, size_t limit, size_t * rows);               \
+    /* Appended rows left, and the newest batch number (0: none) */                                  \
+    int (*days_pending)(struct store * st, int64_t * rows, int64_t * newest);                        \
     /* Removes day rows before 'before_day', at most 'limit', oldest first,                        \
      * adding their counts to their links' kept totals (which never shrink). */ \
     int (*prune_days)(struct store * st, int64_t before_day, int limit, int *pruned);                \

@@ -67,6 +67,8 @@
       (st, code, from, to, cb, arg))                                                               \
     X(stats_totals, (struct store * st, int64_t owner, struct totals * out), (st, owner, out))     \
     X(agg_days, (struct store * st, const struct day_delta *d, size_t n), (st, d, n))              \
+    X(days_append, (struct store * st, int64_t batch, const struct day_delta *d, size_t n),        \
+      (st, batch, d, n))                                                                           \
     X(stats_all_days,                                                                              \
       (struct store * st, int64_t owner, int64_t from, int64_t to, day_cb cb, void *arg),          \
       (st, owner, from, to, cb, arg))                                                              \

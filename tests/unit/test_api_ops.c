@@ -302,7 +302,7 @@ void test_api_ops_clicks_lag(void)
     CHECK_EQ_INT(lag.lag_ms, 0);
     CHECK(!lag.behind);
 
-    hx_fault(h, "agg_days", 0);
+    hx_fault(h, "days_append", 0); /* the harness's store is SQLite */
     struct hx_resp resp;
     CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 302);
     hx_resp_release(&resp);
@@ -363,7 +363,7 @@ void test_api_ops_clicks_held(void)
         return;
     struct clicks *c = hx_app(h)->clicks;
     clicks_set_held_max(c, 1);
-    hx_fault(h, "agg_days", 0);
+    hx_fault(h, "days_append", 0); /* the harness's store is SQLite */
     struct hx_resp resp;
     struct clicks_backlog bl = {0};
     /* A click at a time: the first goes into a job that cannot commit, the

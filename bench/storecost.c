@@ -10,11 +10,17 @@
  * folds BATCH (100,000) clicks on codes drawn uniformly, each with a user
  * agent, referrer, country and visitor of its own, through the aggregator's
  * own fold (aggregate_fold), sorts the link days as the aggregator does and
- * stores them through agg_days, 4,000 a transaction, as the click store
- * does, on a background thread (coop.h) as the server's is (with
- * STORECOST_FOREGROUND set, on an ordinary one: SQLite's smaller cache). It prints, per batch, the link days stored, how many of them the
- * store held already, and the microseconds of CPU per link day spent
- * storing (begin, agg_days, commit) and folding. Not part of make test. */
+ * stores them 4,000 a transaction, as the click store does: appended under
+ * a batch number of its own where the store appends (SQLite; with
+ * STORECOST_MERGE set, merged through agg_days as PostgreSQL does), on a
+ * background thread (coop.h) as the server's is (with STORECOST_FOREGROUND
+ * set, on an ordinary one: SQLite's smaller cache). It prints, per batch,
+ * the link days stored, how many of them the store held already, and the
+ * microseconds of CPU per link day spent storing (begin, append or merge,
+ * commit) and folding; then, when it appended, what compacting every
+ * appended row into the day rows cost, per row and per click of the run
+ * (4,000 link days a transaction, as the server's rounds). Not part of
+ * make test. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +125,9 @@ int main(int argc, char **argv)
     int64_t day = now_ms / 86400000;
     struct lday *ld = calloc(batch, sizeof(*ld));
     struct day_delta *d = calloc(batch, sizeof(*d));
+    bool append = st->ops->days_append && !getenv("STORECOST_MERGE");
+    size_t clicks = 0;
+    printf("%s\n", append ? "appending" : "merging");
     printf("batch\tlink_days\tstored_before\tstore_us_per_link_day\tfold_us_per_link_day\n");
     for (int b = 0; b < batches; b++) {
         double f0 = cpu_us();
@@ -158,20 +167,43 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             d[i] = (struct day_delta){ld[i].code, day, &ld[i].row, false};
         double s0 = cpu_us();
+        int64_t batch_no = 0;
         for (size_t i = 0; i < n; i += CHUNK) {
             size_t m = n - i < CHUNK ? n - i : CHUNK;
-            if (st->ops->begin(st) != 0 || st->ops->agg_days(st, d + i, m) != 0 ||
-                st->ops->commit(st) != 0) {
+            int rc = st->ops->begin(st);
+            if (rc == 0 && append && !batch_no)
+                rc = st->ops->days_batch(st, 0, &batch_no);
+            if (rc == 0)
+                rc = append ? st->ops->days_append(st, batch_no, d + i, m)
+                            : st->ops->agg_days(st, d + i, m);
+            if (rc != 0 || st->ops->commit(st) != 0) {
                 fprintf(stderr, "store failed\n");
                 return 1;
             }
         }
         double s1 = cpu_us();
+        clicks += batch;
         for (size_t i = 0; i < n; i++)
             dayrow_release(&ld[i].row);
         printf("%d\t%zu\t%.0f%%\t%.2f\t%.2f\n", b + 1, n, 100.0 * (double)before / (double)(n / (n / 50 + 1) + 1),
                (s1 - s0) / (double)n, (s0 - f0) / (double)n);
         fflush(stdout);
+    }
+    if (append) {
+        double c0 = cpu_us();
+        size_t rows = 0, got;
+        do {
+            if (st->ops->begin(st) != 0 ||
+                st->ops->days_compact(st, INT64_MAX, CHUNK, &got) != 0 ||
+                st->ops->commit(st) != 0) {
+                fprintf(stderr, "compacting failed\n");
+                return 1;
+            }
+            rows += got;
+        } while (got);
+        double c1 = cpu_us();
+        printf("compacted %zu appended rows: %.2f us each, %.2f us a click of the run\n", rows,
+               (c1 - c0) / (double)(rows ? rows : 1), (c1 - c0) / (double)clicks);
     }
     st->ops->close(st);
     classify_free(cl);

@@ -77,7 +77,7 @@ const char *const dim_names[DIM__COUNT] = {
 #define RETRY_PAUSE_US 200000
 #define AGG_CHUNK 4000         /* link days per transaction */
 #define AGG_STEP 64            /* ... stored between looks at writer_waiting */
-#define COMPACT_STEP 256       /* link days a pass of days_compact */
+#define COMPACT_STEP 1024      /* link days a pass of days_compact */
 #define COMPACT_ROWS 2000000   /* the default of aggregate_set_compact */
 #define COMPACT_EVERY_MS 30000 /* a round at least this often */
 

@@ -2268,6 +2268,7 @@ static int sq_days_compact(struct store *st, int64_t upto, size_t limit, size_t 
         int64_t day = sqlite3_column_int64(top->q, 1);
         struct dayrow acc;
         dayrow_init(&acc);
+        bool first = true;
         /* Every batch's row of this link day, each cursor then on to its next */
         while (rc == ERR_OK && nh > 0 && sqlite3_column_int64(c[heap[0]].q, 1) == day &&
                strcmp(col_text(c[heap[0]].q, 0), code) == 0) {
@@ -2280,11 +2281,13 @@ static int sq_days_compact(struct store *st, int64_t upto, size_t limit, size_t 
             b.dims = col_blob(p->q, 5, &b.ndims);
             b.visitors = col_blob(p->q, 6, &b.nvisitors);
             b.recent = col_blob(p->q, 7, &b.nrecent);
-            if (dayrow_add_blobs(&acc, &b) != ERR_OK)
+            /* The first straight into the empty row: most link days have one */
+            if ((first ? dayrow_load(&acc, &b) : dayrow_add_blobs(&acc, &b)) != ERR_OK)
                 log_at(LOG_WARN,
                        "some appended clicks of '%s' on day %lld are damaged and were "
                        "skipped",
                        code, (long long)day);
+            first = false;
             p->took = true;
             memcpy(p->last, code, sizeof(code));
             p->last_day = day;

@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { Conn, api, createLink, it, metricsOf, poll, sqliteOnly, startServer, tempDir } from './harness.mjs';
+import { api, createLink, it, metricsOf, pipelined, poll, sqliteOnly, startServer, tempDir } from './harness.mjs';
 
 const UAS = [
     'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0',
@@ -42,22 +42,7 @@ async function clicks(srv, links, per) {
                 `Referer: https://ref${k % 3}.example/\r\n\r\n`);
         }
     });
-    const conns = await Promise.all(Array.from({ length: 4 }, () => Conn.open(srv.port)));
-    try {
-        await Promise.all(conns.map(async (c, ci) => {
-            const mine = texts.filter((_, i) => i % 4 === ci);
-            for (let i = 0; i < mine.length; i += 100) {
-                const part = mine.slice(i, i + 100);
-                c.write(part.join(''));
-                for (let j = 0; j < part.length; j++) {
-                    const r = await c.read({ timeoutMs: 30_000 });
-                    assert.equal(r && r.status, 302);
-                }
-            }
-        }));
-    } finally {
-        for (const c of conns) c.destroy();
-    }
+    await pipelined(srv.port, texts);
     return texts.length;
 }
 

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { Conn, api, createLink, it, metricsOf, poll, startServer, tempDir } from './harness.mjs';
+import { api, createLink, it, metricsOf, pipelined, poll, startServer, tempDir } from './harness.mjs';
 
 const UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
 const LINKS = 1000;
@@ -35,22 +35,7 @@ async function flood(srv) {
         texts.push(`GET /${links[i % LINKS].code} HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\n` +
                    `User-Agent: ${UA}\r\nReferer: ${ref}\r\n\r\n`);
     }
-    const conns = await Promise.all(Array.from({ length: 4 }, () => Conn.open(srv.port)));
-    try {
-        await Promise.all(conns.map(async (c, ci) => {
-            const mine = texts.filter((_, i) => i % 4 === ci);
-            for (let i = 0; i < mine.length; i += 100) {
-                const part = mine.slice(i, i + 100);
-                c.write(part.join(''));
-                for (let j = 0; j < part.length; j++) {
-                    const r = await c.read({ timeoutMs: 30_000 });
-                    assert.equal(r && r.status, 302);
-                }
-            }
-        }));
-    } finally {
-        for (const c of conns) c.destroy();
-    }
+    await pipelined(srv.port, texts);
     return links;
 }
 

@@ -783,6 +783,28 @@ export class Conn {
     destroy() { this.sock.destroy(); }
 }
 
+/* Sends the raw requests 'texts' over 'conns' connections, 100 pipelined
+ * at a time, each answered with 'status'. */
+export async function pipelined(port, texts, { conns = 4, status = 302 } = {}) {
+    const open = await Promise.all(Array.from({ length: conns }, () => Conn.open(port)));
+    try {
+        await Promise.all(open.map(async (c, ci) => {
+            const mine = texts.filter((_, i) => i % conns === ci);
+            for (let i = 0; i < mine.length; i += 100) {
+                const part = mine.slice(i, i + 100);
+                c.write(part.join(''));
+                for (let j = 0; j < part.length; j++) {
+                    const r = await c.read({ timeoutMs: 30_000 });
+                    if (!r || r.status !== status)
+                        throw new Error(`expected ${status}, got ${r ? r.status : 'no answer'}`);
+                }
+            }
+        }));
+    } finally {
+        for (const c of open) c.destroy();
+    }
+}
+
 /* --------------------------------------------------------------- helpers */
 
 export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -117,6 +117,7 @@ struct agg_job;
 struct compact_job {
     struct wjob job;
     struct aggregate *agg;
+    struct writer *w;
     size_t rows; /* appended rows the transaction took */
     bool more;
 };
@@ -721,7 +722,7 @@ static void aggregate_submit_job(struct aggregate *a, struct writer *w, uint64_t
     j->writer = w;
     j->done = done;
     j->arg = arg;
-    a->w = w;
+    a->w = w; /* the folding thread's: a round gets its own copy (cj.w) */
     table_init(&a->t, j->t.count, a->spare_mem);
     a->spare_mem = NULL;
     writer_submit(w, &j->job);
@@ -752,7 +753,7 @@ static int compact_run(struct wjob *j, struct store *st)
     do {
         rc = st->ops->days_compact(st, atomic_load(&a->round_upto), COMPACT_STEP, &got);
         c->rows += got;
-    } while (rc == ERR_OK && got && c->rows < a->chunk && !writer_waiting(a->w));
+    } while (rc == ERR_OK && got && c->rows < a->chunk && !writer_waiting(c->w));
     c->more = got > 0;
     return rc;
 }
@@ -766,14 +767,14 @@ static void compact_done(struct wjob *j)
             log_at(LOG_ERROR, "compacting stored clicks failed (%s); retrying", err_str(j->rc));
         if (!atomic_load(&a->stopping)) {
             usleep(RETRY_PAUSE_US);
-            writer_submit(a->w, j);
+            writer_submit(c->w, j);
             return;
         }
     } else {
         int64_t left = atomic_load(&a->pending) - (int64_t)c->rows;
         atomic_store(&a->pending, left > 0 ? left : 0);
         if (c->more && !atomic_load(&a->stopping)) {
-            writer_submit(a->w, j); /* behind whatever came meanwhile */
+            writer_submit(c->w, j); /* behind whatever came meanwhile */
             return;
         }
     }
@@ -793,7 +794,7 @@ void aggregate_tick(struct aggregate *a)
      * later ones wait for the next round. */
     atomic_store(&a->round_upto, atomic_load(&a->last_batch));
     atomic_store(&a->compacting, true);
-    a->cj = (struct compact_job){.agg = a};
+    a->cj = (struct compact_job){.agg = a, .w = a->w};
     a->cj.job.run = compact_run;
     a->cj.job.done = compact_done;
     a->cj.job.background = true;

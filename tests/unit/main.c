@@ -306,6 +306,7 @@
     X(api_ops_clicks_lag)                                                                          \
     X(api_ops_clicks_held)                                                                         \
     X(api_ops_clicks_on_disk)                                                                      \
+    X(api_ops_clicks_compacted)                                                                    \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \
     X(api_qr_errors)                                                                               \

@@ -11,6 +11,7 @@
 #include "app/app.h"
 #include "base/err.h"
 #include "base/timeutil.h"
+#include "clicks/aggregate.h"
 #include "clicks/clicks.h"
 #include "http/clientaddr.h"
 #include "store/store.h"
@@ -428,5 +429,44 @@ void test_api_ops_clicks_on_disk(void)
         link_release(&l);
     }
     clicks_set_backlog_max(c, 0);
+    hx_free(h);
+}
+
+/* Rounds of compacting (aggregate.h) run beside the fold and the clicks
+ * still coming, on the writer's background lane: what /metrics calls
+ * uncompacted goes back to 0, and every click is counted once. */
+void test_api_ops_clicks_compacted(void)
+{
+    char code[HX_CODE_MAX], target[HX_CODE_MAX + 1];
+    struct hx *h = with_link("https://example.com/compact", code, target);
+    if (!h)
+        return;
+    struct app *app = hx_app(h);
+    aggregate_set_compact(app->aggregate, 1, 1); /* a round at every chance */
+    struct hx_resp resp;
+    for (int round = 0; round < 5; round++) {
+        for (int i = 0; i < 4; i++) {
+            CHECK_EQ_INT(hx_request(h, "GET", target, NULL, NULL, &resp), 302);
+            hx_resp_release(&resp);
+        }
+        clicks_flush(app->clicks, 0);
+        CHECK(hx_clicks_settle(h));
+    }
+    bool compacted = false;
+    for (int i = 0; i < 500 && !compacted; i++) {
+        compacted = aggregate_pending(app->aggregate) == 0;
+        struct timespec pause = {0, 10000000L};
+        nanosleep(&pause, NULL);
+    }
+    CHECK(compacted);
+    CHECK_EQ_INT(hx_request(h, "GET", "/metrics", NULL, NULL, &resp), 200);
+    CHECK(strstr(resp.body, "\nshortd_clicks_uncompacted 0\n") != NULL);
+    hx_resp_release(&resp);
+    struct link l;
+    if (CHECK_EQ_INT(app->store->ops->link_get(app->store, code, &l), ERR_OK)) {
+        CHECK_EQ_INT(l.clicks + l.bot_clicks, 20);
+        link_release(&l);
+    }
+    aggregate_set_compact(app->aggregate, 0, 0);
     hx_free(h);
 }

@@ -144,7 +144,7 @@ struct aggregate {
     _Atomic bool compacting, stopping;
     _Atomic size_t compact_rows;   /* appended rows that start a round */
     _Atomic int64_t compact_every; /* ms: a round at least this often while rows wait */
-    int failures;
+    int compact_failures;          /* writer thread */
     struct compact_job cj;
 };
 
@@ -611,10 +611,11 @@ static int agg_run(struct wjob *j, struct store *st)
         }
         /* Past every number taken, compacted or not: a round takes the
          * complete batches up to last_batch, and must not meet a new one */
-        if (rc == ERR_OK && !a->batch_kept && n)
+        if (rc == ERR_OK && !a->batch_kept && n) {
             rc = st->ops->days_batch(st, a->agg->batch_hw, &a->batch);
-        if (rc == ERR_OK && !a->batch_kept && n && a->batch > a->agg->batch_hw)
-            a->agg->batch_hw = a->batch;
+            if (rc == ERR_OK && a->batch > a->agg->batch_hw)
+                a->agg->batch_hw = a->batch;
+        }
     }
     /* A step at a time: the batch ends early, with what is stored so far,
      * when a foreground one (creates) waits for its turn (writer.h). */
@@ -763,7 +764,7 @@ static void compact_done(struct wjob *j)
     struct compact_job *c = (struct compact_job *)j;
     struct aggregate *a = c->agg;
     if (j->rc != ERR_OK) {
-        if (a->failures++ % 50 == 0)
+        if (a->compact_failures++ % 50 == 0)
             log_at(LOG_ERROR, "compacting stored clicks failed (%s); retrying", err_str(j->rc));
         if (!atomic_load(&a->stopping)) {
             usleep(RETRY_PAUSE_US);
@@ -771,8 +772,8 @@ static void compact_done(struct wjob *j)
             return;
         }
     } else {
-        int64_t left = atomic_load(&a->pending) - (int64_t)c->rows;
-        atomic_store(&a->pending, left > 0 ? left : 0);
+        /* Rounds take complete batches only, whose rows are all counted */
+        atomic_fetch_sub(&a->pending, (int64_t)c->rows);
         if (c->more && !atomic_load(&a->stopping)) {
             writer_submit(c->w, j); /* behind whatever came meanwhile */
             return;

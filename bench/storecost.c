@@ -11,16 +11,17 @@
  * agent, referrer, country and visitor of its own, through the aggregator's
  * own fold (aggregate_fold), sorts the link days as the aggregator does and
  * stores them 4,000 a transaction, as the click store does: appended under
- * a batch number of its own where the store appends (SQLite; with
- * STORECOST_MERGE set, merged through agg_days as PostgreSQL does), on a
+ * a batch number of its own (with STORECOST_MERGE set, merged into the day
+ * rows through agg_days, as both stores did before they appended), on a
  * background thread (coop.h) as the server's is (with STORECOST_FOREGROUND
  * set, on an ordinary one: SQLite's smaller cache). It prints, per batch,
  * the link days stored, how many of them the store held already, and the
  * microseconds of CPU per link day spent storing (begin, append or merge,
  * commit) and folding; then, when it appended, what compacting every
  * appended row into the day rows cost, per row and per click of the run
- * (4,000 link days a transaction, as the server's rounds). Not part of
- * make test. */
+ * (4,000 link days a transaction, as the server's rounds; not with
+ * STORECOST_NO_COMPACT set, and with BATCHES 0 it only compacts). Not part
+ * of make test. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,7 +190,7 @@ int main(int argc, char **argv)
                (s1 - s0) / (double)n, (s0 - f0) / (double)n);
         fflush(stdout);
     }
-    if (append) {
+    if (append && !getenv("STORECOST_NO_COMPACT")) {
         double c0 = cpu_us();
         size_t rows = 0, got;
         do {
@@ -203,7 +204,7 @@ int main(int argc, char **argv)
         } while (got);
         double c1 = cpu_us();
         printf("compacted %zu appended rows: %.2f us each, %.2f us a click of the run\n", rows,
-               (c1 - c0) / (double)(rows ? rows : 1), (c1 - c0) / (double)clicks);
+               (c1 - c0) / (double)(rows ? rows : 1), (c1 - c0) / (double)(clicks ? clicks : 1));
     }
     st->ops->close(st);
     classify_free(cl);

@@ -220,7 +220,7 @@ static const struct setting settings[] = {
      "on disk only",
      S_LIVE},
     {"fold-compact-rows", C_INT, F(fold_compact_rows), "2000000", 1, 1000000000,
-     "link days stored as they came (SQLite) that start merging them into the day rows", S_LIVE},
+     "link days stored as they came that start merging them into the day rows", S_LIVE},
     {"fold-compact-every", C_INT, F(fold_compact_every), "30", 1, 86400,
      "seconds: link days stored as they came are merged at least this often", S_LIVE},
 };

@@ -118,7 +118,9 @@ struct compact_job {
     struct wjob job;
     struct aggregate *agg;
     struct writer *w;
-    size_t rows; /* appended rows the transaction took */
+    size_t rows;       /* appended rows the transaction took */
+    size_t round_rows; /* ... and the round's transactions so far */
+    int64_t recount;   /* -1, or the rows the store holds (the round took none) */
     bool more;
 };
 
@@ -756,6 +758,14 @@ static int compact_run(struct wjob *j, struct store *st)
         c->rows += got;
     } while (rc == ERR_OK && got && c->rows < a->chunk && !writer_waiting(c->w));
     c->more = got > 0;
+    c->round_rows += c->rows;
+    /* A round that found nothing to take while rows were counted: another
+     * node's rounds took them (a store several nodes share) */
+    c->recount = -1;
+    if (rc == ERR_OK && !c->round_rows && atomic_load(&a->pending) > 0) {
+        int64_t newest;
+        rc = st->ops->days_pending(st, &c->recount, &newest);
+    }
     return rc;
 }
 
@@ -773,7 +783,10 @@ static void compact_done(struct wjob *j)
         }
     } else {
         /* Rounds take complete batches only, whose rows are all counted */
-        atomic_fetch_sub(&a->pending, (int64_t)c->rows);
+        if (c->recount >= 0)
+            atomic_store(&a->pending, c->recount);
+        else
+            atomic_fetch_sub(&a->pending, (int64_t)c->rows);
         if (c->more && !atomic_load(&a->stopping)) {
             writer_submit(c->w, j); /* behind whatever came meanwhile */
             return;

@@ -18,8 +18,8 @@
     "permanent, clicks, bot_clicks, password, domain, variants, utm, dest, max_clicks, used, "     \
     "track"
 /* As read: the all-time totals are the pruned days' plus the kept days'
- * (plus, in SQLite, the days appended and not yet compacted: 'pend_clicks'
- * and 'pend_bots', each "" or a "+ ..." term). 'sum_cast' is the dialect's
+ * plus the days appended and not yet compacted ('pend_clicks' and
+ * 'pend_bots', each a "+ ..." term). 'sum_cast' is the dialect's
  * (SQL_SUM_SQLITE, SQL_SUM_PG). */
 #define SQL_LINK_READ_OF(sum_cast, pend_clicks, pend_bots)                                         \
     "code, owner, url, title, note, tags, created_at, expires_at, changed_at, state, "             \
@@ -33,7 +33,17 @@
     "(SELECT batch FROM day_batches) AND p.code = links.code), 0)"
 #define SQL_LINK_READ_SQLITE                                                                       \
     SQL_LINK_READ_OF(SQL_SUM_SQLITE, SQL_PENDING_OF("clicks"), SQL_PENDING_OF("bots"))
-#define SQL_LINK_READ(sum_cast) SQL_LINK_READ_OF(sum_cast, "", "")
+/* PostgreSQL's appended rows are found by their (code, day) index. */
+#define SQL_PENDING_PG_OF(col)                                                                     \
+    " + coalesce((SELECT sum(p." col ") FROM link_days_pending p "                                 \
+    "WHERE p.code = links.code), 0)" SQL_SUM_PG
+#define SQL_LINK_READ_PG                                                                           \
+    SQL_LINK_READ_OF(SQL_SUM_PG, SQL_PENDING_PG_OF("clicks"), SQL_PENDING_PG_OF("bots"))
+/* The day rows with the appended ones not yet compacted, for the sums
+ * that can add them as they are. */
+#define SQL_DAYS_AND_PENDING                                                                       \
+    "(SELECT code, day, clicks, bots FROM link_days UNION ALL "                                    \
+    "SELECT code, day, clicks, bots FROM link_days_pending)"
 /* What a deleted or swept link loses (its code and counters stay). */
 #define SQL_LINK_DATA_NULL                                                                         \
     "url = NULL, title = NULL, note = NULL, tags = NULL, password = NULL, variants = NULL, "       \
@@ -51,7 +61,7 @@ struct sql_dialect {
     const char *const *param_type;
     const char *false_cond; /* a condition that is false: "0", "false" */
     const char *sum_cast;   /* SQL_SUM_SQLITE, SQL_SUM_PG */
-    const char *link_read;  /* SQL_LINK_READ_SQLITE, SQL_LINK_READ(SQL_SUM_PG) */
+    const char *link_read;  /* SQL_LINK_READ_SQLITE, SQL_LINK_READ_PG */
     /* ASCII-only lowercase of an expression, between these two (both
      * backends fold the same letters whatever the server's locale) */
     const char *fold_open, *fold_close;

@@ -124,6 +124,36 @@ int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg
     return dayrow_each_recent(r, limit, recent_fwd, &f);
 }
 
+struct day_sum *store_day_sum(struct day_sums *s, int64_t day)
+{
+    for (size_t i = s->n; i-- > 0;) /* rows come in day order, or nearly */
+        if (s->v[i].day == day)
+            return &s->v[i];
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        s->v = realloc(s->v, s->cap * sizeof(*s->v));
+        if (!s->v)
+            abort();
+    }
+    s->v[s->n] = (struct day_sum){day, 0, 0, 0};
+    return &s->v[s->n++];
+}
+
+static int by_day(const void *a, const void *b)
+{
+    int64_t x = ((const struct day_sum *)a)->day, y = ((const struct day_sum *)b)->day;
+    return (x > y) - (x < y);
+}
+
+void store_day_sums_each(struct day_sums *s, day_cb cb, void *arg)
+{
+    if (s->n)
+        qsort(s->v, s->n, sizeof(*s->v), by_day);
+    for (size_t i = 0; i < s->n; i++)
+        if (cb(s->v[i].day, s->v[i].clicks, s->v[i].uniques, s->v[i].bots, arg))
+            break;
+}
+
 int store_generation(struct store *st, int64_t *g)
 {
     struct buf v = BUF_INIT;

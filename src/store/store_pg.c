@@ -15,12 +15,15 @@
  * into a rollback (an earlier statement failed) is an error, and a
  * connection lost inside a transaction is never silently reopened: the rest
  * of that transaction fails until rollback.
- * Click counters: agg_days merges a batch of link days (dayrow.h) in three
- * statements over unnest() of array parameters, DAY_CHUNK days at a time:
- * insert the missing rows (ON CONFLICT DO NOTHING), read and lock them all
- * (FOR UPDATE, in (code, day) order, so nodes merging the same days queue
- * behind each other instead of deadlocking or losing an update), merge in C,
- * and write them back with one UPDATE.
+ * Click counters: a store batch's link days are appended as they are
+ * (days_append, one INSERT over unnest() of array parameters) and merged
+ * into their day rows later by days_compact, every batch's rows of a link
+ * day at once, through what agg_days does with a batch: in three statements
+ * over unnest(), DAY_CHUNK days at a time, insert the missing rows (ON
+ * CONFLICT DO NOTHING), read and lock them all (FOR UPDATE, in (code, day)
+ * order, so nodes merging the same days queue behind each other instead of
+ * deadlocking or losing an update), merge in C, and write them back with
+ * one UPDATE.
  * claim_block runs alone on a connection of its own, outside the writer's
  * transaction: a block once handed out stays claimed even if that
  * transaction rolls back, so no two nodes (or two runs of one) ever get the
@@ -97,6 +100,10 @@ enum stmt {
     S_STATS_TOP,
     S_STATS_ALL_DAYS,
     S_STATS_ALL_DIMS,
+    S_BATCH_NEW,
+    S_PEND_ADD,
+    S_PEND_COUNT,
+    S_PEND_TAKE,
     S_KEY_INSERT,
     S_KEY_BY_HASH,
     S_KEY_LIST,
@@ -194,7 +201,9 @@ enum stmt {
     "k.id, k.name, k.admin, k.created_at, k.revoked_at, k.user_id, k.scopes, k.domain, "           \
     "k.last_used_at, u.role, u.key_id, u.disabled_at"
 #define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
-#define LINK_READ SQL_LINK_READ(SQL_SUM_PG)
+#define LINK_READ SQL_LINK_READ_PG
+/* The rows of links of owner $1 (-1: every link). */
+#define OWNED "($1::bigint < 0 OR code IN (SELECT code FROM links WHERE owner = $1::bigint))"
 
 #define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at, last_signin_at"
 
@@ -257,30 +266,66 @@ static const char *const sql[S__COUNT] = {
                      "SELECT count(*) FROM gone",
     [S_PRUNE_VISITORS] = "UPDATE link_days SET visitors = NULL "
                          "WHERE day < $1 AND visitors IS NOT NULL",
-    [S_STATS_DAYS] = "SELECT day, clicks, uniques, bots FROM link_days "
-                     "WHERE code = $1 AND day BETWEEN $2 AND $3 ORDER BY day",
+    /* The reads add the appended link days (0013_pending_days.sql) in the
+     * same statement, so that a round of compacting committed meanwhile
+     * can neither hide a click nor show it twice. The reads of days
+     * (days_read) have three kinds of rows: 0, the stored figures of a
+     * day; 1, the unique count and visitors of a stored link day that has
+     * appended rows; 2, the appended rows. */
+    [S_STATS_DAYS] =
+        "SELECT 0, NULL, day, clicks, uniques, bots, NULL::bytea FROM link_days "
+        "WHERE code = $1 AND day BETWEEN $2 AND $3 "
+        "UNION ALL SELECT 1, code, day, 0, uniques, 0, visitors FROM link_days d "
+        "WHERE code = $1 AND day BETWEEN $2 AND $3 AND EXISTS (SELECT 1 FROM "
+        "link_days_pending p WHERE p.code = d.code AND p.day = d.day) "
+        "UNION ALL SELECT 2, code, day, clicks, uniques, bots, visitors FROM link_days_pending "
+        "WHERE code = $1 AND day BETWEEN $2 AND $3 ORDER BY 2, 3, 1",
     [S_STATS_DIMS] = "SELECT dims FROM link_days WHERE code = $1 AND day BETWEEN $2 AND $3 "
-                     "AND dims IS NOT NULL",
-    [S_STATS_RECENT] = "SELECT recent FROM link_days WHERE code = $1 AND recent IS NOT NULL "
-                       "ORDER BY day DESC LIMIT $2",
+                     "AND dims IS NOT NULL UNION ALL SELECT dims FROM link_days_pending "
+                     "WHERE code = $1 AND day BETWEEN $2 AND $3 AND dims IS NOT NULL",
+    [S_STATS_RECENT] = "(SELECT recent FROM link_days WHERE code = $1 AND recent IS NOT NULL "
+                       "ORDER BY day DESC LIMIT $2) UNION ALL (SELECT recent "
+                       "FROM link_days_pending WHERE code = $1 AND recent IS NOT NULL)",
     [S_STATS_TOTALS] =
         "SELECT count(*), (coalesce(sum(clicks), 0) + (SELECT coalesce(sum(d.clicks), 0) "
-        "FROM link_days d WHERE $1::bigint < 0 OR d.code IN (SELECT code FROM links "
-        "WHERE owner = $1::bigint)))::bigint, (coalesce(sum(bot_clicks), 0) + "
-        "(SELECT coalesce(sum(d.bots), 0) FROM link_days d WHERE $1::bigint < 0 OR "
-        "d.code IN (SELECT code FROM links WHERE owner = $1::bigint)))::bigint "
+        "FROM " SQL_DAYS_AND_PENDING " d WHERE $1::bigint < 0 OR d.code IN (SELECT code "
+        "FROM links WHERE owner = $1::bigint)))::bigint, (coalesce(sum(bot_clicks), 0) + "
+        "(SELECT coalesce(sum(d.bots), 0) FROM " SQL_DAYS_AND_PENDING " d WHERE "
+        "$1::bigint < 0 OR d.code IN (SELECT code FROM links WHERE owner = $1::bigint)))::bigint "
         "FROM links WHERE $1::bigint < 0 OR owner = $1::bigint",
-    [S_STATS_TOP] = "SELECT d.code, d.clicks FROM link_days d JOIN links l ON l.code = d.code "
-                    "WHERE d.day = $1 AND d.clicks > 0 "
-                    "AND ($2::bigint < 0 OR l.owner = $2::bigint) "
-                    "ORDER BY d.clicks DESC, d.code LIMIT $3",
-    [S_STATS_ALL_DAYS] = "SELECT day, sum(clicks)::bigint, sum(uniques)::bigint, sum(bots)::bigint "
-                         "FROM link_days WHERE day BETWEEN $2 AND $3 AND ($1::bigint < 0 OR "
-                         "code IN (SELECT code FROM links WHERE owner = $1::bigint)) "
-                         "GROUP BY day ORDER BY day",
+    [S_STATS_TOP] = "SELECT d.code, sum(d.clicks)::bigint AS c FROM " SQL_DAYS_AND_PENDING
+                    " d JOIN links l ON l.code = d.code WHERE d.day = $1 "
+                    "AND ($2::bigint < 0 OR l.owner = $2::bigint) GROUP BY d.code "
+                    "HAVING sum(d.clicks) > 0 ORDER BY c DESC, d.code LIMIT $3",
+    [S_STATS_ALL_DAYS] =
+        "SELECT 0, NULL, day, sum(clicks)::bigint, sum(uniques)::bigint, sum(bots)::bigint, "
+        "NULL::bytea FROM link_days WHERE day BETWEEN $2 AND $3 AND " OWNED " GROUP BY day "
+        "UNION ALL SELECT 1, code, day, 0, uniques, 0, visitors FROM link_days d "
+        "WHERE day BETWEEN $2 AND $3 AND " OWNED " AND EXISTS (SELECT 1 FROM "
+        "link_days_pending p WHERE p.code = d.code AND p.day = d.day) "
+        "UNION ALL SELECT 2, code, day, clicks, uniques, bots, visitors FROM link_days_pending "
+        "WHERE day BETWEEN $2 AND $3 AND " OWNED " ORDER BY 2, 3, 1",
     [S_STATS_ALL_DIMS] = "SELECT dims FROM link_days WHERE day BETWEEN $2 AND $3 "
-                         "AND dims IS NOT NULL AND ($1::bigint < 0 OR "
-                         "code IN (SELECT code FROM links WHERE owner = $1::bigint))",
+                         "AND dims IS NOT NULL AND " OWNED " UNION ALL SELECT dims "
+                         "FROM link_days_pending WHERE day BETWEEN $2 AND $3 "
+                         "AND dims IS NOT NULL AND " OWNED,
+    /* Appending: batch numbers from a sequence all nodes share; a pass of
+     * compacting takes the link days after the last one it took (a
+     * connection's cursor), every batch's rows of each at once, in key
+     * order; SKIP LOCKED: two nodes compacting take different link days. */
+    [S_BATCH_NEW] = "SELECT greatest(nextval('day_batches'), $1::bigint + 1)",
+    [S_PEND_ADD] = "INSERT INTO link_days_pending (batch, code, day, clicks, bots, uniques, "
+                   "dims, visitors, recent) SELECT $1::bigint, * FROM unnest($2::text[], "
+                   "$3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[], "
+                   "$8::bytea[], $9::bytea[])",
+    [S_PEND_COUNT] = "SELECT count(*), coalesce(max(batch), 0) FROM link_days_pending",
+    [S_PEND_TAKE] = "WITH k AS (SELECT code, day FROM link_days_pending "
+                    "WHERE (code, day) > ($2::text, $3::bigint) AND batch <= $1::bigint "
+                    "ORDER BY code, day LIMIT $4 FOR UPDATE SKIP LOCKED) "
+                    "DELETE FROM link_days_pending p USING (SELECT DISTINCT code, day FROM k) t "
+                    "WHERE p.code = t.code AND p.day = t.day AND p.batch <= $1::bigint "
+                    "RETURNING p.code, p.day, p.clicks, p.bots, p.uniques, p.dims, p.visitors, "
+                    "p.recent",
     [S_KEY_INSERT] =
         "INSERT INTO api_keys (name, hash, admin, created_at, user_id, scopes, domain) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
@@ -463,6 +508,9 @@ struct conn {
      * per link_list_floor shape */
     uint64_t lists_prepared[(SQL_LIST_SHAPES + SQL_FLOOR_SHAPES + 63) / 64];
     bool in_tx; /* between begin and commit/rollback */
+    /* days_compact's cursor: the last link day it took */
+    char compact_code[CODE_MAX + 1];
+    int64_t compact_day;
     struct conn *next;
 };
 
@@ -1678,6 +1726,69 @@ static int pg_prune_visitors(struct store *st, int64_t before_day)
     return run(st, S_PRUNE_VISITORS, &p, "prune visitors", NULL);
 }
 
+/* A read of days (S_STATS_DAYS, S_STATS_ALL_DAYS: kind, code, day, clicks,
+ * uniques, bots, visitors, in (code, day, kind) order; the kinds are
+ * named above them) to 'cb' in day order: the stored figures, and what
+ * each appended link day adds to them, as a merged row would count it
+ * (its clicks, and the visitors its stored row has not seen). */
+static int days_read(struct store *st, enum stmt id, const struct params *p, const char *whose,
+                     day_cb cb, void *arg)
+{
+    PGresult *r = NULL;
+    int rc = run(st, id, p, "stats", &r);
+    if (rc != ERR_OK)
+        return rc;
+    struct day_sums sums = {0};
+    struct buf raw = BUF_INIT;
+    struct dayrow acc;
+    dayrow_init(&acc);
+    int64_t before = 0; /* the stored row's unique count of the link day in 'acc' */
+    bool bad = false;
+    int n = PQntuples(r);
+    for (int i = 0; i < n && rc == ERR_OK; i++) {
+        int64_t kind = val_i64(r, i, 0), day = val_i64(r, i, 2);
+        struct day_blobs b = {.clicks = val_i64(r, i, 3),
+                              .bots = val_i64(r, i, 5),
+                              .uniques = val_i64(r, i, 4)};
+        if (kind == 0) {
+            struct day_sum *d = store_day_sum(&sums, day);
+            d->clicks += b.clicks;
+            d->uniques += b.uniques;
+            d->bots += b.bots;
+            continue;
+        }
+        if (!PQgetisnull(r, i, 6)) {
+            rc = val_bytes(r, i, 6, &raw);
+            b.visitors = raw.p ? raw.p : "";
+            b.nvisitors = raw.len;
+        }
+        if (kind == 1)
+            before = b.uniques;
+        if (rc == ERR_OK && dayrow_add_blobs(&acc, &b) != ERR_OK)
+            bad = true;
+        /* The link day ends where the next row is of another (or kind 0) */
+        if (i + 1 == n || val_i64(r, i + 1, 0) == 0 || val_i64(r, i + 1, 2) != day ||
+            strcmp(PQgetvalue(r, i + 1, 1), PQgetvalue(r, i, 1)) != 0) {
+            struct day_sum *d = store_day_sum(&sums, day);
+            d->clicks += acc.clicks;
+            d->bots += acc.bots;
+            d->uniques += dayrow_uniques(&acc) - before;
+            dayrow_release(&acc);
+            dayrow_init(&acc);
+            before = 0;
+        }
+    }
+    if (bad)
+        log_at(LOG_WARN, "some appended clicks of %s are damaged and were skipped", whose);
+    if (rc == ERR_OK)
+        store_day_sums_each(&sums, cb, arg);
+    dayrow_release(&acc);
+    buf_release(&raw);
+    free(sums.v);
+    PQclear(r);
+    return rc;
+}
+
 static int pg_stats_days(struct store *st, const char *code, int64_t from, int64_t to, day_cb cb,
                          void *arg)
 {
@@ -1685,15 +1796,7 @@ static int pg_stats_days(struct store *st, const char *code, int64_t from, int64
     p_text(&p, code);
     p_i64(&p, from);
     p_i64(&p, to);
-    PGresult *r = NULL;
-    int rc = run(st, S_STATS_DAYS, &p, "stats", &r);
-    if (rc != ERR_OK)
-        return rc;
-    for (int i = 0; i < PQntuples(r); i++)
-        if (cb(val_i64(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), val_i64(r, i, 3), arg))
-            break;
-    PQclear(r);
-    return ERR_OK;
+    return days_read(st, S_STATS_DAYS, &p, code, cb, arg);
 }
 
 /* Folds the blob column of every row of a stats query into 'acc'. */
@@ -1749,15 +1852,7 @@ static int pg_stats_all_days(struct store *st, int64_t owner, int64_t from, int6
     p_i64(&p, owner);
     p_i64(&p, from);
     p_i64(&p, to);
-    PGresult *r = NULL;
-    int rc = run(st, S_STATS_ALL_DAYS, &p, "stats", &r);
-    if (rc != ERR_OK)
-        return rc;
-    for (int i = 0; i < PQntuples(r); i++)
-        if (cb(val_i64(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2), val_i64(r, i, 3), arg))
-            break;
-    PQclear(r);
-    return ERR_OK;
+    return days_read(st, S_STATS_ALL_DAYS, &p, "every link", cb, arg);
 }
 
 static int pg_stats_all_dims(struct store *st, int64_t owner, int64_t from, int64_t to, dim_cb cb,
@@ -1820,6 +1915,182 @@ static int pg_stats_top(struct store *st, int64_t owner, int64_t day, int limit,
             break;
     PQclear(r);
     return ERR_OK;
+}
+
+/* ---- appending and compacting link days (store_stats.h, "Appending") ---- */
+
+static int pg_days_batch(struct store *st, int64_t after, int64_t *batch)
+{
+    struct params p = {0};
+    p_i64(&p, after);
+    PGresult *r = NULL;
+    int rc = run(st, S_BATCH_NEW, &p, "new batch", &r);
+    if (rc == ERR_OK)
+        *batch = val_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_days_append(struct store *st, int64_t batch, const struct day_delta *d, size_t n)
+{
+    struct day_arrays w;
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    memset(&w, 0, sizeof(w));
+    arrays_open(&w, 8);
+    for (size_t i = 0; i < n; i++) {
+        struct day_blobs b;
+        dayrow_encode(d[i].row, &bufs[0], &bufs[1], &bufs[2], &b);
+        arrays_sep(&w, 8, i);
+        array_text(&w.col[0], d[i].code);
+        buf_add_i64(&w.col[1], d[i].day);
+        buf_add_i64(&w.col[2], b.clicks);
+        buf_add_i64(&w.col[3], b.bots);
+        buf_add_i64(&w.col[4], b.uniques);
+        array_bytea(&w.col[5], b.dims, b.ndims);
+        array_bytea(&w.col[6], b.visitors, b.nvisitors);
+        array_bytea(&w.col[7], b.recent, b.nrecent);
+    }
+    struct params p = {0};
+    p_i64(&p, batch);
+    for (int i = 0; i < 8; i++) {
+        buf_addc(&w.col[i], '}');
+        p_text(&p, w.col[i].p);
+    }
+    int rc = run(st, S_PEND_ADD, &p, "day append", NULL);
+    for (int i = 0; i < 8; i++)
+        buf_release(&w.col[i]);
+    for (int i = 0; i < 3; i++)
+        buf_release(&bufs[i]);
+    return rc;
+}
+
+static int pg_days_pending(struct store *st, int64_t *rows, int64_t *newest)
+{
+    PGresult *r = NULL;
+    int rc = run(st, S_PEND_COUNT, NULL, "appended days", &r);
+    if (rc == ERR_OK) {
+        *rows = val_i64(r, 0, 0);
+        *newest = val_i64(r, 0, 1);
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* The rows a pass took, in (code, day) order. */
+struct taken {
+    const PGresult *r;
+    int row;
+};
+
+static int taken_cmp(const void *a, const void *b)
+{
+    const struct taken *x = a, *y = b;
+    int c = strcmp(PQgetvalue(x->r, x->row, 0), PQgetvalue(y->r, y->row, 0));
+    if (c)
+        return c;
+    int64_t dx = val_i64(x->r, x->row, 1), dy = val_i64(y->r, y->row, 1);
+    return (dx > dy) - (dx < dy);
+}
+
+/* Deletes the rows of the next link days after this connection's cursor
+ * (S_PEND_TAKE) and merges each link day's into its stored row at once
+ * (days_chunk, as agg_days). A pass that finds none after the cursor
+ * starts again from the first key before it says none were left. */
+static int take_pending(struct conn *c, int64_t upto, size_t limit, PGresult **out)
+{
+    for (int again = 0; again < 2; again++) {
+        struct params p = {0};
+        p_i64(&p, upto);
+        p_text(&p, c->compact_code);
+        p_i64(&p, c->compact_day);
+        p_i64(&p, (int64_t)limit);
+        int rc = exec_on(c, S_PEND_TAKE, &p, "compacting", out);
+        if (rc != ERR_OK || PQntuples(*out) > 0 || !c->compact_code[0])
+            return rc;
+        PQclear(*out);
+        *out = NULL;
+        c->compact_code[0] = '\0';
+        c->compact_day = 0;
+    }
+    return ERR_OK;
+}
+
+static int pg_days_compact(struct store *st, int64_t upto, size_t limit, size_t *rows)
+{
+    *rows = 0;
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
+    PGresult *r = NULL;
+    int rc = take_pending(c, upto, limit, &r);
+    int n = r ? PQntuples(r) : 0;
+    if (rc != ERR_OK || n == 0) {
+        PQclear(r);
+        return rc;
+    }
+    struct taken *t = calloc((size_t)n, sizeof(*t));
+    struct dayrow *acc = calloc((size_t)n, sizeof(*acc));
+    struct day_delta *d = calloc((size_t)n, sizeof(*d));
+    if (!t || !acc || !d)
+        abort();
+    for (int i = 0; i < n; i++)
+        t[i] = (struct taken){r, i};
+    qsort(t, (size_t)n, sizeof(*t), taken_cmp);
+    struct buf raw[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    size_t nd = 0;
+    for (int i = 0; i < n && rc == ERR_OK; i++) {
+        int row = t[i].row;
+        const char *code = PQgetvalue(r, row, 0);
+        int64_t day = val_i64(r, row, 1);
+        bool first = nd == 0 || d[nd - 1].day != day || strcmp(d[nd - 1].code, code) != 0;
+        if (first) {
+            dayrow_init(&acc[nd]);
+            d[nd] = (struct day_delta){code, day, &acc[nd], false};
+            nd++;
+        }
+        struct day_blobs b = {.clicks = val_i64(r, row, 2),
+                              .bots = val_i64(r, row, 3),
+                              .uniques = val_i64(r, row, 4)};
+        const void **ptr[3] = {&b.dims, &b.visitors, &b.recent};
+        size_t *len[3] = {&b.ndims, &b.nvisitors, &b.nrecent};
+        for (int k = 0; k < 3 && rc == ERR_OK; k++) {
+            if (PQgetisnull(r, row, 5 + k))
+                continue;
+            rc = val_bytes(r, row, 5 + k, &raw[k]);
+            *ptr[k] = raw[k].p ? raw[k].p : "";
+            *len[k] = raw[k].len;
+        }
+        /* The first straight into the empty row: most link days have one */
+        if (rc == ERR_OK &&
+            (first ? dayrow_load(&acc[nd - 1], &b) : dayrow_add_blobs(&acc[nd - 1], &b)) != ERR_OK)
+            log_at(LOG_WARN,
+                   "some appended clicks of '%s' on day %lld are damaged and were skipped", code,
+                   (long long)day);
+    }
+    struct day_arrays a;
+    struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT}, old[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    memset(&a, 0, sizeof(a));
+    for (size_t i = 0; i < nd && rc == ERR_OK; i += DAY_CHUNK)
+        rc = days_chunk(c, d + i, nd - i < DAY_CHUNK ? nd - i : DAY_CHUNK, &a, bufs, old);
+    if (rc == ERR_OK) {
+        snprintf(c->compact_code, sizeof(c->compact_code), "%s", d[nd - 1].code);
+        c->compact_day = d[nd - 1].day;
+        *rows = (size_t)n;
+    }
+    for (size_t i = 0; i < nd; i++)
+        dayrow_release(&acc[i]);
+    for (int i = 0; i < 8; i++)
+        buf_release(&a.col[i]);
+    for (int i = 0; i < 3; i++) {
+        buf_release(&raw[i]);
+        buf_release(&bufs[i]);
+        buf_release(&old[i]);
+    }
+    free(t);
+    free(acc);
+    free(d);
+    PQclear(r);
+    return rc;
 }
 
 /* ---- API keys ---- */
@@ -3032,6 +3303,10 @@ const struct store_ops store_pg_ops = {
     .clock_ms = pg_clock_ms,
     .lease_take = pg_lease_take,
     .agg_days = pg_agg_days,
+    .days_batch = pg_days_batch,
+    .days_append = pg_days_append,
+    .days_compact = pg_days_compact,
+    .days_pending = pg_days_pending,
     .prune_days = pg_prune_days,
     .prune_visitors = pg_prune_visitors,
     .stats_days = pg_stats_days,
@@ -3429,7 +3704,10 @@ int store_pg_inspect(const char *url, int timeout_s, struct store_health *h)
     h->schema = (int)version;
     if (ok && h->schema == h->schema_wanted) {
         ok = inspect_one(pg, "SELECT max(created_at) FROM links", &h->newest_link_ms, h) &&
-             inspect_one(pg, "SELECT max(day) FROM link_days", &h->newest_day, h) &&
+             inspect_one(pg,
+                         "SELECT greatest((SELECT max(day) FROM link_days), "
+                         "(SELECT max(day) FROM link_days_pending))",
+                         &h->newest_day, h) &&
              inspect_one(pg,
                          "SELECT count(*) FROM meta WHERE k = 'journal_pos' OR "
                          "(k LIKE 'journal\\_pos:%' AND k NOT LIKE '%:partial')",

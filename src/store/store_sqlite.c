@@ -200,11 +200,7 @@ enum stmt {
     "k.last_used_at, u.role, u.key_id, u.disabled_at"
 #define KEY_FROM " FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
 #define LINK_READ SQL_LINK_READ_SQLITE
-/* The day rows with the appended ones not yet compacted (0014_pending_days.sql),
- * for the sums that can add them as they are. */
-#define DAYS_AND_PENDING                                                                           \
-    "(SELECT code, day, clicks, bots FROM link_days UNION ALL "                                    \
-    "SELECT code, day, clicks, bots FROM link_days_pending)"
+#define DAYS_AND_PENDING SQL_DAYS_AND_PENDING /* 0014_pending_days.sql */
 #define PENDING_BATCHES "(SELECT batch FROM day_batches)"
 
 #define USER_READ "id, name, pwhash, role, key_id, created_at, disabled_at, last_signin_at"
@@ -1852,41 +1848,10 @@ static int stats_blobs(struct store *st, enum stmt id, const char *code, int64_t
 
 /* ---- appended link days in the reads of days ---- */
 
-/* A day's figures, and what its appended rows add to them. */
-struct day_sum {
-    int64_t day, clicks, uniques, bots;
-};
-
-struct day_sums {
-    struct day_sum *v;
-    size_t n, cap;
-};
-
-static struct day_sum *sums_at(struct day_sums *s, int64_t day)
-{
-    for (size_t i = s->n; i-- > 0;) /* rows come in day order, or nearly */
-        if (s->v[i].day == day)
-            return &s->v[i];
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 16;
-        s->v = realloc(s->v, s->cap * sizeof(*s->v));
-        if (!s->v)
-            abort();
-    }
-    s->v[s->n] = (struct day_sum){day, 0, 0, 0};
-    return &s->v[s->n++];
-}
-
-static int by_day(const void *a, const void *b)
-{
-    int64_t x = ((const struct day_sum *)a)->day, y = ((const struct day_sum *)b)->day;
-    return (x > y) - (x < y);
-}
-
 static int sum_row(sqlite3_stmt *q, void *unused, void *arg)
 {
     (void)unused;
-    struct day_sum *d = sums_at(arg, sqlite3_column_int64(q, 0));
+    struct day_sum *d = store_day_sum(arg, sqlite3_column_int64(q, 0));
     d->clicks += sqlite3_column_int64(q, 1);
     d->uniques += sqlite3_column_int64(q, 2);
     d->bots += sqlite3_column_int64(q, 3);
@@ -1917,7 +1882,7 @@ static int add_link_day(struct store *st, const char *code, int64_t day, struct 
         return fail(q, "day read");
     }
     finish(q);
-    struct day_sum *d = sums_at(out, day);
+    struct day_sum *d = store_day_sum(out, day);
     d->clicks += clicks;
     d->bots += bots;
     d->uniques += dayrow_uniques(acc) - before;
@@ -1997,17 +1962,13 @@ static int days_with_pending(struct store *st, enum stmt id, enum stmt pend, con
     if (rc == ERR_OK)
         rc = each_row_of(st, id, code, owner, from, to, sum_row, NULL, &all);
     for (size_t i = 0; rc == ERR_OK && i < add.n; i++) {
-        struct day_sum *d = sums_at(&all, add.v[i].day);
+        struct day_sum *d = store_day_sum(&all, add.v[i].day);
         d->clicks += add.v[i].clicks;
         d->uniques += add.v[i].uniques;
         d->bots += add.v[i].bots;
     }
-    if (rc == ERR_OK) {
-        qsort(all.v, all.n, sizeof(*all.v), by_day);
-        for (size_t i = 0; i < all.n; i++)
-            if (cb(all.v[i].day, all.v[i].clicks, all.v[i].uniques, all.v[i].bots, arg))
-                break;
-    }
+    if (rc == ERR_OK)
+        store_day_sums_each(&all, cb, arg);
     free(add.v);
     free(all.v);
     return rc;

@@ -49,13 +49,27 @@ typedef int (*top_cb)(const char *code, int64_t clicks, void *arg);
  * stats_recent callback (what both answer stats_recent with). */
 int store_each_recent(const struct dayrow *r, int limit, recent_cb cb, void *arg);
 
+/* For backends: days' figures summed from rows in any order (the reads
+ * that add appended link days to the stored ones, "Appending" below). */
+struct day_sum {
+    int64_t day, clicks, uniques, bots;
+};
+struct day_sums {
+    struct day_sum *v;
+    size_t n, cap;
+};
+/* The sums of 'day', added (zero) when absent. */
+struct day_sum *store_day_sum(struct day_sums *s, int64_t day);
+/* Hands every day to 'cb' in day order (until it returns non-zero). */
+void store_day_sums_each(struct day_sums *s, day_cb cb, void *arg);
+
 #define STORE_OPS_STATS                                                                              \
     /* Written by the aggregator inside a write transaction: each delta is                         \
      * merged into its link's row of that day (dayrow_merge), which is                             \
      * created when absent. 'd' is sorted by (code, day), so nodes sharing a                       \
      * store take row locks in one order. */ \
     int (*agg_days)(struct store * st, const struct day_delta *d, size_t n);                         \
-    /* Appending (SQLite; NULL in a backend where agg_days is the only way):                      \
+    /* Appending (NULL in a backend where agg_days is the only way):                              \
      * a batch's link days written as they are, under a new batch number, in                       \
      * (code, day) order: the end of a tree, no stored row read or rewritten.                       \
      * Every read above and below adds them to the day rows until                                  \

@@ -1,8 +1,9 @@
 // cluster.test.mjs - several shortd nodes sharing one PostgreSQL store and one
 // Redis cache (issue 5): an alias race over 3 nodes has one winner; 4 nodes
-// clicking 100 links while every aggregator flushes count every link exactly;
-// codes made on different nodes never collide; an Idempotency-Key reused on
-// two nodes makes one link; a cached miss does not hide a new link for long;
+// clicking 100 links while every aggregator flushes and compacts count
+// every link exactly; codes made on different nodes never collide; an
+// Idempotency-Key reused on two nodes makes one link; a cached miss does not
+// hide a new link for long;
 // a delete, disable or enable on one node reaches every node's cache within
 // 1 s; Redis killed (and stalled) under load → no failed redirect, creates go
 // on, and the nodes use Redis again once it is back; PostgreSQL stopped →
@@ -137,7 +138,19 @@ function keyCreate(name, { isAdmin = false } = {}) {
     return key;
 }
 
-const node = (name) => startNode({ url, redis: REDIS, name, args: ['--click-flush-ms', '50'], adminKey: admin });
+/* Each node compacts the link days it appended every second: the nodes'
+ * rounds meet in the shared store while the clicks come. */
+const node = (name) => startNode({
+    url, redis: REDIS, name, adminKey: admin,
+    args: ['--click-flush-ms', '50', '--fold-compact-rows', '100', '--fold-compact-every', '1'],
+});
+
+/* One value read from the store with psql. */
+function sqlValue(text) {
+    const r = spawnSync('psql', ['-X', '-q', '-At', '-d', url, '-c', text], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.trim();
+}
 
 before(async () => {
     if (skip) return;
@@ -383,6 +396,12 @@ it('4 nodes × 25 pipelined clicks on each of 100 links while every aggregator f
                     '(one client address and user agent on every node)');
             }));
         }
+        // The four nodes' rounds of compacting took every appended row once.
+        const codes = links.map((l) => `'${l.code}'`).join(',');
+        assert.ok(await poll(async () => sqlValue(
+            `SELECT count(*) FROM link_days_pending WHERE code IN (${codes})`) === '0', { timeoutMs: 20_000 }));
+        assert.equal(sqlValue(`SELECT sum(clicks) FROM link_days WHERE code IN (${codes})`), '10000');
+        assert.equal(sqlValue(`SELECT count(*) FROM link_days WHERE code IN (${codes})`), '100');
     }, { skip });
 
 it('300 links created at once across 3 nodes: all codes distinct, each redirects everywhere', async () => {

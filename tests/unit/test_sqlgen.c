@@ -18,7 +18,7 @@
 #include "base/banned.h"
 
 #define SQ_READ "SELECT " SQL_LINK_READ_SQLITE " FROM links"
-#define PG_READ "SELECT " SQL_LINK_READ(SQL_SUM_PG) " FROM links"
+#define PG_READ "SELECT " SQL_LINK_READ_PG " FROM links"
 #define PG_FOLD ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
 
 static const struct migration sqlite_steps[] = {

@@ -1490,7 +1490,7 @@ static size_t batch_rows(int k, struct dayrow *rows, struct day_delta *d)
 static void append_checks(struct backend *b)
 {
     struct backend m; /* the same link days merged by agg_days */
-    if (!CHECK(!b->pg) || !fresh(&m, false, "append-merged"))
+    if (!fresh(&m, false, "append-merged"))
         return;
     struct store *sts[2] = {b->st, m.st};
     for (int i = 0; i < 2; i++) {
@@ -1555,14 +1555,7 @@ static void append_checks(struct backend *b)
     finish(&m);
 }
 
-void test_store_appended_days(void)
-{
-    struct backend b;
-    if (fresh(&b, false, "append")) {
-        append_checks(&b);
-        finish(&b);
-    }
-}
+void test_store_appended_days(void) { each_backend("append", append_checks); }
 
 /* ---- site analytics (store_sites.h) ---- */
 
@@ -2408,8 +2401,9 @@ static bool sqlite_admin(const struct backend *b, const char *sql)
 #define SITES_DROP                                                                                 \
     "DROP TABLE sites; DROP TABLE site_hosts; DROP TABLE site_tokens; DROP TABLE site_days; "
 
-/* Appended link days (sqlite 0014) */
+/* Appended link days (sqlite 0014, pg 0013) */
 #define PENDING_DROP "DROP TABLE link_days_pending; DROP TABLE day_batches; "
+#define PG_PENDING_DROP "DROP TABLE link_days_pending; DROP SEQUENCE day_batches; "
 
 /* Events out (sqlite 0013, pg 0012) */
 #define EVENTS_DROP                                                                                \
@@ -2422,7 +2416,7 @@ static void upgrade_checks(struct backend *b)
     CHECK_EQ_INT(insert(b->st, "up2", 1, "https://e.example/2", 10, 0), ERR_OK);
     b->st->ops->close(b->st);
     b->st = NULL;
-    char sql[2048];
+    char sql[4096];
     if (b->pg) {
         snprintf(sql, sizeof(sql),
                  "SET search_path = %s; %s ALTER TABLE links DROP COLUMN imported_clicks, "
@@ -2430,8 +2424,8 @@ static void upgrade_checks(struct backend *b)
                  "ALTER TABLE domains DROP COLUMN base_url_redirect, "
                  "DROP COLUMN regular_404_redirect, DROP COLUMN invalid_short_url_redirect; "
                  "DROP TABLE users; DROP TABLE sessions; DROP TABLE setup_token; " KEY_SCOPES_DROP
-                     SITES_DROP EVENTS_DROP "DROP TABLE ops_backups; DROP TABLE ops_leases; "
-                 "DELETE FROM schema_version WHERE version >= 3",
+                     SITES_DROP EVENTS_DROP PG_PENDING_DROP "DROP TABLE ops_backups; "
+                 "DROP TABLE ops_leases; DELETE FROM schema_version WHERE version >= 3",
                  b->schema, v1_tables);
         if (!CHECK(pg_admin(sql)))
             return;

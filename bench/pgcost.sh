@@ -6,30 +6,43 @@
 # into one that holds every link day. Run inside tests/pg.sh, which starts the
 # throwaway server (durability off) and stops it:
 #
-#   tests/pg.sh bench/pgcost.sh [--links N] [--batches B]
+#   tests/pg.sh bench/pgcost.sh [--links N] [--batches B] [--only-append]
+#                               [--also SQL]
+#
+# --also SQL repeats the appending and compacting on one more copy, with SQL
+# run on it first (a schema change to try); --only-append leaves out the
+# merging.
 #
 # The store of N links (bench/run.sh --links N --prepare-only) is copied in
 # once with `shortd migrate-store`; each measurement runs on a copy of that
 # database of its own (CREATE DATABASE ... TEMPLATE), so each starts from
 # the same table. The server's CPU is utime+stime of the postmaster and its
-# children from /proc, those that ended (the storecost's backend) included.
-# Not part of make test.
+# children from /proc, those that ended (the storecost's backend) included,
+# over the step, a VACUUM of the rows it left dead and a CHECKPOINT that
+# writes the pages it changed (each would land in a later step otherwise).
+# STORECOST=PATH runs another build of storecost (another commit's, to
+# compare). Not part of make test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N=1000000
 BATCHES=10
+ALSO=""
+MERGE=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --links) N="$2"; shift 2 ;;
     --batches) BATCHES="$2"; shift 2 ;;
-    *) echo "usage: tests/pg.sh bench/pgcost.sh [--links N] [--batches B]" >&2; exit 2 ;;
+    --also) ALSO="$2"; shift 2 ;;
+    --only-append) MERGE=0; shift ;;
+    *) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 : "${SHORTD_TEST_PG:?run me inside tests/pg.sh}"
 D="build/bench/data-$N"
 [ -s "$D/pristine.db" ] || { echo "pgcost: no store of $N links: run bench/run.sh --links $N --prepare-only first" >&2; exit 1; }
-[ -x build/bench/storecost ] || make --no-print-directory build/bench/storecost >/dev/null
+STORECOST=${STORECOST:-build/bench/storecost} # another build to compare with
+[ -x "$STORECOST" ] || make --no-print-directory build/bench/storecost >/dev/null
 pm=$(head -n 1 "$SHORTD_TEST_PGDATA/postmaster.pid")
 base="${SHORTD_TEST_PG%/*}"
 hz=$(getconf CLK_TCK)
@@ -67,8 +80,11 @@ measure() {
     shift 3
     local t0 t1 out n
     t0=$(server_ticks)
-    out=$(env "$@" build/bench/storecost "$url" "$D/codes.txt" bench/uas.txt "$batches")
-    sleep 1 # the backend's exit reaped into the postmaster's times
+    out=$(env "$@" "$STORECOST" "$url" "$D/codes.txt" bench/uas.txt "$batches")
+    # The dead rows this left are this step's to clean up, not the next's
+    # (autovacuum would do it during the next measurement otherwise)
+    psql -X -q "$url" -c "VACUUM" -c "CHECKPOINT" >/dev/null
+    sleep 1 # the backends' exit reaped into the postmaster's times
     t1=$(server_ticks)
     echo "$out"
     if [ "$what" = compacting ]; then
@@ -81,14 +97,24 @@ measure() {
             w == "compacting" ? "rows" : "link days", n ? t / hz * 1e6 / n : 0 }'
 }
 
-echo "== merged into the day rows (STORECOST_MERGE=1), $BATCHES batches"
-fresh_copy
-measure "$copy_url" merging "$BATCHES" STORECOST_MERGE=1
+if [ "$MERGE" = 1 ]; then
+    echo "== merged into the day rows (STORECOST_MERGE=1), $BATCHES batches"
+    fresh_copy
+    measure "$copy_url" merging "$BATCHES" STORECOST_MERGE=1
+fi
 # The same clicks twice (storecost draws the same codes each run): first
 # into an empty table of day rows, then into one that holds each link day.
+passes() {
+    for pass in 1 2; do
+        echo "== appended, $BATCHES batches, then compacted (pass $pass$1)"
+        measure "$copy_url" appending "$BATCHES" STORECOST_NO_COMPACT=1
+        measure "$copy_url" compacting 0
+    done
+}
 fresh_copy
-for pass in 1 2; do
-    echo "== appended, $BATCHES batches, then compacted (pass $pass)"
-    measure "$copy_url" appending "$BATCHES" STORECOST_NO_COMPACT=1
-    measure "$copy_url" compacting 0
-done
+passes ""
+if [ -n "$ALSO" ]; then
+    fresh_copy
+    psql -X -q "$copy_url" -c "$ALSO" >/dev/null
+    passes ", after: $ALSO"
+fi

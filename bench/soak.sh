@@ -13,6 +13,14 @@
 # started by PID; not part of `make test` or `make bench`.
 #
 #   bench/soak.sh [--links N] [--duration SECONDS] [--binary PATH] [--no-warm]
+#                 [--store URL]
+#
+# --store URL: a PostgreSQL store (a cluster node's) that `shortd migrate`
+# has prepared, instead of a copy of the SQLite file: the N links are copied
+# in first (`shortd migrate-store`, minutes), and the node journals to a
+# folder of the run's. Inside tests/pg.sh (`tests/pg.sh bench/soak.sh
+# --store pg`: "pg" is its SHORTD_TEST_PG) the samples also hold the
+# server's CPU seconds (its postmaster and children).
 #
 # Defaults: 1,000,000 links, 600 s, build/shortd. Needs bench/run.sh's data
 # for N links (run `bench/run.sh --links N --prepare-only` once). Results in
@@ -24,6 +32,7 @@ N=1000000
 DURATION=600
 BIN=$ROOT/build/shortd
 WARM=1
+STORE=""
 EVERY=${SOAK_EVERY:-10}
 DRAIN=${SOAK_DRAIN:-600}
 CONNS=64
@@ -33,6 +42,7 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --binary) BIN=$(realpath "$2"); shift 2 ;;
     --no-warm) WARM=0; shift ;;
+    --store) STORE=$2; shift 2 ;;
     *) sed -n '2,/^set -E/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
@@ -49,8 +59,20 @@ PORT=${SOAK_PORT:-}
 bench_port SOAK_PORT
 OUT=$W/soak-$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
-cp "$D/pristine.db" "$OUT/soak.db"
-sync "$OUT/soak.db"
+PGPM="" # the PostgreSQL server's postmaster, inside tests/pg.sh
+if [ -n "$STORE" ]; then
+    [ "$STORE" = pg ] && STORE=${SHORTD_TEST_PG:?--store pg runs inside tests/pg.sh}
+    [ -n "${SHORTD_TEST_PGDATA:-}" ] && PGPM=$(head -n 1 "$SHORTD_TEST_PGDATA/postmaster.pid")
+    echo "soak: copying $N links into $STORE..."
+    "$BIN" migrate-store --from "sqlite:$D/pristine.db" --to "$STORE" --progress never \
+        >"$OUT/migrate-store.out" 2>&1 || { cat "$OUT/migrate-store.out"; exit 1; }
+    psql -X -q "$STORE" -c "VACUUM ANALYZE" >/dev/null
+    WHERE=(--store "$STORE" --journal "$OUT/journal")
+else
+    cp "$D/pristine.db" "$OUT/soak.db"
+    sync "$OUT/soak.db"
+    WHERE=(--db "$OUT/soak.db")
+fi
 
 PID=""
 WRK=""
@@ -60,7 +82,7 @@ cleanup() {
     wait 2>/dev/null || true
 }
 trap cleanup EXIT
-"$BIN" serve --listen "127.0.0.1:$PORT" --db "$OUT/soak.db" --threads 2 --log-level warn >"$OUT/shortd.out" 2>&1 &
+"$BIN" serve --listen "127.0.0.1:$PORT" "${WHERE[@]}" --threads 2 --log-level warn >"$OUT/shortd.out" 2>&1 &
 PID=$!
 bench_wait_up "$OUT/shortd.out"
 TCK=$(getconf CLK_TCK)
@@ -76,11 +98,20 @@ thread_secs() {
     awk -v s="$s" -v t="$TCK" 'BEGIN {printf "%.2f", s / t}'
 }
 rss_mb() { awk '$1 == "VmRSS:" {printf "%.1f", $2 / 1024}' "/proc/$PID/status"; }
+# CPU seconds of the PostgreSQL server (postmaster, children, ended ones); "-" without one
+pg_secs() {
+    [ -n "$PGPM" ] || { echo -; return; }
+    local t=0 p
+    for p in $PGPM $(pgrep -P "$PGPM"); do
+        t=$((t + $(awk '{sub(/.*\) /, ""); split($0, f, " "); print f[12] + f[13] + f[14] + f[15]}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    done
+    awk -v s="$t" -v t="$TCK" 'BEGIN {printf "%.2f", s / t}'
+}
 sample() {
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(metric shortd_clicks_pending)" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(metric shortd_clicks_pending)" \
         "$(metric shortd_clicks_unfolded)" "$(metric shortd_clicks_lag_seconds)" "$(rss_mb)" \
         "$(thread_secs shortd-store)" "$(thread_secs shortd-fold)" "$(metric shortd_clicks_keeping_up)" \
-        "$(metric shortd_clicks_uncompacted)" |
+        "$(metric shortd_clicks_uncompacted)" "$(pg_secs)" |
         tee -a "$OUT/samples.tsv"
 }
 
@@ -88,7 +119,8 @@ if [ "$WARM" = 1 ]; then
     echo "soak: warming $N links..."
     "$LOADGEN" warm -p "$PORT" -c 64 --depth 16 --codes "$D/codes.txt" --method HEAD >/dev/null
 fi
-printf 'second\tpending\tunfolded\tlag_s\trss_mb\tstore_cpu_s\tfold_cpu_s\tkeeping_up\tuncompacted\n' | tee "$OUT/samples.tsv"
+printf 'second\tpending\tunfolded\tlag_s\trss_mb\tstore_cpu_s\tfold_cpu_s\tkeeping_up\tuncompacted\tpg_cpu_s\n' |
+    tee "$OUT/samples.tsv"
 sample 0
 T0=$(date +%s)
 BENCH_CODES=$D/codes.txt BENCH_UAS=$ROOT/bench/uas.txt BENCH_HOST=127.0.0.1:$PORT \
@@ -115,7 +147,12 @@ kill -TERM "$PID"
 for _ in $(seq 3000); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$PID" 2>/dev/null && { echo "soak: shortd did not stop within 300 s" >&2; exit 1; }
 PID=""
-read -r clicks bots < <(sqlite3 -separator ' ' "$OUT/soak.db" "SELECT (SELECT coalesce(sum(clicks),0) FROM links) + (SELECT coalesce(sum(clicks),0) FROM link_days) + (SELECT coalesce(sum(clicks),0) FROM link_days_pending), (SELECT coalesce(sum(bot_clicks),0) FROM links) + (SELECT coalesce(sum(bots),0) FROM link_days) + (SELECT coalesce(sum(bots),0) FROM link_days_pending)")
+COUNT="SELECT (SELECT coalesce(sum(clicks),0) FROM links) + (SELECT coalesce(sum(clicks),0) FROM link_days) + (SELECT coalesce(sum(clicks),0) FROM link_days_pending), (SELECT coalesce(sum(bot_clicks),0) FROM links) + (SELECT coalesce(sum(bots),0) FROM link_days) + (SELECT coalesce(sum(bots),0) FROM link_days_pending)"
+if [ -n "$STORE" ]; then
+    read -r clicks bots < <(psql -X -q -At -F ' ' "$STORE" -c "$COUNT")
+else
+    read -r clicks bots < <(sqlite3 -separator ' ' "$OUT/soak.db" "$COUNT")
+fi
 stored=$((clicks + bots))
 hi=$((requests + CONNS))
 if [ "$stored" -ge "$requests" ] && [ "$stored" -le "$hi" ]; then

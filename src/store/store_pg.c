@@ -18,12 +18,12 @@
  * Click counters: a store batch's link days are appended as they are
  * (days_append, one INSERT over unnest() of array parameters) and merged
  * into their day rows later by days_compact, every batch's rows of a link
- * day at once, through what agg_days does with a batch: in three statements
- * over unnest(), DAY_CHUNK days at a time, insert the missing rows (ON
- * CONFLICT DO NOTHING), read and lock them all (FOR UPDATE, in (code, day)
- * order, so nodes merging the same days queue behind each other instead of
- * deadlocking or losing an update), merge in C, and write them back with
- * one UPDATE.
+ * day at once, through what agg_days does with a batch: over unnest(),
+ * DAY_CHUNK days at a time, read and lock the rows there (FOR UPDATE, in
+ * (code, day) order, so nodes merging the same days queue behind each other
+ * instead of losing an update), merge in C and write them back with one
+ * UPDATE, and insert the missing ones whole (ON CONFLICT DO NOTHING: one
+ * another node inserted first is merged in a second round).
  * claim_block runs alone on a connection of its own, outside the writer's
  * transaction: a block once handed out stays claimed even if that
  * transaction rolls back, so no two nodes (or two runs of one) ever get the
@@ -88,8 +88,8 @@ enum stmt {
     S_LINK_IMPORTED,
     S_LINK_COUNT,
     S_LINK_SWEEP,
-    S_DAYS_ADD,
     S_DAYS_LOCK,
+    S_DAYS_NEW,
     S_DAYS_PUT,
     S_PRUNE_DAYS,
     S_PRUNE_VISITORS,
@@ -242,13 +242,18 @@ static const char *const sql[S__COUNT] = {
     [S_LINK_SWEEP] = "UPDATE links SET " SQL_LINK_DATA_NULL " WHERE code IN (SELECT code "
                      "FROM links WHERE expires_at > 0 AND url IS NOT NULL AND expires_at < $1 "
                      "LIMIT $2 FOR UPDATE SKIP LOCKED)",
-    [S_DAYS_ADD] = "INSERT INTO link_days (code, day, clicks, bots, uniques) "
-                   "SELECT code, day, 0, 0, 0 FROM unnest($1::text[], $2::bigint[]) "
-                   "AS u (code, day) ORDER BY code, day ON CONFLICT DO NOTHING",
-    [S_DAYS_LOCK] = "SELECT t.clicks, t.bots, t.uniques, t.dims, t.visitors, t.recent "
-                    "FROM link_days t JOIN unnest($1::text[], $2::bigint[]) "
+    /* A chunk of link days (days_chunk): the rows there locked, in key
+     * order; the missing ones inserted whole (a row another node inserted
+     * first is not returned, and is merged as one that was there). */
+    [S_DAYS_LOCK] = "SELECT t.code, t.day, t.clicks, t.bots, t.uniques, t.dims, t.visitors, "
+                    "t.recent FROM link_days t JOIN unnest($1::text[], $2::bigint[]) "
                     "AS u (code, day) ON t.code = u.code AND t.day = u.day "
                     "ORDER BY t.code, t.day FOR UPDATE OF t",
+    [S_DAYS_NEW] = "INSERT INTO link_days (code, day, clicks, bots, uniques, dims, visitors, "
+                   "recent) SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], "
+                   "$4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::bytea[]) "
+                   "AS u (code, day) ORDER BY code, day ON CONFLICT DO NOTHING "
+                   "RETURNING code, day",
     [S_DAYS_PUT] = "UPDATE link_days AS t SET clicks = u.clicks, bots = u.bots, "
                    "uniques = u.uniques, dims = u.dims, visitors = u.visitors, recent = u.recent "
                    "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], "
@@ -1613,8 +1618,65 @@ static void array_bytea(struct buf *o, const void *p, size_t n)
     array_elem(o, &(struct store_value){p ? VAL_BLOB : VAL_NULL, 0, p, n});
 }
 
+/* (code, day) against row 'row' of a result whose first two columns are those. */
+static int key_cmp(const char *code, int64_t day, const PGresult *r, int row)
+{
+    int c = strcmp(code, PQgetvalue(r, row, 0));
+    if (c)
+        return c;
+    int64_t x = val_i64(r, row, 1);
+    return (day > x) - (day < x);
+}
+
+/* Rows of a result whose first two columns are code and day, to sort. */
+struct taken {
+    const PGresult *r;
+    int row;
+};
+
+static int taken_cmp(const void *a, const void *b)
+{
+    const struct taken *x = a, *y = b;
+    return key_cmp(PQgetvalue(x->r, x->row, 0), val_i64(x->r, x->row, 1), y->r, y->row);
+}
+
+/* Row 'i' of the eight arrays of whole day rows (S_DAYS_NEW, S_DAYS_PUT,
+ * S_PEND_ADD): code, day, counts and blobs. */
+static void arrays_row(struct day_arrays *w, size_t i, const char *code, int64_t day,
+                       const struct day_blobs *b)
+{
+    arrays_sep(w, 8, i);
+    array_text(&w->col[0], code);
+    buf_add_i64(&w->col[1], day);
+    buf_add_i64(&w->col[2], b->clicks);
+    buf_add_i64(&w->col[3], b->bots);
+    buf_add_i64(&w->col[4], b->uniques);
+    array_bytea(&w->col[5], b->dims, b->ndims);
+    array_bytea(&w->col[6], b->visitors, b->nvisitors);
+    array_bytea(&w->col[7], b->recent, b->nrecent);
+}
+
+/* Closes the arrays and runs statement 'id' with them (after 'first', when
+ * given, as $1). */
+static int arrays_run(struct conn *c, enum stmt id, struct day_arrays *w, const char *first,
+                      const char *what, PGresult **out)
+{
+    struct params p = {0};
+    if (first)
+        p_text(&p, first);
+    for (int i = 0; i < 8; i++) {
+        buf_addc(&w->col[i], '}');
+        p_text(&p, w->col[i].p);
+    }
+    return exec_on(c, id, &p, what, out);
+}
+
+/* Merges d[0..n) (sorted by code, day) into their day rows: the rows there
+ * are locked in key order (S_DAYS_LOCK), merged in C and written back with
+ * one UPDATE; the missing ones are inserted whole. One another node
+ * inserted meanwhile is merged in a second round ('depth'). */
 static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struct day_arrays *a,
-                      struct buf bufs[3], struct buf raw[3])
+                      struct buf bufs[3], struct buf raw[3], int depth)
 {
     arrays_open(a, 2);
     for (size_t i = 0; i < n; i++) {
@@ -1627,61 +1689,91 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
     struct params k = {0};
     p_text(&k, a->col[0].p);
     p_text(&k, a->col[1].p);
-    int rc = exec_on(c, S_DAYS_ADD, &k, "day insert", NULL);
     PGresult *r = NULL;
-    if (rc == ERR_OK)
-        rc = exec_on(c, S_DAYS_LOCK, &k, "day lock", &r);
+    int rc = exec_on(c, S_DAYS_LOCK, &k, "day lock", &r);
     if (rc != ERR_OK)
         return rc == ERR_EXISTS ? ERR_STORAGE : rc;
-    if ((size_t)PQntuples(r) != n) {
-        PQclear(r);
-        return log_fail(ERR_STORAGE, "postgres: %d of %zu day rows found", PQntuples(r), n);
-    }
-    /* The locked rows come in (code, day) order: the deltas' order. */
-    struct day_arrays w;
+    /* Both in (code, day) order: walked together */
+    struct day_arrays w, fresh;
     memset(&w, 0, sizeof(w));
+    memset(&fresh, 0, sizeof(fresh));
     arrays_open(&w, 8);
+    arrays_open(&fresh, 8);
+    size_t nw = 0, nfresh = 0;
+    size_t *fresh_at = calloc(n, sizeof(*fresh_at)); /* which deltas are missing */
+    if (!fresh_at)
+        abort();
+    int row = 0, rows = PQntuples(r);
     for (size_t i = 0; i < n && rc == ERR_OK; i++) {
-        int row = (int)i;
+        struct day_blobs m;
+        if (row >= rows || key_cmp(d[i].code, d[i].day, r, row) != 0) {
+            dayrow_encode(d[i].row, &bufs[0], &bufs[1], &bufs[2], &m);
+            arrays_row(&fresh, nfresh, d[i].code, d[i].day, &m);
+            fresh_at[nfresh++] = i;
+            continue;
+        }
         struct day_blobs old = {
-            val_i64(r, row, 0), val_i64(r, row, 1), val_i64(r, row, 2), NULL, NULL, NULL, 0, 0, 0};
+            val_i64(r, row, 2), val_i64(r, row, 3), val_i64(r, row, 4), NULL, NULL, NULL, 0, 0, 0};
         const void **ptr[3] = {&old.dims, &old.visitors, &old.recent};
         size_t *len[3] = {&old.ndims, &old.nvisitors, &old.nrecent};
         for (int k2 = 0; k2 < 3 && rc == ERR_OK; k2++) {
-            if (PQgetisnull(r, row, 3 + k2))
+            if (PQgetisnull(r, row, 5 + k2))
                 continue;
-            rc = val_bytes(r, row, 3 + k2, &raw[k2]);
+            rc = val_bytes(r, row, 5 + k2, &raw[k2]);
             *ptr[k2] = raw[k2].p ? raw[k2].p : "";
             *len[k2] = raw[k2].len;
         }
-        struct day_blobs m;
+        row++;
         if (rc == ERR_OK &&
             dayrow_merge(&old, d[i].row, &bufs[0], &bufs[1], &bufs[2], &m) != ERR_OK)
             rc = log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
                           d[i].code, (long long)d[i].day);
-        if (rc != ERR_OK)
-            break;
-        arrays_sep(&w, 8, i);
-        array_text(&w.col[0], d[i].code);
-        buf_add_i64(&w.col[1], d[i].day);
-        buf_add_i64(&w.col[2], m.clicks);
-        buf_add_i64(&w.col[3], m.bots);
-        buf_add_i64(&w.col[4], m.uniques);
-        array_bytea(&w.col[5], m.dims, m.ndims);
-        array_bytea(&w.col[6], m.visitors, m.nvisitors);
-        array_bytea(&w.col[7], m.recent, m.nrecent);
+        if (rc == ERR_OK)
+            arrays_row(&w, nw++, d[i].code, d[i].day, &m);
     }
+    if (rc == ERR_OK && row != rows)
+        rc = log_fail(ERR_STORAGE, "postgres: %d day rows locked, %d of them asked for", rows, row);
     PQclear(r);
-    if (rc == ERR_OK) {
-        struct params p = {0};
-        for (int i = 0; i < 8; i++) {
-            buf_addc(&w.col[i], '}');
-            p_text(&p, w.col[i].p);
+    if (rc == ERR_OK && nw)
+        rc = arrays_run(c, S_DAYS_PUT, &w, NULL, "day write", NULL);
+    /* The missing ones, inserted whole; one another node inserted first is
+     * not returned, and is merged in a second round. */
+    struct day_delta *late = NULL;
+    size_t nlate = 0;
+    if (rc == ERR_OK && nfresh) {
+        PGresult *ins = NULL;
+        rc = arrays_run(c, S_DAYS_NEW, &fresh, NULL, "day insert", &ins);
+        int got = rc == ERR_OK ? PQntuples(ins) : 0;
+        if (rc == ERR_OK && (size_t)got < nfresh) {
+            struct taken *t = calloc((size_t)got + 1, sizeof(*t));
+            late = calloc(nfresh - (size_t)got, sizeof(*late));
+            if (!t || !late)
+                abort();
+            for (int i = 0; i < got; i++)
+                t[i] = (struct taken){ins, i};
+            qsort(t, (size_t)got, sizeof(*t), taken_cmp);
+            int at = 0;
+            for (size_t f = 0; f < nfresh; f++) {
+                const struct day_delta *x = &d[fresh_at[f]];
+                if (at < got && key_cmp(x->code, x->day, ins, t[at].row) == 0)
+                    at++;
+                else
+                    late[nlate++] = *x;
+            }
+            free(t);
         }
-        rc = exec_on(c, S_DAYS_PUT, &p, "day write", NULL);
+        PQclear(ins);
     }
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
         buf_release(&w.col[i]);
+        buf_release(&fresh.col[i]);
+    }
+    free(fresh_at);
+    if (rc == ERR_OK && nlate)
+        rc = depth < 2 ? days_chunk(c, late, nlate, a, bufs, raw, depth + 1)
+                       : log_fail(ERR_STORAGE, "postgres: %zu day rows neither there nor inserted",
+                                  nlate);
+    free(late);
     return rc == ERR_EXISTS ? ERR_STORAGE : rc;
 }
 
@@ -1695,7 +1787,7 @@ static int pg_agg_days(struct store *st, const struct day_delta *d, size_t n)
     memset(&a, 0, sizeof(a));
     int rc = ERR_OK;
     for (size_t i = 0; i < n && rc == ERR_OK; i += DAY_CHUNK)
-        rc = days_chunk(c, d + i, n - i < DAY_CHUNK ? n - i : DAY_CHUNK, &a, bufs, raw);
+        rc = days_chunk(c, d + i, n - i < DAY_CHUNK ? n - i : DAY_CHUNK, &a, bufs, raw, 0);
     for (int i = 0; i < 8; i++)
         buf_release(&a.col[i]);
     for (int i = 0; i < 3; i++) {
@@ -1933,6 +2025,9 @@ static int pg_days_batch(struct store *st, int64_t after, int64_t *batch)
 
 static int pg_days_append(struct store *st, int64_t batch, const struct day_delta *d, size_t n)
 {
+    struct conn *c = conn_get(st);
+    if (!c)
+        return ERR_STORAGE;
     struct day_arrays w;
     struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
     memset(&w, 0, sizeof(w));
@@ -1940,23 +2035,11 @@ static int pg_days_append(struct store *st, int64_t batch, const struct day_delt
     for (size_t i = 0; i < n; i++) {
         struct day_blobs b;
         dayrow_encode(d[i].row, &bufs[0], &bufs[1], &bufs[2], &b);
-        arrays_sep(&w, 8, i);
-        array_text(&w.col[0], d[i].code);
-        buf_add_i64(&w.col[1], d[i].day);
-        buf_add_i64(&w.col[2], b.clicks);
-        buf_add_i64(&w.col[3], b.bots);
-        buf_add_i64(&w.col[4], b.uniques);
-        array_bytea(&w.col[5], b.dims, b.ndims);
-        array_bytea(&w.col[6], b.visitors, b.nvisitors);
-        array_bytea(&w.col[7], b.recent, b.nrecent);
+        arrays_row(&w, i, d[i].code, d[i].day, &b);
     }
-    struct params p = {0};
-    p_i64(&p, batch);
-    for (int i = 0; i < 8; i++) {
-        buf_addc(&w.col[i], '}');
-        p_text(&p, w.col[i].p);
-    }
-    int rc = run(st, S_PEND_ADD, &p, "day append", NULL);
+    char no[24];
+    snprintf(no, sizeof(no), "%lld", (long long)batch);
+    int rc = arrays_run(c, S_PEND_ADD, &w, no, "day append", NULL);
     for (int i = 0; i < 8; i++)
         buf_release(&w.col[i]);
     for (int i = 0; i < 3; i++)
@@ -1974,22 +2057,6 @@ static int pg_days_pending(struct store *st, int64_t *rows, int64_t *newest)
     }
     PQclear(r);
     return rc;
-}
-
-/* The rows a pass took, in (code, day) order. */
-struct taken {
-    const PGresult *r;
-    int row;
-};
-
-static int taken_cmp(const void *a, const void *b)
-{
-    const struct taken *x = a, *y = b;
-    int c = strcmp(PQgetvalue(x->r, x->row, 0), PQgetvalue(y->r, y->row, 0));
-    if (c)
-        return c;
-    int64_t dx = val_i64(x->r, x->row, 1), dy = val_i64(y->r, y->row, 1);
-    return (dx > dy) - (dx < dy);
 }
 
 /* Deletes the rows of the next link days after this connection's cursor
@@ -2071,7 +2138,7 @@ static int pg_days_compact(struct store *st, int64_t upto, size_t limit, size_t 
     struct buf bufs[3] = {BUF_INIT, BUF_INIT, BUF_INIT}, old[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
     memset(&a, 0, sizeof(a));
     for (size_t i = 0; i < nd && rc == ERR_OK; i += DAY_CHUNK)
-        rc = days_chunk(c, d + i, nd - i < DAY_CHUNK ? nd - i : DAY_CHUNK, &a, bufs, old);
+        rc = days_chunk(c, d + i, nd - i < DAY_CHUNK ? nd - i : DAY_CHUNK, &a, bufs, old, 0);
     if (rc == ERR_OK) {
         snprintf(c->compact_code, sizeof(c->compact_code), "%s", d[nd - 1].code);
         c->compact_day = d[nd - 1].day;

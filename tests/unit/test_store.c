@@ -1557,6 +1557,62 @@ static void append_checks(struct backend *b)
 
 void test_store_appended_days(void) { each_backend("append", append_checks); }
 
+/* A second node merging into the same new day row (agg_days and
+ * compacting share the code): it finds no row to lock, its insert meets the
+ * first node's uncommitted one and waits, then merges into it once that is
+ * committed. */
+struct merger {
+    struct store *st;
+    int rc;
+};
+
+static void *merge_late(void *arg)
+{
+    struct merger *m = arg;
+    struct dayrow r;
+    dayrow_init(&r);
+    r.clicks = 5;
+    dayrow_visitor(&r, 2);
+    m->rc = m->st->ops->begin(m->st);
+    if (m->rc == ERR_OK)
+        m->rc = add_row(m->st, "race1", 400, &r);
+    if (m->rc == ERR_OK)
+        m->rc = m->st->ops->commit(m->st);
+    else
+        m->st->ops->rollback(m->st);
+    dayrow_release(&r);
+    return NULL;
+}
+
+static void day_race_checks(struct backend *b)
+{
+    struct store *st = b->st, *other = NULL;
+    if (!b->pg || !CHECK_EQ_INT(store_open(b->url, &other), ERR_OK))
+        return;
+    CHECK_EQ_INT(insert(st, "race1", 1, "https://e.example/r", 10, 0), ERR_OK);
+    struct dayrow r;
+    dayrow_init(&r);
+    r.clicks = 3;
+    dayrow_visitor(&r, 1);
+    dayrow_visitor(&r, 2);
+    CHECK_EQ_INT(st->ops->begin(st), ERR_OK);
+    CHECK_EQ_INT(add_row(st, "race1", 400, &r), ERR_OK); /* inserted, not committed */
+    struct merger m = {other, -1};
+    pthread_t t;
+    pthread_create(&t, NULL, merge_late, &m);
+    usleep(300 * 1000); /* the other node's insert is waiting on this one's */
+    CHECK_EQ_INT(st->ops->commit(st), ERR_OK);
+    pthread_join(t, NULL);
+    CHECK_EQ_INT(m.rc, ERR_OK);
+    struct buf s = BUF_INIT;
+    CHECK_EQ_STR(days_of(st, "race1", 400, 400, &s), "400:8/2/0");
+    buf_release(&s);
+    dayrow_release(&r);
+    other->ops->close(other);
+}
+
+void test_store_day_race(void) { each_backend("dayrace", day_race_checks); }
+
 /* ---- site analytics (store_sites.h) ---- */
 
 static int collect_site(const struct site_info *x, void *arg)

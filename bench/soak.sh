@@ -149,6 +149,9 @@ kill -0 "$PID" 2>/dev/null && { echo "soak: shortd did not stop within 300 s" >&
 PID=""
 COUNT="SELECT (SELECT coalesce(sum(clicks),0) FROM links) + (SELECT coalesce(sum(clicks),0) FROM link_days) + (SELECT coalesce(sum(clicks),0) FROM link_days_pending), (SELECT coalesce(sum(bot_clicks),0) FROM links) + (SELECT coalesce(sum(bots),0) FROM link_days) + (SELECT coalesce(sum(bots),0) FROM link_days_pending)"
 if [ -n "$STORE" ]; then
+    # a binary from before PostgreSQL appended (--binary) has no such table
+    [ "$(psql -X -q -At "$STORE" -c "SELECT to_regclass('link_days_pending') IS NULL")" = t ] &&
+        COUNT=${COUNT//FROM link_days_pending/FROM link_days WHERE false}
     read -r clicks bots < <(psql -X -q -At -F ' ' "$STORE" -c "$COUNT")
 else
     read -r clicks bots < <(sqlite3 -separator ' ' "$OUT/soak.db" "$COUNT")

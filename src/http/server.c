@@ -53,6 +53,7 @@
 #include "http/http.h"
 #include "base/log.h"
 #include "http/metrics.h"
+#include "http/wake.h"
 #include "store/storeq.h"
 #include "base/banned.h"
 
@@ -127,7 +128,7 @@ struct worker {
     pthread_t thread;
     uv_loop_t loop;
     uv_tcp_t listener;
-    uv_async_t wake;
+    struct wake wake;   /* tasks and commands from other threads */
     uv_timer_t tick;    /* timeouts and the Date header */
     uv_timer_t handoff; /* clicks to the journal */
     uv_check_t check;   /* after each poll: the requests of http_later */
@@ -1387,7 +1388,7 @@ static void close_handle(uv_handle_t *h, void *arg)
     struct worker *w = arg;
     if (uv_is_closing(h))
         return;
-    bool own = h == (uv_handle_t *)&w->listener || h == (uv_handle_t *)&w->wake ||
+    bool own = h == (uv_handle_t *)&w->listener || h == wake_handle(&w->wake) ||
                h == (uv_handle_t *)&w->tick || h == (uv_handle_t *)&w->handoff ||
                h == (uv_handle_t *)&w->check;
     if (!own && h->type == UV_TCP) {
@@ -1398,9 +1399,9 @@ static void close_handle(uv_handle_t *h, void *arg)
     uv_close(h, NULL);
 }
 
-static void on_wake(uv_async_t *a)
+static void on_wake(struct wake *k)
 {
-    struct worker *w = a->data;
+    struct worker *w = k->data;
     run_tasks(w);
     int cmd = atomic_load(&w->cmd);
     if (cmd >= 1 && w->listening) {
@@ -1434,7 +1435,7 @@ void worker_post(struct worker *w, struct task *t)
         w->tasks = t;
     w->tasks_tail = t;
     pthread_mutex_unlock(&w->mu);
-    uv_async_send(&w->wake);
+    wake_send(&w->wake);
 }
 
 struct worker *worker_current(void) { return current_worker; }
@@ -1453,7 +1454,8 @@ struct worker *server_inproc_new(const struct server_dispatch *d)
         abort();
     if (uv_loop_init(&w->loop) != 0)
         abort();
-    uv_async_init(&w->loop, &w->wake, on_wake);
+    if (wake_init(&w->loop, &w->wake, on_wake) != 0)
+        abort();
     w->wake.data = w;
     pthread_mutex_init(&w->mu, NULL);
     w->dispatch = d;
@@ -1518,9 +1520,10 @@ void server_inproc_free(struct worker *w)
     if (!w)
         return;
     run_tasks(w);
-    uv_close((uv_handle_t *)&w->wake, NULL);
+    uv_close(wake_handle(&w->wake), NULL);
     uv_run(&w->loop, UV_RUN_DEFAULT);
     uv_loop_close(&w->loop);
+    wake_release(&w->wake);
     pthread_mutex_destroy(&w->mu);
     if (current_worker == w)
         current_worker = NULL;
@@ -1777,7 +1780,14 @@ int server_new(struct app *app, const struct server_dispatch *d, struct server *
         w->m = metrics_local(app->metrics, i);
         uv_loop_init(&w->loop);
         pthread_mutex_init(&w->mu, NULL);
-        uv_async_init(&w->loop, &w->wake, on_wake);
+        w->wake.fd = -1;
+        int wrc = wake_init(&w->loop, &w->wake, on_wake);
+        if (wrc != 0) {
+            log_at(LOG_ERROR, "cannot make event loop %d's wake-up: %s", i, uv_strerror(wrc));
+            s->nworkers = i + 1;
+            server_free(s);
+            return ERR_IO;
+        }
         w->wake.data = w;
         uv_timer_init(&w->loop, &w->tick);
         w->tick.data = w;
@@ -1835,7 +1845,7 @@ void server_stop_accepting(struct server *s)
 {
     for (int i = 0; i < s->nworkers; i++) {
         atomic_store(&s->workers[i].cmd, 1);
-        uv_async_send(&s->workers[i].wake);
+        wake_send(&s->workers[i].wake);
     }
 }
 
@@ -1843,7 +1853,7 @@ void server_stop(struct server *s)
 {
     for (int i = 0; i < s->nworkers; i++) {
         atomic_store(&s->workers[i].cmd, 2);
-        uv_async_send(&s->workers[i].wake);
+        wake_send(&s->workers[i].wake);
     }
 }
 
@@ -1863,6 +1873,7 @@ void server_free(struct server *s)
         uv_walk(&w->loop, close_handle, w);
         uv_run(&w->loop, UV_RUN_DEFAULT);
         uv_loop_close(&w->loop);
+        wake_release(&w->wake);
         pthread_mutex_destroy(&w->mu);
     }
     free(s->workers);

@@ -20,6 +20,7 @@
     X(coop_thread)                                                                                 \
     X(coop_loop_slice)                                                                             \
     X(coop_start)                                                                                  \
+    X(wake_every_send_seen)                                                                        \
     X(storeq_runs_each_once)                                                                       \
     X(storeq_bound_and_cancel)                                                                     \
     X(storeq_heavy_per_key)                                                                        \
@@ -98,6 +99,7 @@
     X(journal_round_trip)                                                                          \
     X(journal_rotation)                                                                            \
     X(journal_format)                                                                              \
+    X(journal_crc_is_zlibs)                                                                        \
     X(journal_reopen)                                                                              \
     X(journal_replay_from_middle)                                                                  \
     X(journal_replay_twice)                                                                        \

@@ -16,8 +16,8 @@
 #                   (docs/fuzzing.md); make fuzz-smoke: a few seconds each
 
 CC      ?= cc
-PKGS    := libuv sqlite3 libsodium jansson liburcu-memb libmaxminddb zlib libpcre2-8 libpq \
-           libqrencode libpng hiredis libcrypto libcrypt libcurl
+PKGS    := libuv sqlite3 libsodium jansson liburcu-memb libmaxminddb zlib libdeflate libpcre2-8 \
+           libpq libqrencode libpng hiredis libcrypto libcrypt libcurl
 LLHTTP  := /usr/share/llhttp
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Werror
 BASE    := -std=c17 -D_GNU_SOURCE -pthread -g -Isrc -Ibuild/gen -I/usr/share/include/llhttp

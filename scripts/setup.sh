@@ -7,6 +7,7 @@ set -euo pipefail
 pkgs=(
     build-essential pkg-config
     libuv1-dev node-llhttp libsqlite3-dev libsodium-dev libjansson-dev liburcu-dev zlib1g-dev
+    libdeflate-dev  # the click journal's CRC-32 (src/clicks/journal.c)
     libmaxminddb-dev libmaxmind-db-writer-perl libpcre2-dev
     postgresql libpq-dev redis-server libhiredis-dev
     libqrencode-dev libpng-dev

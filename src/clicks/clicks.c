@@ -37,6 +37,7 @@
 #include "clicks/pageview.h"
 
 #include <errno.h>
+#include <libdeflate.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
@@ -45,7 +46,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "clicks/aggregate.h"
 #include "base/coop.h"
@@ -797,7 +797,7 @@ static bool id_read(const char *path, char id[ID_HEX + 1], bool *exists)
     } else if (n == ID_HEX + 10 && text[ID_HEX] == ' ' && text[ID_HEX + 9] == '\n' &&
                is_hex(text + ID_HEX + 1, 8)) {
         unsigned long want = strtoul(text + ID_HEX + 1, NULL, 16);
-        if (crc32(0L, (const unsigned char *)text, ID_HEX) != want)
+        if (libdeflate_crc32(0, text, ID_HEX) != want)
             return false;
     } else {
         return false;
@@ -813,7 +813,7 @@ static int id_write(const char *path, const char *id)
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
         return log_fail(ERR_IO, "journal id file path '%s' is too long", path);
     FILE *f = fopen(tmp, "w");
-    unsigned long crc = crc32(0L, (const unsigned char *)id, ID_HEX);
+    unsigned long crc = libdeflate_crc32(0, id, ID_HEX);
     if (!f || fprintf(f, "%s %08lx\n", id, crc) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         if (f)
             fclose(f);

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libdeflate.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,7 +33,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <libdeflate.h>
 #include <unistd.h>
 
 #include "base/buf.h"

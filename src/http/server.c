@@ -1780,7 +1780,6 @@ int server_new(struct app *app, const struct server_dispatch *d, struct server *
         w->m = metrics_local(app->metrics, i);
         uv_loop_init(&w->loop);
         pthread_mutex_init(&w->mu, NULL);
-        w->wake.fd = -1;
         int wrc = wake_init(&w->loop, &w->wake, on_wake);
         if (wrc != 0) {
             log_at(LOG_ERROR, "cannot make event loop %d's wake-up: %s", i, uv_strerror(wrc));

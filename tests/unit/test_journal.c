@@ -506,6 +506,11 @@ void test_journal_format(void)
     fx_done(&f);
 }
 
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* The frame's checksum is zlib's CRC-32, whatever computes it: journals
  * written by a build that used zlib's crc32 must read in this one. Records of
  * every length around the sizes where a CRC implementation changes method
@@ -538,10 +543,7 @@ void test_journal_crc_is_zlibs(void)
     const unsigned char *p = (const unsigned char *)all.p;
     size_t at = 0, bad = 0, seen = 0;
     for (size_t n = 1; n <= sizeof(rec) && at + 8 + n <= all.len; n++, seen++) {
-        uint32_t len = (uint32_t)p[at] | (uint32_t)p[at + 1] << 8 | (uint32_t)p[at + 2] << 16 |
-                       (uint32_t)p[at + 3] << 24;
-        uint32_t crc = (uint32_t)p[at + 4] | (uint32_t)p[at + 5] << 8 | (uint32_t)p[at + 6] << 16 |
-                       (uint32_t)p[at + 7] << 24;
+        uint32_t len = le32(p + at), crc = le32(p + at + 4);
         uLong want = crc32(crc32(0L, p + at, 4), p + at + 8, (uInt)n);
         bad += len != n || crc != (uint32_t)want || memcmp(p + at + 8, rec, n) != 0;
         at += 8 + n;

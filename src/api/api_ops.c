@@ -270,11 +270,17 @@ int handle_metrics(struct request *r)
                (unsigned long long)bl.unfolded, (unsigned long long)bl.unfolded_max,
                (unsigned long long)bl.on_disk_bytes, (unsigned long long)bl.pauses,
                (unsigned long long)ua_misses, (unsigned long long)ua_hurried);
+    /* NaN for a moment after a start, until the rows a previous run left
+     * are counted: not a 0 that would say none wait */
+    int64_t uncompacted = aggregate_pending(app->aggregate);
+    char rows[24] = "NaN";
+    if (uncompacted >= 0)
+        snprintf(rows, sizeof(rows), "%lld", (long long)uncompacted);
     buf_printf(b,
                "# HELP shortd_clicks_uncompacted Link days stored as they came and read "
                "with the day rows, not yet merged into them (compacting).\n"
-               "# TYPE shortd_clicks_uncompacted gauge\nshortd_clicks_uncompacted %lld\n",
-               (long long)aggregate_pending(app->aggregate));
+               "# TYPE shortd_clicks_uncompacted gauge\nshortd_clicks_uncompacted %s\n",
+               rows);
     uint64_t humans = 0, bots = 0;
     aggregate_counts(app->aggregate, &humans, &bots);
     double oldest = (double)bl.oldest_age_ms / 1000;

@@ -122,6 +122,7 @@ struct compact_job {
     size_t round_rows; /* ... and the round's transactions so far */
     int64_t recount;   /* -1, or the rows the store holds (the round took none) */
     bool more;
+    bool count; /* not a round: counts the rows appended before this start */
 };
 
 struct aggregate {
@@ -137,7 +138,6 @@ struct aggregate {
     pthread_mutex_t spent_mu;
     struct agg_job *spent; /* stored jobs, for the folding thread to free */
     /* Appending, when the store can (days_append): */
-    struct writer *w;             /* the writer of the last submit */
     _Atomic int64_t pending;      /* appended rows not compacted; -1: not known yet */
     _Atomic int64_t last_batch;   /* the newest complete batch */
     int64_t batch_hw;             /* the highest batch number taken (writer thread) */
@@ -587,6 +587,21 @@ static int store_days(struct store *st, struct agg_job *a, const struct day_delt
 
 /* One chunk: its link days, then either the partial record or, for the
  * last chunk, the checkpoint (and no partial record). */
+/* On the writer's background thread, the first time after a start: the
+ * rows appended before it. Batches stored before this start are complete:
+ * a job stopped part way carries on under a new batch number. */
+static int count_pending(struct aggregate *agg, struct store *st)
+{
+    int64_t rows, newest;
+    int rc = st->ops->days_pending(st, &rows, &newest);
+    if (rc == ERR_OK) {
+        atomic_store(&agg->pending, rows);
+        atomic_store(&agg->last_batch, newest);
+        agg->batch_hw = newest;
+    }
+    return rc;
+}
+
 static int agg_run(struct wjob *j, struct store *st)
 {
     struct agg_job *a = (struct agg_job *)j;
@@ -600,17 +615,8 @@ static int agg_run(struct wjob *j, struct store *st)
     int rc = ERR_OK;
     a->appended = 0;
     if (st->ops->days_append) {
-        if (atomic_load(&a->agg->pending) < 0) {
-            /* Batches stored before this start are complete: a job stopped
-             * part way carries on under a new batch number. */
-            int64_t rows, newest;
-            rc = st->ops->days_pending(st, &rows, &newest);
-            if (rc == ERR_OK) {
-                atomic_store(&a->agg->pending, rows);
-                atomic_store(&a->agg->last_batch, newest);
-                a->agg->batch_hw = newest;
-            }
-        }
+        if (atomic_load(&a->agg->pending) < 0)
+            rc = count_pending(a->agg, st);
         /* Past every number taken, compacted or not: a round takes the
          * complete batches up to last_batch, and must not meet a new one */
         if (rc == ERR_OK && !a->batch_kept && n) {
@@ -725,7 +731,6 @@ static void aggregate_submit_job(struct aggregate *a, struct writer *w, uint64_t
     j->writer = w;
     j->done = done;
     j->arg = arg;
-    a->w = w; /* the folding thread's: a round gets its own copy (cj.w) */
     table_init(&a->t, j->t.count, a->spare_mem);
     a->spare_mem = NULL;
     writer_submit(w, &j->job);
@@ -752,6 +757,16 @@ static int compact_run(struct wjob *j, struct store *st)
     size_t got = 0;
     int rc;
     c->rows = 0;
+    c->recount = -1;
+    if (c->count) {
+        /* A job storing clicks may have counted them first */
+        if (atomic_load(&a->pending) >= 0)
+            return ERR_OK;
+        if (st->ops->days_pending)
+            return count_pending(a, st);
+        atomic_store(&a->pending, 0);
+        return ERR_OK;
+    }
     /* Passes until this transaction holds a chunk, or a create waits */
     do {
         rc = st->ops->days_compact(st, atomic_load(&a->round_upto), COMPACT_STEP, &got);
@@ -761,7 +776,6 @@ static int compact_run(struct wjob *j, struct store *st)
     c->round_rows += c->rows;
     /* A round that found nothing to take while rows were counted: another
      * node's rounds took them (a store several nodes share) */
-    c->recount = -1;
     if (rc == ERR_OK && !c->round_rows && atomic_load(&a->pending) > 0) {
         int64_t newest;
         rc = st->ops->days_pending(st, &c->recount, &newest);
@@ -792,27 +806,31 @@ static void compact_done(struct wjob *j)
             return;
         }
     }
-    atomic_store(&a->round_end_ms, mono_ms());
+    if (!c->count)
+        atomic_store(&a->round_end_ms, mono_ms());
     atomic_store(&a->compacting, false);
 }
 
-void aggregate_tick(struct aggregate *a)
+void aggregate_tick(struct aggregate *a, struct writer *w)
 {
     int64_t rows = atomic_load(&a->pending);
-    if (!a->w || rows <= 0 || atomic_load(&a->compacting) || atomic_load(&a->stopping))
+    if (!w || rows == 0 || atomic_load(&a->compacting) || atomic_load(&a->stopping))
         return;
-    if ((size_t)rows < atomic_load(&a->compact_rows) &&
+    /* Not known yet (rows < 0: no clicks stored since the start), a job
+     * counts them, so that rows a previous run left are compacted and shown
+     * in /metrics without waiting for a click */
+    if (rows > 0 && (size_t)rows < atomic_load(&a->compact_rows) &&
         mono_ms() - atomic_load(&a->round_end_ms) < atomic_load(&a->compact_every))
         return;
     /* A round takes the batches stored so far, in one sweep of the keys;
      * later ones wait for the next round. */
     atomic_store(&a->round_upto, atomic_load(&a->last_batch));
     atomic_store(&a->compacting, true);
-    a->cj = (struct compact_job){.agg = a, .w = a->w};
+    a->cj = (struct compact_job){.agg = a, .w = w, .count = rows < 0};
     a->cj.job.run = compact_run;
     a->cj.job.done = compact_done;
     a->cj.job.background = true;
-    writer_submit(a->w, &a->cj.job);
+    writer_submit(w, &a->cj.job);
 }
 
 void aggregate_stop_compacting(struct aggregate *a) { atomic_store(&a->stopping, true); }
@@ -823,11 +841,7 @@ void aggregate_set_compact(struct aggregate *a, size_t rows, int64_t every_ms)
     atomic_store(&a->compact_every, every_ms > 0 ? every_ms : COMPACT_EVERY_MS);
 }
 
-int64_t aggregate_pending(const struct aggregate *a)
-{
-    int64_t rows = atomic_load(&a->pending);
-    return rows > 0 ? rows : 0;
-}
+int64_t aggregate_pending(const struct aggregate *a) { return atomic_load(&a->pending); }
 
 void aggregate_set_journal(struct aggregate *a, const char *journal_id)
 {

@@ -69,14 +69,16 @@ void aggregate_resume(struct aggregate *a, struct writer *w, uint64_t journal_po
  * days: on the folding thread, often (every wake-up will do), starts a
  * round of compacting when 'rows' appended rows wait or one has waited
  * 'every_ms' since the last round (aggregate_set_compact; 0: the
- * defaults, 2,000,000 and 30 s). A round runs as background jobs of the
- * writer of the last submit, a chunk a transaction, taking turns with the
- * other jobs. aggregate_stop_compacting ends a round at its next chunk and
- * starts no other: call it before the writer stops. */
-void aggregate_tick(struct aggregate *a);
+ * defaults, 2,000,000 and 30 s). A round runs as background jobs of 'w',
+ * a chunk a transaction, taking turns with the other jobs; the first tick
+ * after a start counts the rows a previous run left. aggregate_stop_compacting
+ * ends a round at its next chunk and starts no other: call it before the
+ * writer stops. */
+void aggregate_tick(struct aggregate *a, struct writer *w);
 void aggregate_set_compact(struct aggregate *a, size_t rows, int64_t every_ms);
 void aggregate_stop_compacting(struct aggregate *a);
-int64_t aggregate_pending(const struct aggregate *a); /* appended rows not yet compacted */
+/* Appended rows not yet compacted; -1 until they are counted after a start */
+int64_t aggregate_pending(const struct aggregate *a);
 
 /* Checkpoints are kept per journal (the journal's id names them), so nodes
  * that share a store never overwrite each other's. Set before any submit. */

@@ -719,7 +719,7 @@ static void *fold_main(void *arg)
         if (stopping)
             aggregate_stop_compacting(c->agg);
         else
-            aggregate_tick(c->agg);
+            aggregate_tick(c->agg, c->writer);
         if (stopping && !atomic_load(&c->inflight) && aggregate_empty(c->agg))
             break;
         if (stopping && atomic_load(&c->inflight))

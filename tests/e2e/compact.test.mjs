@@ -7,7 +7,8 @@
 // while compacting counts every click once.
 //
 // fold-compact-rows and fold-compact-every hold compacting off, then start
-// it on a SIGHUP; /metrics shows the rows waiting (shortd_clicks_uncompacted).
+// it on a SIGHUP; /metrics shows the rows waiting (shortd_clicks_uncompacted),
+// after a restart too.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -96,6 +97,15 @@ it('the stats read appended link days, and are the same once compacted and after
     for (const [i, l] of links.entries()) assert.equal(parsed[l.code].clicks + parsed[l.code].bots, 2 * per(i));
     assert.equal(parsed.all.clicks + parsed.all.bot_clicks, n);
 
+    // A restart with no click to store counts the rows waiting: /metrics
+    // shows them (not a 0 that says none wait), and the reads are the same.
+    const waiting = Number(sql(srv.db, 'SELECT count(*) FROM link_days_pending'));
+    await srv.stop();
+    await srv.restart();
+    assert.ok(await poll(async () => (await uncompacted(srv)) === waiting, { timeoutMs: 30_000 }));
+    assert.equal(await reads(srv, links), before);
+
+    // Compacting starts on a SIGHUP, still with no click to wake it.
     config(conf, { rows: 1_000_000, every: 1 });
     srv.proc.kill('SIGHUP');
     assert.ok(await poll(async () => (await uncompacted(srv)) === 0, { timeoutMs: 30_000 }));

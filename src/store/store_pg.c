@@ -698,7 +698,15 @@ static PGresult *wait_result(struct conn *c, int sent, const char *what)
     c->broken = true;
     if (own) {
         /* The job's own bound, shorter than the server's: a slow query, not
-         * yet a server that stopped answering; the other threads go on. */
+         * yet a server that stopped answering; the other threads go on. The
+         * server is told to stop it: a backend notices a closed connection
+         * only when it sends, so each retry would leave one more query
+         * running there, and the retries would slow each other down. */
+        PGcancel *k = PQgetCancel(c->pg);
+        char err[256];
+        if (k)
+            (void)PQcancel(k, err, sizeof(err));
+        PQfreeCancel(k);
         log_at(LOG_WARN, "postgres %s: past the request's deadline; the connection is dropped",
                what);
         return NULL;

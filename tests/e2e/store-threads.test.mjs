@@ -2,13 +2,15 @@
 // freeze test (storage-freeze.test.mjs): a key's searches and exports are
 // limited to its share (heavy-reads-per-key: 429 past it, other keys and
 // the redirect untouched, the share back when the read ends), and requests
-// for one uncached code that arrive together are one store read (a flight).
+// for one uncached code that arrive together are one store read (a flight);
+// on PostgreSQL, a statement past the request's deadline is cancelled.
 
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import { after } from 'node:test';
 
-import { api, createKey, createLink, it, poll, startServer, unique } from './harness.mjs';
+import { PG_MODE, api, createKey, createLink, it, poll, startServer, unique } from './harness.mjs';
 
 const servers = [];
 after(async () => {
@@ -22,7 +24,9 @@ async function metric(server, name) {
 }
 
 it('a key runs at most heavy-reads-per-key searches and exports; then 429, others go on', async () => {
-    const s = await startServer({ args: ['--heavy-reads-per-key', '1'] });
+    // A search reads 100 rows a page: of these long URLs, enough to be quick
+    // on PostgreSQL on a slow machine too.
+    const s = await startServer({ args: ['--heavy-reads-per-key', '1', '--search-page-rows', '100'] });
     servers.push(s);
     // An export far larger than the socket buffers, so that a client that
     // stops reading holds it (and its share) open.
@@ -109,4 +113,42 @@ it('requests for one uncached code that arrive together are one store read', asy
     } finally {
         for (const c of socks) c.destroy();
     }
+});
+
+/* One value from psql on the server's store (a postgres:// URL). */
+function psql(db, text) {
+    const r = spawnSync('psql', ['-X', '-q', '-At', '-d', db, '-c', text], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.trim();
+}
+
+it("a statement past the request's deadline is cancelled on PostgreSQL, not left running", async (t) => {
+    if (!PG_MODE) return t.skip('PostgreSQL only: SQLite has no server to leave a statement on');
+    const s = await startServer();
+    servers.push(s);
+    await createLink(s, s.adminKey, { url: 'https://example.com/locked' });
+    // Another session holds the links table: shortd's search waits for it.
+    const holder = spawn('psql', ['-X', '-q', '-d', s.db, '-c',
+        'BEGIN; LOCK TABLE links IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60);'], { stdio: 'ignore' });
+    // The search's first statement: the floor of its page (sqlgen.c).
+    const SEARCH = "state = 'active' AND query LIKE 'SELECT created_at, code FROM links%OFFSET%' " +
+        'AND pid <> pg_backend_pid()';
+    try {
+        assert.ok(await poll(() => psql(s.db, "SELECT count(*) FROM pg_locks l JOIN pg_class c " +
+            "ON c.oid = l.relation WHERE c.relname = 'links' AND l.mode = 'AccessExclusiveLock' " +
+            'AND l.granted') === '1', { timeoutMs: 10_000 }));
+        const r = await api(s, 'GET', '/api/links?q=zzz', { key: s.adminKey });
+        assert.equal(r.status, 503, r.text);
+        // Cancelled, the search no longer waits there (uncancelled, it would
+        // wait until the lock goes, a minute from now).
+        assert.ok(await poll(() => psql(s.db, `SELECT count(*) FROM pg_stat_activity WHERE ${SEARCH}`) === '0',
+            { timeoutMs: 5_000 }), 'the search still runs on the server');
+    } finally {
+        psql(s.db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' " +
+            'AND pid <> pg_backend_pid()');
+        holder.kill();
+    }
+    // The lock gone, the same search answers.
+    assert.ok(await poll(async () => (await api(s, 'GET', '/api/links?q=zzz', { key: s.adminKey })).status === 200,
+        { timeoutMs: 10_000 }));
 });

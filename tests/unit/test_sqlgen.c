@@ -19,7 +19,7 @@
 
 #define SQ_READ "SELECT " SQL_LINK_READ_SQLITE " FROM links"
 #define PG_READ "SELECT " SQL_LINK_READ_PG " FROM links"
-#define PG_FOLD ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+#define PG_FOLD " COLLATE \"C\")"
 
 static const struct migration sqlite_steps[] = {
 #include "sqlite_migrations.inc"
@@ -119,10 +119,10 @@ void test_sqlgen_list(void)
                        " AND owner = $2"
                        " AND EXISTS (SELECT 1 FROM json_array_elements_text(tags::json) t"
                        " WHERE t = $3)"
-                       " AND (strpos(translate(code" PG_FOLD ", translate($4" PG_FOLD ") > 0"
-                       " OR strpos(translate(url" PG_FOLD ", translate($4" PG_FOLD ") > 0"
-                       " OR strpos(translate(title" PG_FOLD ", translate($4" PG_FOLD ") > 0"
-                       " OR strpos(translate(note" PG_FOLD ", translate($4" PG_FOLD ") > 0)"
+                       " AND (strpos(lower(code" PG_FOLD ", lower($4" PG_FOLD ") > 0"
+                       " OR strpos(lower(url" PG_FOLD ", lower($4" PG_FOLD ") > 0"
+                       " OR strpos(lower(title" PG_FOLD ", lower($4" PG_FOLD ") > 0"
+                       " OR strpos(lower(note" PG_FOLD ", lower($4" PG_FOLD ") > 0)"
                        " AND (created_at, code) < ($5, $6)"
                        " ORDER BY created_at DESC, code DESC LIMIT $7",
                "i:5,i:3,t:red,t:Ex%_,i:99,t:abc,i:2");

@@ -118,7 +118,11 @@ static const struct setting settings[] = {
     {"session-max", C_INT, F(session_max), "604800", 1, 31536000,
      "seconds a dashboard sign-in lasts at most, used or not", 0},
     {"click-flush-ms", C_INT, F(click_flush_ms), "1000", 10, 60000,
-     "milliseconds between writes of click counters to the store", 0},
+     "milliseconds between writes of click counters to the store while clicks keep coming", 0},
+    {"click-lull-ms", C_INT, F(click_lull_ms), "100", 0, 60000,
+     "milliseconds without a new click after which the counters are written at once, "
+     "not at the next click-flush-ms (0: never)",
+     S_LIVE},
     {"journal-sync-ms", C_INT, F(journal_sync_ms), "20", 1, 1000,
      "milliseconds between syncs of the click journal: what a crash can lose", 0},
     {"background-nice", C_INT, F(background_nice), "19", 0, 19,

@@ -53,6 +53,7 @@ struct config {
     int64_t session_idle;            /* seconds a dashboard session lasts unused */
     int64_t session_max;             /* seconds a dashboard session lasts at most */
     int64_t click_flush_ms;          /* counters to the store */
+    int64_t click_lull_ms;           /* ... at once after a pause this long; live */
     int64_t journal_sync_ms;         /* clicks to the journal (the crash-loss window) */
     int64_t background_nice;         /* of the fold and writer threads (coop.h) */
     int64_t background_idle;         /* bool: ... and SCHED_IDLE for them */

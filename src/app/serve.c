@@ -406,6 +406,7 @@ static void reload(struct app *app, const struct serve_reload *rl, struct config
     clicks_pause_fold(app->clicks, app->cfg.fold_paused != 0);
     clicks_set_backlog_max(app->clicks, (size_t)app->cfg.fold_memory_mb << 20);
     clicks_set_held_max(app->clicks, (size_t)app->cfg.fold_held_mb << 20);
+    clicks_set_lull(app->clicks, app->cfg.click_lull_ms);
     aggregate_set_compact(app->aggregate, (size_t)app->cfg.fold_compact_rows,
                           app->cfg.fold_compact_every * 1000);
     log_at(LOG_INFO, "reloaded the configuration%s%s%s: %d live setting%s changed",
@@ -691,6 +692,7 @@ int serve_run(struct config *cfg, const struct serve_reload *reloader)
     clicks_pause_fold(app.clicks, app.cfg.fold_paused != 0);
     clicks_set_backlog_max(app.clicks, (size_t)app.cfg.fold_memory_mb << 20);
     clicks_set_held_max(app.clicks, (size_t)app.cfg.fold_held_mb << 20);
+    clicks_set_lull(app.clicks, app.cfg.click_lull_ms);
     aggregate_set_compact(app.aggregate, (size_t)app.cfg.fold_compact_rows,
                           app.cfg.fold_compact_every * 1000);
     if (clicks_start(app.clicks, app.cfg.journal, app.cfg.click_flush_ms, app.cfg.journal_sync_ms,

@@ -71,6 +71,7 @@
  * two of memory (bench/HISTORY.md, the issue 31 entry). */
 #define FOLD_HELD_MAX ((size_t)512 << 20)
 #define BACKPRESSURE_NS 5000000L
+#define LULL_MS 100 /* no new click for this long: store the counters at once */
 
 struct local {
     struct buf buf; /* [u16 length][event]... */
@@ -129,6 +130,7 @@ struct clicks {
     _Atomic int64_t job_ms;        /* ... in the store job in flight */
     _Atomic size_t held_max;       /* FOLD_HELD_MAX, or a test's */
     _Atomic size_t backlog_max;    /* FOLD_BACKLOG_MAX, or the fold-memory-mb setting */
+    _Atomic int64_t lull_ms;       /* LULL_MS, or the click-lull-ms setting */
     _Atomic uint64_t hollow_bytes; /* journal bytes of the hollow batches */
 
     _Atomic bool inflight; /* a store job is running */
@@ -170,6 +172,7 @@ struct clicks *clicks_new(struct store *st, struct writer *w, struct aggregate *
     pthread_mutex_init(&c->health_mu, NULL);
     atomic_store(&c->held_max, FOLD_HELD_MAX);
     atomic_store(&c->backlog_max, FOLD_BACKLOG_MAX);
+    atomic_store(&c->lull_ms, LULL_MS);
     atomic_store(&c->salt[0].day, -1);
     atomic_store(&c->salt[1].day, -1);
     return c;
@@ -337,6 +340,7 @@ void clicks_lag(struct clicks *c, int64_t now_ms, struct clicks_lag *out)
 }
 
 void clicks_set_held_max(struct clicks *c, size_t bytes) { atomic_store(&c->held_max, bytes); }
+void clicks_set_lull(struct clicks *c, int64_t ms) { atomic_store(&c->lull_ms, ms); }
 
 void clicks_set_backlog_max(struct clicks *c, size_t bytes)
 {
@@ -631,6 +635,7 @@ static void *fold_main(void *arg)
      * the journal thread's, which may be writing it already. */
     uint64_t folded = atomic_load(&c->committed_pos);
     int64_t next_store = mono_ms() + c->flush_ms;
+    int64_t last_click = mono_ms(); /* when the fold last had clicks to fold */
     pthread_mutex_lock(&c->fold_mu);
     for (;;) {
         if (atomic_load(&c->journal_down) && next_store > mono_ms() + c->sync_ms)
@@ -708,7 +713,12 @@ static void *fold_main(void *arg)
             free(x);
         }
         bool idle = !atomic_load(&c->inflight);
-        due = stopping || mono_ms() >= next_store;
+        int64_t now = mono_ms(), lull = atomic_load(&c->lull_ms);
+        if (x)
+            last_click = now;
+        /* At the end of a burst nothing is gained by waiting for the interval:
+         * the store job that follows has no more clicks to share link days */
+        due = stopping || now >= next_store || (lull && !x && now - last_click >= lull);
         if (idle && !aggregate_empty(c->agg) && due) {
             atomic_store(&c->inflight, true);
             atomic_store(&c->job_ms, atomic_load(&c->agg_ms));

@@ -4,9 +4,9 @@
  * allocation once warm). Every journal-sync-ms each event-loop thread hands
  * its buffer to the journal thread, which appends the events to the durable
  * journal and syncs it (one fsync for everything that arrived); the fold
- * thread folds them into counters (aggregate.h); every click-flush-ms the
- * counters go to the store through the writer's background lane, with the
- * journal position they cover. On start the journal is replayed from that
+ * thread folds them into counters (aggregate.h); every click-flush-ms (or
+ * after a lull, clicks_set_lull) the counters go to the store through the
+ * writer's background lane, with the journal position they cover. On start the journal is replayed from that
  * position. */
 #ifndef SHORTD_CLICKS_H
 #define SHORTD_CLICKS_H
@@ -106,6 +106,11 @@ void clicks_set_held_max(struct clicks *c, size_t bytes);
  * wait on disk only (the fold-memory-mb setting; 0: the default, 128 MiB).
  * Any thread. */
 void clicks_set_backlog_max(struct clicks *c, size_t bytes);
+/* Counters are stored every flush_ms (clicks_start) while clicks keep
+ * coming, and at once when none has come for 'ms' (the click-lull-ms
+ * setting; 0: only every flush_ms): the end of a burst is in the stats
+ * without waiting out the interval. Any thread. */
+void clicks_set_lull(struct clicks *c, int64_t ms);
 /* For health checks: false while the node is behind (above). */
 bool clicks_keeping_up(struct clicks *c);
 /* The journal's health as of its last sync (journal.h). Any thread. */

@@ -2,8 +2,8 @@
 // whatever happens to the id files (one lost, one damaged, both gone), a
 // restart counts no click twice and says in its log what it did.
 //
-// click-flush-ms is a minute, so between a clean stop (which stores every
-// click) and a kill -9 the clicks are only in the journal.
+// click-flush-ms is a minute and click-lull-ms 0, so between a clean stop
+// (which stores every click) and a kill -9 the clicks are only in the journal.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -18,7 +18,7 @@ let link;
 let answered = 0;
 
 before(async () => {
-    srv = await startServer({ args: ['--click-flush-ms', '60000'] });
+    srv = await startServer({ args: ['--click-flush-ms', '60000', '--click-lull-ms', '0'] });
     journal = srv.journal || `${srv.db}.clicks`;
     link = await createLink(srv, srv.adminKey, { url: 'https://example.com/journal-id' });
 });

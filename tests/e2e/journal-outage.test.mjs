@@ -1,8 +1,8 @@
 // journal-outage.test.mjs - a click journal on a disk that fills up: /readyz
 // and /metrics say so, the clicks answered meanwhile reach the store within
-// the sync window (click-flush-ms is a minute here, so only that path can
-// store them in time) and survive kill -9, and once the disk has room again
-// the journal writes again by itself, without a restart.
+// the sync window (click-flush-ms is a minute here and click-lull-ms 0, so
+// only that path can store them in time) and survive kill -9, and once the
+// disk has room again the journal writes again by itself, without a restart.
 //
 // The journal lives on a small tmpfs of its own (root only: skipped with the
 // reason elsewhere); the store is on another file system (SQLite's file in
@@ -100,7 +100,7 @@ function journaled(dir, mark) {
 it('a full journal disk: /readyz says so, clicks go to the store in time, and the journal comes back', async (t) => {
     if (!mnt) { t.skip(why); return; }
     const journal = path.join(mnt, 'j');
-    srv = await startServer({ args: ['--journal', journal, '--click-flush-ms', '60000'] });
+    srv = await startServer({ args: ['--journal', journal, '--click-flush-ms', '60000', '--click-lull-ms', '0'] });
     const key = srv.adminKey;
     const link = await createLink(srv, key, { url: 'https://example.com/journal-outage' });
     let answered = 0;

@@ -193,8 +193,9 @@ it('the CLI lists, sizes and deletes a site, and nothing else', async () => {
 });
 
 it('a crash loses no journaled beacon and a replay counts none twice', async () => {
-    // Counters would reach the store after a minute: the journal alone has them.
-    const crash = await startServer({ args: ['--click-flush-ms', '60000'] });
+    // Counters would reach the store after a minute (and not after a lull): the
+    // journal alone has them.
+    const crash = await startServer({ args: ['--click-flush-ms', '60000', '--click-lull-ms', '0'] });
     try {
         const key = crash.adminKey;
         let r = await api(crash, 'POST', '/api/sites', { key, body: { id: 'crash', hosts: ['crash.example'] } });

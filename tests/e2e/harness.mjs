@@ -124,12 +124,15 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /* Polls fn() until it returns a truthy value or timeoutMs passes; returns the
  * last value (falsy on timeout). */
+/* Deadlines are kept on the monotonic clock (performance.now()): this VM's
+ * wall clock can step forward seconds at once (a paused VM catching up),
+ * which once ended 10-second waits after less than one. */
 export async function poll(fn, { timeoutMs = 10_000, intervalMs = 50 } = {}) {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     let v;
     for (;;) {
         v = await fn();
-        if (v || Date.now() >= deadline) return v;
+        if (v || performance.now() >= deadline) return v;
         await sleep(intervalMs);
     }
 }
@@ -260,7 +263,7 @@ export class Server {
 
         // Ready when GET /healthz answers 200 (a fresh connection each time,
         // closed afterwards, so no idle connection counts against a cap).
-        const deadline = Date.now() + 20_000;
+        const deadline = performance.now() + 20_000;
         let exited = null;
         this._exit.then((e) => { exited = e; });
         for (;;) {
@@ -271,7 +274,7 @@ export class Server {
             const r = await rawExchange(this.port, `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${this.port}\r\n` +
                 'Connection: close\r\n\r\n', { timeoutMs: 1000, stopAfter: 1 });
             if (statusOf(r.text) === 200) break;
-            if (Date.now() > deadline) {
+            if (performance.now() > deadline) {
                 throw new Error(`shortd did not answer GET /healthz with 200 within 20 s\n${this.logs()}`);
             }
             await sleep(50);
@@ -744,7 +747,7 @@ export class Conn {
 
     /* The next complete response; null when the connection closed first. */
     async read({ head = false, timeoutMs = 10_000 } = {}) {
-        const deadline = Date.now() + timeoutMs;
+        const deadline = performance.now() + timeoutMs;
         for (;;) {
             const r = parseOne(this.buf, 0, { head, closed: this.closed });
             if (r) {
@@ -752,7 +755,7 @@ export class Conn {
                 return r.res;
             }
             if (this.closed) return null;
-            const left = deadline - Date.now();
+            const left = deadline - performance.now();
             if (left <= 0) throw new Error(`no complete response within ${timeoutMs} ms`);
             await this._wait(left);
         }
@@ -771,9 +774,9 @@ export class Conn {
 
     /* Resolves true once the server has closed the connection, false on timeout. */
     async waitClose(timeoutMs) {
-        const deadline = Date.now() + timeoutMs;
+        const deadline = performance.now() + timeoutMs;
         while (!this.closed) {
-            const left = deadline - Date.now();
+            const left = deadline - performance.now();
             if (left <= 0) return false;
             await this._wait(left);
         }

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "store/bus.h"
@@ -507,7 +508,8 @@ static const char *const sql[S__COUNT] = {
 
 struct conn {
     PGconn *pg;
-    bool broken; /* a call timed out: reconnect before the next */
+    bool broken;        /* a call timed out: reconnect before the next */
+    bool checks_client; /* client_connection_check_interval set (conn_check) */
     bool prepared[S__COUNT];
     /* sqlgen.c's statements prepared: one bit per link_list shape, then
      * per link_list_floor shape */
@@ -699,14 +701,11 @@ static PGresult *wait_result(struct conn *c, int sent, const char *what)
     if (own) {
         /* The job's own bound, shorter than the server's: a slow query, not
          * yet a server that stopped answering; the other threads go on. The
-         * server is told to stop it: a backend notices a closed connection
-         * only when it sends, so each retry would leave one more query
-         * running there, and the retries would slow each other down. */
-        PGcancel *k = PQgetCancel(c->pg);
-        char err[256];
-        if (k)
-            (void)PQcancel(k, err, sizeof(err));
-        PQfreeCancel(k);
+         * connection is closed now, not at its next use: the server, which
+         * checks its clients every second (conn_check), then ends the
+         * statement, where each retry would otherwise leave one more running.
+         * Not PQcancel(): it waits for the server, which may be frozen. */
+        (void)shutdown(PQsocket(c->pg), SHUT_RDWR);
         log_at(LOG_WARN, "postgres %s: past the request's deadline; the connection is dropped",
                what);
         return NULL;
@@ -734,7 +733,7 @@ static PGresult *bx_exec_prepared(struct conn *c, const char *name, int n, const
     return wait_result(c, PQsendQueryPrepared(c->pg, name, n, v, len, fmt, 0), "statement");
 }
 
-static int conn_check(struct conn *c)
+static int conn_open(struct conn *c)
 {
     if (atomic_load(&pg_paused_until) > mono_ms())
         return ERR_STORAGE;
@@ -744,6 +743,7 @@ static int conn_check(struct conn *c)
         /* Drop the connection that timed out (its server may be frozen) and
          * open a new one; connect_timeout bounds this. */
         c->broken = false;
+        c->checks_client = false;
         PQreset(c->pg);
         memset(c->prepared, 0, sizeof(c->prepared));
         memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
@@ -757,6 +757,7 @@ static int conn_check(struct conn *c)
         return ERR_OK;
     if (c->in_tx)
         return log_fail(ERR_STORAGE, "postgres connection lost inside a transaction");
+    c->checks_client = false;
     PQreset(c->pg);
     memset(c->prepared, 0, sizeof(c->prepared));
     memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
@@ -767,6 +768,20 @@ static int conn_check(struct conn *c)
     }
     log_at(LOG_INFO, "reconnected to postgres");
     return ERR_OK;
+}
+
+/* The connection open, and the server told to check every second, while
+ * a statement runs, that the client is still there (PostgreSQL 14 and
+ * later; an older server refuses the setting, and goes without): a
+ * statement whose connection was dropped past its deadline then ends. */
+static int conn_check(struct conn *c)
+{
+    int rc = conn_open(c);
+    if (rc != ERR_OK || c->checks_client || c->in_tx)
+        return rc;
+    c->checks_client = true;
+    PQclear(bx_exec(c, "SET client_connection_check_interval = 1000"));
+    return c->broken ? ERR_STORAGE : ERR_OK;
 }
 
 /* ERR_EXISTS for a unique violation, else ERR_STORAGE logged once. Clears 'r'. */

@@ -124,9 +124,9 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /* Polls fn() until it returns a truthy value or timeoutMs passes; returns the
  * last value (falsy on timeout). */
-/* Deadlines are kept on the monotonic clock (performance.now()): this VM's
- * wall clock can step forward seconds at once (a paused VM catching up),
- * which once ended 10-second waits after less than one. */
+/* Deadlines are kept on the monotonic clock (performance.now()): the wall
+ * clock can step forward seconds at once, as it once did here, ending
+ * 10-second waits after less than one. */
 export async function poll(fn, { timeoutMs = 10_000, intervalMs = 50 } = {}) {
     const deadline = performance.now() + timeoutMs;
     let v;

@@ -585,8 +585,6 @@ static int store_days(struct store *st, struct agg_job *a, const struct day_delt
     return rc;
 }
 
-/* One chunk: its link days, then either the partial record or, for the
- * last chunk, the checkpoint (and no partial record). */
 /* On the writer's background thread, the first time after a start: the
  * rows appended before it. Batches stored before this start are complete:
  * a job stopped part way carries on under a new batch number. */
@@ -602,6 +600,8 @@ static int count_pending(struct aggregate *agg, struct store *st)
     return rc;
 }
 
+/* One chunk: its link days, then either the partial record or, for the
+ * last chunk, the checkpoint (and no partial record). */
 static int agg_run(struct wjob *j, struct store *st)
 {
     struct agg_job *a = (struct agg_job *)j;
@@ -816,17 +816,18 @@ void aggregate_tick(struct aggregate *a, struct writer *w)
     int64_t rows = atomic_load(&a->pending);
     if (!w || rows == 0 || atomic_load(&a->compacting) || atomic_load(&a->stopping))
         return;
-    /* Not known yet (rows < 0: no clicks stored since the start), a job
-     * counts them, so that rows a previous run left are compacted and shown
-     * in /metrics without waiting for a click */
-    if (rows > 0 && (size_t)rows < atomic_load(&a->compact_rows) &&
+    /* Not known yet (no clicks stored since the start): a job counts them,
+     * so that rows a previous run left are compacted and shown in /metrics
+     * without waiting for a click */
+    bool count = rows < 0;
+    if (!count && (size_t)rows < atomic_load(&a->compact_rows) &&
         mono_ms() - atomic_load(&a->round_end_ms) < atomic_load(&a->compact_every))
         return;
     /* A round takes the batches stored so far, in one sweep of the keys;
      * later ones wait for the next round. */
     atomic_store(&a->round_upto, atomic_load(&a->last_batch));
     atomic_store(&a->compacting, true);
-    a->cj = (struct compact_job){.agg = a, .w = w, .count = rows < 0};
+    a->cj = (struct compact_job){.agg = a, .w = w, .count = count};
     a->cj.job.run = compact_run;
     a->cj.job.done = compact_done;
     a->cj.job.background = true;

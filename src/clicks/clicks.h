@@ -6,8 +6,8 @@
  * journal and syncs it (one fsync for everything that arrived); the fold
  * thread folds them into counters (aggregate.h); every click-flush-ms (or
  * after a lull, clicks_set_lull) the counters go to the store through the
- * writer's background lane, with the journal position they cover. On start the journal is replayed from that
- * position. */
+ * writer's background lane, with the journal position they cover. On start
+ * the journal is replayed from that position. */
 #ifndef SHORTD_CLICKS_H
 #define SHORTD_CLICKS_H
 

@@ -733,6 +733,17 @@ static PGresult *bx_exec_prepared(struct conn *c, const char *name, int n, const
     return wait_result(c, PQsendQueryPrepared(c->pg, name, n, v, len, fmt, 0), "statement");
 }
 
+/* Reopens the connection: nothing of the old session is left (its prepared
+ * statements, its settings). */
+static bool conn_reset(struct conn *c)
+{
+    c->checks_client = false;
+    PQreset(c->pg);
+    memset(c->prepared, 0, sizeof(c->prepared));
+    memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
+    return PQstatus(c->pg) == CONNECTION_OK;
+}
+
 static int conn_open(struct conn *c)
 {
     if (atomic_load(&pg_paused_until) > mono_ms())
@@ -743,11 +754,7 @@ static int conn_open(struct conn *c)
         /* Drop the connection that timed out (its server may be frozen) and
          * open a new one; connect_timeout bounds this. */
         c->broken = false;
-        c->checks_client = false;
-        PQreset(c->pg);
-        memset(c->prepared, 0, sizeof(c->prepared));
-        memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
-        if (PQstatus(c->pg) != CONNECTION_OK) {
+        if (!conn_reset(c)) {
             atomic_store(&pg_paused_until, mono_ms() + PG_PAUSE_MS);
             return log_fail(ERR_STORAGE, "cannot reconnect to postgres");
         }
@@ -757,11 +764,7 @@ static int conn_open(struct conn *c)
         return ERR_OK;
     if (c->in_tx)
         return log_fail(ERR_STORAGE, "postgres connection lost inside a transaction");
-    c->checks_client = false;
-    PQreset(c->pg);
-    memset(c->prepared, 0, sizeof(c->prepared));
-    memset(c->lists_prepared, 0, sizeof(c->lists_prepared));
-    if (PQstatus(c->pg) != CONNECTION_OK) {
+    if (!conn_reset(c)) {
         const char *msg = PQerrorMessage(c->pg);
         return log_fail(ERR_STORAGE, "cannot reconnect to postgres: %.*s", (int)strcspn(msg, "\n"),
                         msg);

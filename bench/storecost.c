@@ -195,7 +195,7 @@ int main(int argc, char **argv)
         size_t rows = 0, got;
         do {
             if (st->ops->begin(st) != 0 ||
-                st->ops->days_compact(st, INT64_MAX, CHUNK, &got) != 0 ||
+                st->ops->days_compact(st, INT64_MAX, CHUNK, NULL, NULL, &got) != 0 ||
                 st->ops->commit(st) != 0) {
                 fprintf(stderr, "compacting failed\n");
                 return 1;

@@ -38,6 +38,13 @@ int64_t now_ms(void) { return clock_ms(CLOCK_REALTIME); }
 
 int64_t mono_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
+int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* Calendar arithmetic */
 
 /* Division rounding towards minus infinity, for times before 1970. */

@@ -11,6 +11,7 @@
 
 int64_t now_ms(void);  /* CLOCK_REALTIME */
 int64_t mono_ms(void); /* CLOCK_MONOTONIC */
+int64_t mono_us(void); /* CLOCK_MONOTONIC, in microseconds */
 
 /* "2026-11-30T09:00:00Z", with ".123" before the Z when ms % 1000 != 0. */
 void rfc3339_format(int64_t ms, char out[RFC3339_MAX]);

@@ -122,7 +122,8 @@ struct compact_job {
     size_t round_rows; /* ... and the round's transactions so far */
     int64_t recount;   /* -1, or the rows the store holds (the round took none) */
     bool more;
-    bool count; /* not a round: counts the rows appended before this start */
+    bool count;       /* not a round: counts the rows appended before this start */
+    int64_t start_us; /* when the transaction started (mono_us) */
 };
 
 struct aggregate {
@@ -750,6 +751,17 @@ void aggregate_resume(struct aggregate *a, struct writer *w, uint64_t journal_po
 
 /* ---- compacting ---- */
 
+/* A pass ends early for a create, once the transaction has had its
+ * slice: the create's batch would otherwise wait out the whole pass, at
+ * this thread's low priority, and a pass stopped at once would spend its
+ * turn opening its cursors (bench/HISTORY.md, "Creates during a round of
+ * compacting"). */
+static bool create_waits(void *arg)
+{
+    struct compact_job *c = arg;
+    return mono_us() - c->start_us >= WRITER_SLICE_US && writer_waiting(c->w);
+}
+
 static int compact_run(struct wjob *j, struct store *st)
 {
     struct compact_job *c = (struct compact_job *)j;
@@ -768,10 +780,12 @@ static int compact_run(struct wjob *j, struct store *st)
         return ERR_OK;
     }
     /* Passes until this transaction holds a chunk, or a create waits */
+    c->start_us = mono_us();
     do {
-        rc = st->ops->days_compact(st, atomic_load(&a->round_upto), COMPACT_STEP, &got);
+        rc = st->ops->days_compact(st, atomic_load(&a->round_upto), COMPACT_STEP, create_waits, c,
+                                   &got);
         c->rows += got;
-    } while (rc == ERR_OK && got && c->rows < a->chunk && !writer_waiting(c->w));
+    } while (rc == ERR_OK && got && c->rows < a->chunk && !create_waits(c));
     c->more = got > 0;
     c->round_rows += c->rows;
     /* A round that found nothing to take while rows were counted: another

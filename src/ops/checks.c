@@ -69,14 +69,6 @@ struct checks {
 
 /* ---- helpers ---- */
 
-/* Round trips are timed finer than mono_ms. */
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void say(struct check_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct check_result *r, const char *fmt, ...)
 {

@@ -240,7 +240,7 @@ static int compact_source(struct store *st)
     do {
         int rc = st->ops->begin(st);
         if (rc == ERR_OK)
-            rc = st->ops->days_compact(st, INT64_MAX, 4096, &rows);
+            rc = st->ops->days_compact(st, INT64_MAX, 4096, NULL, NULL, &rows);
         if (rc == ERR_OK)
             rc = st->ops->commit(st);
         else

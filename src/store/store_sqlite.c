@@ -449,7 +449,8 @@ static const char *const sql[S__COUNT] = {
                      "WHERE ops_leases.holder = excluded.holder OR ops_leases.expires_at <= ?3",
 };
 
-#define COMPACT_BATCHES 128 /* batches merged in one pass of compacting */
+#define COMPACT_BATCHES 128   /* batches merged in one pass of compacting */
+#define COMPACT_STOP_EVERY 16 /* link days between a pass's looks at its stop */
 
 struct conn {
     sqlite3 *db;
@@ -2180,7 +2181,8 @@ static int cursors_end(struct store *st, struct pend_cursor *c, int n, int rc)
     return rc;
 }
 
-static int sq_days_compact(struct store *st, int64_t upto, size_t limit, size_t *rows)
+static int sq_days_compact(struct store *st, int64_t upto, size_t limit, bool (*stop)(void *),
+                           void *stop_arg, size_t *rows)
 {
     *rows = 0;
     sqlite3_stmt *list = stmt_get(st, S_BATCH_LIST);
@@ -2223,6 +2225,8 @@ static int sq_days_compact(struct store *st, int64_t upto, size_t limit, size_t 
     if (rc == ERR_OK)
         rc = visitors_from(st, &vfrom);
     for (size_t keys = 0; rc == ERR_OK && nh > 0 && keys < limit; keys++) {
+        if (stop && keys && keys % COMPACT_STOP_EVERY == 0 && stop(stop_arg))
+            break;
         struct pend_cursor *top = &c[heap[0]];
         char code[CODE_MAX + 1];
         snprintf(code, sizeof(code), "%s", col_text(top->q, 0));
@@ -3770,13 +3774,6 @@ static int sq_table_count(struct store *st, int table, struct table_count *out)
 
 /* ---- inspection (store.h, for shortd doctor) ---- */
 
-static int64_t inspect_clock_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* The first column of the first row of 'query' as an integer (-1 for NULL);
  * false when the statement fails ('why' gets SQLite's message). */
 static bool inspect_one(sqlite3 *db, const char *query, int64_t *num, struct store_health *h)
@@ -3857,7 +3854,7 @@ int store_sqlite_inspect(const char *path, struct store_health *h)
     }
     snprintf(uri + n, sizeof(uri) - n, "%s", idle ? "?immutable=1" : "?mode=ro");
     sqlite3 *db = NULL;
-    int64_t t0 = inspect_clock_us();
+    int64_t t0 = mono_us();
     int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
     if (rc != SQLITE_OK) {
         snprintf(h->why, sizeof(h->why), "cannot open '%s': %s", path,
@@ -3867,9 +3864,9 @@ int store_sqlite_inspect(const char *path, struct store_health *h)
     }
     sqlite3_busy_timeout(db, 2000);
     int64_t one = 0, version = 0;
-    int64_t t1 = inspect_clock_us();
+    int64_t t1 = mono_us();
     bool ok = inspect_one(db, "SELECT 1", &one, h);
-    h->query_us = inspect_clock_us() - t1;
+    h->query_us = mono_us() - t1;
     h->connect_us = t1 - t0;
     h->reached = ok;
     ok = ok && inspect_one(db, "PRAGMA user_version", &version, h);

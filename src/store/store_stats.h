@@ -80,8 +80,10 @@ void store_day_sums_each(struct day_sums *s, day_cb cb, void *arg);
     int (*days_append)(struct store * st, int64_t batch, const struct day_delta *d, size_t n);       \
     /* Merges the appended rows of at most 'limit' link days of the batches                       \
      * up to 'upto' (the oldest first); *rows: how many appended rows it                            \
-     * took (0: none were left). */  \
-    int (*days_compact)(struct store * st, int64_t upto, size_t limit, size_t * rows);               \
+     * took (0: none were left). 'stop' (may be NULL) is asked every few                            \
+     * link days: true ends the pass early, what it took kept. */  \
+    int (*days_compact)(struct store * st, int64_t upto, size_t limit, bool (*stop)(void *arg),      \
+                        void *stop_arg, size_t *rows);                                               \
     /* Appended rows left, and the newest batch number (0: none) */                                  \
     int (*days_pending)(struct store * st, int64_t * rows, int64_t * newest);                        \
     /* Removes day rows before 'before_day', at most 'limit', oldest first,                        \

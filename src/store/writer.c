@@ -27,6 +27,7 @@
 #include "base/coop.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/timeutil.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -51,12 +52,16 @@ struct writer {
     bool stop;
     /* One batch at a time, whichever lane. A foreground batch goes before
      * the background's next one, and the background lane's batches end
-     * early while it waits (writer_waiting); once a foreground batch has
-     * run while the background waited, the background goes next, so
-     * neither lane can starve the other. */
+     * early while it waits (writer_waiting); once the background has
+     * waited WRITER_SLICE_US, it goes after the next foreground batch, so
+     * neither lane can starve the other. (It went after every foreground
+     * batch: a batch of one create that came just too late then cost the
+     * others a whole background turn; bench/HISTORY.md, "Creates during a
+     * round of compacting".) */
     bool running;
     int fg_waiting;           /* foreground batches waiting for their turn */
     bool bg_waiting, bg_owed; /* the background lane waits; goes next */
+    int64_t bg_wait_since;    /* when it began to wait (mono_us) */
 };
 
 struct writer *writer_new(struct store *st, int max_batch)
@@ -125,6 +130,7 @@ static void take_turn(struct writer *w, bool background)
 {
     if (background) {
         w->bg_waiting = true;
+        w->bg_wait_since = mono_us();
         while (w->running || (w->fg_waiting > 0 && !w->bg_owed))
             pthread_cond_wait(&w->turn_cv, &w->mu);
         w->bg_waiting = w->bg_owed = false;
@@ -133,7 +139,7 @@ static void take_turn(struct writer *w, bool background)
         while (w->running || w->bg_owed)
             pthread_cond_wait(&w->turn_cv, &w->mu);
         w->fg_waiting--;
-        if (w->bg_waiting)
+        if (w->bg_waiting && mono_us() - w->bg_wait_since >= WRITER_SLICE_US)
             w->bg_owed = true;
     }
     w->running = true;

@@ -39,6 +39,10 @@ void writer_submit(struct writer *w, struct wjob *j); /* any thread */
  * job that can stop part way (storing clicks) then ends its batch early, so
  * that creates do not wait for a low-priority thread on a busy machine. */
 bool writer_waiting(struct writer *w);
+/* The least time each lane gets while the other waits: a waiting background
+ * lane goes next once it has waited this long, and a background job that
+ * costs much to stop and start again (compacting) runs this long first. */
+#define WRITER_SLICE_US 2000
 void writer_drain(struct writer *w); /* waits until idle */
 
 /* Without writer threads (the CLI): begin, run, commit, done, on this thread. */

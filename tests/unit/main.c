@@ -145,6 +145,7 @@
     X(store_blocklist)                                                                             \
     X(store_analytics)                                                                             \
     X(store_appended_days)                                                                         \
+    X(store_compact_stops)                                                                         \
     X(store_day_race)                                                                              \
     X(store_sites)                                                                                 \
     X(store_concurrent_counts)                                                                     \

@@ -2110,8 +2110,8 @@ static int take_pending(struct conn *c, int64_t upto, size_t limit, PGresult **o
 
 /* A pass is one statement, which cannot stop part way, so 'stop' is not
  * asked: taken in slices of 128 link days a statement, compacting cost the
- * server 2.4 times as much a row (bench/HISTORY.md, "Creates during a round
- * of compacting"). */
+ * server up to 2.4 times as much a row (bench/HISTORY.md, "Creates during a
+ * round of compacting"). */
 static int pg_days_compact(struct store *st, int64_t upto, size_t limit, bool (*stop)(void *),
                            void *stop_arg, size_t *rows)
 {

@@ -183,7 +183,11 @@ it('a used setup link, a wrong one and one past its hour each say why they do no
 });
 
 it('sign-out ends the session; the sign-in page brings it back', async () => {
+    // Sign-out reloads the page after the hash changes: wait for the new
+    // document, or what follows races with the reload.
+    const reloaded = admin.waitForEvent('load');
     await admin.getByRole('button', { name: 'Sign out' }).click();
+    await reloaded;
     await admin.waitForURL(/#\/signin$/);
     assert.ok(await admin.locator('#nav').isHidden());
     const r = await admin.evaluate(async () => (await fetch('/api/session')).status);

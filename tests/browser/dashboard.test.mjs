@@ -520,7 +520,9 @@ it('delete asks first; cancel keeps the link, confirm deletes it', async () => {
 
 it('sign out ends the session; another user sees only their own links', async () => {
     const before1 = (await context.cookies(srv.url)).find((x) => x.name === 'shortd_session');
+    const reloaded = page.waitForEvent('load'); // sign-out reloads the page
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await reloaded;
     await page.waitForURL(/#\/signin$/);
     await page.getByLabel('Name').waitFor();
     assert.equal((await context.cookies(srv.url)).find((x) => x.name === 'shortd_session'), undefined);

@@ -123,10 +123,9 @@ const SANITIZER_REPORT = /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|S
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /* Polls fn() until it returns a truthy value or timeoutMs passes; returns the
- * last value (falsy on timeout). */
-/* Deadlines are kept on the monotonic clock (performance.now()): the wall
- * clock can step forward seconds at once, as it once did here, ending
- * 10-second waits after less than one. */
+ * last value (falsy on timeout). Deadlines here are kept on the monotonic
+ * clock (performance.now()): the wall clock can step forward seconds at
+ * once, as it once did here, ending 10-second waits after less than one. */
 export async function poll(fn, { timeoutMs = 10_000, intervalMs = 50 } = {}) {
     const deadline = performance.now() + timeoutMs;
     let v;

@@ -728,9 +728,10 @@ static PGresult *bx_prepare(struct conn *c, const char *name, const char *text, 
 }
 
 static PGresult *bx_exec_prepared(struct conn *c, const char *name, int n, const char *const *v,
-                                  const int *len, const int *fmt)
+                                  const int *len, const int *fmt, int result_fmt)
 {
-    return wait_result(c, PQsendQueryPrepared(c->pg, name, n, v, len, fmt, 0), "statement");
+    return wait_result(c, PQsendQueryPrepared(c->pg, name, n, v, len, fmt, result_fmt),
+                       "statement");
 }
 
 /* Reopens the connection: nothing of the old session is left (its prepared
@@ -816,6 +817,12 @@ static int check_result(PGresult *r, PGconn *pg, const char *what, PGresult **ou
 
 /* Runs a statement on 'c' as it is, preparing it first if needed. 'out' (may
  * be NULL) gets the result on success, for the caller to PQclear. */
+/* The statements whose results come in binary form: the rows of link days
+ * that compacting reads, whose blobs would otherwise travel as hex text
+ * (bench/HISTORY.md, "Binary arrays for PostgreSQL"). The val_ readers
+ * below take either form. */
+static const bool binary_results[S__COUNT] = {[S_PEND_TAKE] = true, [S_DAYS_LOCK] = true};
+
 static int exec_on(struct conn *c, enum stmt id, const struct params *p, const char *what,
                    PGresult **out)
 {
@@ -832,7 +839,7 @@ static int exec_on(struct conn *c, enum stmt id, const struct params *p, const c
         c->prepared[id] = true;
     }
     PGresult *r = bx_exec_prepared(c, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
-                                   p ? p->fmt : NULL);
+                                   p ? p->fmt : NULL, binary_results[id]);
     return check_result(r, c->pg, what, out);
 }
 
@@ -870,7 +877,15 @@ static int run_count(struct store *st, enum stmt id, const struct params *p, con
 
 static int64_t val_i64(const PGresult *r, int row, int col)
 {
-    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+    if (PQfformat(r, col) == 0)
+        return strtoll(PQgetvalue(r, row, col), NULL, 10);
+    /* int2, int4 or int8, big-endian */
+    const unsigned char *x = (const unsigned char *)PQgetvalue(r, row, col);
+    int n = PQgetlength(r, row, col);
+    uint64_t u = n > 0 && x[0] & 0x80 ? UINT64_MAX : 0;
+    for (int i = 0; i < n && i < 8; i++)
+        u = u << 8 | x[i];
+    return (int64_t)u;
 }
 
 static bool val_bool(const PGresult *r, int row, int col)
@@ -885,9 +900,14 @@ static char *val_dup(const PGresult *r, int row, int col)
     return slice_dup((struct slice){PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col)});
 }
 
-/* A bytea column (text format, hex) into 'out'. */
+/* A bytea column (text format, hex, or binary) into 'out'. */
 static int val_bytes(const PGresult *r, int row, int col, struct buf *out)
 {
+    if (PQfformat(r, col) == 1) {
+        buf_reset(out);
+        buf_add(out, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
+        return ERR_OK;
+    }
     size_t n = 0;
     unsigned char *b = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &n);
     if (!b)
@@ -1494,7 +1514,7 @@ static int run_generated(struct conn *c, const char *name, unsigned bit, struct 
     }
     struct params p = {0};
     stmt_params(s, &p);
-    rc = check_result(bx_exec_prepared(c, name, p.n, p.v, p.len, p.fmt), c->pg, what, out);
+    rc = check_result(bx_exec_prepared(c, name, p.n, p.v, p.len, p.fmt, 0), c->pg, what, out);
     return rc == ERR_EXISTS ? ERR_STORAGE : rc;
 }
 
@@ -1585,23 +1605,78 @@ static int pg_link_sweep(struct store *st, int64_t before, int limit, int *swept
 /* ---- click analytics ---- */
 
 /* Array parameters of one chunk of link days: codes, days, then (for the
- * write) the merged counts and blobs. */
+ * write) the merged counts and blobs, in PostgreSQL's binary array form
+ * (array_recv), so that the server copies each element instead of parsing
+ * a text literal and decoding every bytea from hex (bench/HISTORY.md,
+ * "Binary arrays for PostgreSQL"). libpq writes no arrays; the form is
+ * five 4-byte words (dimensions, has-nulls, element type, length, lower
+ * bound), then each element's length (-1 for NULL) and bytes, big-endian. */
+enum { OID_BYTEA = 17, OID_INT8 = 20, OID_TEXT = 25 };
+
+static const uint32_t day_array_types[8] = {OID_TEXT, OID_INT8,  OID_INT8,  OID_INT8,
+                                            OID_INT8, OID_BYTEA, OID_BYTEA, OID_BYTEA};
+
 struct day_arrays {
     struct buf col[8];
+    uint32_t count; /* elements in each column */
+    bool nulls[8];
 };
+
+static void be32(unsigned char *x, uint32_t v)
+{
+    x[0] = (unsigned char)(v >> 24);
+    x[1] = (unsigned char)(v >> 16);
+    x[2] = (unsigned char)(v >> 8);
+    x[3] = (unsigned char)v;
+}
+
+static void put_u32(struct buf *b, uint32_t v)
+{
+    unsigned char x[4];
+    be32(x, v);
+    buf_add(b, x, sizeof(x));
+}
 
 static void arrays_open(struct day_arrays *a, int ncols)
 {
+    a->count = 0;
     for (int i = 0; i < ncols; i++) {
         buf_reset(&a->col[i]);
-        buf_addc(&a->col[i], '{');
+        a->nulls[i] = false;
+        put_u32(&a->col[i], 1); /* dimensions */
+        put_u32(&a->col[i], 0); /* has nulls: set by arrays_close */
+        put_u32(&a->col[i], day_array_types[i]);
+        put_u32(&a->col[i], 0); /* length: set by arrays_close */
+        put_u32(&a->col[i], 1); /* lower bound */
     }
 }
 
-static void arrays_sep(struct day_arrays *a, int ncols, size_t row)
+static void array_put(struct day_arrays *a, int col, const void *p, size_t n)
 {
-    for (int i = 0; i < ncols && row; i++)
-        buf_addc(&a->col[i], ',');
+    if (!p) {
+        put_u32(&a->col[col], UINT32_MAX);
+        a->nulls[col] = true;
+        return;
+    }
+    put_u32(&a->col[col], (uint32_t)n);
+    buf_add(&a->col[col], p, n);
+}
+
+static void array_put_i64(struct day_arrays *a, int col, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    put_u32(&a->col[col], 8);
+    put_u32(&a->col[col], (uint32_t)(u >> 32));
+    put_u32(&a->col[col], (uint32_t)u);
+}
+
+/* Sets the header words that were not known when the arrays opened. */
+static void arrays_close(struct day_arrays *a, int ncols)
+{
+    for (int i = 0; i < ncols; i++) {
+        be32((unsigned char *)a->col[i].p + 4, a->nulls[i]);
+        be32((unsigned char *)a->col[i].p + 12, a->count);
+    }
 }
 
 /* One element of an array literal: NULL, a number, or a quoted string (a
@@ -1634,16 +1709,6 @@ static void array_elem(struct buf *o, const struct store_value *v)
     buf_addc(o, '"');
 }
 
-static void array_text(struct buf *o, const char *s)
-{
-    array_elem(o, &(struct store_value){VAL_TEXT, 0, s, strlen(s)});
-}
-
-static void array_bytea(struct buf *o, const void *p, size_t n)
-{
-    array_elem(o, &(struct store_value){p ? VAL_BLOB : VAL_NULL, 0, p, n});
-}
-
 /* (code, day) against row 'row' of a result whose first two columns are those. */
 static int key_cmp(const char *code, int64_t day, const PGresult *r, int row)
 {
@@ -1666,20 +1731,20 @@ static int taken_cmp(const void *a, const void *b)
     return key_cmp(PQgetvalue(x->r, x->row, 0), val_i64(x->r, x->row, 1), y->r, y->row);
 }
 
-/* Row 'i' of the eight arrays of whole day rows (S_DAYS_NEW, S_DAYS_PUT,
+/* A row of the eight arrays of whole day rows (S_DAYS_NEW, S_DAYS_PUT,
  * S_PEND_ADD): code, day, counts and blobs. */
-static void arrays_row(struct day_arrays *w, size_t i, const char *code, int64_t day,
+static void arrays_row(struct day_arrays *w, const char *code, int64_t day,
                        const struct day_blobs *b)
 {
-    arrays_sep(w, 8, i);
-    array_text(&w->col[0], code);
-    buf_add_i64(&w->col[1], day);
-    buf_add_i64(&w->col[2], b->clicks);
-    buf_add_i64(&w->col[3], b->bots);
-    buf_add_i64(&w->col[4], b->uniques);
-    array_bytea(&w->col[5], b->dims, b->ndims);
-    array_bytea(&w->col[6], b->visitors, b->nvisitors);
-    array_bytea(&w->col[7], b->recent, b->nrecent);
+    array_put(w, 0, code, strlen(code));
+    array_put_i64(w, 1, day);
+    array_put_i64(w, 2, b->clicks);
+    array_put_i64(w, 3, b->bots);
+    array_put_i64(w, 4, b->uniques);
+    array_put(w, 5, b->dims, b->ndims);
+    array_put(w, 6, b->visitors, b->nvisitors);
+    array_put(w, 7, b->recent, b->nrecent);
+    w->count++;
 }
 
 /* Closes the arrays and runs statement 'id' with them (after 'first', when
@@ -1690,10 +1755,9 @@ static int arrays_run(struct conn *c, enum stmt id, struct day_arrays *w, const 
     struct params p = {0};
     if (first)
         p_text(&p, first);
-    for (int i = 0; i < 8; i++) {
-        buf_addc(&w->col[i], '}');
-        p_text(&p, w->col[i].p);
-    }
+    arrays_close(w, 8);
+    for (int i = 0; i < 8; i++)
+        p_bytes(&p, w->col[i].p, w->col[i].len);
     return exec_on(c, id, &p, what, out);
 }
 
@@ -1706,15 +1770,14 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
 {
     arrays_open(a, 2);
     for (size_t i = 0; i < n; i++) {
-        arrays_sep(a, 2, i);
-        array_text(&a->col[0], d[i].code);
-        buf_add_i64(&a->col[1], d[i].day);
+        array_put(a, 0, d[i].code, strlen(d[i].code));
+        array_put_i64(a, 1, d[i].day);
+        a->count++;
     }
-    for (int i = 0; i < 2; i++)
-        buf_addc(&a->col[i], '}');
+    arrays_close(a, 2);
     struct params k = {0};
-    p_text(&k, a->col[0].p);
-    p_text(&k, a->col[1].p);
+    p_bytes(&k, a->col[0].p, a->col[0].len);
+    p_bytes(&k, a->col[1].p, a->col[1].len);
     PGresult *r = NULL;
     int rc = exec_on(c, S_DAYS_LOCK, &k, "day lock", &r);
     if (rc != ERR_OK)
@@ -1725,7 +1788,7 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
     memset(&fresh, 0, sizeof(fresh));
     arrays_open(&w, 8);
     arrays_open(&fresh, 8);
-    size_t nw = 0, nfresh = 0;
+    size_t nfresh = 0;
     size_t *fresh_at = calloc(n, sizeof(*fresh_at)); /* which deltas are missing */
     if (!fresh_at)
         abort();
@@ -1734,7 +1797,7 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
         struct day_blobs m;
         if (row >= rows || key_cmp(d[i].code, d[i].day, r, row) != 0) {
             dayrow_encode(d[i].row, &bufs[0], &bufs[1], &bufs[2], &m);
-            arrays_row(&fresh, nfresh, d[i].code, d[i].day, &m);
+            arrays_row(&fresh, d[i].code, d[i].day, &m);
             fresh_at[nfresh++] = i;
             continue;
         }
@@ -1755,12 +1818,12 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
             rc = log_fail(ERR_STORAGE, "the stored clicks of '%s' on day %lld are damaged",
                           d[i].code, (long long)d[i].day);
         if (rc == ERR_OK)
-            arrays_row(&w, nw++, d[i].code, d[i].day, &m);
+            arrays_row(&w, d[i].code, d[i].day, &m);
     }
     if (rc == ERR_OK && row != rows)
         rc = log_fail(ERR_STORAGE, "postgres: %d day rows locked, %d of them asked for", rows, row);
     PQclear(r);
-    if (rc == ERR_OK && nw)
+    if (rc == ERR_OK && w.count)
         rc = arrays_run(c, S_DAYS_PUT, &w, NULL, "day write", NULL);
     /* The missing ones, inserted whole; one another node inserted first is
      * not returned, and is merged in a second round. */
@@ -2061,7 +2124,7 @@ static int pg_days_append(struct store *st, int64_t batch, const struct day_delt
     for (size_t i = 0; i < n; i++) {
         struct day_blobs b;
         dayrow_encode(d[i].row, &bufs[0], &bufs[1], &bufs[2], &b);
-        arrays_row(&w, i, d[i].code, d[i].day, &b);
+        arrays_row(&w, d[i].code, d[i].day, &b);
     }
     char no[24];
     snprintf(no, sizeof(no), "%lld", (long long)batch);

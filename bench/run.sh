@@ -280,6 +280,13 @@ stop_shortd() {
     SHORTD_PID=""
 }
 
+# warm_pass FILE: a HEAD of every code (each a cache miss the first time)
+warm_pass() {
+    # shellcheck disable=SC2046
+    $(pin_client "$L") "$LOADGEN" warm -p "$PORT_S" -c 64 --depth 16 --codes "$DATA/codes.txt" \
+        --method HEAD >"$1" || fail "warm-up"
+}
+
 start_nginx() {
     local layout=$1 prefix=$WORK/nginx-$1
     rm -rf "$prefix" && mkdir -p "$prefix"
@@ -555,9 +562,17 @@ for N in "${NS[@]}"; do
         sleep 0.5
         rss0=$(rss_kib "$SHORTD_PID"); anon0=$(anon_kib "$SHORTD_PID")
         t0=$(date +%s%N)
-        # shellcheck disable=SC2046
-        $(pin_client "$L") "$LOADGEN" warm -p "$PORT_S" -c 64 --depth 16 --codes "$DATA/codes.txt" --method HEAD >"$RUN/warm-$N-$L.txt" ||
-            fail "warm-up"
+        warm_pass "$RUN/warm-$N-$L.txt"
+        # A miss can wait past store-timeout-ms and get 503 while the
+        # warm-up saturates both cores, since the misses' store threads run
+        # at background-nice (bench/HISTORY.md, "A cold cache of ten million
+        # links"): a second pass, as a client retrying, fills what it left.
+        w5=$(kv status_5xx "$RUN/warm-$N-$L.txt")
+        if [ "$w5" != 0 ] && [ $(($(kv status_3xx "$RUN/warm-$N-$L.txt") + w5)) = "$N" ]; then
+            log "N=$N $L: $w5 codes of the warm-up answered 503; a second pass"
+            mv "$RUN/warm-$N-$L.txt" "$RUN/warm-$N-$L-first.txt"
+            warm_pass "$RUN/warm-$N-$L.txt"
+        fi
         warm_s=$(calc "($(date +%s%N) - $t0) / 1e9")
         [ "$(kv status_3xx "$RUN/warm-$N-$L.txt")" = "$N" ] || fail "warm-up: not every code answered 302 ($(tr '\n' ' ' <"$RUN/warm-$N-$L.txt"))"
         # shortd's housekeeping grows the cache's hash table once a second:

@@ -815,14 +815,14 @@ static int check_result(PGresult *r, PGconn *pg, const char *what, PGresult **ou
     return ERR_OK;
 }
 
-/* Runs a statement on 'c' as it is, preparing it first if needed. 'out' (may
- * be NULL) gets the result on success, for the caller to PQclear. */
 /* The statements whose results come in binary form: the rows of link days
  * that compacting reads, whose blobs would otherwise travel as hex text
  * (bench/HISTORY.md, "Binary arrays for PostgreSQL"). The val_ readers
  * below take either form. */
 static const bool binary_results[S__COUNT] = {[S_PEND_TAKE] = true, [S_DAYS_LOCK] = true};
 
+/* Runs a statement on 'c' as it is, preparing it first if needed. 'out' (may
+ * be NULL) gets the result on success, for the caller to PQclear. */
 static int exec_on(struct conn *c, enum stmt id, const struct params *p, const char *what,
                    PGresult **out)
 {

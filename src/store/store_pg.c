@@ -1788,7 +1788,6 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
     memset(&fresh, 0, sizeof(fresh));
     arrays_open(&w, 8);
     arrays_open(&fresh, 8);
-    size_t nfresh = 0;
     size_t *fresh_at = calloc(n, sizeof(*fresh_at)); /* which deltas are missing */
     if (!fresh_at)
         abort();
@@ -1797,8 +1796,8 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
         struct day_blobs m;
         if (row >= rows || key_cmp(d[i].code, d[i].day, r, row) != 0) {
             dayrow_encode(d[i].row, &bufs[0], &bufs[1], &bufs[2], &m);
+            fresh_at[fresh.count] = i;
             arrays_row(&fresh, d[i].code, d[i].day, &m);
-            fresh_at[nfresh++] = i;
             continue;
         }
         struct day_blobs old = {
@@ -1829,20 +1828,20 @@ static int days_chunk(struct conn *c, const struct day_delta *d, size_t n, struc
      * not returned, and is merged in a second round. */
     struct day_delta *late = NULL;
     size_t nlate = 0;
-    if (rc == ERR_OK && nfresh) {
+    if (rc == ERR_OK && fresh.count) {
         PGresult *ins = NULL;
         rc = arrays_run(c, S_DAYS_NEW, &fresh, NULL, "day insert", &ins);
         int got = rc == ERR_OK ? PQntuples(ins) : 0;
-        if (rc == ERR_OK && (size_t)got < nfresh) {
+        if (rc == ERR_OK && (size_t)got < fresh.count) {
             struct taken *t = calloc((size_t)got + 1, sizeof(*t));
-            late = calloc(nfresh - (size_t)got, sizeof(*late));
+            late = calloc(fresh.count - (size_t)got, sizeof(*late));
             if (!t || !late)
                 abort();
             for (int i = 0; i < got; i++)
                 t[i] = (struct taken){ins, i};
             qsort(t, (size_t)got, sizeof(*t), taken_cmp);
             int at = 0;
-            for (size_t f = 0; f < nfresh; f++) {
+            for (size_t f = 0; f < fresh.count; f++) {
                 const struct day_delta *x = &d[fresh_at[f]];
                 if (at < got && key_cmp(x->code, x->day, ins, t[at].row) == 0)
                     at++;

@@ -177,6 +177,12 @@ $(OUT)/bench/storecost: bench/storecost.c $(LIBOBJ) $(LLOBJ) $(HDR)
 	$(Q)$(CC) $(BASE) $(WARN) $(OPT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -o $@ \
 		bench/storecost.c $(LIBOBJ) $(LLOBJ) $(LIBS)
 
+# bench/floorcost.c: SQLite alone storing a count a click (a floor)
+$(OUT)/bench/floorcost: bench/floorcost.c
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(BASE) $(WARN) $(OPT) -o $@ bench/floorcost.c -lsqlite3
+
 $(OUT)/obj $(OUT)/unit:
 	mkdir -p $@
 

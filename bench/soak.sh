@@ -2,8 +2,8 @@
 # bench/soak.sh - a long flood of redirects over many links: does storing
 # clicks keep up? On a fresh shortd (2 event loops, unpinned, loopback) with
 # a copy of the store bench/run.sh prepared for N links, its cache warmed, wrk
-# (bench/redirect.lua: uniform codes, the benchmark's user agents, 64
-# connections) saturates it for DURATION seconds. Every 10 s (SOAK_EVERY) it
+# (bench/redirect.lua: uniform codes unless --dist says zipf or viral, the
+# benchmark's user agents, 64 connections) saturates it for DURATION seconds. Every 10 s (SOAK_EVERY) it
 # samples the backlog (shortd_clicks_pending, shortd_clicks_unfolded,
 # shortd_clicks_lag_seconds), shortd's RSS and the CPU time its store and fold
 # threads have used, into samples.tsv. After the flood it waits (at most
@@ -13,7 +13,7 @@
 # everything it started by PID; not part of `make test` or `make bench`.
 #
 #   bench/soak.sh [--links N] [--duration SECONDS] [--binary PATH] [--no-warm]
-#                 [--store URL]
+#                 [--store URL] [--dist uniform|zipf|viral]
 #
 # --store URL: a PostgreSQL store (a cluster node's) that `shortd migrate`
 # has prepared, instead of a copy of the SQLite file: the N links are copied
@@ -36,6 +36,7 @@ STORE=""
 EVERY=${SOAK_EVERY:-10}
 DRAIN=${SOAK_DRAIN:-600}
 CONNS=64
+DIST=uniform
 while [ $# -gt 0 ]; do
     case "$1" in
     --links) N=$2; shift 2 ;;
@@ -43,6 +44,7 @@ while [ $# -gt 0 ]; do
     --binary) BIN=$(realpath "$2"); shift 2 ;;
     --no-warm) WARM=0; shift ;;
     --store) STORE=$2; shift 2 ;;
+    --dist) DIST=$2; shift 2 ;;
     *) sed -n '2,/^set -E/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
@@ -51,6 +53,7 @@ BENCH_NAME=soak
 . bench/lib.sh
 W=$ROOT/build/bench
 D=$W/data-$N
+[[ $DIST =~ ^(uniform|zipf|viral)$ ]] || { echo "soak: --dist takes uniform, zipf or viral, not '$DIST'" >&2; exit 2; }
 [ -s "$D/pristine.db" ] || { echo "soak: no store of $N links: run bench/run.sh --links $N --prepare-only first" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "soak: $BIN is not built (make)" >&2; exit 2; }
 command -v wrk >/dev/null || { echo "soak: wrk is missing (bench/setup.sh)" >&2; exit 2; }
@@ -123,7 +126,7 @@ printf 'second\tpending\tunfolded\tlag_s\trss_mb\tstore_cpu_s\tfold_cpu_s\tkeepi
     tee "$OUT/samples.tsv"
 sample 0
 T0=$(date +%s)
-BENCH_CODES=$D/codes.txt BENCH_UAS=$ROOT/bench/uas.txt BENCH_HOST=127.0.0.1:$PORT \
+BENCH_CODES=$D/codes.txt BENCH_UAS=$ROOT/bench/uas.txt BENCH_HOST=127.0.0.1:$PORT BENCH_DIST=$DIST \
     wrk -t2 -c"$CONNS" -d"${DURATION}s" --timeout 5s -s bench/redirect.lua "http://127.0.0.1:$PORT/" \
     >"$OUT/wrk.txt" 2>&1 &
 WRK=$!

@@ -36,9 +36,6 @@
 #define STORE_WARN_MS 100
 #define STORE_FAIL_MS 1000
 #define CACHE_WARN_MS 20
-/* Clicks waiting to be counted: past these, the fold is far behind. */
-#define BACKLOG_WARN 100000
-#define BACKLOG_FAIL 1000000
 /* Free space: below FAIL the store or the journal soon stop writing; below
  * WARN it is time to act. */
 #define MIB (1024.0 * 1024.0)
@@ -160,7 +157,12 @@ static bool check_journal(const struct checks_env *e, int64_t now, struct check_
     clicks_health(e->clicks, &h);
     struct clicks_backlog bl;
     clicks_backlog(e->clicks, &bl);
-    judge(r, (double)bl.unfolded, "clicks", BACKLOG_WARN, BACKLOG_FAIL, false);
+    /* How many clicks wait is said, not judged: a node that keeps up holds
+     * half a minute of a flood here (1.6 M at a million links in
+     * bench/soak.sh, bench/HISTORY.md, "the floor under storing a click"),
+     * and memory bounds it (fold-memory-mb); how long the oldest has
+     * waited is what journal-age and fold judge. */
+    judge(r, (double)bl.unfolded, "clicks", 0, 0, false);
     if (h.down) {
         r->state = CHECK_FAIL;
         say(r,

@@ -310,6 +310,7 @@
     X(api_ops_clicks_lag)                                                                          \
     X(api_ops_clicks_held)                                                                         \
     X(api_ops_clicks_on_disk)                                                                      \
+    X(api_ops_backlog_not_judged)                                                                  \
     X(api_ops_clicks_compacted)                                                                    \
     X(api_qr_svg)                                                                                  \
     X(api_qr_png)                                                                                  \

@@ -125,10 +125,10 @@ int main(int argc, char **argv)
     size_t batch = argc > 4 ? strtoull(argv[4], 0, 10) : 100000;
     if (!links || batches <= 0 || !batch)
         return 2;
-    char aside[4096];
-    for (const char *sfx = ""; sfx; sfx = *sfx ? NULL : "-wal") {
-        snprintf(aside, sizeof(aside), "%s%s", path, sfx);
-        remove(aside);
+    for (size_t i = 0; i < 3; i++) { /* a fresh file: no earlier run's pages */
+        char f[4096];
+        snprintf(f, sizeof(f), "%s%s", path, (const char *[]){"", "-wal", "-shm"}[i]);
+        remove(f);
     }
     sqlite3 *db = NULL;
     if (sqlite3_open(path, &db) != SQLITE_OK) {

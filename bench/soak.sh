@@ -3,8 +3,9 @@
 # clicks keep up? On a fresh shortd (2 event loops, unpinned, loopback) with
 # a copy of the store bench/run.sh prepared for N links, its cache warmed, wrk
 # (bench/redirect.lua: uniform codes unless --dist says zipf or viral, the
-# benchmark's user agents, 64 connections) saturates it for DURATION seconds. Every 10 s (SOAK_EVERY) it
-# samples the backlog (shortd_clicks_pending, shortd_clicks_unfolded,
+# benchmark's user agents, 64 connections) saturates it for DURATION
+# seconds. Every 10 s (SOAK_EVERY) it samples the backlog
+# (shortd_clicks_pending, shortd_clicks_unfolded,
 # shortd_clicks_lag_seconds), shortd's RSS and the CPU time its store and fold
 # threads have used, into samples.tsv. After the flood it waits (at most
 # SOAK_DRAIN, 600 s) for every click to be stored, stops shortd and checks,

@@ -158,10 +158,9 @@ static bool check_journal(const struct checks_env *e, int64_t now, struct check_
     struct clicks_backlog bl;
     clicks_backlog(e->clicks, &bl);
     /* How many clicks wait is said, not judged: a node that keeps up holds
-     * half a minute of a flood here (1.6 M at a million links in
-     * bench/soak.sh, bench/HISTORY.md, "the floor under storing a click"),
-     * and memory bounds it (fold-memory-mb); how long the oldest has
-     * waited is what journal-age and fold judge. */
+     * many during a flood (bench/HISTORY.md, "long floods at 1 M and 10 M
+     * links"), and memory bounds them (fold-memory-mb); how long the
+     * oldest has waited is what journal-age and fold judge. */
     judge(r, (double)bl.unfolded, "clicks", 0, 0, false);
     if (h.down) {
         r->state = CHECK_FAIL;

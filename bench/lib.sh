@@ -33,11 +33,13 @@ bench_loadgen() {
 
 # PORT: the one given (refused when in use), else a free one (a lost race
 # shows as a failed start). $1 names the variable that sets it, for the
-# message.
+# message. Drawn below the kernel's ephemeral range (32768 and up): a port
+# there may be the local end of an outbound connection, and bind() fails on
+# it although nothing listens.
 bench_port() {
     for _ in 1 2 3 4 5 6 7 8; do
         [ -n "$PORT" ] && break
-        local p=$((20000 + RANDOM % 30000))
+        local p=$((20000 + RANDOM % 12000))
         (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || PORT=$p
     done
     if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then

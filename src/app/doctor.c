@@ -296,9 +296,9 @@ static void check_pg(struct doctor *d)
         return;
     }
     struct finding *f = found(d, h->query_us > PG_SLOW_US ? DOCTOR_WARN : DOCTOR_OK, "store",
-                              "postgres '%s': schema %d (current), connected in %.1f ms, a round "
-                              "trip takes %.1f ms",
-                              shown, h->schema, (double)h->connect_us / 1000.0,
+                              "postgres '%s': schema %d (current), connected in %.1f ms, the "
+                              "fastest of %d round trips took %.1f ms",
+                              shown, h->schema, (double)h->connect_us / 1000.0, STORE_HEALTH_PINGS,
                               (double)h->query_us / 1000.0);
     if (f->status == DOCTOR_WARN)
         fix(f, "every redirect the caches miss waits for this: put the database nearer (same "

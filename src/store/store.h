@@ -115,10 +115,12 @@ void store_redact(const char *url, char *out, size_t n);
  * schema they do not know). Filled as far as it got; 'why' says where it
  * stopped (never a password). */
 #define STORE_HEALTH_MARKS 16
+#define STORE_HEALTH_PINGS 5
 struct store_health {
     bool reached;           /* the file opened, or the server answered */
     int64_t connect_us;     /* time to open or connect */
-    int64_t query_us;       /* one round trip, SELECT 1 */
+    int64_t query_us;       /* SELECT 1's round trip (PostgreSQL: the fastest of
+                             * STORE_HEALTH_PINGS) */
     int schema;             /* the database's schema version; 0: none yet */
     int schema_wanted;      /* this binary's */
     char journal_mode[16];  /* SQLite's; "" for PostgreSQL */

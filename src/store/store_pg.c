@@ -3845,10 +3845,17 @@ int store_pg_inspect(const char *url, int timeout_s, struct store_health *h)
         PQfinish(pg);
         return ERR_STORAGE;
     }
+    /* The fastest of a few round trips: the database's distance, not a
+     * moment when this process or the server waited for a core. */
     int64_t one = 0, has = 0, version = 0;
-    int64_t t1 = mono_us();
-    bool ok = inspect_one(pg, "SELECT 1", &one, h);
-    h->query_us = mono_us() - t1;
+    bool ok = true;
+    h->query_us = INT64_MAX;
+    for (int i = 0; i < STORE_HEALTH_PINGS && ok; i++) {
+        int64_t t1 = mono_us();
+        ok = inspect_one(pg, "SELECT 1", &one, h);
+        int64_t took = mono_us() - t1;
+        h->query_us = took < h->query_us ? took : h->query_us;
+    }
     h->reached = ok;
     ok = ok &&
          inspect_one(pg, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",

@@ -43,6 +43,9 @@ it('a healthy store, served then stopped: every check ok, exit 0', async () => {
         assert.match(lineOf(r.stdout, check), /^ok /, `${check}:\n${r.stdout}`);
     }
     assert.match(r.stdout, /doctor: \d+ ok, 0 warnings, 0 failures/);
+    // PostgreSQL's round trip is the fastest of a few: a busy moment on this
+    // machine must not make a database next door look far away.
+    if (PG_MODE) assert.match(lineOf(r.stdout, 'store'), /the fastest of 5 round trips took \d+\.\d ms$/);
     const j = JSON.parse(doctor(s, ['--json']).stdout);
     assert.equal(j.fail, 0);
     assert.ok(j.checks.some((c) => c.check === 'store' && c.status === 'ok'));

@@ -14,7 +14,7 @@
 #
 #   bench/sinkdead.sh [SHORTD] [SECONDS] [N]     (defaults: build/shortd, 10, 1000)
 #
-# Loopback only; needs wrk, curl and python3. Bounded in time
+# Loopback only; needs wrk, curl, node and python3. Bounded in time
 # (2 × SECONDS + about 30 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ N=${3:-1000}
 PORT=${BENCH_SINKDEAD_PORT:-18153}
 DEAD_PORT=${BENCH_SINKDEAD_DEAD_PORT:-18154}
 [ -x "$SHORTD" ] || { echo "sinkdead.sh: $SHORTD is missing: run 'make' first" >&2; exit 2; }
-for t in wrk curl python3; do
+for t in wrk curl node python3; do
     command -v "$t" >/dev/null || { echo "sinkdead.sh: $t is not installed" >&2; exit 2; }
 done
 
@@ -69,13 +69,23 @@ for _ in $(seq 200); do
     sleep 0.1
 done
 
-# N links, their codes as redirect.lua reads them (8-byte lines).
-: >"$WORK/codes.txt"
-for i in $(seq "$N"); do
-    curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-        -d "{\"url\":\"https://example.com/$i\"}" "http://127.0.0.1:$PORT/api/links" |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["code"])' >>"$WORK/codes.txt"
-done
+# N links, their codes as redirect.lua reads them (8-byte lines), made
+# through the API by one node process (a curl a link took seconds).
+node -e '
+    const [port, key, n] = process.argv.slice(1);
+    (async () => {
+        for (let i = 1; i <= Number(n); i++) {
+            const r = await fetch(`http://127.0.0.1:${port}/api/links`, {
+                method: "POST",
+                headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+                body: JSON.stringify({ url: `https://example.com/${i}` }),
+            });
+            const j = await r.json();
+            if (r.status !== 201) throw new Error(`create ${i}: ${r.status} ${JSON.stringify(j)}`);
+            console.log(j.code);
+        }
+    })().catch((e) => { console.error(`sinkdead.sh: ${e.message}`); process.exit(1); });
+' "$PORT" "$KEY" "$N" >"$WORK/codes.txt"
 awk 'length($0) != 7 { bad = 1 } END { exit bad }' "$WORK/codes.txt" ||
     { echo "sinkdead.sh: codes are not 7 characters" >&2; exit 1; }
 

@@ -9,6 +9,7 @@
 # its middle. It prints wrk's rates and the creates' rate and latency.
 #
 #   bench/mixed.sh [SHORTD] [N]     (defaults: build/shortd, 1000000)
+#   MIXED_SMOKE=1: runs of 1, 1 and 4 s, creates for 2 s (the test suite's)
 #
 # Needs the data run.sh prepared for N (build/bench/data-N). Loopback only;
 # bounded in time (about a minute, most of it warming the cache).
@@ -41,12 +42,14 @@ redirects() {
         wrk -t2 -c64 -d"$1"s -s bench/redirect.lua "http://127.0.0.1:$PORT/" |
         awk '/Requests\/sec/ {printf "redirects: %.0f/s\n", $2}'
 }
-redirects 5
-redirects 5
-redirects 12 &
+# Seconds: the first two runs, the third, creates start into it, for.
+read -r RUN LONG LEAD CREATES <<<"$([ -n "${MIXED_SMOKE:-}" ] && echo 1 4 1 2 || echo 5 12 3 6)"
+redirects "$RUN"
+redirects "$RUN"
+redirects "$LONG" &
 WRK=$!
-sleep 3
-"$LOADGEN" create -p "$PORT" -d 6 -c 4 --key "$(cat "$DATA/key")" >"$WORK/creates"
+sleep "$LEAD"
+"$LOADGEN" create -p "$PORT" -d "$CREATES" -c 4 --key "$(cat "$DATA/key")" >"$WORK/creates"
 wait "$WRK"
 awk -F= '/^(created_per_s|p50_us|p99_us|max_us|status_201|errors)=/ {printf "%s=%s ", $1, $2} END {print ""}' \
     "$WORK/creates" | sed 's/^/creates: /'

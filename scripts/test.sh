@@ -90,7 +90,7 @@ section "benchmark smoke run (bench/run.sh --smoke)"
 { bench/setup.sh && bench/run.sh --smoke --out build/bench/smoke-results; } || status=1
 # ... and the two one-server scripts, on the 1,000 links it prepared.
 section "bench/mixed.sh and bench/contention.sh on 1,000 links"
-bench/mixed.sh build/shortd 1000 || status=1
+MIXED_SMOKE=1 bench/mixed.sh build/shortd 1000 || status=1
 CONTENTION_HOGS=1 CONTENTION_LIMIT=20 bench/contention.sh build/shortd 1000 || status=1
 # The import benchmark's script on a small YOURLS dump, into SQLite and a
 # throwaway PostgreSQL: it checks every link and log row arrives, never a time.
